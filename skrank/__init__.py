@@ -1,0 +1,25 @@
+"""skrank: rank-based learning objectives for scikit-learn linear models."""
+
+from .risks import (
+    ERM,
+    CVaR,
+    ExponentialSpectral,
+    Extremile,
+    HumanAligned,
+    RankedRange,
+    Superquantile,
+    TopK,
+)
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "ERM",
+    "CVaR",
+    "ExponentialSpectral",
+    "Extremile",
+    "HumanAligned",
+    "RankedRange",
+    "Superquantile",
+    "TopK",
+]

@@ -1,0 +1,242 @@
+"""Plumbing shared by every skrank estimator, written once.
+
+A concrete estimator sets ``_task``, its ``_parameter_constraints`` and
+implements ``_solve(X, y, coef_init, intercept_init)`` returning a
+:class:`skrank.solvers.SolverResult`; ``y`` is in {-1, +1} for classifiers
+(one binary problem at a time, one-vs-rest beyond two classes) and real for
+regressors.  Everything else (validation, label encoding, warm starts,
+fitted attributes, convergence warnings, prediction) lives here.
+"""
+
+import warnings
+
+import numpy as np
+from scipy.special import expit
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..losses import get_loss
+from ..penalties import get_penalty
+from ..risks import check_risk
+
+
+class _RankLinearModel(BaseEstimator):
+    """Base of all linear rank-risk estimators (not public)."""
+
+    _task = None  # "classification" or "regression"
+    _accept_sparse = "csr"
+
+    # --- pieces the subclasses may use -------------------------------------------------
+    def _get_risk(self):
+        return check_risk(self.risk)
+
+    def _get_loss(self):
+        loss = get_loss(self.loss, epsilon=getattr(self, "epsilon", 1.0))
+        if loss.task != self._task:
+            kind = "classifier" if self._task == "classification" else "regressor"
+            raise ValueError(
+                f"loss={self.loss!r} is a {loss.task} loss and cannot be used by a {kind}."
+            )
+        return loss
+
+    def _get_penalty(self):
+        return get_penalty(
+            getattr(self, "penalty", "l2"), self.alpha, getattr(self, "l1_ratio", 0.5)
+        )
+
+    def _solve(self, X, y, coef_init, intercept_init):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _validate_fit_data(self, X, y):
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            accept_sparse=self._accept_sparse,
+            dtype=[np.float64, np.float32],
+            y_numeric=self._task == "regression",
+            ensure_min_samples=2,
+        )
+        if X.dtype != np.float64:
+            X = X.astype(np.float64)
+        return X, y
+
+    def _warn_if_not_converged(self, result):
+        if not result.converged:
+            warnings.warn(
+                f"{type(self).__name__} did not converge after {result.n_iter} iterations "
+                f"(stopping criterion {result.stop_criterion:.3g} > tol={self.tol}); "
+                "increase max_iter or tol.",
+                ConvergenceWarning,
+            )
+
+    def _run_solver(self, X, y, coef_init, intercept_init):
+        result = self._solve(X, y, coef_init, intercept_init)
+        self._warn_if_not_converged(result)
+        return result
+
+    def _linear_predict(self, X):
+        check_is_fitted(self)
+        X = validate_data(
+            self, X, accept_sparse=self._accept_sparse, dtype=[np.float64, np.float32], reset=False
+        )
+        return X @ self.coef_.T + self.intercept_
+
+
+class RankLinearClassifierMixin(ClassifierMixin):
+    """Fitting and prediction for binary and one-vs-rest classifiers."""
+
+    _task = "classification"
+
+    def fit(self, X, y):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Class labels; two classes give one binary problem, more give
+            one-vs-rest problems.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        X, y = self._validate_fit_data(X, y)
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if classes.shape[0] < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs samples of at least two classes in y; "
+                f"got only class {classes[0]!r}."
+            )
+        self._check_before_solve(X)
+        binary = classes.shape[0] == 2
+        targets = [classes[1]] if binary else list(classes)
+        warm = (
+            getattr(self, "warm_start", False)
+            and hasattr(self, "coef_")
+            and self.coef_.shape == (len(targets), X.shape[1])
+        )
+        coefs, intercepts, n_iters, objectives, histories = [], [], [], [], []
+        for j, positive in enumerate(targets):
+            y_pm = np.where(y == positive, 1.0, -1.0)
+            coef0 = self.coef_[j].copy() if warm else None
+            b0 = float(self.intercept_[j]) if warm else None
+            result = self._run_solver(X, y_pm, coef0, b0)
+            coefs.append(result.coef)
+            intercepts.append(result.intercept)
+            n_iters.append(result.n_iter)
+            objectives.append(result.objective)
+            histories.append(np.asarray(result.objective_history))
+        self.classes_ = classes
+        self.coef_ = np.vstack(coefs)
+        self.intercept_ = np.asarray(intercepts, dtype=np.float64)
+        if binary:
+            self.n_iter_ = int(n_iters[0])
+            self.objective_ = float(objectives[0])
+            self.objective_history_ = histories[0]
+        else:
+            self.n_iter_ = np.asarray(n_iters)
+            self.objective_ = np.asarray(objectives)
+            self.objective_history_ = histories
+        return self
+
+    def _check_before_solve(self, X):
+        """Hook: resolve and check the risk, loss and solver before fitting."""
+
+    def decision_function(self, X):
+        """Signed scores: positive means ``classes_[1]`` (binary).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        scores = np.asarray(self._linear_predict(X))
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def predict(self, X):
+        """Predicted class labels."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def _has_proba(self):
+        return self.loss == "logistic"
+
+    @available_if(_has_proba)
+    def predict_proba(self, X):
+        """Class probabilities (logistic loss only).
+
+        The sigmoid of the decision function; with more than two classes
+        the one-vs-rest sigmoids are normalised to sum to one.  A rank-based
+        risk reweights samples, so these are scores on a probability scale
+        rather than calibrated probabilities.
+        """
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            p = expit(scores)
+            return np.column_stack([1.0 - p, p])
+        p = expit(scores)
+        return p / p.sum(axis=1, keepdims=True)
+
+    @available_if(_has_proba)
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        return np.log(self.predict_proba(X))
+
+
+class RankLinearRegressorMixin(RegressorMixin):
+    """Fitting and prediction for regressors."""
+
+    _task = "regression"
+
+    def fit(self, X, y):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Targets.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        X, y = self._validate_fit_data(X, y)
+        y = np.asarray(y, dtype=np.float64)
+        self._check_before_solve(X)
+        warm = (
+            getattr(self, "warm_start", False)
+            and hasattr(self, "coef_")
+            and self.coef_.shape == (X.shape[1],)
+        )
+        coef0 = self.coef_.copy() if warm else None
+        b0 = float(self.intercept_) if warm else None
+        result = self._run_solver(X, y, coef0, b0)
+        self.coef_ = np.asarray(result.coef, dtype=np.float64)
+        self.intercept_ = float(result.intercept)
+        self.n_iter_ = int(result.n_iter)
+        self.objective_ = float(result.objective)
+        self.objective_history_ = np.asarray(result.objective_history)
+        return self
+
+    def _check_before_solve(self, X):
+        """Hook: resolve and check the risk, loss and solver before fitting."""
+
+    def predict(self, X):
+        """Predicted targets ``X @ coef_ + intercept_``."""
+        return np.asarray(self._linear_predict(X)).ravel()

@@ -1,0 +1,325 @@
+"""Evaluation metrics for rank-based objectives, and scorers for model selection.
+
+* :func:`partial_auc_score` -- the normalised area under the ROC curve between
+  two false-positive rates, computed on scikit-learn's ROC points;
+* :func:`rank_risk_score` -- a risk (superquantile, extremile, ...) of the
+  individual losses of a prediction;
+* :func:`make_partial_auc_scorer` and :func:`make_rank_risk_scorer` -- the
+  same quantities as scorers for :class:`~sklearn.model_selection.GridSearchCV`
+  and :func:`~sklearn.model_selection.cross_val_score`.
+"""
+
+import numbers
+
+import numpy as np
+from sklearn.metrics import make_scorer, roc_curve
+from sklearn.utils import check_consistent_length, column_or_1d
+from sklearn.utils.multiclass import type_of_target
+
+__all__ = [
+    "partial_auc_score",
+    "make_partial_auc_scorer",
+    "rank_risk_score",
+    "make_rank_risk_scorer",
+]
+
+
+def _check_fpr_range(fpr_range):
+    """Validate ``fpr_range`` and return it as two floats ``(alpha, beta)``."""
+    try:
+        alpha, beta = fpr_range
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"fpr_range must be a pair (alpha, beta) of false-positive rates, got {fpr_range!r}."
+        ) from None
+    for name, v in (("alpha", alpha), ("beta", beta)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v):
+            raise ValueError(f"fpr_range {name} must be a finite real number, got {v!r}.")
+    alpha, beta = float(alpha), float(beta)
+    if not (0.0 <= alpha <= 1.0 and 0.0 <= beta <= 1.0):
+        raise ValueError(f"fpr_range must lie inside [0, 1], got ({alpha!r}, {beta!r}).")
+    if alpha >= beta:
+        raise ValueError(
+            f"fpr_range must satisfy alpha < beta, got alpha={alpha!r} and beta={beta!r}."
+        )
+    return alpha, beta
+
+
+def _area_between(x, y, alpha, beta):
+    """Area under the piecewise-linear curve through ``(x, y)`` over ``[alpha, beta]``.
+
+    ``x`` must be nondecreasing.  Vertical segments (repeated ``x``) have no
+    width and contribute nothing; every other segment is clipped to
+    ``[alpha, beta]`` and integrated exactly by the trapezoid rule.
+    """
+    x0, x1 = x[:-1], x[1:]
+    y0, y1 = y[:-1], y[1:]
+    lo = np.maximum(x0, alpha)
+    hi = np.minimum(x1, beta)
+    keep = (hi > lo) & (x1 > x0)
+    x0, x1, y0, y1, lo, hi = x0[keep], x1[keep], y0[keep], y1[keep], lo[keep], hi[keep]
+    slope = (y1 - y0) / (x1 - x0)
+    y_lo = y0 + slope * (lo - x0)
+    y_hi = y0 + slope * (hi - x0)
+    return float(np.sum(0.5 * (y_lo + y_hi) * (hi - lo)))
+
+
+def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=None, pos_label=None):
+    """Normalised partial area under the ROC curve over a false-positive-rate range.
+
+    The ROC curve is the one of :func:`sklearn.metrics.roc_curve` with
+    ``drop_intermediate=False``, joined by straight lines, so that tied scores
+    count one half, exactly as in :func:`sklearn.metrics.roc_auc_score`.  The
+    score is the area under that curve between the false-positive rates
+    ``alpha`` and ``beta``, divided by ``beta - alpha``: a number in ``[0, 1]``
+    that equals ``roc_auc_score`` when ``fpr_range=(0, 1)``.  No McClish
+    correction is applied (unlike ``roc_auc_score(max_fpr=...)``), so a
+    random scorer has expected value ``(alpha + beta) / 2``, not one half.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True binary labels.
+    y_score : array-like of shape (n_samples,)
+        Scores, larger meaning more likely positive: the output of
+        ``decision_function`` or the positive-class column of
+        ``predict_proba``.
+    fpr_range : tuple of two floats, default=(0.0, 1.0)
+        False-positive rates ``(alpha, beta)`` with ``0 <= alpha < beta <= 1``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Sample weights.
+    pos_label : int, float, bool or str, default=None
+        Label of the positive class.  When None the larger of the two labels
+        present in ``y_true`` is positive (as in ``roc_auc_score`` and as
+        ``classes_[1]`` of scikit-learn classifiers).
+
+    Returns
+    -------
+    float
+        The partial AUC, normalised to ``[0, 1]``.
+
+    Raises
+    ------
+    ValueError
+        If ``y_true`` is not binary or holds a single class, if ``y_score``
+        holds NaN or infinity, if the lengths disagree, or if ``fpr_range``
+        is not a valid range.
+
+    See Also
+    --------
+    sklearn.metrics.roc_auc_score : the full area, and McClish's standardised
+        partial area for ``max_fpr``.
+
+    Examples
+    --------
+    >>> from skrank.metrics import partial_auc_score
+    >>> y = [0, 0, 1, 1]
+    >>> s = [0.1, 0.4, 0.35, 0.8]
+    >>> partial_auc_score(y, s)
+    0.75
+    >>> partial_auc_score(y, s, fpr_range=(0.0, 0.5))
+    0.5
+    """
+    alpha, beta = _check_fpr_range(fpr_range)
+    y_true = column_or_1d(y_true)
+    y_score = column_or_1d(y_score)
+    check_consistent_length(y_true, y_score, sample_weight)
+    if y_true.shape[0] == 0:
+        raise ValueError("y_true is empty; partial AUC needs samples of both classes.")
+    try:
+        y_score = y_score.astype(np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("y_score must hold real numbers.") from None
+    if not np.all(np.isfinite(y_score)):
+        raise ValueError("y_score contains NaN or infinity; partial AUC needs finite scores.")
+    target_type = type_of_target(y_true, input_name="y_true")
+    labels = np.unique(y_true)
+    if labels.shape[0] < 2:
+        raise ValueError(
+            f"Only one class ({labels[0]!r}) is present in y_true; "
+            "partial AUC is not defined in that case."
+        )
+    if target_type != "binary":
+        raise ValueError(
+            f"partial_auc_score supports binary classification only; y_true is {target_type!r} "
+            f"with {labels.shape[0]} distinct labels."
+        )
+    if pos_label is None:
+        pos_label = labels[-1]
+    elif pos_label not in labels.tolist():
+        raise ValueError(f"pos_label={pos_label!r} is not one of the labels in y_true {labels.tolist()}.")
+    if sample_weight is not None:
+        sample_weight = column_or_1d(sample_weight).astype(np.float64)
+        if not np.all(np.isfinite(sample_weight)) or np.any(sample_weight < 0):
+            raise ValueError("sample_weight must be finite and nonnegative.")
+        is_pos = y_true == pos_label
+        if not np.any(sample_weight[is_pos] > 0) or not np.any(sample_weight[~is_pos] > 0):
+            raise ValueError(
+                "After sample weighting only one class has positive weight; "
+                "partial AUC is not defined in that case."
+            )
+
+    fpr, tpr, _ = roc_curve(
+        y_true, y_score, pos_label=pos_label, sample_weight=sample_weight, drop_intermediate=False
+    )
+    return _area_between(fpr, tpr, alpha, beta) / (beta - alpha)
+
+
+def make_partial_auc_scorer(fpr_range=(0.0, 1.0), *, pos_label=None):
+    """Scorer for :func:`partial_auc_score`, for ``GridSearchCV(scoring=...)``.
+
+    The scorer uses the estimator's ``decision_function`` when it has one,
+    and the positive-class column of ``predict_proba`` otherwise.
+
+    Parameters
+    ----------
+    fpr_range : tuple of two floats, default=(0.0, 1.0)
+        False-positive rates ``(alpha, beta)`` with ``0 <= alpha < beta <= 1``.
+    pos_label : int, float, bool or str, default=None
+        Label of the positive class; None means the larger label
+        (``classes_[1]``).
+
+    Returns
+    -------
+    scorer : callable
+        ``scorer(estimator, X, y)``; greater is better.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.model_selection import GridSearchCV
+    >>> from skrank.metrics import make_partial_auc_scorer
+    >>> search = GridSearchCV(LogisticRegression(), {"C": [0.1, 1.0]},
+    ...                       scoring=make_partial_auc_scorer((0.0, 0.3)))
+    """
+    fpr_range = _check_fpr_range(fpr_range)
+    kwargs = {"fpr_range": fpr_range}
+    if pos_label is not None:
+        kwargs["pos_label"] = pos_label
+    return make_scorer(
+        partial_auc_score,
+        response_method=("decision_function", "predict_proba"),
+        greater_is_better=True,
+        **kwargs,
+    )
+
+
+def _resolve_loss(loss):
+    from .losses import Loss, get_loss
+
+    if isinstance(loss, Loss):
+        return loss
+    if isinstance(loss, str):
+        return get_loss(loss)
+    raise TypeError(f"loss must be a loss name or a skrank.losses.Loss, got {type(loss).__name__}.")
+
+
+def _resolve_risk(risk):
+    from .risks import check_risk
+
+    return check_risk(risk)
+
+
+def rank_risk_score(y_true, y_pred, *, risk="superquantile", loss="squared", pos_label=None):
+    """Risk of the individual losses of a prediction.
+
+    For a regression loss (``"squared"``, ``"absolute"``, ``"huber"``) the
+    individual losses are ``loss(y_pred - y_true)``; for a classification loss
+    (``"logistic"``, ``"hinge"``, ``"squared_hinge"``) ``y_pred`` holds
+    decision scores and the losses are ``loss(-y * y_pred)`` with ``y`` the
+    labels encoded as -1 / +1.  The result is
+    ``risk.value(losses) = sum_i sigma_i L_(i)`` over the sorted losses:
+    smaller is better.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Targets (regression) or labels (binary classification).
+    y_pred : array-like of shape (n_samples,)
+        Predictions (regression) or decision scores (classification).
+    risk : str or skrank.risks.BaseRisk, default="superquantile"
+        The risk, as accepted by :func:`skrank.risks.check_risk`; a string
+        means the class with its defaults (superquantile level 0.8).
+    loss : str or skrank.losses.Loss, default="squared"
+        The individual loss; ``"squared"`` is ``t**2 / 2``.
+    pos_label : int, float, bool or str, default=None
+        Classification losses only: the positive label; None means the larger
+        of the two labels in ``y_true``.
+
+    Returns
+    -------
+    float
+        The risk value.
+
+    Examples
+    --------
+    >>> from skrank.metrics import rank_risk_score
+    >>> from skrank.risks import Superquantile
+    >>> rank_risk_score([0, 0, 0, 0], [1, 1, 2, 2], risk=Superquantile(q=0.5))
+    2.0
+    """
+    risk = _resolve_risk(risk)
+    loss = _resolve_loss(loss)
+    y_true = column_or_1d(y_true)
+    y_pred = column_or_1d(y_pred).astype(np.float64)
+    check_consistent_length(y_true, y_pred)
+    if y_pred.shape[0] == 0:
+        raise ValueError("rank_risk_score needs at least one sample.")
+    if not np.all(np.isfinite(y_pred)):
+        raise ValueError("y_pred contains NaN or infinity.")
+    if loss.task == "classification":
+        labels = np.unique(y_true)
+        if labels.shape[0] > 2:
+            raise ValueError(
+                f"Classification loss {loss.name!r} needs binary labels, got {labels.shape[0]} classes."
+            )
+        if pos_label is None:
+            pos_label = labels[-1]
+        elif pos_label not in labels.tolist() and labels.shape[0] == 2:
+            raise ValueError(f"pos_label={pos_label!r} is not one of the labels {labels.tolist()}.")
+        y_sign = np.where(y_true == pos_label, 1.0, -1.0)
+        t = -y_sign * y_pred
+    else:
+        y_true = y_true.astype(np.float64)
+        if not np.all(np.isfinite(y_true)):
+            raise ValueError("y_true contains NaN or infinity.")
+        t = y_pred - y_true
+    return float(risk.value(loss.value(t)))
+
+
+def make_rank_risk_scorer(risk="superquantile", loss="squared"):
+    """Scorer for :func:`rank_risk_score`, for ``GridSearchCV(scoring=...)``.
+
+    The risk is a loss (smaller is better), so the scorer returns its
+    negative, following scikit-learn's "greater is better" convention for
+    scorers (like ``"neg_mean_squared_error"``).  Regression losses score
+    ``predict``; classification losses score ``decision_function``.
+
+    Parameters
+    ----------
+    risk : str or skrank.risks.BaseRisk, default="superquantile"
+        The risk; see :func:`rank_risk_score`.
+    loss : str or skrank.losses.Loss, default="squared"
+        The individual loss; see :func:`rank_risk_score`.
+
+    Returns
+    -------
+    scorer : callable
+        ``scorer(estimator, X, y)`` returning ``-rank_risk_score(...)``.
+
+    Examples
+    --------
+    >>> from skrank.metrics import make_rank_risk_scorer
+    >>> from skrank.risks import Superquantile
+    >>> scorer = make_rank_risk_scorer(Superquantile(q=0.9), "absolute")
+    """
+    risk_obj = _resolve_risk(risk)
+    loss_obj = _resolve_loss(loss)
+    response = "decision_function" if loss_obj.task == "classification" else "predict"
+    return make_scorer(
+        rank_risk_score,
+        response_method=response,
+        greater_is_better=False,
+        risk=risk_obj,
+        loss=loss_obj,
+    )

@@ -1,0 +1,40 @@
+"""The rank-based objective, evaluated once for every solver and test.
+
+``F(w, b) = sum_i sigma_i L_(i) + R(w)`` with ``L_i = l(t_i)``, where
+``t_i = -y_i (x_i.w + b)`` (classification, ``y`` in {-1, +1}) or
+``t_i = x_i.w + b - y_i`` (regression), ``sigma`` the risk's weights of the
+ascending order statistics and ``R`` the penalty.
+"""
+
+import numpy as np
+
+
+def loss_arguments(X, y, coef, intercept, task):
+    """The loss arguments ``t``: negative margins or residuals."""
+    f = X @ coef + intercept
+    f = np.asarray(f, dtype=np.float64).ravel()
+    if task == "classification":
+        return -y * f
+    return f - y
+
+
+def rank_objective(X, y, coef, intercept, risk, loss, penalty):
+    """Value of ``F(w, b)``.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n, d)
+    y : ndarray of shape (n,)
+        Labels in {-1, +1} for classification losses, targets otherwise.
+    coef : ndarray of shape (d,)
+    intercept : float
+    risk : skrank.risks.BaseRisk
+    loss : skrank.losses.Loss
+    penalty : skrank.penalties.Penalty
+
+    Returns
+    -------
+    float
+    """
+    t = loss_arguments(X, y, coef, intercept, loss.task)
+    return risk.value(loss.value(t)) + penalty.value(coef)

@@ -1,0 +1,421 @@
+"""Rank weights: the risks that turn a vector of losses into one number.
+
+A risk assigns the weight ``sigma_i`` to the i-th SMALLEST loss (ascending
+order statistics ``L_(1) <= ... <= L_(n)``) and its value is
+``sum_i sigma_i L_(i)``.  Risks are small parameter objects: they support
+``get_params``/``set_params``, so an estimator's ``risk__q`` can be tuned by
+``GridSearchCV``.
+
+Spectral risks (nondecreasing weights, a convex objective for convex
+losses) are given by the integral ``Phi(t) = int_0^t sigma(s) ds`` of their
+spectrum: ``sigma_i = Phi(i/n) - Phi((i-1)/n)`` (spec 003 section 1.2,
+spec 004 section 1.2 a).
+"""
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+
+class BaseRisk(BaseEstimator):
+    """Common interface of all risks.
+
+    Subclasses implement :meth:`weights`.  ``is_convex`` is True when the
+    weights are nondecreasing, i.e. when the risk is a spectral risk and
+    ``sum_i sigma_i l_(i)(w)`` is convex for convex losses.
+    """
+
+    is_convex = True
+    #: True when the weights depend on the loss values (human-aligned risk).
+    depends_on_values = False
+
+    def weights(self, n):  # pragma: no cover - abstract
+        """Weights ``sigma_1..sigma_n`` of the ascending order statistics."""
+        raise NotImplementedError
+
+    def value(self, losses):
+        """Risk of the loss vector: ``sum_i sigma_i L_(i)``.
+
+        Parameters
+        ----------
+        losses : array-like of shape (n,)
+            Individual losses, in any order.
+
+        Returns
+        -------
+        float
+        """
+        losses = _as_losses(losses)
+        sorted_losses = np.sort(losses)
+        return float(self._weights_for(sorted_losses) @ sorted_losses)
+
+    def _weights_for(self, sorted_losses):
+        return self.weights(sorted_losses.shape[0])
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.get_params() == other.get_params()
+
+    def __hash__(self):
+        return hash((type(self).__name__, tuple(sorted(self.get_params().items()))))
+
+
+def _as_losses(losses):
+    losses = np.asarray(losses, dtype=np.float64)
+    if losses.ndim != 1:
+        raise ValueError(f"losses must be a 1-D array, got shape {losses.shape}.")
+    if losses.shape[0] == 0:
+        raise ValueError("losses must not be empty.")
+    if not np.all(np.isfinite(losses)):
+        raise ValueError("losses contain NaN or infinity.")
+    return losses
+
+
+def _check_n(n):
+    if not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}.")
+    return int(n)
+
+
+def _check_real(name, value, *, low=None, high=None, low_open=False, high_open=False):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number, got {value!r}.")
+    bad_low = low is not None and (value <= low if low_open else value < low)
+    bad_high = high is not None and (value >= high if high_open else value > high)
+    if bad_low or bad_high:
+        lo = "(" if low_open else "["
+        hi = ")" if high_open else "]"
+        low_s = "-inf" if low is None else low
+        high_s = "inf" if high is None else high
+        raise ValueError(f"{name} must lie in {lo}{low_s}, {high_s}{hi}, got {value!r}.")
+    return float(value)
+
+
+class _SpectralRisk(BaseRisk):
+    def _cumulative(self, t):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def weights(self, n):
+        """Weights ``sigma_i = Phi(i/n) - Phi((i-1)/n)``, ascending order.
+
+        Parameters
+        ----------
+        n : int
+            Number of losses.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            Nonnegative, nondecreasing, summing to one.
+        """
+        n = _check_n(n)
+        self._validate()
+        phi = self._cumulative(np.arange(n + 1, dtype=np.float64) / n)
+        return np.maximum(np.diff(phi), 0.0)
+
+
+class ERM(_SpectralRisk):
+    """Empirical risk: the mean loss, ``sigma_i = 1/n``."""
+
+    def _validate(self):
+        pass
+
+    def weights(self, n):
+        """Uniform weights ``1/n``."""
+        n = _check_n(n)
+        return np.full(n, 1.0 / n)
+
+
+class Superquantile(_SpectralRisk):
+    """Superquantile (conditional value at risk) at level ``q``.
+
+    The mean of the losses above their ``q``-quantile:
+    ``sigma_i = |[(i-1)/n, i/n] ∩ [q, 1]| / (1 - q)``, so the cell that
+    contains ``q`` gets a fractional weight.
+
+    Parameters
+    ----------
+    q : float, default=0.8
+        Level in ``[0, 1)``; ``q = 0`` is the mean, ``q -> 1`` the maximum.
+    """
+
+    def __init__(self, q=0.8):
+        self.q = q
+
+    def _validate(self):
+        _check_real("q", self.q, low=0.0, high=1.0, high_open=True)
+
+    def _cumulative(self, t):
+        return np.maximum(t - self.q, 0.0) / (1.0 - self.q)
+
+
+#: Alias: the conditional value at risk is the superquantile.
+CVaR = Superquantile
+
+
+class Extremile(_SpectralRisk):
+    """Extremile of order ``r``: ``sigma_i = (i/n)^r - ((i-1)/n)^r``.
+
+    Parameters
+    ----------
+    r : float, default=2.0
+        Order, ``r >= 1``; ``r = 1`` is the mean.
+    """
+
+    def __init__(self, r=2.0):
+        self.r = r
+
+    def _validate(self):
+        _check_real("r", self.r, low=1.0)
+
+    def _cumulative(self, t):
+        return t**self.r
+
+
+class ExponentialSpectral(_SpectralRisk):
+    """Exponential spectral risk measure with parameter ``rho``.
+
+    ``sigma_i = e^-rho (e^(rho i/n) - e^(rho (i-1)/n)) / (1 - e^-rho)``,
+    evaluated as ``exp(rho (i/n - 1)) * (-expm1(-rho/n)) / (-expm1(-rho))``
+    so that large ``rho`` does not overflow.
+
+    Parameters
+    ----------
+    rho : float, default=1.0
+        Risk aversion, ``rho > 0``.
+    """
+
+    def __init__(self, rho=1.0):
+        self.rho = rho
+
+    def _validate(self):
+        _check_real("rho", self.rho, low=0.0, low_open=True)
+
+    def weights(self, n):
+        """Exponential weights, ascending, summing to one."""
+        n = _check_n(n)
+        self._validate()
+        rho = float(self.rho)
+        i = np.arange(1, n + 1, dtype=np.float64)
+        return np.exp(rho * (i / n - 1.0)) * (-np.expm1(-rho / n)) / (-np.expm1(-rho))
+
+
+def _count(name, value, n):
+    """An integer count, or a fraction of ``n`` when ``value`` is a float in (0, 1)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer count or a fraction in (0, 1), got {value!r}.")
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real) and 0.0 < value < 1.0:
+        return int(np.floor(value * n + 1e-9))
+    raise ValueError(f"{name} must be an integer count or a fraction in (0, 1), got {value!r}.")
+
+
+class TopK(BaseRisk):
+    """Average of the ``k`` largest losses.
+
+    Parameters
+    ----------
+    k : int or float, default=0.2
+        An integer count ``1 <= k <= n``, or a fraction of ``n`` in (0, 1)
+        (then ``k = floor(k n)``, at least 1).
+    """
+
+    def __init__(self, k=0.2):
+        self.k = k
+
+    def weights(self, n):
+        """Weights ``1/k`` on the ``k`` largest losses, zero elsewhere."""
+        n = _check_n(n)
+        k = _count("k", self.k, n)
+        if not isinstance(self.k, numbers.Integral):
+            k = max(k, 1)
+        if not 1 <= k <= n:
+            raise ValueError(f"TopK needs 1 <= k <= n = {n}, got k={k}.")
+        w = np.zeros(n)
+        w[n - k :] = 1.0 / k
+        return w
+
+
+class RankedRange(BaseRisk):
+    """Average of a ranked range of losses (AoRR, the SoRR loss divided by its size).
+
+    The mean of the (m+1)-th to the k-th LARGEST losses: outliers above
+    rank ``m`` are ignored and easy samples below rank ``k`` too.  Not
+    convex.
+
+    Parameters
+    ----------
+    m : int or float, default=0.05
+        Number of top losses left out: an integer count or a fraction of
+        ``n`` in (0, 1).
+    k : int or float, default=0.5
+        Rank of the last loss included, ``0 <= m < k <= n``: an integer
+        count or a fraction of ``n`` in (0, 1).
+    """
+
+    is_convex = False
+
+    def __init__(self, m=0.05, k=0.5):
+        self.m = m
+        self.k = k
+
+    def counts(self, n):
+        """The integer ranks ``(m, k)`` for ``n`` losses, validated."""
+        n = _check_n(n)
+        m = _count("m", self.m, n)
+        k = _count("k", self.k, n)
+        if not 0 <= m < k <= n:
+            raise ValueError(
+                f"RankedRange needs 0 <= m < k <= n; got m={m}, k={k}, n={n} "
+                f"(from m={self.m!r}, k={self.k!r})."
+            )
+        return m, k
+
+    def weights(self, n):
+        """Weights ``1/(k-m)`` on ascending positions ``n-k+1 .. n-m``."""
+        m, k = self.counts(n)
+        w = np.zeros(n)
+        w[n - k : n - m] = 1.0 / (k - m)
+        return w
+
+
+def _tk_weighting(p, exponent):
+    """Tversky-Kahneman probability weighting ``p^g / (p^g + (1-p)^g)^(1/g)``."""
+    p = np.asarray(p, dtype=np.float64)
+    num = p**exponent
+    return num / (num + (1.0 - p) ** exponent) ** (1.0 / exponent)
+
+
+class HumanAligned(BaseRisk):
+    """Human-aligned risk: cumulative prospect theory (CPT) weights, seed 004 eq. (4)-(5).
+
+    With losses sorted ascending, a loss at or below the ``reference`` gets
+    ``sigma^a_i = w_delta(i/n) - w_delta((i-1)/n)`` and a loss above it
+    ``sigma^b_i = w_gamma((n-i+1)/n) - w_gamma((n-i)/n)``, where
+    ``w_g(p) = p^g / (p^g + (1-p)^g)^(1/g)``.  The weights therefore depend
+    on the loss VALUES (through how many lie below the reference), not only
+    on ``n``: :meth:`weights` takes them.  Not convex.
+
+    Parameters
+    ----------
+    gamma : float, default=0.61
+        Exponent of the weighting of losses above the reference, in (0, 1].
+    delta : float, default=0.69
+        Exponent of the weighting of losses at or below the reference, in (0, 1].
+    reference : float, default=log(1 + e^-5)
+        Reference point ``B`` in loss space (the default is the logistic
+        loss at negative margin -5, as in the paper's experiments).
+    """
+
+    is_convex = False
+    depends_on_values = True
+
+    def __init__(self, gamma=0.61, delta=0.69, reference=float(np.log1p(np.exp(-5.0)))):
+        self.gamma = gamma
+        self.delta = delta
+        self.reference = reference
+
+    def _validate(self):
+        _check_real("gamma", self.gamma, low=0.0, high=1.0, low_open=True)
+        _check_real("delta", self.delta, low=0.0, high=1.0, low_open=True)
+        _check_real("reference", self.reference)
+
+    def weight_pieces(self, n):
+        """The two weight sequences ``(sigma_a, sigma_b)`` for ``n`` losses.
+
+        ``sigma_a[i]`` applies when the i-th smallest loss is at or below
+        the reference, ``sigma_b[i]`` when it is above.
+        """
+        n = _check_n(n)
+        self._validate()
+        grid = np.arange(n + 1, dtype=np.float64) / n
+        sigma_a = np.diff(_tk_weighting(grid, self.delta))
+        wg = _tk_weighting(grid, self.gamma)  # w_gamma(j/n), j = 0..n
+        # sigma_b_i = w_gamma((n-i+1)/n) - w_gamma((n-i)/n), i = 1..n
+        sigma_b = (wg[1:] - wg[:-1])[::-1].copy()
+        return sigma_a, sigma_b
+
+    def weights(self, n, losses=None):
+        """Effective weights for the given loss values.
+
+        Parameters
+        ----------
+        n : int
+            Number of losses.
+        losses : array-like of shape (n,)
+            The loss values (any order): the j losses at or below the
+            reference take ``sigma_a[:j]``, the others ``sigma_b[j:]``.
+            Required.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
+        if losses is None:
+            raise ValueError(
+                "HumanAligned weights depend on the loss values: call weights(n, losses)."
+            )
+        losses = _as_losses(losses)
+        if losses.shape[0] != n:
+            raise ValueError(f"losses has length {losses.shape[0]}, expected n = {n}.")
+        sigma_a, sigma_b = self.weight_pieces(n)
+        j = int(np.count_nonzero(losses <= self.reference))
+        return np.concatenate([sigma_a[:j], sigma_b[j:]])
+
+    def _weights_for(self, sorted_losses):
+        return self.weights(sorted_losses.shape[0], sorted_losses)
+
+
+_RISKS = {
+    "erm": ERM,
+    "mean": ERM,
+    "superquantile": Superquantile,
+    "cvar": Superquantile,
+    "extremile": Extremile,
+    "exponential": ExponentialSpectral,
+    "topk": TopK,
+    "ranked_range": RankedRange,
+    "aorr": RankedRange,
+    "human_aligned": HumanAligned,
+    "cpt": HumanAligned,
+}
+
+
+def check_risk(risk):
+    """Turn ``risk`` (a name or a risk object) into a validated risk object.
+
+    Parameters
+    ----------
+    risk : str or BaseRisk
+        A risk instance, or one of ``"erm"``, ``"superquantile"`` (``"cvar"``),
+        ``"extremile"``, ``"exponential"``, ``"topk"``, ``"ranked_range"``
+        (``"aorr"``), ``"human_aligned"`` (``"cpt"``): that class with its
+        defaults.
+
+    Returns
+    -------
+    BaseRisk
+    """
+    if isinstance(risk, str):
+        key = risk.lower()
+        if key not in _RISKS:
+            raise ValueError(f"Unknown risk {risk!r}; expected one of {sorted(_RISKS)} or a risk object.")
+        return _RISKS[key]()
+    if isinstance(risk, BaseRisk):
+        return risk
+    raise TypeError(f"risk must be a string or a skrank.risks risk object, got {type(risk).__name__}.")
+
+
+__all__ = [
+    "BaseRisk",
+    "ERM",
+    "Superquantile",
+    "CVaR",
+    "Extremile",
+    "ExponentialSpectral",
+    "TopK",
+    "RankedRange",
+    "HumanAligned",
+    "check_risk",
+]
