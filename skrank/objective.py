@@ -9,13 +9,23 @@ ascending order statistics and ``R`` the penalty.
 import numpy as np
 
 
+def affine_map(y, task):
+    """``(s, c)`` with ``t_i = s_i f_i + c_i`` for the linear prediction ``f``.
+
+    Classification: ``s = -y``, ``c = 0``; regression: ``s = 1``, ``c = -y``.
+    So ``d l(t_i) / d w = s_i l'(t_i) x_i`` and ``d l(t_i) / d b = s_i l'(t_i)``.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    if task == "classification":
+        return -y, np.zeros_like(y)
+    return np.ones_like(y), -y
+
+
 def loss_arguments(X, y, coef, intercept, task):
     """The loss arguments ``t``: negative margins or residuals."""
-    f = X @ coef + intercept
-    f = np.asarray(f, dtype=np.float64).ravel()
-    if task == "classification":
-        return -y * f
-    return f - y
+    f = np.asarray(X @ coef + intercept, dtype=np.float64).ravel()
+    s, c = affine_map(y, task)
+    return s * f + c
 
 
 def rank_objective(X, y, coef, intercept, risk, loss, penalty):
