@@ -1,0 +1,69 @@
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+
+from skrank.losses import get_loss
+
+NAMES = ["logistic", "hinge", "squared_hinge", "squared", "absolute", "huber"]
+rng = np.random.default_rng(1)
+
+
+def reference_value(name, t, eps=1.0):
+    if name == "logistic":
+        return np.logaddexp(0.0, t)
+    if name == "hinge":
+        return np.maximum(1 + t, 0)
+    if name == "squared_hinge":
+        return np.maximum(1 + t, 0) ** 2
+    if name == "squared":
+        return t**2 / 2
+    if name == "absolute":
+        return np.abs(t)
+    return np.where(np.abs(t) <= eps, t**2 / 2, eps * (np.abs(t) - eps / 2))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_value_and_derivative(name):
+    loss = get_loss(name)
+    t = rng.normal(scale=3, size=200)
+    np.testing.assert_allclose(loss.value(t), reference_value(name, t), rtol=1e-12, atol=1e-14)
+    h = 1e-6
+    fd = (reference_value(name, t + h) - reference_value(name, t - h)) / (2 * h)
+    np.testing.assert_allclose(loss.derivative(t), fd, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("c", [1e-3, 0.3, 2.0, 50.0])
+def test_prox_against_scalar_minimisation(name, c):
+    loss = get_loss(name)
+    v = rng.normal(scale=4, size=25)
+    z = loss.prox(v, c)
+    for vi, zi in zip(v, z):
+        f = lambda x: c * reference_value(name, np.array(x)) + (x - vi) ** 2 / 2  # noqa: E731
+        ref = minimize_scalar(f, bracket=(vi - c - 2, vi + 1), tol=1e-12)
+        assert f(zi) <= f(ref.x) + 1e-10
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_stable_for_huge_arguments(name):
+    loss = get_loss(name)
+    t = np.array([-1e6, -1e3, 1e3, 1e6])
+    for arr in (loss.value(t), loss.derivative(t), loss.prox(t, 1e-7), loss.prox(t, 1e5)):
+        assert np.all(np.isfinite(arr))
+    assert np.all(np.isfinite(get_loss(name).prox(np.array([1e6]), 1e6)))
+
+
+def test_logistic_prox_with_tiny_rho_large_c():
+    # ADMM starts with rho ~ 1e-5, so c = sigma / rho can be 1e5.
+    z = get_loss("logistic").prox(np.array([0.0, 10.0, -10.0]), 1e5)
+    s = 1 / (1 + np.exp(-z))
+    np.testing.assert_allclose(1e5 * s + z - np.array([0.0, 10.0, -10.0]), 0, atol=1e-6)
+
+
+def test_errors_and_metadata():
+    with pytest.raises(ValueError, match="Unknown loss"):
+        get_loss("cosh")
+    with pytest.raises(ValueError, match="epsilon"):
+        get_loss("huber", epsilon=0.0)
+    assert get_loss("logistic").task == "classification"
+    assert get_loss("huber", epsilon=2.0).param == 2.0
