@@ -117,7 +117,8 @@ _TABLES = {
             "Attrition",
             positive="Yes",
             positive_description='Attrition == "Yes" (employee left)',
-            description="IBM HR employee attrition (fictional data created by IBM data scientists).",
+            description="IBM HR employee attrition "
+            "(fictional data created by IBM data scientists).",
         ),
         # ----- regression -------------------------------------------------
         _Table(
@@ -341,11 +342,11 @@ def subsample_positive_fraction(X, y, positive_fraction, *, random_state=None):
     --------
     >>> import numpy as np
     >>> from skrank.datasets import subsample_positive_fraction
-    >>> X = np.arange(20.0).reshape(10, 2)
-    >>> y = np.array([1, 1, 1, 1, 1, 0, 0, 0, 0, 0])
+    >>> X = np.arange(24.0).reshape(12, 2)
+    >>> y = np.array([1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0])
     >>> Xs, ys = subsample_positive_fraction(X, y, 0.2, random_state=0)
-    >>> ys.mean()
-    0.2
+    >>> ys.shape, float(ys.mean())
+    ((10,), 0.2)
     """
     from sklearn.utils import _safe_indexing
 
@@ -356,7 +357,8 @@ def subsample_positive_fraction(X, y, positive_fraction, *, random_state=None):
         or not 0.0 < positive_fraction < 1.0
     ):
         raise ValueError(
-            f"positive_fraction must be a real number strictly between 0 and 1, got {positive_fraction!r}."
+            "positive_fraction must be a real number strictly between 0 and 1, "
+            f"got {positive_fraction!r}."
         )
     f = float(positive_fraction)
     y_arr = np.asarray(y)
@@ -364,12 +366,16 @@ def subsample_positive_fraction(X, y, positive_fraction, *, random_state=None):
         raise ValueError(f"y must be 1-D, got shape {y_arr.shape}.")
     n_samples = X.shape[0] if hasattr(X, "shape") else len(X)
     if n_samples != y_arr.shape[0]:
-        raise ValueError(f"X and y have different numbers of samples: {n_samples} and {y_arr.shape[0]}.")
+        raise ValueError(
+            f"X and y have different numbers of samples: {n_samples} and {y_arr.shape[0]}."
+        )
     if y_arr.dtype == bool:
         y_arr = y_arr.astype(np.int64)
     values = np.unique(y_arr)
     if not np.all(np.isin(values, [0, 1])):
-        raise ValueError(f"y must hold binary labels in {{0, 1}}, got values {values.tolist()[:5]}.")
+        raise ValueError(
+            f"y must hold binary labels in {{0, 1}}, got values {values.tolist()[:5]}."
+        )
     pos = np.flatnonzero(y_arr == 1)
     neg = np.flatnonzero(y_arr == 0)
     if pos.size == 0 or neg.size == 0:
@@ -381,14 +387,16 @@ def subsample_positive_fraction(X, y, positive_fraction, *, random_state=None):
         n_pos = int(round(f * neg.size / (1.0 - f)))
         if n_pos < 1:
             raise ValueError(
-                f"positive_fraction={f!r} is too small: with {neg.size} negatives it keeps no positive."
+                f"positive_fraction={f!r} is too small: "
+                f"with {neg.size} negatives it keeps no positive."
             )
         pos = rng.choice(pos, size=n_pos, replace=False)
     elif f > current:
         n_neg = int(round(pos.size * (1.0 - f) / f))
         if n_neg < 1:
             raise ValueError(
-                f"positive_fraction={f!r} is too large: with {pos.size} positives it keeps no negative."
+                f"positive_fraction={f!r} is too large: "
+                f"with {pos.size} positives it keeps no negative."
             )
         neg = rng.choice(neg, size=n_neg, replace=False)
     keep = np.sort(np.concatenate([pos, neg]))

@@ -230,7 +230,9 @@ def format_table(rows):
     -------
     str
     """
-    header = ["data set", "n_test x d", "pos%", "model", "pAUC[.05,.5]", "AP", "CVaR.8", "RMSE", "fit s"]
+    header = [
+        "data set", "n_test x d", "pos%", "model", "pAUC[.05,.5]", "AP", "CVaR.8", "RMSE", "fit s",
+    ]
     lines = []
     for r in rows:
         pos = "-" if r["positive_fraction"] is None else f"{100 * r['positive_fraction']:.1f}"
@@ -244,12 +246,16 @@ def format_table(rows):
                 _fmt(r["rmse"], ".4g"),
                 _fmt(r["fit_time"], ".2f"),
             ]
-        lines.append([r["dataset"], f"{r['n_test']} x {r['n_features']}", pos, r["model"]] + metrics)
-    widths = [max(len(h), *(len(line[j]) for line in lines)) if lines else len(h) for j, h in enumerate(header)]
+        size = f"{r['n_test']} x {r['n_features']}"
+        lines.append([r["dataset"], size, pos, r["model"]] + metrics)
+    widths = [max([len(h)] + [len(line[j]) for line in lines]) for j, h in enumerate(header)]
     left = {0, 1, 3}
 
     def render(cells):
-        return "  ".join(c.ljust(w) if j in left else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths)))
+        padded = (
+            c.ljust(w) if j in left else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths))
+        )
+        return "  ".join(padded)
 
     out = [render(header), "  ".join("-" * w for w in widths)]
     previous = None

@@ -147,7 +147,9 @@ def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=No
     if pos_label is None:
         pos_label = labels[-1]
     elif pos_label not in labels.tolist():
-        raise ValueError(f"pos_label={pos_label!r} is not one of the labels in y_true {labels.tolist()}.")
+        raise ValueError(
+            f"pos_label={pos_label!r} is not one of the labels in y_true {labels.tolist()}."
+        )
     if sample_weight is not None:
         sample_weight = column_or_1d(sample_weight).astype(np.float64)
         if not np.all(np.isfinite(sample_weight)) or np.any(sample_weight < 0):
@@ -271,7 +273,8 @@ def rank_risk_score(y_true, y_pred, *, risk="superquantile", loss="squared", pos
         labels = np.unique(y_true)
         if labels.shape[0] > 2:
             raise ValueError(
-                f"Classification loss {loss.name!r} needs binary labels, got {labels.shape[0]} classes."
+                f"Classification loss {loss.name!r} needs binary labels, "
+                f"got {labels.shape[0]} classes."
             )
         if pos_label is None:
             pos_label = labels[-1]
