@@ -47,6 +47,9 @@ class _RankLinearModel(BaseEstimator):
             getattr(self, "penalty", "l2"), self.alpha, getattr(self, "l1_ratio", 0.5)
         )
 
+    def _check_before_solve(self, X):
+        """Hook: resolve and check the risk, loss and solver before fitting."""
+
     def _solve(self, X, y, coef_init, intercept_init):  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -147,9 +150,6 @@ class RankLinearClassifierMixin(ClassifierMixin):
             self.objective_history_ = histories
         return self
 
-    def _check_before_solve(self, X):
-        """Hook: resolve and check the risk, loss and solver before fitting."""
-
     def decision_function(self, X):
         """Signed scores: positive means ``classes_[1]`` (binary).
 
@@ -233,9 +233,6 @@ class RankLinearRegressorMixin(RegressorMixin):
         self.objective_ = float(result.objective)
         self.objective_history_ = np.asarray(result.objective_history)
         return self
-
-    def _check_before_solve(self, X):
-        """Hook: resolve and check the risk, loss and solver before fitting."""
 
     def predict(self, X):
         """Predicted targets ``X @ coef_ + intercept_``."""

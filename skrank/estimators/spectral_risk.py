@@ -1,0 +1,296 @@
+"""Linear models that minimise a spectral risk: SOREL (seed 003) and its baselines."""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ..risks import BaseRisk
+from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RankLinearModel
+
+_SOLVERS = ("sorel", "admm")  # the SGD, LSVRG and Prospect baselines are not written yet
+_RISK_NAMES = {"erm", "mean", "superquantile", "cvar", "extremile", "exponential", "topk",
+               "ranked_range", "aorr", "human_aligned", "cpt"}
+
+
+class _SpectralRiskModel(_RankLinearModel):
+    """Shared parameters, checks and solver dispatch of the two estimators."""
+
+    _parameter_constraints = {
+        "risk": [StrOptions(_RISK_NAMES), BaseRisk],
+        "alpha": [Interval(Real, None, None, closed="neither")],
+        "fit_intercept": ["boolean"],
+        "solver": [StrOptions(set(_SOLVERS))],
+        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+        "warm_start": ["boolean"],
+        "verbose": ["verbose"],
+    }
+
+    def _check_spectral(self, X):
+        risk = self._get_risk()
+        self._risk = risk
+        if not risk.is_convex:
+            raise ValueError(
+                f"{type(self).__name__} minimises spectral risks (nondecreasing rank weights); "
+                f"{type(risk).__name__} is not one. Use RankADMMClassifier or RankADMMRegressor "
+                "(skrank.estimators), which handle ranked-range and human-aligned risks."
+            )
+        risk.weights(X.shape[0])  # validates the risk's parameters for this n
+        if not np.isfinite(self.alpha) or self.alpha < 0:
+            raise ValueError(f"alpha must be a nonnegative finite number, got {self.alpha!r}.")
+        if self.solver == "sorel" and self.alpha <= 0:
+            raise ValueError(
+                "solver='sorel' needs a strongly convex penalty, alpha > 0 "
+                f"(got alpha={self.alpha!r}). For alpha = 0 use solver='sgd', 'lsvrg' or "
+                "'prospect', or RankADMMClassifier / RankADMMRegressor (skrank.estimators)."
+            )
+        self._loss_obj = self._get_loss()
+        self._penalty_obj = self._get_penalty()
+
+    def _solve(self, X, y, coef_init, intercept_init):
+        risk, loss, penalty = self._risk, self._loss_obj, self._penalty_obj
+        common = dict(
+            fit_intercept=self.fit_intercept,
+            coef_init=coef_init,
+            intercept_init=intercept_init,
+            verbose=self.verbose,
+        )
+        stochastic = dict(
+            max_epochs=self.max_epochs,
+            tol=self.tol,
+            learning_rate=self.learning_rate,
+            random_state=self.random_state,
+            batch_size=self.batch_size,
+        )
+        if self.solver == "sorel":
+            from ..solvers.sorel import sorel
+
+            return sorel(X, y, risk, loss, penalty, **common, **stochastic)
+        if self.solver == "sgd":
+            from ..solvers.sgd import sgd
+
+            return sgd(X, y, risk, loss, penalty, **common, **stochastic)
+        if self.solver == "lsvrg":
+            from ..solvers.lsvrg import lsvrg
+
+            return lsvrg(X, y, risk, loss, penalty, **common, **stochastic)
+        if self.solver == "prospect":
+            from ..solvers.prospect import prospect
+
+            return prospect(X, y, risk, loss, penalty, **common, **stochastic)
+        try:
+            from ..solvers.admm import admm
+        except ImportError as exc:  # pragma: no cover - depends on issue 3
+            raise ValueError("solver='admm' needs skrank.solvers.admm, which is not available.") from exc
+        return admm(X, y, risk, loss, penalty, max_iter=self.max_epochs, tol=self.tol, **common)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+_COMMON_PARAMS_DOC = """
+    alpha : float, default=1e-3
+        Strength of the penalty ``alpha ||w||^2 / 2`` (the intercept is not
+        penalised).  SOREL needs ``alpha > 0``.
+    fit_intercept : bool, default=True
+        Fit an unpenalised intercept.
+    solver : {"sorel", "admm"}, default="sorel"
+        ``"sorel"``: the stochastic primal-dual method of Ge and Jiang (2024),
+        which converges to the exact minimiser; ``"admm"`` delegates to the
+        RankADMM solver (``max_epochs`` is its ``max_iter``).
+    max_epochs : int, default=1000
+        Maximum number of passes (outer iterations of SOREL).
+    tol : float, default=1e-9
+        Tolerance of the solver's stopping criterion (for SOREL the largest
+        of the relative objective change, the relative gradient norm and the
+        change of the dual weights over one epoch).
+    batch_size : int, default=1
+        Samples per stochastic step.
+    learning_rate : "auto" or float, default="auto"
+        Step size; "auto" derives it from the data (see
+        :func:`skrank.solvers.sorel.sorel_step_size`).
+    random_state : int, RandomState instance or None, default=None
+        Seed of the sampling.
+    warm_start : bool, default=False
+        Start from the previous solution when refitting.
+    verbose : int, default=0
+        Print progress when positive.
+"""
+
+
+class SpectralRiskRegressor(RankLinearRegressorMixin, _SpectralRiskModel):
+    """Linear regression that minimises a spectral risk of the residual losses.
+
+    Minimises ``F(w, b) = sum_i sigma_i l_(i) + alpha ||w||^2 / 2`` where
+    ``l_(1) <= ... <= l_(n)`` are the sorted losses ``l(x_i . w + b - y_i)``
+    and ``sigma`` the risk's nondecreasing weights, by default with SOREL
+    (Ge and Jiang, 2024).
+
+    Parameters
+    ----------
+    risk : str or risk object, default="superquantile"
+        A spectral risk: ``ERM``, ``Superquantile`` (CVaR), ``Extremile``,
+        ``ExponentialSpectral``, ``TopK`` from :mod:`skrank.risks`, or its
+        name (the defaults).  Non-spectral risks raise an error that points
+        to ``RankADMMRegressor``.
+    loss : {"squared", "huber"}, default="squared"
+        ``squared`` is ``r^2 / 2``; ``huber`` uses ``epsilon``.
+    epsilon : float, default=1.0
+        Huber's threshold.
+    """ + _COMMON_PARAMS_DOC + """
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    n_iter_ : int
+        Epochs run.
+    objective_ : float
+        Final value of ``F``.
+    objective_history_ : ndarray
+        ``F`` at the start and after every epoch.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when ``X`` has string feature names.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrank.estimators.spectral_risk import SpectralRiskRegressor
+    >>> from skrank.risks import Superquantile
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(100, 3)); y = X @ [1.0, -2.0, 0.5] + rng.normal(size=100)
+    >>> reg = SpectralRiskRegressor(risk=Superquantile(q=0.7), alpha=0.01).fit(X, y)
+    >>> reg.coef_.shape
+    (3,)
+    """
+
+    _parameter_constraints = {
+        **_SpectralRiskModel._parameter_constraints,
+        "loss": [StrOptions({"squared", "huber"})],
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+    }
+
+    def __init__(
+        self,
+        risk="superquantile",
+        loss="squared",
+        *,
+        epsilon=1.0,
+        alpha=1e-3,
+        fit_intercept=True,
+        solver="sorel",
+        max_epochs=1000,
+        tol=1e-9,
+        batch_size=1,
+        learning_rate="auto",
+        random_state=None,
+        warm_start=False,
+        verbose=0,
+    ):
+        self.risk = risk
+        self.loss = loss
+        self.epsilon = epsilon
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.max_epochs = max_epochs
+        self.tol = tol
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.verbose = verbose
+
+    def _check_before_solve(self, X):
+        # The mixin's no-op hook comes first in the MRO; run the shared checks.
+        self._check_spectral(X)
+
+
+class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
+    """Linear classifier that minimises a spectral risk of the margin losses.
+
+    Minimises ``F(w, b) = sum_i sigma_i l_(i) + alpha ||w||^2 / 2`` with
+    ``l_i = l(-y_i (x_i . w + b))``, ``y_i`` in {-1, +1}, by default with
+    SOREL.  Two classes give one problem; more classes give one-vs-rest
+    problems.
+
+    Parameters
+    ----------
+    risk : str or risk object, default="superquantile"
+        A spectral risk (see :class:`SpectralRiskRegressor`); non-spectral
+        risks raise an error that points to ``RankADMMClassifier``.
+    loss : {"logistic", "squared_hinge"}, default="logistic"
+        Smooth margin losses (SOREL needs Lipschitz gradients);
+        ``predict_proba`` is available for ``logistic``.
+    """ + _COMMON_PARAMS_DOC + """
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    n_iter_ : int or ndarray
+        Epochs run (per one-vs-rest problem).
+    objective_ : float or ndarray
+        Final value of ``F`` (per problem).
+    objective_history_ : ndarray or list of ndarray
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when ``X`` has string feature names.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrank.estimators.spectral_risk import SpectralRiskClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(100, 3)); y = (X[:, 0] + 0.5 * rng.normal(size=100) > 0).astype(int)
+    >>> clf = SpectralRiskClassifier(risk="extremile", alpha=0.01).fit(X, y)
+    >>> clf.predict_proba(X[:2]).shape
+    (2, 2)
+    """
+
+    _parameter_constraints = {
+        **_SpectralRiskModel._parameter_constraints,
+        "loss": [StrOptions({"logistic", "squared_hinge"})],
+    }
+
+    def __init__(
+        self,
+        risk="superquantile",
+        loss="logistic",
+        *,
+        alpha=1e-3,
+        fit_intercept=True,
+        solver="sorel",
+        max_epochs=1000,
+        tol=1e-9,
+        batch_size=1,
+        learning_rate="auto",
+        random_state=None,
+        warm_start=False,
+        verbose=0,
+    ):
+        self.risk = risk
+        self.loss = loss
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.max_epochs = max_epochs
+        self.tol = tol
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.verbose = verbose
+
+    def _check_before_solve(self, X):
+        # The mixin's no-op hook comes first in the MRO; run the shared checks.
+        self._check_spectral(X)
+
+
+__all__ = ["SpectralRiskRegressor", "SpectralRiskClassifier"]

@@ -1,0 +1,113 @@
+"""SOREL solver: the dual projection, the toy problem of spec 003 (22), ridge."""
+
+import numpy as np
+import pytest
+
+from skrank.losses import get_loss
+from skrank.objective import rank_objective
+from skrank.penalties import get_penalty
+from skrank.risks import ERM, ExponentialSpectral, Extremile, Superquantile, TopK
+from skrank.solvers.sorel import _project, dual_smoothness, sorel, sorel_step_size
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("risk", [Superquantile(0.6), Extremile(2.5), ExponentialSpectral(2.0), TopK(3)])
+def test_projection_invariants(seed, risk):
+    # spec 003 section 2.4: sum, bounds and majorisation of the projection
+    rng = np.random.default_rng(seed)
+    n = 17
+    sigma = risk.weights(n)
+    z = rng.normal(size=n) * rng.choice([0.01, 1.0, 100.0])
+    lam = _project(z, sigma)
+    assert lam.sum() == pytest.approx(1.0, abs=1e-12)
+    assert lam.min() >= sigma[0] - 1e-12
+    assert lam.max() <= sigma[-1] + 1e-12
+    lam_sorted = np.sort(lam)
+    assert np.all(np.cumsum(lam_sorted) >= np.cumsum(sigma) - 1e-12)
+    # ranks are kept: larger z never gets a smaller weight
+    order = np.argsort(z)
+    assert np.all(np.diff(lam[order]) >= -1e-12)
+
+
+def test_projection_limits():
+    sigma = Superquantile(0.5).weights(6)
+    z = np.array([3.0, -1.0, 2.0, 0.5, 10.0, -4.0])
+    # a huge step ranks sigma by z; a point of the permutahedron is fixed
+    hard = _project(1e6 * z, sigma)
+    expected = np.empty(6)
+    expected[np.argsort(z)] = sigma
+    np.testing.assert_allclose(hard, expected, atol=1e-9)
+    np.testing.assert_allclose(_project(expected, sigma), expected, atol=1e-12)
+
+
+def test_toy_problem_converges_to_zero():
+    # spec 003 (22): sigma = (0, 1), l1 = (w - 1)^2 / 2, l2 = (w + 1)^2 / 2, optimum w = 0
+    X = np.array([[1.0], [1.0]])
+    y = np.array([1.0, -1.0])
+    risk = TopK(1)
+    res = sorel(
+        X, y, risk, get_loss("squared"), get_penalty("l2", 1e-3), fit_intercept=False,
+        max_epochs=2000, tol=1e-12, coef_init=np.array([0.7]), random_state=0,
+    )
+    assert abs(res.coef[0]) < 1e-3
+    assert res.objective_history[-1] == pytest.approx(0.5 + 0.5e-3 * res.coef[0] ** 2, abs=1e-5)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("batch_size", [1, 8])
+def test_erm_matches_ridge(fit_intercept, batch_size):
+    rng = np.random.default_rng(0)
+    n, d, mu = 80, 4, 0.05
+    X = rng.normal(size=(n, d))
+    y = X @ rng.normal(size=d) + 1.5 + 0.3 * rng.normal(size=n)
+    res = sorel(
+        X, y, ERM(), get_loss("squared"), get_penalty("l2", mu), fit_intercept=fit_intercept,
+        max_epochs=500, tol=1e-12, batch_size=batch_size, random_state=0,
+    )
+    # closed form of (1/n) sum (x.w + b - y)^2 / 2 + mu ||w||^2 / 2
+    A = np.hstack([X, np.ones((n, 1))]) if fit_intercept else X
+    reg = np.full(A.shape[1], mu)
+    if fit_intercept:
+        reg[-1] = 0.0
+    sol = np.linalg.solve(A.T @ A / n + np.diag(reg), A.T @ y / n)
+    np.testing.assert_allclose(res.coef, sol[:d], atol=1e-6)
+    if fit_intercept:
+        assert res.intercept == pytest.approx(sol[-1], abs=1e-6)
+
+
+def test_result_fields_and_history():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(50, 3))
+    y = X[:, 0] + rng.normal(size=50)
+    risk, loss, pen = Superquantile(0.7), get_loss("squared"), get_penalty("l2", 0.02)
+    res = sorel(X, y, risk, loss, pen, max_epochs=30, tol=0.0, random_state=0)
+    assert res.n_iter == 30 and not res.converged
+    assert len(res.objective_history) == 31
+    assert res.objective == pytest.approx(rank_objective(X, y, res.coef, res.intercept, risk, loss, pen))
+    lam = res.info["lambda"]
+    assert lam.sum() == pytest.approx(1.0)
+    assert np.all(np.diff(res.info["passes"]) == pytest.approx(2.0))
+    assert np.all(np.diff(res.info["times"]) >= 0)
+
+
+def test_same_seed_same_result_and_sparse():
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(40, 3))
+    y = X[:, 1] - X[:, 2] + rng.normal(size=40)
+    args = (Extremile(2.0), get_loss("huber"), get_penalty("l2", 0.01))
+    a = sorel(X, y, *args, max_epochs=20, tol=0, random_state=3)
+    b = sorel(sp.csr_matrix(X), y, *args, max_epochs=20, tol=0, random_state=3)
+    np.testing.assert_array_equal(a.coef, b.coef)
+
+
+def test_step_rules_positive():
+    L = np.array([1.0, 2.0, 5.0])
+    sigma = Superquantile(0.5).weights(3)
+    assert sorel_step_size(L, sigma, 1, "importance") > sorel_step_size(L, sigma, 1, "uniform")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    t = rng.normal(size=30)
+    lam = ERM().weights(30)
+    assert dual_smoothness(X, np.ones(30), t, lam, get_loss("squared"), 0.1, True) > 0

