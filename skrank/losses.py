@@ -93,25 +93,29 @@ def loss_derivative(code, t, param):
 @njit(cache=True)
 def _logistic_prox(v, c):
     # Root of phi(z) = c * sigmoid(z) + z - v, increasing in z, bracketed in
-    # [v - c, v] because 0 < sigmoid < 1.  Safeguarded Newton.
+    # [v - c, v] because 0 < sigmoid < 1.  Newton safeguarded by the bracket:
+    # a Newton point is accepted only inside the bracket and when the step at
+    # least halves; otherwise bisect (so the bracket shrinks geometrically).
     if c == 0.0:
         return v
     lo = v - c
     hi = v
     z = v - c * _sigmoid(v)  # one fixed-point step: already inside the bracket
-    for _ in range(100):
+    dz_old = hi - lo
+    for _ in range(200):
         s = _sigmoid(z)
         phi = c * s + z - v
+        if phi == 0.0:
+            return z
         if phi > 0.0:
             hi = z
         else:
             lo = z
-        dphi = c * s * (1.0 - s) + 1.0
-        step = phi / dphi
-        z_new = z - step
-        if z_new <= lo or z_new >= hi:
+        z_new = z - phi / (c * s * (1.0 - s) + 1.0)
+        if not (lo < z_new < hi) or abs(z_new - z) > 0.5 * dz_old:
             z_new = 0.5 * (lo + hi)
-        if abs(z_new - z) <= 1e-15 * (1.0 + abs(z)) or hi - lo <= 1e-15 * (1.0 + abs(z)):
+        dz_old = abs(z_new - z)
+        if dz_old <= 1e-15 * (1.0 + abs(z)) or hi - lo <= 1e-15 * (1.0 + abs(z)):
             return z_new
         z = z_new
     return z

@@ -67,3 +67,15 @@ def test_errors_and_metadata():
         get_loss("huber", epsilon=0.0)
     assert get_loss("logistic").task == "classification"
     assert get_loss("huber", epsilon=2.0).param == 2.0
+
+
+def test_logistic_prox_hard_cases_solve_the_optimality_equation():
+    # Newton without safeguards can bounce between the bracket's ends here.
+    rng_ = np.random.default_rng(7)
+    v = np.concatenate([[2.86935794], rng_.normal(scale=20, size=20000)])
+    c = np.concatenate([[33.124], np.exp(rng_.uniform(-8, 12, size=20000))])
+    loss = get_loss("logistic")
+    z = np.array([loss.prox(np.array([vi]), ci)[0] for vi, ci in zip(v[:2000], c[:2000])])
+    resid = c[:2000] / (1 + np.exp(-z)) + z - v[:2000]
+    assert np.max(np.abs(resid) / (1 + c[:2000])) < 1e-10
+    assert z[0] == pytest.approx(-1.806, abs=1e-3)
