@@ -7,7 +7,8 @@ from skrank.losses import get_loss
 from skrank.objective import rank_objective
 from skrank.penalties import get_penalty
 from skrank.risks import ERM, ExponentialSpectral, Extremile, Superquantile, TopK
-from skrank.solvers.sorel import _project, dual_smoothness, sorel, sorel_step_size
+from skrank.solvers._stepsize import svrg_step_size
+from skrank.solvers.sorel import _project, dual_smoothness, sorel
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -105,7 +106,7 @@ def test_same_seed_same_result_and_sparse():
 def test_step_rules_positive():
     L = np.array([1.0, 2.0, 5.0])
     sigma = Superquantile(0.5).weights(3)
-    assert sorel_step_size(L, sigma, 1, "importance") > sorel_step_size(L, sigma, 1, "uniform")
+    assert svrg_step_size(L, sigma, 1, "importance") > svrg_step_size(L, sigma, 1, "uniform")
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 2))
     t = rng.normal(size=30)

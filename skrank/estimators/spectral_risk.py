@@ -8,7 +8,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..risks import BaseRisk
 from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RankLinearModel
 
-_SOLVERS = ("sorel", "admm")  # the SGD, LSVRG and Prospect baselines are not written yet
+_SOLVERS = ("sorel", "sgd", "lsvrg", "prospect", "admm")
 _RISK_NAMES = {"erm", "mean", "superquantile", "cvar", "extremile", "exponential", "topk",
                "ranked_range", "aorr", "human_aligned", "cpt"}
 
@@ -23,7 +23,7 @@ class _SpectralRiskModel(_RankLinearModel):
         "solver": [StrOptions(set(_SOLVERS))],
         "max_epochs": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
         "learning_rate": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "random_state": ["random_state"],
         "warm_start": ["boolean"],
@@ -64,8 +64,9 @@ class _SpectralRiskModel(_RankLinearModel):
             tol=self.tol,
             learning_rate=self.learning_rate,
             random_state=self.random_state,
-            batch_size=self.batch_size,
         )
+        if self.batch_size is not None:
+            stochastic["batch_size"] = self.batch_size
         if self.solver == "sorel":
             from ..solvers.sorel import sorel
 
@@ -100,21 +101,27 @@ _COMMON_PARAMS_DOC = """
         penalised).  SOREL needs ``alpha > 0``.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept.
-    solver : {"sorel", "admm"}, default="sorel"
+    solver : {"sorel", "sgd", "lsvrg", "prospect", "admm"}, default="sorel"
         ``"sorel"``: the stochastic primal-dual method of Ge and Jiang (2024),
-        which converges to the exact minimiser; ``"admm"`` delegates to the
-        RankADMM solver (``max_epochs`` is its ``max_iter``).
+        which converges to the exact minimiser.  The baselines of that
+        paper: ``"sgd"`` (biased mini-batch subgradient,
+        :func:`skrank.solvers.sgd.sgd`), ``"lsvrg"``
+        (:func:`skrank.solvers.lsvrg.lsvrg`) and ``"prospect"``
+        (:func:`skrank.solvers.prospect.prospect`); they may stall above
+        the optimum.  ``"admm"`` delegates to the RankADMM solver
+        (``max_epochs`` is its ``max_iter``).
     max_epochs : int, default=1000
         Maximum number of passes (outer iterations of SOREL).
     tol : float, default=1e-9
         Tolerance of the solver's stopping criterion (for SOREL the largest
         of the relative objective change, the relative gradient norm and the
         change of the dual weights over one epoch).
-    batch_size : int, default=1
-        Samples per stochastic step.
+    batch_size : int or None, default=None
+        Samples per stochastic step; ``None`` is the solver's default (64
+        for ``"sgd"``, whose batch weights need a batch, 1 otherwise).
     learning_rate : "auto" or float, default="auto"
         Step size; "auto" derives it from the data (see
-        :func:`skrank.solvers.sorel.sorel_step_size`).
+        :func:`skrank.solvers._stepsize.svrg_step_size`).
     random_state : int, RandomState instance or None, default=None
         Seed of the sampling.
     warm_start : bool, default=False
@@ -187,7 +194,7 @@ class SpectralRiskRegressor(RankLinearRegressorMixin, _SpectralRiskModel):
         solver="sorel",
         max_epochs=1000,
         tol=1e-9,
-        batch_size=1,
+        batch_size=None,
         learning_rate="auto",
         random_state=None,
         warm_start=False,
@@ -269,7 +276,7 @@ class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
         solver="sorel",
         max_epochs=1000,
         tol=1e-9,
-        batch_size=1,
+        batch_size=None,
         learning_rate="auto",
         random_state=None,
         warm_start=False,

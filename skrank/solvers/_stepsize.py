@@ -8,7 +8,13 @@
 * :func:`svrg_epoch`: the Numba inner loop of variance-reduced proximal steps
   with one cached scalar per sample, shared by SOREL and LSVRG;
 * :func:`rank_weights`: the weights of a loss vector's ranks (``lam[argsort(l)] =
-  sigma``), for any risk, value-dependent ones included.
+  sigma``), for any risk, value-dependent ones included;
+* :func:`weight_pieces`: the same rule in a form Numba kernels can apply to a
+  mini-batch (two weight sequences and a loss threshold);
+* :func:`svrg_step_size`: the automatic step of the variance-reduced loops;
+* :func:`seed_numba`, :func:`draw_uniform`, :func:`draw_weighted`: sampling
+  inside compiled code, seeded from the solver's ``random_state``;
+* :func:`prox_step`: the closed-form proximal step shared by every kernel.
 
 For a linear model every per-sample gradient is ``g_i(w) = s_i l'(t_i) x_i``
 (and ``s_i l'(t_i)`` for the intercept), so one scalar per sample is enough
@@ -68,6 +74,55 @@ def rank_weights(risk, losses, out=None):
     return lam
 
 
+def weight_pieces(risk, n):
+    """``(sigma_a, sigma_b, threshold)``: the rank weights of ``n`` losses for kernels.
+
+    The ``r``-th smallest loss gets ``sigma_a[r]`` when it is at most
+    ``threshold`` and ``sigma_b[r]`` otherwise.  For a risk whose weights
+    depend only on ``n`` both sequences are ``risk.weights(n)`` and the
+    threshold is infinite; for the human-aligned risk they are its two CPT
+    pieces and its reference point, so that the result equals
+    ``risk.weights(n, losses)``.
+    """
+    if getattr(risk, "depends_on_values", False):
+        sigma_a, sigma_b = risk.weight_pieces(n)
+        return (np.ascontiguousarray(sigma_a, dtype=np.float64),
+                np.ascontiguousarray(sigma_b, dtype=np.float64), float(risk.reference))
+    sigma = np.ascontiguousarray(risk.weights(n), dtype=np.float64)
+    return sigma, sigma, np.inf
+
+
+def svrg_step_size(smoothness, sigma, batch_size, sampling="uniform"):
+    """Automatic step of a variance-reduced loop on ``sum_i lam_i l_i``.
+
+    ``smoothness`` holds the per-sample constants ``L_i`` and ``sigma`` the
+    rank weights.  Whatever the ranking, ``sum_i lam_i l_i`` is at most
+    ``Lbar = sum_i sigma_(i) L_(i)``-smooth (largest weights on the largest
+    ``L_i``).  The sampled term ``(lam_i / p_i) l_i`` is
+
+    * ``"uniform"`` (``p_i = 1/n``): up to ``n max(sigma) max_i L_i``-smooth
+      (spec 003 section 6, pitfall 5);
+    * ``"importance"`` (``p_i`` proportional to ``lam_i L_i``):
+      ``sum_j lam_j L_j <= Lbar``-smooth;
+    * ``"nonuniform"`` (``p_i = lam_i``, spec 004 section 5 (2)):
+      ``max_i L_i``-smooth.
+
+    A batch of ``B`` draws divides the variance term by ``B``; the step is
+    ``1 / (3 (L_term / B + Lbar))``, within SVRG's ``1 / (4 L)`` bound up to
+    the factor 4/3 that practice allows (spec 003 section 3, Lemma 3).
+    """
+    sigma = np.abs(np.asarray(sigma, dtype=np.float64))
+    l_bar = float(np.sort(sigma) @ np.sort(smoothness))
+    l_max = float(smoothness.max())
+    if sampling == "importance":
+        l_term = l_bar
+    elif sampling == "nonuniform":
+        l_term = l_max
+    else:
+        l_term = smoothness.shape[0] * float(sigma.max()) * l_max
+    return 1.0 / (3.0 * (l_term / batch_size + l_bar))
+
+
 def make_rng(random_state):
     """A NumPy ``Generator`` from None, an int, a ``RandomState`` or a ``Generator``."""
     if isinstance(random_state, np.random.Generator):
@@ -89,6 +144,107 @@ def check_learning_rate(learning_rate):
     return lr
 
 
+@njit(cache=True, inline="always")
+def _soft(v, t):
+    if v > t:
+        return v - t
+    if v < -t:
+        return v + t
+    return 0.0
+
+
+@njit(cache=True)
+def _seed(seed):
+    np.random.seed(seed)
+
+
+def seed_numba(rng):
+    """Seed Numba's generator (used inside the kernels) from the NumPy ``Generator``."""
+    _seed(int(rng.integers(0, 2**31 - 1)))
+
+
+@njit(cache=True)
+def draw_uniform(n, out):
+    """Fill ``out`` with indices drawn uniformly from ``range(n)``, with replacement."""
+    for m in range(out.shape[0]):
+        out[m] = np.random.randint(0, n)
+    return out
+
+
+@njit(cache=True)
+def draw_weighted(p, out, prob, alias, small, large):
+    """Fill ``out`` with indices ``i`` drawn with probability ``p_i / sum(p)``.
+
+    Walker's alias method (Vose's construction): ``O(n)`` to build the table
+    in the scratch arrays ``prob``, ``alias`` (float and int, length n) and
+    ``small``, ``large`` (int, length n), then ``O(1)`` per draw, so that
+    a pass of weighted draws costs about as much as a pass of uniform ones.
+    """
+    n = p.shape[0]
+    total = 0.0
+    for i in range(n):
+        total += p[i]
+    ns, nl = 0, 0
+    for i in range(n):
+        prob[i] = p[i] * n / total
+        alias[i] = i
+        if prob[i] < 1.0:
+            small[ns] = i
+            ns += 1
+        else:
+            large[nl] = i
+            nl += 1
+    while ns > 0 and nl > 0:
+        ns -= 1
+        s = small[ns]
+        g = large[nl - 1]
+        alias[s] = g
+        prob[g] = prob[g] + prob[s] - 1.0
+        if prob[g] < 1.0:
+            nl -= 1
+            small[ns] = g
+            ns += 1
+    for k in range(nl):
+        prob[large[k]] = 1.0
+    for k in range(ns):  # left over by rounding only
+        prob[small[k]] = 1.0
+    for m in range(out.shape[0]):
+        i = np.random.randint(0, n)
+        out[m] = i if np.random.random() < prob[i] else alias[i]
+    return out
+
+
+class WeightedSampler:
+    """Scratch space of :func:`draw_weighted` for repeated draws over ``n`` items."""
+
+    def __init__(self, n):
+        self.prob = np.empty(n)
+        self.alias = np.empty(n, dtype=np.int64)
+        self.small = np.empty(n, dtype=np.int64)
+        self.large = np.empty(n, dtype=np.int64)
+
+    def draw(self, p, out):
+        """Fill ``out`` with draws proportional to ``p`` (nonnegative, positive sum)."""
+        return draw_weighted(p, out, self.prob, self.alias, self.small, self.large)
+
+
+@njit(cache=True, inline="always")
+def prox_step(w, b, grad, grad_b, lr, l1, l2, inv_tau, w_anchor, b_anchor, fit_intercept):
+    """``(w, b) <- prox(w - lr grad, b - lr grad_b)`` in place.
+
+    The prox is the closed form of ``lr * (l1 ||.||_1 + l2/2 ||.||^2 +
+    inv_tau/2 ||. - w_anchor||^2)`` (spec 003 section 2.2); the intercept
+    gets only the anchor term.  ``inv_tau = 0`` gives the plain proximal
+    gradient step on the penalty.
+    """
+    denom = 1.0 + lr * l2 + lr * inv_tau
+    for j in range(w.shape[0]):
+        z = w[j] - lr * grad[j] + lr * inv_tau * w_anchor[j]
+        w[j] = _soft(z, lr * l1) / denom
+    if fit_intercept:
+        b[0] = (b[0] - lr * grad_b + lr * inv_tau * b_anchor) / (1.0 + lr * inv_tau)
+
+
 @njit(cache=True)
 def loss_arguments_dense(X, s, c, w, b, out):
     """``out_i = s_i (x_i . w + b) + c_i``."""
@@ -107,15 +263,6 @@ def scalar_gradients(code, param, s, t, out):
     for i in range(t.shape[0]):
         out[i] = s[i] * loss_derivative(code, t[i], param)
     return out
-
-
-@njit(cache=True, inline="always")
-def _soft(v, t):
-    if v > t:
-        return v - t
-    if v < -t:
-        return v + t
-    return 0.0
 
 
 @njit(cache=True)
@@ -139,8 +286,6 @@ def svrg_epoch(
     """
     d = X.shape[1]
     n_steps = idx.shape[0] // batch
-    denom = 1.0 + lr * l2 + lr * inv_tau
-    denom_b = 1.0 + lr * inv_tau
     inv_b = 1.0 / batch
     for k in range(n_steps):
         for j in range(d):
@@ -157,9 +302,55 @@ def svrg_epoch(
                 for j in range(d):
                     work[j] += delta * X[i, j]
                 db += delta
-        for j in range(d):
-            z = w[j] - lr * work[j] + lr * inv_tau * w_anchor[j]
-            w[j] = _soft(z, lr * l1) / denom
-        if fit_intercept:
-            b[0] = (b[0] - lr * db + lr * inv_tau * b_anchor) / denom_b
+        prox_step(w, b, work, db, lr, l1, l2, inv_tau, w_anchor, b_anchor, fit_intercept)
     return n_steps
+
+
+class EpochLog:
+    """Objective, time and pass counts per epoch, and the relative-change criterion.
+
+    ``passes`` follows spec 003 section 2.6: every per-sample loss or
+    gradient evaluation at a new point counts ``1/n``.
+    """
+
+    def __init__(self, objective0, name, verbose):
+        self.history = [float(objective0)]
+        self.times = [0.0]
+        self.passes = [0.0]
+        self.name = name
+        self.verbose = verbose
+
+    def record(self, objective, seconds, passes):
+        """Log one epoch; returns the relative objective change (``inf`` if not finite)."""
+        prev = self.history[-1]
+        self.history.append(float(objective))
+        self.times.append(self.times[-1] + seconds)
+        self.passes.append(self.passes[-1] + passes)
+        if not np.isfinite(objective):
+            return np.inf
+        change = abs(prev - objective) / max(abs(objective), 1e-300)
+        if self.verbose:
+            print(f"{self.name} epoch {len(self.history) - 1}: objective {objective:.10g}, "
+                  f"relative change {change:.3g}")
+        return change
+
+    def result(self, w, b, fit_intercept, criterion, converged, **info):
+        """The :class:`SolverResult` of the run."""
+        from ._result import SolverResult
+
+        return SolverResult(
+            coef=w,
+            intercept=float(b[0]) if fit_intercept else 0.0,
+            n_iter=len(self.history) - 1,
+            objective_history=np.asarray(self.history),
+            stop_criterion=float(criterion),
+            converged=bool(converged),
+            info={"times": np.asarray(self.times), "passes": np.asarray(self.passes), **info},
+        )
+
+
+def initial_point(d, coef_init, intercept_init, fit_intercept):
+    """``w`` (length d) and ``b`` (a length-1 array) from the optional starting point."""
+    w = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64).ravel().copy()
+    b0 = 0.0 if (intercept_init is None or not fit_intercept) else float(intercept_init)
+    return w, np.array([b0])

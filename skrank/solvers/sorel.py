@@ -13,13 +13,17 @@ from ..objective import rank_objective
 from ._result import SolverResult
 from ._stepsize import (
     check_learning_rate,
+    WeightedSampler,
+    draw_uniform,
     make_rng,
     loss_arguments_dense,
     prepare_data,
     rank_weights,
     sample_smoothness,
     scalar_gradients,
+    seed_numba,
     svrg_epoch,
+    svrg_step_size,
 )
 
 
@@ -65,33 +69,6 @@ def dual_smoothness(X, s, t, lam, loss, curvature, fit_intercept):
     A = Xt.T @ ((d1 * d1)[:, None] * Xt)
     top = eigh(A, H, eigvals_only=True, subset_by_index=[p - 1, p - 1])
     return max(float(top[0]), 1e-300)
-
-
-def sorel_step_size(smoothness, sigma, batch_size, sampling="importance"):
-    """Automatic primal step of SOREL's inner loop.
-
-    ``smoothness`` holds the per-sample constants ``L_i``.  The weighted
-    sum ``sum_i lam_i l_i`` is at most ``Lbar = sum_i sigma_(i) L_(i)``-smooth
-    (largest weights on the largest ``L_i``), whatever the dual iterate.
-
-    * ``"importance"`` sampling draws ``i`` with probability proportional to
-      ``lam_i L_i``, so every term ``(lam_i / p_i) l_i`` is
-      ``sum_j lam_j L_j <= Lbar``-smooth (Prox-SVRG with non-uniform
-      sampling, Xiao and Zhang 2014): the step is ``1 / (3 Lbar)``.
-    * ``"uniform"`` sampling makes the term ``n lam_i l_i`` up to
-      ``n sigma_n max_i L_i``-smooth (spec 003 section 6, pitfall 5); a batch
-      of ``B`` draws averages that variance, so the step is
-      ``1 / (3 (n sigma_n max_i L_i / B + Lbar))``.
-
-    Both stay below SVRG's ``1 / (4 L)`` bound up to the factor 4/3 that
-    practice allows (spec 003 section 3, Lemma 3).
-    """
-    l_bar = float(np.sort(sigma) @ np.sort(smoothness))
-    if sampling == "importance":
-        return 1.0 / (3.0 * l_bar)
-    n = smoothness.shape[0]
-    l_max = float(smoothness.max())
-    return 1.0 / (3.0 * (n * float(sigma.max()) * l_max / batch_size + l_bar))
 
 
 def sorel_dual_scale(losses, sigma):
@@ -153,7 +130,7 @@ def sorel(
     batch_size : int, default=1
         Samples per stochastic step; ``ceil(n / batch_size)`` steps per epoch.
     learning_rate : "auto" or float, default="auto"
-        Primal step; "auto" is :func:`sorel_step_size`.
+        Primal step; "auto" is :func:`skrank.solvers._stepsize.svrg_step_size`.
     dual_scale : "auto" or float, default="auto"
         ``C`` in the dual step ``eta_k = C mu (k + 1)``; "auto" is
         :func:`sorel_dual_scale` at the initial point.
@@ -172,7 +149,7 @@ def sorel(
         unbiased importance-sampled SVRG estimator ``(lam_i / p_i)``) or
         uniformly as in the paper.  Importance sampling allows a step up to
         ``n sigma_n max L_i / Lbar`` times larger (see
-        :func:`sorel_step_size`).
+        :func:`skrank.solvers._stepsize.svrg_step_size`).
 
     Returns
     -------
@@ -192,7 +169,7 @@ def sorel(
 
     Automatic parameters (the paper tuned ``lr`` and ``C`` over grids):
 
-    * the primal step ``lr`` is :func:`sorel_step_size`, from the
+    * the primal step ``lr`` is :func:`skrank.solvers._stepsize.svrg_step_size`, from the
       per-sample smoothness ``L_i = L_loss (||x_i||^2 + 1)`` and sigma;
     * the dual step is ``eta_k = min(C mu (k + 1), 1 / L_phi)``: the
       paper's linear growth with ``C`` from :func:`sorel_dual_scale`, capped
@@ -208,6 +185,7 @@ def sorel(
     the start, and (c) the dual residual ``||lam_{k+1} - lam_k||_1``.
     """
     rng = make_rng(random_state)
+    seed_numba(rng)
     X, s, c, sqnorms = prepare_data(X, y, loss, fit_intercept)
     n, d = X.shape
     mu = float(penalty.l2)
@@ -217,7 +195,7 @@ def sorel(
     lr = check_learning_rate(learning_rate)
     smooth = sample_smoothness(loss, sqnorms)
     if lr is None:
-        lr = sorel_step_size(smooth, sigma, batch_size, sampling)
+        lr = svrg_step_size(smooth, sigma, batch_size, sampling)
 
     w = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64).ravel()
     b = np.array([0.0 if (intercept_init is None or not fit_intercept) else float(intercept_init)])
@@ -230,6 +208,8 @@ def sorel(
 
     gref = np.empty(n)
     work = np.empty(d)
+    sampler = WeightedSampler(n)
+    idx = np.empty(steps * batch_size, dtype=np.int64)
     history = [risk.value(losses) + penalty.value(w)]
     times, passes, crits = [0.0], [0.0], []
     elapsed = 0.0
@@ -262,14 +242,14 @@ def sorel(
             p = np.maximum(lam, 0.0) * smooth
             tot = p.sum()
             if tot > 0:
-                p /= tot
-                idx = rng.choice(n, size=steps * batch_size, p=p)
-                mult = np.divide(lam, p, out=np.zeros(n), where=p > 0)
+                sampler.draw(p, idx)
+                # lam_i / p_i with p normalised: the weight of a drawn sample
+                mult = np.divide(tot, smooth, out=np.zeros(n), where=p > 0)
             else:
-                idx = rng.integers(0, n, size=steps * batch_size)
+                draw_uniform(n, idx)
                 mult = n * lam
         else:
-            idx = rng.integers(0, n, size=steps * batch_size)
+            draw_uniform(n, idx)
             mult = n * lam
         w_anchor = w.copy()
         svrg_epoch(

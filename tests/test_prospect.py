@@ -1,0 +1,65 @@
+"""Prospect baseline: the incremental re-ranking and the optimum of a smooth problem."""
+
+import numpy as np
+import pytest
+
+from skrank.losses import get_loss
+from skrank.objective import rank_objective
+from skrank.penalties import get_penalty
+from skrank.risks import ERM, ExponentialSpectral, Extremile, HumanAligned, Superquantile
+from skrank.solvers.prospect import prospect, rerank
+
+cp = pytest.importorskip("cvxpy")
+from test_spectral_risk import cvxpy_optimum  # noqa: E402
+
+
+def test_rerank_keeps_the_order():
+    rng = np.random.default_rng(0)
+    n = 50
+    table = rng.normal(size=n)
+    perm = np.argsort(table, kind="stable")
+    rank = np.empty(n, dtype=np.int64)
+    rank[perm] = np.arange(n)
+    for _ in range(2000):
+        i = int(rng.integers(n))
+        value = table[i] + rng.normal() * rng.choice([1e-3, 1.0, 10.0])
+        rerank(table, perm, rank, i, value)
+        assert table[i] == value
+        assert np.all(np.diff(table[perm]) >= 0)
+        np.testing.assert_array_equal(rank[perm], np.arange(n))
+
+
+def _problem(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = X @ [1.0, -2.0, 0.5] + rng.standard_t(4, size=n)
+    return (X - X.mean(0)) / X.std(0), (y - y.mean()) / y.std()
+
+
+@pytest.mark.parametrize("risk,rtol", [(ERM(), 1e-9), (ExponentialSpectral(2.0), 1e-5), (Extremile(2.5), 1e-5)],
+                         ids=lambda r: type(r).__name__ if not isinstance(r, float) else "")
+@pytest.mark.parametrize("batch_size", [1, 8])
+def test_prospect_matches_cvxpy(risk, rtol, batch_size):
+    # strictly increasing weights and distinct losses: the smooth case where Prospect converges
+    X, y = _problem()
+    n = X.shape[0]
+    loss, pen = get_loss("squared"), get_penalty("l2", 1.0 / n)
+    f_star = cvxpy_optimum(X, y, risk.weights(n), 1.0 / n, "squared")
+    res = prospect(X, y, risk, loss, pen, batch_size=batch_size, max_epochs=300, tol=0.0,
+                   random_state=0)
+    assert res.objective == pytest.approx(rank_objective(X, y, res.coef, res.intercept, risk, loss, pen))
+    assert abs(res.objective - f_star) <= rtol * f_star
+    assert res.info["passes"][0] == 1.0
+
+
+def test_prospect_superquantile_and_l1_run():
+    X, y = _problem(80, 1)
+    res = prospect(X, y, Superquantile(0.5), get_loss("huber"), get_penalty("elasticnet", 0.05),
+                   max_epochs=40, random_state=0)
+    assert res.objective < 0.5 * res.objective_history[0]
+
+
+def test_prospect_rejects_value_dependent_weights():
+    X, y = _problem(20)
+    with pytest.raises(ValueError, match="depend on the loss values"):
+        prospect(X, np.sign(y), HumanAligned(), get_loss("logistic"), get_penalty("l2", 0.1))

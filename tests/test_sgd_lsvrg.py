@@ -1,0 +1,162 @@
+"""SGD and LSVRG baselines: ridge closed form, cvxpy optimum, any risk, SGD's bias."""
+
+import numpy as np
+import pytest
+
+from skrank.estimators.spectral_risk import SpectralRiskClassifier, SpectralRiskRegressor
+from skrank.losses import get_loss
+from skrank.objective import rank_objective
+from skrank.penalties import get_penalty
+from skrank.risks import ERM, HumanAligned, RankedRange, Superquantile
+from skrank.solvers._stepsize import rank_weights
+from skrank.solvers.lsvrg import lsvrg
+from skrank.solvers.sgd import sgd
+
+cp = pytest.importorskip("cvxpy")
+from test_spectral_risk import cvxpy_optimum  # noqa: E402
+
+
+def _standardised(n=128, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = X @ np.linspace(1.0, -2.0, d) + rng.standard_t(3, size=n)
+    return (X - X.mean(0)) / X.std(0), (y - y.mean()) / y.std()
+
+
+def _ridge(X, y, mu, fit_intercept):
+    n, d = X.shape
+    A = np.hstack([X, np.ones((n, 1))]) if fit_intercept else X
+    reg = np.full(A.shape[1], mu)
+    if fit_intercept:
+        reg[-1] = 0.0
+    sol = np.linalg.solve(A.T @ A / n + np.diag(reg), A.T @ y / n)
+    return sol[:d], (sol[-1] if fit_intercept else 0.0)
+
+
+@pytest.mark.parametrize("sampling", ["uniform", "nonuniform"])
+@pytest.mark.parametrize("fit_intercept,batch_size", [(True, 1), (False, 1), (True, 8)])
+def test_lsvrg_erm_matches_ridge(sampling, fit_intercept, batch_size):
+    rng = np.random.default_rng(0)
+    n, d, mu = 80, 4, 0.05
+    X = rng.normal(size=(n, d))
+    y = X @ rng.normal(size=d) + 1.5 + 0.3 * rng.normal(size=n)
+    res = lsvrg(
+        X, y, ERM(), get_loss("squared"), get_penalty("l2", mu), fit_intercept=fit_intercept,
+        sampling=sampling, batch_size=batch_size, max_epochs=300, tol=1e-15, random_state=0,
+    )
+    coef, intercept = _ridge(X, y, mu, fit_intercept)
+    np.testing.assert_allclose(res.coef, coef, atol=1e-6)
+    assert res.intercept == pytest.approx(intercept, abs=1e-6)
+
+
+@pytest.mark.parametrize("solver", [sgd, lsvrg])
+def test_superquantile_decreases_to_near_optimum(solver):
+    X, y = _standardised()
+    n = X.shape[0]
+    risk, loss, pen = Superquantile(0.5), get_loss("squared"), get_penalty("l2", 1.0 / n)
+    f_star = cvxpy_optimum(X, y, risk.weights(n), 1.0 / n, "squared")
+    res = solver(X, y, risk, loss, pen, max_epochs=100, tol=0.0, random_state=0)
+    hist = res.objective_history
+    assert hist[-1] < 0.5 * hist[0]
+    assert res.objective == pytest.approx(rank_objective(X, y, res.coef, res.intercept, risk, loss, pen))
+    # these baselines are not exact: loose tolerance
+    assert f_star - 1e-7 <= hist[-1] <= f_star * (1 + 1e-3)
+    assert len(res.info["passes"]) == len(hist) and np.all(np.diff(res.info["times"]) >= 0)
+
+
+def test_sgd_bias_is_visible():
+    # Started AT the optimum with a small step, SGD stays there for the mean
+    # (uniform batch weights: unbiased) but drifts away for a superquantile.
+    X, y = _standardised()
+    n = X.shape[0]
+    loss, pen = get_loss("squared"), get_penalty("l2", 1.0 / n)
+    gaps = {}
+    for risk in (ERM(), Superquantile(0.5)):
+        f_star, w, b = cvxpy_optimum(X, y, risk.weights(n), 1.0 / n, "squared", return_solution=True)
+        res = sgd(
+            X, y, risk, loss, pen, batch_size=16, learning_rate=1e-3, max_epochs=150, tol=0.0,
+            coef_init=w, intercept_init=b, random_state=0,
+        )
+        gaps[type(risk).__name__] = (np.mean(res.objective_history[-30:]) - f_star) / f_star
+    assert gaps["ERM"] < 1e-8
+    assert gaps["Superquantile"] > 1e-5
+
+
+@pytest.mark.parametrize("risk", [Superquantile(0.6), RankedRange(0.1, 0.6), HumanAligned()],
+                         ids=lambda r: type(r).__name__)
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_sgd_step_uses_batch_rank_weights(risk, task):
+    # one full-batch step equals the proximal subgradient step with risk.weights(n, losses)
+    rng = np.random.default_rng(1)
+    n, d = 24, 3
+    X = rng.normal(size=(n, d))
+    if task == "regression":
+        y, loss = X[:, 0] + rng.normal(size=n), get_loss("huber")
+        s, c = np.ones(n), -y
+    else:
+        y, loss = np.where(X[:, 0] + rng.normal(size=n) > 0, 1.0, -1.0), get_loss("logistic")
+        s, c = -y, np.zeros(n)
+    pen = get_penalty("elasticnet", 0.1)
+    w0, b0, lr = rng.normal(size=d), 0.3, 0.05
+    res = sgd(X, y, risk, loss, pen, batch_size=n, epoch_length=1, max_epochs=1, learning_rate=lr,
+              coef_init=w0, intercept_init=b0, random_state=0)
+    t = s * (X @ w0 + b0) + c
+    lam = rank_weights(risk, loss.value(t))
+    g = lam * s * loss.derivative(t)
+    expected = pen.prox(w0 - lr * (X.T @ g), lr)
+    np.testing.assert_allclose(res.coef, expected, atol=1e-12)
+    assert res.intercept == pytest.approx(b0 - lr * g.sum(), abs=1e-12)
+
+
+@pytest.mark.parametrize("solver", [sgd, lsvrg])
+@pytest.mark.parametrize("risk", [RankedRange(0.1, 0.6), HumanAligned()], ids=lambda r: type(r).__name__)
+@pytest.mark.parametrize("loss,penalty", [("logistic", "l1"), ("hinge", "l2"), ("squared_hinge", "elasticnet")])
+def test_any_risk_loss_penalty(solver, risk, loss, penalty):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(100, 4))
+    y = np.where(X @ [1.0, -1.0, 0.5, 0.0] + 0.5 * rng.normal(size=100) > 0, 1.0, -1.0)
+    loss, pen = get_loss(loss), get_penalty(penalty, 0.02)
+    res = solver(X, y, risk, loss, pen, max_epochs=20, tol=0.0, random_state=0, epoch_length=100)
+    assert np.all(np.isfinite(res.objective_history))
+    assert res.objective < res.objective_history[0]
+    assert res.objective == pytest.approx(rank_objective(X, y, res.coef, res.intercept, risk, loss, pen))
+
+
+def test_l1_gives_sparse_coefficients():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(150, 6))
+    y = X[:, 0] - X[:, 1] + 0.1 * rng.normal(size=150)
+    res = lsvrg(X, y, Superquantile(0.5), get_loss("squared"), get_penalty("l1", 0.2),
+                max_epochs=60, tol=0.0, random_state=0)
+    assert np.sum(res.coef == 0.0) >= 3
+
+
+def test_same_seed_same_result():
+    X, y = _standardised(60)
+    args = (Superquantile(0.5), get_loss("squared"), get_penalty("l2", 0.01))
+    for solver in (sgd, lsvrg):
+        a = solver(X, y, *args, max_epochs=5, random_state=4)
+        b = solver(X, y, *args, max_epochs=5, random_state=4)
+        np.testing.assert_array_equal(a.coef, b.coef)
+
+
+def test_bad_options():
+    X, y = _standardised(30)
+    args = (ERM(), get_loss("squared"), get_penalty("l2", 0.01))
+    with pytest.raises(ValueError, match="sampling"):
+        lsvrg(X, y, *args, sampling="importance")
+    with pytest.raises(ValueError, match="learning_rate"):
+        sgd(X, y, *args, learning_rate=-1.0)
+
+
+@pytest.mark.parametrize("solver", ["sgd", "lsvrg", "prospect"])
+def test_estimators_accept_baselines(solver):
+    X, y = _standardised(80)
+    reg = SpectralRiskRegressor(solver=solver, alpha=0.0, max_epochs=30, random_state=0)
+    with pytest.warns(Warning):  # the baselines rarely meet tol=1e-9 in 30 epochs
+        reg.fit(X, y)
+    assert reg.objective_ < reg.objective_history_[0]
+    clf = SpectralRiskClassifier(risk="extremile", solver=solver, alpha=0.01, max_epochs=10, random_state=0)
+    with pytest.warns(Warning):
+        clf.fit(X, (y > 0).astype(int))
+    assert clf.objective_ < clf.objective_history_[0]
