@@ -70,14 +70,14 @@ def _spectral_risk_classifier():
     from skrank.estimators import SpectralRiskClassifier
     from skrank.risks import Superquantile
 
-    return SpectralRiskClassifier(risk=Superquantile(q=CVAR_LEVEL))
+    return SpectralRiskClassifier(risk=Superquantile(q=CVAR_LEVEL), max_epochs=100, tol=1e-6)
 
 
 def _spectral_risk_regressor():
     from skrank.estimators import SpectralRiskRegressor
     from skrank.risks import Superquantile
 
-    return SpectralRiskRegressor(risk=Superquantile(q=CVAR_LEVEL))
+    return SpectralRiskRegressor(risk=Superquantile(q=CVAR_LEVEL), max_epochs=300, tol=1e-6)
 
 
 #: Models of the demo: (row label, zero-argument factory, task).  ``task`` is
