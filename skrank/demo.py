@@ -80,6 +80,20 @@ def _spectral_risk_regressor():
     return SpectralRiskRegressor(risk=Superquantile(q=CVAR_LEVEL), max_epochs=300, tol=1e-6)
 
 
+def _rank_admm_cvar():
+    from skrank.estimators import RankADMMClassifier
+    from skrank.risks import Superquantile
+
+    return RankADMMClassifier(risk=Superquantile(q=CVAR_LEVEL))
+
+
+def _rank_admm_aorr():
+    from skrank.estimators import RankADMMClassifier
+    from skrank.risks import RankedRange
+
+    return RankADMMClassifier(risk=RankedRange(m=0.05, k=0.5), rho="adaptive", max_iter=300)
+
+
 #: Models of the demo: (row label, zero-argument factory, task).  ``task`` is
 #: "binary" or "regression"; a model runs on every table of its task.
 MODELS = [
@@ -87,6 +101,8 @@ MODELS = [
     ("PartialAUCClassifier", _partial_auc_classifier, "binary"),
     ("AveragePrecisionClassifier", _average_precision_classifier, "binary"),
     ("SpectralRiskClassifier(CVaR.8)", _spectral_risk_classifier, "binary"),
+    ("RankADMMClassifier(CVaR.8)", _rank_admm_cvar, "binary"),
+    ("RankADMMClassifier(AoRR.05-.5)", _rank_admm_aorr, "binary"),
     ("LinearRegression", _linear_regression, "regression"),
     ("SpectralRiskRegressor(CVaR.8)", _spectral_risk_regressor, "regression"),
 ]

@@ -1,0 +1,320 @@
+"""Linear models for any rank-based risk, fitted by ADMM with a PAVA z-step (seed 004)."""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ..risks import BaseRisk, RankedRange
+from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RankLinearModel
+
+_SOLVERS = ("admm", "sgd", "lsvrg", "lsvrg_nu", "dca")
+_RISK_NAMES = {
+    "erm", "mean", "superquantile", "cvar", "extremile", "exponential", "topk",
+    "ranked_range", "aorr", "human_aligned", "cpt",
+}
+
+
+class _RankADMMModel(_RankLinearModel):
+    """Parameters, checks and solver dispatch shared by the two estimators."""
+
+    _parameter_constraints = {
+        "risk": [StrOptions(_RISK_NAMES), BaseRisk],
+        "penalty": [StrOptions({"l2", "l1", "elasticnet"}), None],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "l1_ratio": [Interval(Real, 0, 1, closed="both")],
+        "fit_intercept": ["boolean"],
+        "solver": [StrOptions(set(_SOLVERS))],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "rho": [StrOptions({"paper", "table6", "adaptive"}), Interval(Real, 0, None, closed="neither")],
+        "zstep_method": [StrOptions({"stack", "sweep"})],
+        "l1_solver": [StrOptions({"cd", "fista", "smoothed"})],
+        "warm_start": ["boolean"],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def _check_before_solve(self, X):
+        risk = self._get_risk()
+        n = X.shape[0]
+        # Validate the risk's parameters for this sample count (clear ValueError).
+        if getattr(risk, "depends_on_values", False):
+            risk.weight_pieces(n)
+        else:
+            risk.weights(n)
+        if self.solver == "dca" and type(risk) is not RankedRange:
+            raise ValueError(
+                f"solver='dca' minimises ranked-range risks (a difference of two convex "
+                f"top-k sums); got risk {type(risk).__name__}. Use solver='admm' for it."
+            )
+        self._risk = risk
+        self._loss_obj = self._get_loss()
+        self._penalty_obj = self._get_penalty()
+
+    def _solve(self, X, y, coef_init, intercept_init):
+        risk, loss, penalty = self._risk, self._loss_obj, self._penalty_obj
+        common = dict(
+            fit_intercept=self.fit_intercept,
+            coef_init=coef_init,
+            intercept_init=intercept_init,
+            verbose=self.verbose,
+        )
+        if self.solver == "admm":
+            from ..solvers.admm import admm
+
+            return admm(
+                X, y, risk, loss, penalty, max_iter=self.max_iter, tol=self.tol,
+                rho=self.rho, zstep_method=self.zstep_method, l1_solver=self.l1_solver,
+                **common,
+            )
+        if self.solver == "dca":
+            from ..solvers.dca import dca
+
+            return dca(
+                X, y, risk, loss, penalty, max_iter=self.max_iter, tol=self.tol,
+                zstep_method=self.zstep_method, l1_solver=self.l1_solver, **common,
+            )
+        stochastic = dict(max_epochs=self.max_iter, tol=self.tol, random_state=self.random_state)
+        if self.solver == "sgd":
+            from ..solvers.sgd import sgd
+
+            return sgd(X, y, risk, loss, penalty, **stochastic, **common)
+        from ..solvers.lsvrg import lsvrg
+
+        sampling = "nonuniform" if self.solver == "lsvrg_nu" else "uniform"
+        return lsvrg(X, y, risk, loss, penalty, sampling=sampling, **stochastic, **common)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+_PARAMS_DOC = """
+    penalty : {"l2", "l1", "elasticnet"} or None, default="l2"
+        Penalty ``alpha R(w)`` on the coefficients (never on the intercept):
+        ``R = ||w||^2 / 2`` (l2), ``||w||_1`` (l1), or
+        ``l1_ratio ||w||_1 + (1 - l1_ratio) ||w||^2 / 2`` (elastic net, as in
+        scikit-learn).  The paper writes the l1 penalty as
+        ``mu/2 ||w||_1``, so its ``mu`` is ``2 alpha`` here.
+    alpha : float, default=1e-2
+        Penalty strength, ``alpha >= 0``.
+    l1_ratio : float, default=0.5
+        Elastic-net mixing parameter in [0, 1].
+    fit_intercept : bool, default=True
+        Fit an unpenalised intercept (the paper appends a penalised column
+        of ones instead).
+    solver : {"admm", "sgd", "lsvrg", "lsvrg_nu", "dca"}, default="admm"
+        ``"admm"``: Algorithm 1 of Xiao et al. (2023),
+        :func:`skrank.solvers.admm.admm`; any risk.  The paper's baselines:
+        ``"sgd"`` (mini-batch subgradient of the sorted batch,
+        :func:`skrank.solvers.sgd.sgd`), ``"lsvrg"`` and ``"lsvrg_nu"``
+        (LSVRG with uniform and non-uniform sampling,
+        :func:`skrank.solvers.lsvrg.lsvrg`), and ``"dca"`` for ranked-range
+        risks only (Hu et al. 2020, :func:`skrank.solvers.dca.dca`).  For the
+        stochastic baselines ``max_iter`` counts epochs.
+    max_iter : int, default=1000
+        Maximum number of ADMM iterations (DCA: outer iterations;
+        SGD/LSVRG: epochs).
+    tol : float, default=1e-7
+        Tolerance on the scaled KKT residual of the ADMM (see
+        :func:`skrank.solvers.admm.admm`); for the other solvers their own
+        stopping criterion.
+    rho : {"paper", "table6", "adaptive"} or float, default="paper"
+        ADMM penalty schedule (:class:`skrank.solvers.admm.RhoSchedule`):
+        ``"table6"`` is the paper's Table 6 as written (with a cap);
+        ``"paper"`` follows it until it overshoots and then balances the
+        residuals; ``"adaptive"`` balances from the start; a float is a
+        constant penalty.
+    zstep_method : {"stack", "sweep"}, default="stack"
+        PAVA variant of the z-step.
+    l1_solver : {"cd", "fista", "smoothed"}, default="cd"
+        w-step solver when the penalty has an l1 part: coordinate descent on
+        the Gram matrix, FISTA (the paper's choice), or the smoothed ADMM
+        (sADMM) of the paper's Section 4.
+    warm_start : bool, default=False
+        Start from the previous solution when refitting.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the stochastic baselines (the ADMM is deterministic).
+    verbose : int, default=0
+        Print progress when positive.
+"""
+
+_ATTRS_DOC = """
+    coef_ : ndarray
+        Coefficients.
+    intercept_ : float or ndarray
+        Intercept(s).
+    n_iter_ : int or ndarray
+        Iterations run.
+    objective_ : float or ndarray
+        Final value of the objective ``F(w, b)``.
+    objective_history_ : ndarray or list of ndarray
+        ``F`` after each iteration (epoch for the stochastic solvers).
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of str
+        Feature names, when ``X`` has string column names.
+"""
+
+
+class RankADMMClassifier(RankLinearClassifierMixin, _RankADMMModel):
+    __doc__ = (
+        """Linear classifier that minimises a rank-based risk of the margin losses.
+
+    Minimises ``F(w, b) = sum_i sigma_i l_(i) + alpha R(w)``, where
+    ``l_i = loss(-y_i (x_i.w + b))`` with ``y_i`` in {-1, +1},
+    ``l_(1) <= ... <= l_(n)`` are the sorted losses and ``sigma`` the weights
+    of ``risk`` (Xiao, Ge, Jiang and Yan, "A Unified Framework for Rank-based
+    Loss Minimization", NeurIPS 2023).  Every risk of :mod:`skrank.risks`
+    is accepted, convex (ERM, superquantile, extremile, exponential, top-k)
+    or not (ranked range, human-aligned).  More than two classes are handled
+    one-vs-rest.
+
+    Parameters
+    ----------
+    risk : str or skrank.risks risk object, default="erm"
+        The rank weights, e.g. ``Superquantile(q=0.8)``; a name means that
+        risk with its defaults.
+    loss : {"logistic", "hinge", "squared_hinge"}, default="logistic"
+        Loss of the negative margin.
+"""
+        + _PARAMS_DOC
+        + """
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels."""
+        + _ATTRS_DOC
+        + """
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from skrank.estimators import RankADMMClassifier
+    >>> from skrank.risks import Superquantile
+    >>> X, y = make_classification(random_state=0)
+    >>> clf = RankADMMClassifier(risk=Superquantile(q=0.8)).fit(X, y)
+    >>> clf.score(X, y) > 0.8
+    True
+    """
+    )
+
+    _parameter_constraints = {
+        **_RankADMMModel._parameter_constraints,
+        "loss": [StrOptions({"logistic", "hinge", "squared_hinge"})],
+    }
+
+    def __init__(
+        self,
+        risk="erm",
+        loss="logistic",
+        penalty="l2",
+        alpha=1e-2,
+        l1_ratio=0.5,
+        fit_intercept=True,
+        solver="admm",
+        max_iter=1000,
+        tol=1e-7,
+        rho="paper",
+        zstep_method="stack",
+        l1_solver="cd",
+        warm_start=False,
+        random_state=None,
+        verbose=0,
+    ):
+        self.risk = risk
+        self.loss = loss
+        self.penalty = penalty
+        self.alpha = alpha
+        self.l1_ratio = l1_ratio
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.rho = rho
+        self.zstep_method = zstep_method
+        self.l1_solver = l1_solver
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.verbose = verbose
+
+
+class RankADMMRegressor(RankLinearRegressorMixin, _RankADMMModel):
+    __doc__ = (
+        """Linear regressor that minimises a rank-based risk of the residual losses.
+
+    Minimises ``F(w, b) = sum_i sigma_i l_(i) + alpha R(w)`` with
+    ``l_i = loss(x_i.w + b - y_i)``.  The losses are even in the residual,
+    not monotone, so the ADMM z-step orders the points by magnitude, runs
+    the PAVA on the magnitudes and restores the signs
+    (:func:`skrank._pava.zstep_even`, which proves it; see also
+    ``doc/rank_admm.rst``).
+
+    Parameters
+    ----------
+    risk : str or skrank.risks risk object, default="erm"
+        The rank weights.
+    loss : {"squared", "absolute", "huber"}, default="squared"
+        ``r^2 / 2``, ``|r|`` or Huber's loss of the residual ``r``.
+    epsilon : float, default=1.0
+        Huber's threshold.
+"""
+        + _PARAMS_DOC
+        + """
+    Attributes
+    ----------"""
+        + _ATTRS_DOC
+        + """
+    Examples
+    --------
+    >>> from sklearn.datasets import make_regression
+    >>> from skrank.estimators import RankADMMRegressor
+    >>> X, y = make_regression(n_features=5, noise=1.0, random_state=0)
+    >>> reg = RankADMMRegressor(risk="superquantile", alpha=1e-3).fit(X, y)
+    >>> reg.score(X, y) > 0.9
+    True
+    """
+    )
+
+    _parameter_constraints = {
+        **_RankADMMModel._parameter_constraints,
+        "loss": [StrOptions({"squared", "absolute", "huber"})],
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+    }
+
+    def __init__(
+        self,
+        risk="erm",
+        loss="squared",
+        epsilon=1.0,
+        penalty="l2",
+        alpha=1e-2,
+        l1_ratio=0.5,
+        fit_intercept=True,
+        solver="admm",
+        max_iter=1000,
+        tol=1e-7,
+        rho="paper",
+        zstep_method="stack",
+        l1_solver="cd",
+        warm_start=False,
+        random_state=None,
+        verbose=0,
+    ):
+        self.risk = risk
+        self.loss = loss
+        self.epsilon = epsilon
+        self.penalty = penalty
+        self.alpha = alpha
+        self.l1_ratio = l1_ratio
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.rho = rho
+        self.zstep_method = zstep_method
+        self.l1_solver = l1_solver
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.verbose = verbose

@@ -1,0 +1,137 @@
+"""RankADMMClassifier / RankADMMRegressor: scikit-learn API, exactness, bad input."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris, make_classification, make_regression
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skrank.estimators.rank_admm import RankADMMClassifier, RankADMMRegressor
+from skrank.losses import get_loss
+from skrank.objective import rank_objective
+from skrank.penalties import get_penalty
+from skrank.risks import HumanAligned, RankedRange, Superquantile
+
+
+@parametrize_with_checks([RankADMMClassifier(max_iter=200, tol=1e-5),
+                          RankADMMRegressor(max_iter=200, tol=1e-5)])
+def test_sklearn_compatible(estimator, check):
+    with _quiet():
+        check(estimator)
+
+
+class _quiet:
+    def __enter__(self):
+        import warnings
+
+        self._ctx = warnings.catch_warnings()
+        self._ctx.__enter__()
+        warnings.simplefilter("ignore", ConvergenceWarning)
+
+    def __exit__(self, *exc):
+        self._ctx.__exit__(*exc)
+
+
+def _data():
+    X, y = make_classification(150, 6, n_informative=3, random_state=0, flip_y=0.05)
+    return StandardScaler().fit_transform(X), y
+
+
+def test_objective_matches_rank_objective_and_attributes():
+    X, y = _data()
+    clf = RankADMMClassifier(risk=Superquantile(q=0.8), loss="hinge").fit(X, y)
+    F = rank_objective(X, np.where(y == 1, 1.0, -1.0), clf.coef_[0], clf.intercept_[0],
+                       Superquantile(0.8), get_loss("hinge"), get_penalty("l2", 1e-2))
+    assert clf.objective_ == pytest.approx(F, rel=1e-12)
+    assert clf.objective_history_[-1] == pytest.approx(F, rel=1e-12)
+    assert clf.coef_.shape == (1, 6) and clf.intercept_.shape == (1,)
+    assert clf.n_iter_ >= 1
+    assert not hasattr(clf, "predict_proba")
+    proba = RankADMMClassifier().fit(X, y).predict_proba(X)
+    assert np.allclose(proba.sum(axis=1), 1.0)
+
+
+def test_multiclass_one_vs_rest():
+    X, y = load_iris(return_X_y=True)
+    clf = RankADMMClassifier(risk="superquantile", max_iter=300, tol=1e-5)
+    with _quiet():
+        clf.fit(StandardScaler().fit_transform(X), y)
+    assert clf.coef_.shape == (3, 4) and clf.objective_.shape == (3,)
+    assert clf.score(StandardScaler().fit_transform(X), y) > 0.8
+
+
+@pytest.mark.parametrize("solver", ["sgd", "lsvrg", "lsvrg_nu", "dca"])
+def test_baseline_solvers_not_better_than_admm(solver):
+    X, y = _data()
+    risk = RankedRange(m=0.1, k=0.6)
+    with _quiet():
+        admm = RankADMMClassifier(risk=risk, rho="adaptive", max_iter=3000, tol=1e-6).fit(X, y)
+        base = RankADMMClassifier(risk=risk, solver=solver, max_iter=100, random_state=0).fit(X, y)
+    assert admm.objective_ <= base.objective_ * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("loss", ["squared", "absolute", "huber"])
+def test_regressor_losses(loss):
+    X, y = make_regression(100, 4, noise=3.0, random_state=1)
+    reg = RankADMMRegressor(risk=Superquantile(q=0.5), loss=loss, alpha=1e-3, max_iter=3000)
+    reg.fit(X, y / y.std())
+    assert reg.score(X, y / y.std()) > 0.9
+    assert reg.coef_.shape == (4,) and isinstance(reg.intercept_, float)
+
+
+def test_regressor_human_aligned_runs():
+    X, y = make_regression(80, 3, noise=3.0, random_state=1)
+    reg = RankADMMRegressor(risk=HumanAligned(reference=0.5), max_iter=500, tol=1e-5)
+    with _quiet():
+        reg.fit(X, y / y.std())
+    assert np.isfinite(reg.objective_)
+
+
+def test_pipeline_and_grid_search():
+    # Well separated classes: on noisy overlapping data the superquantile optimum is w = 0.
+    X, y = make_classification(150, 6, n_informative=3, class_sep=2.0, flip_y=0.0, random_state=0)
+    pipe = make_pipeline(StandardScaler(), RankADMMClassifier(risk=Superquantile(), tol=1e-5))
+    grid = GridSearchCV(
+        pipe,
+        {"rankadmmclassifier__alpha": [1e-3, 1e-1], "rankadmmclassifier__risk__q": [0.5, 0.8]},
+        cv=3,
+    )
+    with _quiet():
+        grid.fit(X, y)
+    assert set(grid.best_params_) == {"rankadmmclassifier__alpha", "rankadmmclassifier__risk__q"}
+    assert grid.score(X, y) > 0.7
+
+
+def test_warm_start_reuses_solution():
+    X, y = _data()
+    clf = RankADMMClassifier(risk="superquantile", warm_start=True).fit(X, y)
+    n_first = clf.n_iter_
+    clf.fit(X, y)
+    assert clf.n_iter_ < n_first
+
+
+def test_bad_input():
+    X, y = _data()
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        RankADMMClassifier().fit(Xn, y)
+    Xi = X.copy()
+    Xi[0, 0] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        RankADMMClassifier().fit(Xi, y)
+    with pytest.raises(ValueError, match="two classes"):
+        RankADMMClassifier().fit(X, np.zeros_like(y))
+    with pytest.raises(ValueError, match="alpha"):
+        RankADMMClassifier(alpha=-1.0).fit(X, y)
+    with pytest.raises(ValueError, match="q must lie"):
+        RankADMMClassifier(risk=Superquantile(q=1.5)).fit(X, y)
+    with pytest.raises(ValueError, match="RankedRange needs"):
+        RankADMMClassifier(risk=RankedRange(m=50, k=20)).fit(X, y)
+    with pytest.raises(ValueError, match="solver='dca'"):
+        RankADMMClassifier(risk="superquantile", solver="dca").fit(X, y)
+    with pytest.raises(ValueError, match="loss"):
+        RankADMMRegressor(loss="logistic").fit(X, y)
