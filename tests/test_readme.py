@@ -1,0 +1,20 @@
+"""The README's quick start must run as printed."""
+
+import re
+import warnings
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_readme_quick_start_runs():
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    assert blocks, "README.md has no python block"
+    namespace = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for block in blocks:
+            exec(compile(block, str(README), "exec"), namespace)
+    # the quick start fits a classifier and a regressor
+    assert hasattr(namespace["clf"][-1], "coef_")
+    assert hasattr(namespace["reg"][-1], "coef_")
