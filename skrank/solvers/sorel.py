@@ -3,62 +3,55 @@
 Practical version of Algorithm 1 (spec 003 section 2.3): one dual step per
 pass, a proximal-point SVRG inner loop of ``ceil(n / batch_size)`` steps,
 the last iterate as both the reference point and the next outer iterate.
+
+The whole epoch (loss evaluation, adaptive re-sorting, the permutahedron
+projection by PAV, the SVRG inner loop, the reference gradient, the
+objective and the stopping criterion) runs inside one Numba kernel,
+:func:`_sorel_epochs`, which also runs several epochs per call: Python's
+overhead is ``O(1)`` per call, not per epoch.
 """
 
 import time
 
 import numpy as np
+from numba import njit
 
-from ..objective import rank_objective
+from .._pava import _isotonic_kernel
+from ..losses import HUBER, LOGISTIC, SQUARED, SQUARED_HINGE, loss_derivative, loss_value
 from ._result import SolverResult
 from ._stepsize import (
     check_learning_rate,
-    WeightedSampler,
-    draw_uniform,
-    make_rng,
     loss_arguments_dense,
+    make_rng,
     prepare_data,
     rank_weights,
     sample_smoothness,
-    scalar_gradients,
-    seed_numba,
-    svrg_epoch,
     svrg_step_size,
 )
 
-
-_CAP_REFRESH = 50  # the dual step cap is refreshed at epochs 0, 1, 2, 4, 8, ... and every 50
-
-
-def _refresh_cap(k):
-    # The cap costs O(n d^2); refreshing it on a doubling schedule keeps its
-    # cost a small fraction of the epochs while tracking the growing curvature.
-    return k & (k - 1) == 0 or k % _CAP_REFRESH == 0
+_H_PERIOD = 16  # the primal curvature used by the dual step cap is refreshed at k = 2^j - 1 and every 16 epochs
+_CHUNK_SECONDS = 2e-3  # target length of one kernel call (several epochs)
 
 
 def _project(v, sigma):
     """Euclidean projection onto the permutahedron of ``sigma`` (spec 003 section 2.4)."""
     from .. import _pava
 
-    if hasattr(_pava, "project_permutahedron"):
-        return _pava.project_permutahedron(v, sigma)
-    # Until the foundation's projection lands: the same recipe on its PAVA.
-    perm = np.argsort(v, kind="stable")
-    z = v[perm]
-    out = np.empty_like(z)
-    out[perm] = z - _pava.isotonic_regression(z - sigma, increasing=True)
-    return out
+    return _pava.project_permutahedron(v, sigma)
 
 
 def dual_smoothness(X, s, t, lam, loss, curvature, fit_intercept):
-    """Lipschitz constant of the dual function's gradient at the current point.
+    """Lipschitz constant of the dual function's gradient at the current point (all samples).
 
     With the primal step solved exactly, the dual step is a gradient step on
     ``phi(lam) = min_w lam^T l(w) + g(w) + ||w - w_k||^2 / (2 tau)``, whose
     gradient ``l(w(lam))`` has Lipschitz constant ``||J H^{-1} J^T||`` with
     ``J = diag(s l'(t)) [X 1]`` and ``H = [X 1]^T diag(lam l''(t)) [X 1] + curvature I``
     (intercept: no ``curvature``).  Returned as the largest generalised
-    eigenvalue of ``(J^T J, H)``, a ``(d+1) x (d+1)`` problem.
+    eigenvalue of ``(J^T J, H)``, a ``(d+1) x (d+1)`` problem.  The solver
+    uses the cheaper restriction of this constant to the current face of the
+    permutahedron (:func:`_face_smoothness`); this global one is an upper
+    bound kept for diagnostics.
     """
     from scipy.linalg import eigh
 
@@ -78,18 +71,435 @@ def dual_smoothness(X, s, t, lam, loss, curvature, fit_intercept):
 
 
 def sorel_dual_scale(losses, sigma):
-    """Automatic dual scale ``C`` of SOREL (``eta_k = C mu (k+1)``).
+    """Automatic dual scale ``C`` of SOREL: the first dual step is ``eta_0 = C mu``.
 
     ``C`` plays the role of ``1/(8 G^2)`` in the theory (spec 003 section 3)
     and must scale like the inverse of the losses for the dual step
     ``lam + eta v`` to be invariant to the scale of the targets.  We use the
     gap between the risk and the smallest loss at the starting point,
     ``C = 0.4 / (R_sigma(l) - min_i l_i)``: about 0.4 to 0.5 on standardised
-    targets, the upper end of the paper's stable grid values.  The growth
-    of ``eta_k`` is then capped by :func:`dual_smoothness` (see :func:`sorel`).
+    targets, the upper end of the paper's stable grid values.
     """
     spread = float(np.sort(losses) @ sigma - losses.min())
     return 0.4 / max(spread, 1e-12)
+
+
+# ---------------------------------------------------------------------------------
+# The compiled epoch loop
+# ---------------------------------------------------------------------------------
+_U11 = np.uint64(11)
+_U12 = np.uint64(12)
+_U25 = np.uint64(25)
+_U27 = np.uint64(27)
+_MULT = np.uint64(2685821657736338717)
+_INV53 = 1.0 / 9007199254740992.0  # 2**-53
+
+
+@njit(cache=True, inline="always")
+def _uniform(state):
+    """xorshift64* step: a float in [0, 1) (53 bits); ``state`` is a uint64 array."""
+    x = state[0]
+    x ^= x >> _U12
+    x ^= x << _U25
+    x ^= x >> _U27
+    state[0] = x
+    return float((x * _MULT) >> _U11) * _INV53
+
+
+@njit(cache=True)
+def _build_alias(p, prob, alias, small, large):
+    """Walker/Vose alias table of ``p`` (nonnegative, positive sum) in place."""
+    n = p.shape[0]
+    total = 0.0
+    for i in range(n):
+        total += p[i]
+    ns, nl = 0, 0
+    for i in range(n):
+        prob[i] = p[i] * n / total
+        alias[i] = i
+        if prob[i] < 1.0:
+            small[ns] = i
+            ns += 1
+        else:
+            large[nl] = i
+            nl += 1
+    while ns > 0 and nl > 0:
+        ns -= 1
+        sm = small[ns]
+        g = large[nl - 1]
+        alias[sm] = g
+        prob[g] = prob[g] + prob[sm] - 1.0
+        if prob[g] < 1.0:
+            nl -= 1
+            small[ns] = g
+            ns += 1
+    for k in range(nl):
+        prob[large[k]] = 1.0
+    for k in range(ns):
+        prob[small[k]] = 1.0
+    return total
+
+
+@njit(cache=True)
+def _resort(vals, perm):
+    """Sort ``perm`` so that ``vals[perm]`` is nondecreasing, starting from its order.
+
+    Insertion sort from the previous order: ``O(n + inversions)``, so about
+    ``O(n)`` once the order settles; it falls back to a merge sort when the
+    order changed a lot.
+    """
+    n = perm.shape[0]
+    budget = 8 * n + 64
+    work = 0
+    for i in range(1, n):
+        p = perm[i]
+        v = vals[p]
+        j = i - 1
+        while j >= 0 and vals[perm[j]] > v:
+            perm[j + 1] = perm[j]
+            j -= 1
+        work += i - 1 - j
+        perm[j + 1] = p
+        if work > budget:
+            order = np.argsort(vals, kind="mergesort")
+            for m in range(n):
+                perm[m] = order[m]
+            return
+
+
+@njit(cache=True, inline="always")
+def _second_derivative(code, t, param):
+    if code == SQUARED:
+        return 1.0
+    if code == HUBER:
+        return 1.0 if abs(t) <= param else 0.0
+    if code == LOGISTIC:
+        e = 1.0 / (1.0 + np.exp(-abs(t)))
+        return e * (1.0 - e)
+    if code == SQUARED_HINGE:
+        return 2.0 if t > -1.0 else 0.0
+    return 0.0
+
+
+@njit(cache=True)
+def _primal_curvature(X, t, lam, code, param, fit_intercept, H):
+    """``H = [X 1]^T diag(lam l''(t)) [X 1]`` (the data part of the primal Hessian)."""
+    n, d = X.shape
+    p = H.shape[0]
+    for a in range(p):
+        for c in range(p):
+            H[a, c] = 0.0
+    for i in range(n):
+        h = lam[i] * _second_derivative(code, t[i], param)
+        if h <= 0.0:
+            continue
+        for a in range(d):
+            xa = h * X[i, a]
+            for c in range(a + 1):
+                H[a, c] += xa * X[i, c]
+        if fit_intercept:
+            for c in range(d):
+                H[d, c] += h * X[i, c]
+            H[d, d] += h
+    for a in range(p):
+        for c in range(a + 1, p):
+            H[a, c] = H[c, a]
+
+
+@njit(cache=True)
+def _face_smoothness(X, s, t, code, param, perm, u, H, mu, inv_tau, fit_intercept, y_work, M, A):
+    """Smoothness ``L_F`` of the dual function on the current face of the permutahedron.
+
+    The projection's Jacobian is the within-block centring of the PAV
+    blocks (runs of equal ``u`` in sorted order); with the primal step exact
+    the dual gradient ``l(w(lam))`` then moves with ``P J (H + curvature I)^-1 J^T P``,
+    ``J = diag(s l'(t)) [X 1]`` (the intercept's curvature is ``inv_tau``
+    only, as in the primal step).  Only multi-sample blocks (the samples whose
+    weights are free on the face) enter, so the cost is ``O(m d^2 + d^3)``
+    for ``m`` free samples.  Returns ``(L_F, m)``, ``L_F = 0`` at a vertex.
+    """
+    n, d = X.shape
+    p = M.shape[0]
+    for a in range(p):
+        for c in range(p):
+            M[a, c] = 0.0
+    start = 0
+    free = 0
+    for j in range(1, n + 1):
+        if j < n and u[j] == u[start]:
+            continue
+        m = j - start
+        if m >= 2:
+            free += m
+            for a in range(p):
+                y_work[a] = 0.0
+            for r in range(start, j):
+                i = perm[r]
+                g = s[i] * loss_derivative(code, t[i], param)
+                for a in range(d):
+                    y_work[a] += g * X[i, a]
+                if fit_intercept:
+                    y_work[d] += g
+                for a in range(d):
+                    xa = g * X[i, a]
+                    for c in range(a + 1):
+                        M[a, c] += xa * g * X[i, c]
+                if fit_intercept:
+                    for c in range(d):
+                        M[d, c] += g * g * X[i, c]
+                    M[d, d] += g * g
+            for a in range(p):
+                for c in range(a + 1):
+                    M[a, c] -= y_work[a] * y_work[c] / m
+        start = j
+    if free == 0:
+        return 0.0, 0
+    return _top_generalised_eigenvalue(M, H, mu, inv_tau, fit_intercept, A), free
+
+
+@njit(cache=True)
+def _top_generalised_eigenvalue(M, H, mu, inv_tau, fit_intercept, A):
+    """Largest eigenvalue of ``(H + diag(mu + inv_tau, ..., inv_tau))^-1 M`` (M lower triangle)."""
+    p = M.shape[0]
+    d = p - 1 if fit_intercept else p
+    for a in range(p):
+        for c in range(a + 1, p):
+            M[a, c] = M[c, a]
+    trace = 0.0
+    for a in range(p):
+        for c in range(p):
+            A[a, c] = H[a, c]
+        trace += H[a, a]
+    for a in range(d):
+        A[a, a] += mu + inv_tau
+    if fit_intercept:
+        A[d, d] += inv_tau + 1e-12 * max(1.0, trace)
+    R = np.linalg.cholesky(A)
+    B = np.linalg.solve(R, M)
+    C = np.linalg.solve(R, B.T)
+    C = 0.5 * (C + C.T)
+    ev = np.linalg.eigvalsh(C)
+    return max(ev[p - 1], 0.0)
+
+
+@njit(cache=True)
+def _sorel_epochs(
+    X, s, c, sigma, smooth, code, param, w, b, t, losses, losses_prev, lam, perm_z, perm_l,
+    ipar, fpar, state, rng, hist, crits, etas, H, work_n, work_n2, u, gref, mult,
+    prob, alias, small, large, idx, gbar, cst, anchor, y_work, M, A,
+):
+    """Run SOREL epochs ``state[0] .. `` until ``ipar`` says stop; returns the epochs run.
+
+    ``ipar``: epochs to run in this call, batch size, fit_intercept, importance
+    sampling, automatic dual step, H refresh period, verbose.
+    ``fpar``: lr, l1, l2 (mu), tau_scale, tol, dual scale C, growth, face
+    safety factor.
+    ``state``: epoch counter, eta, cap, grad0, last objective, status
+    (0 running, 1 converged, 2 diverged).
+    Per epoch ``k`` the histories get ``hist[k + 1]`` (objective),
+    ``crits[k]`` (criterion), ``etas[k]`` (dual step).
+    """
+    n, d = X.shape
+    n_ep, batch, fit_intercept, importance, auto_dual, h_period = (
+        ipar[0], ipar[1], ipar[2] != 0, ipar[3] != 0, ipar[4] != 0, ipar[5])
+    lr, l1, mu, tau_scale, tol, C, growth, safety = (
+        fpar[0], fpar[1], fpar[2], fpar[3], fpar[4], fpar[5], fpar[6], fpar[7])
+    steps = (n + batch - 1) // batch
+    inv_b = 1.0 / batch
+    ran = 0
+    for _ in range(n_ep):
+        k = int(state[0])
+        theta = k / (k + 1.0)
+        inv_tau = mu * (k + 1.0) / tau_scale
+        # ---- dual step: eta_k, z = lam + eta v, projection onto the permutahedron
+        if not auto_dual:
+            eta = min(C * mu * (k + 1.0), state[2])  # the paper's schedule, capped
+        elif k == 0:
+            eta = C * mu
+        else:
+            # geometric growth, capped by the dual smoothness on the current face
+            eta = min(growth * state[1], state[2])
+        # beyond this the projection is a hard re-ranking anyway, and lam + eta v
+        # would lose lam's digits to cancellation
+        vmax = 0.0
+        for i in range(n):
+            vmax = max(vmax, abs((1.0 + theta) * losses[i] - theta * losses_prev[i]))
+        if vmax > 0.0:
+            eta = min(eta, 1e4 * sigma[n - 1] / vmax)
+        state[1] = eta
+        etas[k] = eta
+        for i in range(n):
+            work_n[i] = lam[i] + eta * ((1.0 + theta) * losses[i] - theta * losses_prev[i])
+        _resort(work_n, perm_z)
+        for j in range(n):
+            work_n2[j] = work_n[perm_z[j]] - sigma[j]
+        _isotonic_kernel(work_n2, np.empty(0), u)
+        dual_res = 0.0
+        for j in range(n):
+            i = perm_z[j]
+            new = work_n[i] - u[j]
+            dual_res += abs(new - lam[i])
+            lam[i] = new
+        # ---- reference gradient at w_k with the new weights
+        for a in range(d):
+            gbar[a] = 0.0
+        gbar_b = 0.0
+        for i in range(n):
+            g = s[i] * loss_derivative(code, t[i], param)
+            gref[i] = g
+            lg = lam[i] * g
+            if lg != 0.0:
+                for a in range(d):
+                    gbar[a] += lg * X[i, a]
+                gbar_b += lg
+        gn = 0.0
+        for a in range(d):
+            gn += (gbar[a] + mu * w[a]) ** 2
+        if fit_intercept:
+            gn += gbar_b * gbar_b
+        gn = np.sqrt(gn)
+        if k == 0 or state[3] <= 0.0:
+            state[3] = max(gn, 1e-300)
+        # ---- sampling weights
+        if importance:
+            for i in range(n):
+                work_n2[i] = max(lam[i], 0.0) * smooth[i]
+            tot = 0.0
+            for i in range(n):
+                tot += work_n2[i]
+            use_alias = tot > 0.0
+            if use_alias:
+                _build_alias(work_n2, prob, alias, small, large)
+                for i in range(n):
+                    mult[i] = tot / smooth[i] if work_n2[i] > 0.0 else 0.0
+            else:
+                for i in range(n):
+                    mult[i] = n * lam[i]
+        else:
+            use_alias = False
+            for i in range(n):
+                mult[i] = n * lam[i]
+        # ---- primal step: variance-reduced proximal steps on P_k
+        b_anchor = b[0]
+        denom = 1.0 + lr * mu + lr * inv_tau
+        inv_denom = 1.0 / denom
+        thr = lr * l1
+        for a in range(d):
+            anchor[a] = w[a]
+            cst[a] = -lr * gbar[a] + lr * inv_tau * w[a]
+        cst_b = -lr * gbar_b + lr * inv_tau * b_anchor
+        inv_denom_b = 1.0 / (1.0 + lr * inv_tau)
+        for step in range(steps):
+            if batch == 1:
+                r = _uniform(rng) * n
+                i = int(r)
+                if i >= n:
+                    i = n - 1
+                if use_alias and (r - i) >= prob[i]:
+                    i = alias[i]
+                f = b[0]
+                for a in range(d):
+                    f += X[i, a] * w[a]
+                tt = s[i] * f + c[i]
+                delta = mult[i] * (s[i] * loss_derivative(code, tt, param) - gref[i])
+                ld = lr * delta
+                if l1 > 0.0:
+                    for a in range(d):
+                        z = w[a] + cst[a] - ld * X[i, a]
+                        if z > thr:
+                            z -= thr
+                        elif z < -thr:
+                            z += thr
+                        else:
+                            z = 0.0
+                        w[a] = z * inv_denom
+                else:
+                    for a in range(d):
+                        w[a] = (w[a] + cst[a] - ld * X[i, a]) * inv_denom
+                if fit_intercept:
+                    b[0] = (b[0] + cst_b - ld) * inv_denom_b
+            else:
+                for m in range(batch):
+                    r = _uniform(rng) * n
+                    i = int(r)
+                    if i >= n:
+                        i = n - 1
+                    if use_alias and (r - i) >= prob[i]:
+                        i = alias[i]
+                    idx[m] = i
+                for a in range(d):
+                    y_work[a] = 0.0
+                db = 0.0
+                for m in range(batch):
+                    i = idx[m]
+                    f = b[0]
+                    for a in range(d):
+                        f += X[i, a] * w[a]
+                    tt = s[i] * f + c[i]
+                    delta = inv_b * mult[i] * (s[i] * loss_derivative(code, tt, param) - gref[i])
+                    if delta != 0.0:
+                        for a in range(d):
+                            y_work[a] += delta * X[i, a]
+                        db += delta
+                for a in range(d):
+                    z = w[a] + cst[a] - lr * y_work[a]
+                    if l1 > 0.0:
+                        if z > thr:
+                            z -= thr
+                        elif z < -thr:
+                            z += thr
+                        else:
+                            z = 0.0
+                    w[a] = z * inv_denom
+                if fit_intercept:
+                    b[0] = (b[0] + cst_b - lr * db) * inv_denom_b
+        # ---- losses at w_{k+1}: the next dual step's input and the objective
+        for i in range(n):
+            losses_prev[i] = losses[i]
+            f = b[0]
+            for a in range(d):
+                f += X[i, a] * w[a]
+            tt = s[i] * f + c[i]
+            t[i] = tt
+            losses[i] = loss_value(code, tt, param)
+        _resort(losses, perm_l)
+        obj = 0.0
+        for j in range(n):
+            obj += sigma[j] * losses[perm_l[j]]
+        pen = 0.0
+        for a in range(d):
+            pen += l1 * abs(w[a]) + 0.5 * mu * w[a] * w[a]
+        obj += pen
+        hist[k + 1] = obj
+        state[0] = k + 1
+        ran += 1
+        if not np.isfinite(obj):
+            crits[k] = np.inf
+            state[5] = 2.0
+            break
+        rel = abs(state[4] - obj) / max(abs(obj), 1e-300)
+        if auto_dual and obj > state[4] + 1e-13 * abs(obj):
+            # safeguard: the objective went up, so the dual step overshot (the
+            # weights jumped across a face); halve it instead of growing it
+            state[1] = max(eta / 2.0, min(C * mu * (k + 2.0), state[2])) / growth
+        state[4] = obj
+        crit = max(rel, max(gn / state[3], dual_res))
+        crits[k] = crit
+        if crit <= tol:
+            state[5] = 1.0
+            break
+        # ---- cap of the next dual step: the dual smoothness on the current face
+        if h_period > 0 and ((k & (k + 1)) == 0 or (k + 1) % h_period == 0):
+            _primal_curvature(X, t, lam, code, param, fit_intercept, H)
+        lf, free = _face_smoothness(X, s, t, code, param, perm_z, u, H, mu, mu * (k + 2.0) / tau_scale,
+                                    fit_intercept, y_work, M, A)
+        state[7] = free
+        state[2] = safety / lf if lf > 0.0 else np.inf
+    return ran
+
+
+def _seed_state(rng):
+    return np.array([int(rng.integers(1, 2**63 - 1))], dtype=np.uint64)
 
 
 def sorel(
@@ -106,6 +516,8 @@ def sorel(
     learning_rate="auto",
     dual_scale="auto",
     tau_scale=20.0,
+    dual_growth=2.0,
+    dual_safety=0.5,
     random_state=None,
     coef_init=None,
     intercept_init=None,
@@ -138,11 +550,17 @@ def sorel(
     learning_rate : "auto" or float, default="auto"
         Primal step; "auto" is :func:`skrank.solvers._stepsize.svrg_step_size`.
     dual_scale : "auto" or float, default="auto"
-        ``C`` in the dual step ``eta_k = C mu (k + 1)``; "auto" is
-        :func:`sorel_dual_scale` at the initial point.
+        ``C`` of the dual step.  "auto": ``C`` from :func:`sorel_dual_scale`
+        sets the first step ``eta_0 = C mu``, which then grows by
+        ``dual_growth`` per epoch up to the face cap (see Notes).  A float
+        gives the paper's schedule ``eta_k = C mu (k + 1)``, also capped.
     tau_scale : float, default=20.0
         Primal proximal parameter ``tau_k = tau_scale / (mu (k + 1))``
         (the paper's ``20 n / (k + 1)`` for ``mu = 1/n``).
+    dual_growth : float, default=2.0
+        Growth factor of the automatic dual step per epoch.
+    dual_safety : float, default=0.5
+        The dual step is at most ``dual_safety / L_F`` (see Notes).
     random_state : int, RandomState or None
         Seed of the sampled indices.
     coef_init, intercept_init : ndarray, float or None
@@ -155,15 +573,18 @@ def sorel(
         unbiased importance-sampled SVRG estimator ``(lam_i / p_i)``) or
         uniformly as in the paper.  Importance sampling allows a step up to
         ``n sigma_n max L_i / Lbar`` times larger (see
-        :func:`skrank.solvers._stepsize.svrg_step_size`).
+        :func:`skrank.solvers._stepsize.svrg_step_size`) and never touches
+        samples of zero weight.
 
     Returns
     -------
     SolverResult
         ``info`` holds ``lambda`` (final dual weights), ``times`` (cumulative
-        seconds after each epoch, objective evaluation excluded), ``passes``
+        seconds after each epoch: kernel calls of several epochs are timed
+        and their time split evenly over their epochs), ``passes``
         (cumulative sample evaluations / n, spec 003 section 2.6),
-        ``learning_rate``, ``dual_scale`` and ``criterion_history``.
+        ``learning_rate``, ``dual_scale``, ``dual_steps`` (``eta_k``) and
+        ``criterion_history``.
 
     Notes
     -----
@@ -177,13 +598,18 @@ def sorel(
 
     * the primal step ``lr`` is :func:`skrank.solvers._stepsize.svrg_step_size`, from the
       per-sample smoothness ``L_i = L_loss (||x_i||^2 + 1)`` and sigma;
-    * the dual step is ``eta_k = min(C mu (k + 1), 1 / L_phi)``: the
-      paper's linear growth with ``C`` from :func:`sorel_dual_scale`, capped
-      by the inverse smoothness ``L_phi`` of the dual function
-      (:func:`dual_smoothness`, refreshed at epochs 0, 1, 2, 4, 8, ... and every 50, at the current
-      iterate).  Without the cap the growing ``eta_k`` ends in oscillation
-      once it passes about ``1 / L_phi`` (spec 003 section 6, pitfall 6),
-      at an epoch that depends on the data.
+    * the dual step is ``eta_k = min(dual_growth * eta_{k-1}, dual_safety / L_F)``,
+      ``eta_0 = C mu``.  ``L_F`` is the smoothness of the dual function
+      ``phi(lam) = min_w L(w, lam) + ||w - w_k||^2 / (2 tau)`` restricted to the
+      face of the permutahedron where the last projection landed: the
+      samples of the multi-sample PAV blocks (those whose weights are free,
+      e.g. the samples tied at the quantile of a superquantile), centred
+      within their block, through the inverse primal Hessian.  Samples whose
+      weights sit at a vertex value do not limit the step, so the cap is
+      far larger than the global ``1 / ||J H^-1 J^T||`` (which grows like
+      ``n``) and the dual converges in a number of epochs that does not grow
+      with ``n``.  Growing geometrically from a small ``eta_0`` keeps the
+      early epochs stable (spec 003 section 6, pitfall 6).
 
     The stopping criterion is the largest of (a) the relative change of the
     objective over the epoch, (b) the norm of the Lagrangian's gradient
@@ -191,7 +617,6 @@ def sorel(
     the start, and (c) the dual residual ``||lam_{k+1} - lam_k||_1``.
     """
     rng = make_rng(random_state)
-    seed_numba(rng)
     X, s, c, sqnorms = prepare_data(X, y, loss, fit_intercept)
     n, d = X.shape
     mu = float(penalty.l2)
@@ -199,11 +624,13 @@ def sorel(
     batch_size = int(min(max(batch_size, 1), n))
     steps = -(-n // batch_size)
     lr = check_learning_rate(learning_rate)
-    smooth = sample_smoothness(loss, sqnorms)
+    smooth = np.ascontiguousarray(sample_smoothness(loss, sqnorms))
     if lr is None:
         lr = svrg_step_size(smooth, sigma, batch_size, sampling)
+    if sampling not in ("importance", "uniform"):
+        raise ValueError(f"sampling must be 'importance' or 'uniform', got {sampling!r}.")
 
-    w = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64).ravel()
+    w = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64).ravel().copy()
     b = np.array([0.0 if (intercept_init is None or not fit_intercept) else float(intercept_init)])
     t = loss_arguments_dense(X, s, c, w, b[0], np.empty(n))
     losses = loss.value(t)
@@ -211,94 +638,69 @@ def sorel(
     lam = rank_weights(risk, losses)
     auto_dual = isinstance(dual_scale, str)
     C = sorel_dual_scale(losses, sigma) if auto_dual else float(dual_scale)
+    obj0 = risk.value(losses) + penalty.value(w)
 
-    gref = np.empty(n)
-    work = np.empty(d)
-    sampler = WeightedSampler(n)
-    idx = np.empty(steps * batch_size, dtype=np.int64)
-    history = [risk.value(losses) + penalty.value(w)]
-    times, passes, crits = [0.0], [0.0], []
+    p = d + int(bool(fit_intercept))
+    perm_l = np.argsort(losses, kind="stable")
+    perm_z = perm_l.copy()
+    ipar = np.array([1, batch_size, int(bool(fit_intercept)), int(sampling == "importance"),
+                     int(auto_dual), _H_PERIOD], dtype=np.int64)
+    fpar = np.array([lr, float(penalty.l1), mu, float(tau_scale), float(tol), C,
+                     float(dual_growth), float(dual_safety)])
+    state = np.array([0.0, C * mu, np.inf, 0.0, obj0, 0.0, np.inf, -1.0, 0.0])
+    rng_state = _seed_state(rng)
+    hist = np.full(max_epochs + 1, np.nan)
+    hist[0] = obj0
+    crits = np.full(max_epochs, np.nan)
+    etas = np.full(max_epochs, np.nan)
+    scratch = dict(
+        H=np.zeros((p, p)), work_n=np.empty(n), work_n2=np.empty(n), u=np.empty(n),
+        gref=np.empty(n), mult=np.empty(n), prob=np.empty(n), alias=np.empty(n, dtype=np.int64),
+        small=np.empty(n, dtype=np.int64), large=np.empty(n, dtype=np.int64),
+        idx=np.empty(batch_size, dtype=np.int64), gbar=np.empty(d), cst=np.empty(d),
+        anchor=np.empty(d), y_work=np.empty(p), M=np.empty((p, p)), A=np.empty((p, p)),
+    )
+    times = np.zeros(max_epochs + 1)
     elapsed = 0.0
-    grad0 = None
-    converged = False
-    crit = np.inf
-    k = 0
-    eta_cap = np.inf
-    for k in range(max_epochs):
+    done = 0
+    chunk = 1
+    while done < max_epochs and state[5] == 0.0:
+        ipar[0] = min(chunk, max_epochs - done)
         start = time.perf_counter()
-        theta = k / (k + 1.0)
-        inv_tau = mu * (k + 1.0) / tau_scale
-        if _refresh_cap(k):
-            eta_cap = 1.0 / dual_smoothness(X, s, t, lam, loss, mu + inv_tau, fit_intercept)
-        if auto_dual:
-            C = sorel_dual_scale(losses, sigma)
-        eta = min(C * mu * (k + 1.0), eta_cap)
-        v = (1.0 + theta) * losses - theta * losses_prev
-        lam_new = _project(lam + eta * v, sigma)
-        dual_res = float(np.abs(lam_new - lam).sum())
-        lam = lam_new
-        scalar_gradients(loss.code, loss.param, s, t, gref)
-        lg = lam * gref
-        gbar = X.T @ lg
-        gbar_b = float(lg.sum()) if fit_intercept else 0.0
-        grad_norm = float(np.sqrt(np.sum((gbar + mu * w) ** 2) + gbar_b**2))
-        if grad0 is None:
-            grad0 = max(grad_norm, 1e-300)
-        if sampling == "importance":
-            p = np.maximum(lam, 0.0) * smooth
-            tot = p.sum()
-            if tot > 0:
-                sampler.draw(p, idx)
-                # lam_i / p_i with p normalised: the weight of a drawn sample
-                mult = np.divide(tot, smooth, out=np.zeros(n), where=p > 0)
-            else:
-                draw_uniform(n, idx)
-                mult = n * lam
-        else:
-            draw_uniform(n, idx)
-            mult = n * lam
-        w_anchor = w.copy()
-        svrg_epoch(
-            X, s, c, loss.code, loss.param, w, b, gref, mult, gbar, gbar_b, idx,
-            batch_size, lr, penalty.l1, mu, inv_tau, w_anchor, b[0], fit_intercept, work,
+        ran = _sorel_epochs(
+            X, s, c, sigma, smooth, loss.code, loss.param, w, b, t, losses, losses_prev, lam,
+            perm_z, perm_l, ipar, fpar, state, rng_state, hist, crits, etas, **scratch,
         )
-        losses_prev = losses
-        loss_arguments_dense(X, s, c, w, b[0], t)
-        losses = loss.value(t)
-        elapsed += time.perf_counter() - start
-        obj = risk.value(losses) + penalty.value(w)
-        if not np.isfinite(obj):
-            history.append(obj)
-            times.append(elapsed)
-            passes.append(passes[-1] + 1.0 + steps * batch_size / n)
-            crit = np.inf
-            break
-        rel_change = abs(history[-1] - obj) / max(abs(obj), 1e-300)
-        history.append(obj)
-        times.append(elapsed)
-        # one full pass for the losses/reference gradients, one per sample drawn
-        passes.append(passes[-1] + 1.0 + steps * batch_size / n)
-        crit = max(rel_change, grad_norm / grad0, dual_res)
-        crits.append(crit)
+        seconds = time.perf_counter() - start
+        times[done + 1: done + ran + 1] = elapsed + seconds * np.arange(1, ran + 1) / ran
+        elapsed += seconds
         if verbose:
-            print(f"SOREL epoch {k + 1}: objective {obj:.10g}, criterion {crit:.3g}")
-        if crit <= tol:
-            converged = True
-            break
-
+            for k in range(done, done + ran):
+                print(f"SOREL epoch {k + 1}: objective {hist[k + 1]:.10g}, "
+                      f"criterion {crits[k]:.3g}, dual step {etas[k]:.3g}")
+        done += ran
+        # aim at ~2 ms per call: Python's overhead stays negligible, times stay fine-grained
+        per_epoch = seconds / max(ran, 1)
+        chunk = int(min(max(1, _CHUNK_SECONDS / max(per_epoch, 1e-9)), 2 * chunk, 1024))
+        if verbose:
+            chunk = 1
+    k = done
+    per_epoch_passes = 1.0 + steps * batch_size / n  # one full pass + one per sample drawn
+    crit = float(crits[k - 1]) if k > 0 else np.inf
     return SolverResult(
         coef=w,
         intercept=float(b[0]) if fit_intercept else 0.0,
-        n_iter=k + 1,
-        objective_history=np.asarray(history),
-        stop_criterion=float(crit),
-        converged=converged,
+        n_iter=k,
+        objective_history=hist[: k + 1].copy(),
+        stop_criterion=crit,
+        converged=bool(state[5] == 1.0),
         info={
             "lambda": lam,
-            "times": np.asarray(times),
-            "passes": np.asarray(passes),
+            "times": times[: k + 1].copy(),
+            "passes": per_epoch_passes * np.arange(k + 1, dtype=np.float64),
             "learning_rate": lr,
             "dual_scale": C,
-            "criterion_history": np.asarray(crits),
+            "dual_steps": etas[:k].copy(),
+            "criterion_history": crits[:k].copy(),
         },
     )
