@@ -30,26 +30,50 @@ def _cvx_loss(loss, t):
     return 0.5 * cp.huber(t, loss.param)
 
 
+def _sorted_weighted_sum(L, sigma, n, form):
+    """``sum_i sigma_i L_(i)`` (sigma >= 0 nondecreasing) as a cvxpy expression.
+
+    ``"jumps"``: ``sum_k (sigma_k - sigma_{k-1}) * (sum of the n-k+1 largest)``
+    over the distinct jumps.  ``"assignment"``: the LP dual of
+    ``max_P sigma' P ell`` over doubly stochastic ``P`` (Birkhoff), i.e.
+    ``min sum(a) + sum(b)`` s.t. ``a_i + b_j >= sigma_i ell_j``, ``ell >= L``:
+    2n extra variables and n^2 linear constraints, and the loss cones appear
+    once instead of once per jump.  Returns ``(objective, constraints)``.
+    """
+    if form == "jumps":
+        jumps = np.diff(np.concatenate([[0.0], sigma]))  # sigma_k - sigma_{k-1} >= 0
+        obj = sum(jumps[k] * cp.sum_largest(L, n - k) for k in range(n) if jumps[k] > 1e-14)
+        return obj, []
+    ell, a, b = cp.Variable(n), cp.Variable(n), cp.Variable(n)
+    outer = sigma[:, None] @ cp.reshape(ell, (1, n), order="C")
+    cons = [ell >= L, a[:, None] + b[None, :] >= outer]
+    return cp.sum(a) + cp.sum(b), cons
+
+
 def cvxpy_optimum(X, y, risk, loss, penalty, fit_intercept):
-    """Optimal F of the same problem by CLARABEL; sorted weights as sums of top-k sums."""
+    """Optimal F of the same problem by CLARABEL.
+
+    The sorted-weight risk is written as a sum of top-k sums; when CLARABEL
+    fails on that form (logistic loss with many weight jumps: every top-k sum
+    repeats the n exponential cones), the assignment LP form is used instead.
+    """
     n, d = X.shape
-    w = cp.Variable(d)
-    b = cp.Variable() if fit_intercept else 0.0
-    f = X @ w + b
-    t = cp.multiply(-y, f) if loss.task == "classification" else f - y
-    L = _cvx_loss(loss, t)
     sigma = risk.weights(n)
-    jumps = np.diff(np.concatenate([[0.0], sigma]))  # sigma_k - sigma_{k-1} >= 0
-    obj = sum(jumps[k] * cp.sum_largest(L, n - k) for k in range(n) if jumps[k] > 1e-14)
-    obj = obj + penalty.l1 * cp.norm1(w) + 0.5 * penalty.l2 * cp.sum_squares(w)
-    problem = cp.Problem(cp.Minimize(obj))
-    try:
-        problem.solve(solver="CLARABEL", tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11)
-    except cp.error.SolverError:  # the exponential cone can fail at such tight tolerances
+    for form in ("jumps", "assignment"):
+        w = cp.Variable(d)
+        b = cp.Variable() if fit_intercept else 0.0
+        f = X @ w + b
+        t = cp.multiply(-y, f) if loss.task == "classification" else f - y
+        obj, cons = _sorted_weighted_sum(_cvx_loss(loss, t), sigma, n, form)
+        obj = obj + penalty.l1 * cp.norm1(w) + 0.5 * penalty.l2 * cp.sum_squares(w)
+        problem = cp.Problem(cp.Minimize(obj), cons)
         try:
-            problem.solve(solver="CLARABEL")
+            problem.solve(solver="CLARABEL", tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11)
+            break
         except cp.error.SolverError:
-            pytest.skip("the referee CLARABEL failed on this exponential-cone problem")
+            continue
+    else:
+        raise AssertionError("the referee CLARABEL failed on both formulations")
     from skrank.objective import rank_objective
 
     bb = float(b.value) if fit_intercept else 0.0
@@ -196,26 +220,118 @@ def _stationarity(X, y, res, risk, loss, penalty):
     return primal, dual, pen
 
 
-@pytest.mark.parametrize("risk", [RankedRange(0.1, 0.6), HumanAligned()],
-                         ids=lambda r: type(r).__name__)
-def test_nonconvex_stationary_and_not_worse_than_baselines(risk):
+NONCONVEX_CASES = [
+    (RankedRange(0.1, 0.6), "logistic", "adaptive"),
+    (RankedRange(0.1, 0.6), "logistic", "paper"),
+    (RankedRange(0.2, 0.8), "logistic", "paper"),
+    (RankedRange(0.1, 0.6), "hinge", "paper"),
+    (HumanAligned(), "logistic", "paper"),
+]
+
+
+@pytest.mark.parametrize(
+    "risk,loss_name,rho", NONCONVEX_CASES,
+    ids=[f"{type(r).__name__}-{ln}-{rho}" for r, ln, rho in NONCONVEX_CASES],
+)
+def test_nonconvex_stationary_and_not_worse_than_baselines(risk, loss_name, rho):
     from skrank.solvers.lsvrg import lsvrg
     from skrank.solvers.sgd import sgd
 
     X, y = _synthetic()
-    loss, penalty = get_loss("logistic"), get_penalty("l2", 1e-2)
-    res = admm(X, y, risk, loss, penalty, rho="adaptive", max_iter=5000, tol=1e-6)
+    loss, penalty = get_loss(loss_name), get_penalty("l2", 1e-2)
+    tol = 1e-6
+    res = admm(X, y, risk, loss, penalty, rho=rho, max_iter=5000, tol=tol)
+    assert res.converged, res.stop_criterion
+    # The eps-KKT residuals of spec 004 section 2.6, recomputed here from
+    # (w, b, z, lambda), against a fixed bound (not the solver's own residual).
     primal, dual, pen = _stationarity(X, y, res, risk, loss, penalty)
-    tol = 10 * max(res.stop_criterion, 1e-6)
-    assert primal <= tol and dual <= tol and pen <= tol, (primal, dual, pen)
-    baselines = [
-        sgd(X, y, risk, loss, penalty, max_epochs=200, random_state=0),
-        lsvrg(X, y, risk, loss, penalty, sampling="uniform", max_epochs=200, random_state=0),
-        lsvrg(X, y, risk, loss, penalty, sampling="nonuniform", max_epochs=200, random_state=0),
-    ]
+    bound = 10 * tol
+    assert primal <= bound and dual <= bound and pen <= bound, (primal, dual, pen)
+    baselines = {
+        "sgd": sgd(X, y, risk, loss, penalty, max_epochs=200, random_state=0),
+        "lsvrg": lsvrg(X, y, risk, loss, penalty, sampling="uniform", max_epochs=200,
+                       random_state=0),
+        "lsvrg_nu": lsvrg(X, y, risk, loss, penalty, sampling="nonuniform", max_epochs=200,
+                          random_state=0),
+    }
     if isinstance(risk, RankedRange):
         from skrank.solvers.dca import dca
 
-        baselines.append(dca(X, y, risk, loss, penalty))
-    for base in baselines:
-        assert res.objective <= base.objective * (1 + 1e-6), (res.objective, base.objective)
+        baselines["dca"] = dca(X, y, risk, loss, penalty)
+    worse = {name: base.objective for name, base in baselines.items()
+             if res.objective > base.objective * (1 + 1e-6)}
+    if loss_name == "hinge" and set(worse) == {"dca"}:
+        # Known gap: with the hinge loss the ADMM reaches a different stationary
+        # point (0.22492) than DCA started at zero (0.22427).
+        pytest.xfail(f"non-convex: ADMM stationary point worse than DCA's ({worse})")
+    assert not worse, (res.objective, worse)
+
+
+def test_stationarity_check_can_fail():
+    # The check above is not vacuous: an early-stopped run fails it.
+    X, y = _synthetic()
+    risk, loss, penalty = RankedRange(0.1, 0.6), get_loss("logistic"), get_penalty("l2", 1e-2)
+    res = admm(X, y, risk, loss, penalty, rho="adaptive", max_iter=50, tol=1e-6)
+    assert max(_stationarity(X, y, res, risk, loss, penalty)) > 1e-5
+
+
+@pytest.mark.parametrize("shape", [(40, 15), (15, 40)], ids=["n>d", "n<d"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("l2", [1e-2, 0.0])
+def test_prediction_space_l2_step_matches_closed_form(shape, fit_intercept, l2):
+    # WStep.fast_l2 (B^T v and B c only) gives the same (w, b, X w + b, penalty)
+    # as the closed form through the eigenpairs, for the Gram (n >= d) and
+    # kernel (n < d) factorisations, including the pseudo-inverse when l2 = 0.
+    from skrank.penalties import Penalty
+    from skrank.solvers._wstep import WStep
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal(shape)
+    v = rng.standard_normal(shape[0])
+    ws = WStep(X, Penalty(0.0, l2), fit_intercept)
+    assert ws.fast_l2_available()
+    for rho in [1e-4, 0.3, 50.0]:
+        w, b, _ = ws.solve(v, rho, np.zeros(shape[1]))
+        f, coeffs, pen_value = ws.fast_l2(v, rho)
+        w_fast = ws.fast_coef(coeffs)
+        scale = 1.0 + np.abs(X @ w).max()
+        assert np.allclose(f, X @ w + b, atol=1e-9 * scale)
+        assert np.allclose(w_fast, w, atol=1e-8 * (1.0 + np.abs(w).max()))
+        assert ws.intercept_for(w_fast, v, rho) == pytest.approx(b, abs=1e-8 * scale)
+        assert pen_value == pytest.approx(0.5 * l2 * (w @ w), rel=1e-9, abs=1e-14)
+
+
+def test_fast_path_same_iterates_as_general_path():
+    from skrank.solvers import admm as admm_module
+
+    X, y = _synthetic()
+    loss, pen = get_loss("logistic"), get_penalty("l2", 1e-2)
+    a = admm(X, y, Superquantile(0.8), loss, pen, tol=1e-8, max_iter=3000)
+    size = admm_module.WStep.max_basis_size
+    admm_module.WStep.max_basis_size = 0  # disable the prediction-space step
+    try:
+        b = admm(X, y, Superquantile(0.8), loss, pen, tol=1e-8, max_iter=3000)
+    finally:
+        admm_module.WStep.max_basis_size = size
+    assert a.n_iter == b.n_iter
+    assert np.allclose(a.objective_history, b.objective_history, rtol=1e-9)
+    assert np.allclose(a.coef, b.coef, atol=1e-8) and a.intercept == pytest.approx(b.intercept)
+
+
+def test_rho_rises_when_nonconvex_iterates_cycle():
+    sched = RhoSchedule("adaptive", RankedRange(), 100, 5)
+    sched.n_changes = sched.max_changes  # balancing over
+    rho = 1.0
+    # A cycle: flat residual, objective going up and down.
+    for k in range(3 * sched.stall_window):
+        rho = sched.update(k, rho, 1e-2, 1e-2, 1e-2, objective=1.0 + 1e-3 * (k % 2))
+    assert rho == 4.0  # first window: reference; then doubled after each window
+    # Slow but monotone convergence: no raise.
+    sched = RhoSchedule("adaptive", RankedRange(), 100, 5)
+    sched.n_changes = sched.max_changes
+    rho = 1.0
+    for k in range(3 * sched.stall_window):
+        rho = sched.update(k, rho, 1e-2, 1e-2, 1e-2, objective=1.0 - 1e-6 * k)
+    assert rho == 1.0
+    # Convex risks never use the rule.
+    assert not RhoSchedule("adaptive", ERM(), 100, 5).raise_on_stall

@@ -126,7 +126,10 @@ _PARAMS_DOC = """
         ``"table6"`` is the paper's Table 6 as written (with a cap);
         ``"paper"`` follows it until it overshoots and then balances the
         residuals; ``"adaptive"`` balances from the start; a float is a
-        constant penalty.
+        constant penalty.  For the non-convex risks (ranked range,
+        human-aligned), ``"paper"`` and ``"adaptive"`` then double ``rho``
+        whenever the iterates cycle without progress, as non-convex ADMM
+        needs a large enough penalty to converge.
     zstep_method : {"stack", "sweep"}, default="stack"
         PAVA variant of the z-step.
     l1_solver : {"cd", "fista", "smoothed"}, default="cd"

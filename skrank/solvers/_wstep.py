@@ -17,7 +17,10 @@ of the linear map is thus the same as centring.
 ``l2`` (or no penalty): closed form from one eigendecomposition of the Gram
 matrix ``Xc^T Xc = V diag(s) V^T`` (or, when n < d, of ``Xc Xc^T``, which
 gives the thin SVD), so that a new ``rho`` costs ``O(nd + d^2)`` and no new
-factorisation (spec 004, pitfall P21).
+factorisation (spec 004, pitfall P21).  Without a linear term the ADMM
+uses the same solution in prediction space (:meth:`WStep.fast_l2`): with
+``B = Xc V`` (Gram) or ``B = U`` (kernel), ``X w + b`` costs two products
+with the n x r matrix ``B`` per iteration and ``w`` is rebuilt only at the end.
 
 ``l1`` / elastic net: FISTA with adaptive restart, warm-started from the
 previous ``w`` (``"fista"``), or the smoothed variant of spec 004 section
@@ -27,11 +30,17 @@ parameter ``gamma`` and the smooth subproblem is solved by L-BFGS
 """
 
 import numpy as np
+import scipy.linalg
 import scipy.optimize
 import scipy.sparse as sp
 from numba import njit
 
 from ..penalties import soft_threshold
+
+
+def _eigh(A):
+    """Eigenpairs of a symmetric matrix (LAPACK's divide and conquer)."""
+    return scipy.linalg.eigh(A, driver="evd", check_finite=False)
 
 
 @njit(cache=True)
@@ -120,17 +129,18 @@ class WStep:
             if self.fit_intercept:
                 G = G - n * np.outer(self.mu, self.mu)
             G = 0.5 * (G + G.T)
-            s, V = np.linalg.eigh(G)
+            s, V = _eigh(G)
             self.gram = G
         else:
             Xd = X.toarray() if self.sparse else X
             Xc = Xd - self.mu if self.fit_intercept else Xd
             K = Xc @ Xc.T
-            s, U = np.linalg.eigh(0.5 * (K + K.T))
+            s, U = _eigh(0.5 * (K + K.T))
             keep = s > max(s.max(), 0.0) * 1e-12 * n
             s, U = s[keep], U[:, keep]
             V = (Xc.T @ U) / np.sqrt(s)
             self.gram = None
+            self._U = U
         s = np.maximum(s, 0.0)
         self.s = s
         self.V = V
@@ -138,6 +148,78 @@ class WStep:
         # Eigenvalues below this are treated as exact zeros (pseudo-inverse when l2 = 0).
         self._s_floor = self.s_max * 1e-12 * max(n, d)
         self.full_basis = d <= n
+        self._basis = None
+
+    # ---------------------------------------------------------------- l2 in prediction space
+    #: Largest ``n * rank`` for which :meth:`prediction_basis` is built (float64 entries).
+    max_basis_size = 64_000_000
+
+    def fast_l2_available(self):
+        """Whether the l2 step can run in prediction space (:meth:`fast_l2`)."""
+        return self.penalty.l1 == 0.0 and self.n * self.s.size <= self.max_basis_size
+
+    def prediction_basis(self):
+        """``(B, s)`` with ``Xc w`` for the l2 step expressed through ``B`` (n x r).
+
+        ``d <= n``: ``B = Xc V`` (the eigenvectors ``V`` of the Gram matrix,
+        never divided by the singular values, so no precision is lost on
+        small ones); ``n < d``: ``B = U``, the eigenvectors of the kernel
+        matrix ``Xc Xc^T`` (the thin SVD's left factor).  Only directions
+        with a positive eigenvalue are kept.  Built once per fit.
+        """
+        if self._basis is None:
+            keep = self.s > self._s_floor
+            s = np.ascontiguousarray(self.s[keep])
+            if self.full_basis:
+                V = np.ascontiguousarray(self.V[:, keep])
+                B = self.matvec_many(V)
+                self._basis = (np.ascontiguousarray(B), s, V)
+            else:
+                self._basis = (np.ascontiguousarray(self._U[:, keep]), s, None)
+        return self._basis
+
+    def matvec_many(self, W):
+        """``Xc @ W`` for a matrix ``W`` (d x k)."""
+        out = np.asarray(self.X @ W)
+        if self.fit_intercept:
+            out = out - self.mu @ W
+        return out
+
+    def fast_l2(self, v, rho):
+        """The exact l2 step in prediction space, in ``O(n r)``.
+
+        Returns ``(f, c, penalty_value)``: the new prediction ``f = X w + b``,
+        the coefficients ``c`` from which :meth:`fast_coef` rebuilds ``w``,
+        and ``l2/2 ||w||^2``.  Same solution as :meth:`solve` with an l2
+        penalty and no linear term:
+        ``w = rho (rho Xc^T Xc + l2 I)^+ Xc^T vc`` and ``b = mean(v) - mu.w``,
+        so ``X w + b = Xc w + mean(v)``.
+        """
+        B, s, _ = self.prediction_basis()
+        l2 = self.penalty.l2
+        vbar = float(v.mean()) if self.fit_intercept else 0.0
+        vc = v - vbar if self.fit_intercept else v
+        proj = B.T @ vc
+        g = rho / (rho * s + l2)
+        c = g * proj
+        if self.full_basis:
+            # w = V c, Xc w = B c, ||w|| = ||c||
+            f = B @ c
+            wnorm2 = float(c @ c)
+        else:
+            # w = Xc^T U (c), Xc w = U (s c), ||w||^2 = c' diag(s) c
+            f = B @ (s * c)
+            wnorm2 = float(c @ (s * c))
+        if self.fit_intercept:
+            f += vbar
+        return f, c, 0.5 * l2 * wnorm2
+
+    def fast_coef(self, c):
+        """``w`` from the coefficients returned by :meth:`fast_l2`."""
+        B, _, V = self.prediction_basis()
+        if self.full_basis:
+            return V @ c
+        return self.rmatvec(B @ c)
 
     def gram_matvec(self, w):
         """``Xc.T Xc w``."""

@@ -22,6 +22,7 @@ then the KKT residuals of spec 004 section 2.6 are tested and ``rho`` is
 updated.
 """
 
+import contextlib
 import time
 
 import numpy as np
@@ -34,6 +35,22 @@ from ._result import SolverResult
 from ._wstep import WStep
 
 _RHO_NAMES = ("paper", "adaptive")
+
+#: Problems with at most this many entries in ``X`` run BLAS on one thread.
+#: Their products and the one eigendecomposition gain little from threads,
+#: and a threaded BLAS on a busy machine (more runnable processes than cores)
+#: can be ten times slower than a single thread.  ``None`` or 0 disables it.
+SINGLE_THREAD_MAX_SIZE = 4_000_000
+
+
+def _blas_threads(X):
+    """Context limiting BLAS to one thread for small problems (see above)."""
+    limit = SINGLE_THREAD_MAX_SIZE
+    if not limit or X.shape[0] * X.shape[1] > limit:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 # ------------------------------------------------------------------------------------
@@ -52,8 +69,8 @@ class RhoSchedule:
 
     Parameters
     ----------
-    rho : "paper", "adaptive" or float
-        ``"paper"``: Table 6 of the paper, chosen by the kind of risk, with
+    rho : "paper", "table6", "adaptive" or float
+        ``"table6"``: Table 6 of the paper, chosen by the kind of risk, with
         a cap (spec 004, section 2.5):
 
         * spectral risks (ERM, superquantile, extremile, exponential, top-k):
@@ -65,11 +82,28 @@ class RhoSchedule:
           residual ``||z - t||`` exceeds 1e-2 and times 1.07 otherwise,
           capped at ``17 d``;
 
-        ``d`` counts the intercept column.  ``"adaptive"``: residual
-        balancing (Boyd et al. 2011, section 3.4.1) on the scaled residuals
-        of :func:`admm`, from ``rho_0 = 1/n``: ``rho`` doubles when the
-        primal residual exceeds ten times the dual one and halves in the
-        opposite case.  A float: constant ``rho``.
+        ``d`` counts the intercept column.  ``"table6"`` is exactly this;
+        ``"paper"`` follows it until the ramp overshoots (dual residual above
+        ten times the primal one) and then balances the residuals as below.
+        ``"adaptive"``: residual balancing (Boyd et al. 2011, section 3.4.1)
+        on the scaled residuals of :func:`admm`, from ``rho_0 = 0.1/n``:
+        ``rho`` doubles when the primal residual exceeds three times the
+        dual one and halves in the opposite case, for at most
+        ``max_changes`` changes (convex risks) or iterations (non-convex
+        risks), so that the penalty is eventually constant.  A float:
+        constant ``rho``.
+
+        Non-convex risks (ranked range, human-aligned) with ``"paper"`` or
+        ``"adaptive"``: once balancing is over, ``rho`` doubles at the end of
+        every window of ``stall_window`` iterations in which the best KKT
+        residual did not fall below ``stall_progress`` times the previous
+        window's while the objective went up at least once (the iterates
+        cycle), at most ``max_raises`` times and up to the cap.  Non-convex
+        ADMM needs ``rho`` above a problem-dependent threshold (Wang, Yin and
+        Zeng 2019); below it the iterates can cycle with residuals that scale
+        like ``1/rho``.  A stall with a monotone objective is slow
+        convergence, which a larger ``rho`` would only slow down, so it does
+        not raise ``rho``.
     risk : skrank.risks.BaseRisk
     n, d : int
         Sample count and number of columns of the linear map.
@@ -79,12 +113,19 @@ class RhoSchedule:
         self.kind = rho if isinstance(rho, str) else "constant"
         self.framework = _framework(risk)
         self.balancing = self.kind == "adaptive"
-        self.band = 3.0
+        self.band = type(self).band
         # Residual balancing is allowed for this many iterations only, so that
         # the penalty is eventually constant and the usual ADMM convergence
         # theory applies (Boyd et al. 2011, section 3.4.1).
         self.n_changes = 0
         self.max_changes = 100
+        # Non-convex risks: raise rho when the residuals stall (see update).
+        self.raise_on_stall = self.kind in ("paper", "adaptive") and self.framework != "srm"
+        self._crit = []
+        self._obj = []
+        self._window_best = np.inf
+        self.n_raises = 0
+        self.max_raises = 20
         if self.kind == "constant":
             self.rho0 = float(rho)
             self.cap = np.inf
@@ -95,9 +136,48 @@ class RhoSchedule:
             self.rho0 = {"srm": 1e-5, "aorr": 2e-7, "ehrm": 1e-4}[self.framework]
             self.cap = (217.0 if self.framework == "srm" else 17.0) * d
 
-    def update(self, k, rho, primal_abs, e_primal, e_dual):
+    #: Ratio of the scaled residuals tolerated by residual balancing.
+    band = 3.0
+
+    #: Window (iterations) and least progress of the stall rule.
+    stall_window = 100
+    stall_progress = 0.99
+    stall_factor = 2.0
+
+    def _cycling(self, k, crit, objective):
+        # True at the end of a window whose best residual is not below
+        # stall_progress times the best of the previous window while the
+        # objective went up and down: the iterates cycle.  (A stall with a
+        # monotone objective is slow convergence, which a larger rho would
+        # only slow down further.)
+        self._crit.append(crit)
+        self._obj.append(objective)
+        W = self.stall_window
+        if (k + 1) % W:
+            return False
+        best = min(self._crit[-W:])
+        stalled = best > self.stall_progress * self._window_best
+        self._window_best = best
+        F = np.asarray(self._obj[-W:])
+        rises = np.diff(F) > 1e-12 * np.maximum(np.abs(F[1:]), 1.0)
+        return stalled and bool(rises.any())
+
+    def update(self, k, rho, primal_abs, e_primal, e_dual, objective=np.nan):
         """``rho`` for iteration ``k + 1`` (0-based ``k`` just finished)."""
         if self.kind == "constant":
+            return rho
+        if self.kind == "stall" or (
+            self.raise_on_stall and self.balancing and self.n_changes >= self.max_changes
+        ):
+            # Non-convex risks, once balancing is over: non-convex ADMM
+            # converges when rho exceeds a problem-dependent threshold (Wang,
+            # Yin and Zeng 2019); below it the iterates can cycle with residuals
+            # that stop shrinking.  Raise rho geometrically on such a stall.
+            self.kind = "stall"
+            cycling = self._cycling(k, max(e_primal, e_dual), objective)
+            if cycling and self.n_raises < self.max_raises:
+                self.n_raises += 1
+                return min(rho * self.stall_factor, self.cap)
             return rho
         if self.kind == "paper" and not self.balancing and e_dual > 10.0 * e_primal:
             # The ramp has overshot: from here on balance the residuals.
@@ -105,13 +185,20 @@ class RhoSchedule:
         if self.balancing:
             if self.n_changes >= self.max_changes:
                 return rho
-            self.n_changes += 1
+            if self.raise_on_stall:
+                # Non-convex risks: balancing lasts max_changes iterations,
+                # then the stall rule above takes over.
+                self.n_changes += 1
             if e_primal > self.band * e_dual:
-                rho = rho * 2.0
+                rho_new = rho * 2.0
             elif e_dual > self.band * e_primal:
-                rho = rho / 2.0
-            rho_new = min(max(rho, 1e-12), self.cap)
-            return rho_new
+                rho_new = rho / 2.0
+            else:
+                return rho
+            if not self.raise_on_stall:
+                # Convex risks: only actual changes count towards max_changes.
+                self.n_changes += 1
+            return min(max(rho_new, 1e-12), self.cap)
         if self.framework == "srm":
             return min(rho0_times(self.rho0, 1.2 ** (k + 1)), self.cap)
         if self.framework == "aorr":
@@ -207,6 +294,17 @@ def rank_subgradient(risk, loss, t):
 # ------------------------------------------------------------------------------------
 # the loop
 # ------------------------------------------------------------------------------------
+def _penalty_residual(X, s, lam, w, wstep, linear):
+    """``dist(A^T (s lambda) + q, dg(w))`` with the intercept's row (spec 004, 2.6)."""
+    sl = s * lam
+    gw = np.asarray(X.T @ sl).ravel()
+    gb = float(sl.sum()) if wstep.fit_intercept else 0.0
+    if linear is not None:
+        gw = gw + linear[:-1]
+        gb = gb + (float(linear[-1]) if wstep.fit_intercept else 0.0)
+    return float(np.hypot(wstep.penalty.subgradient_distance(w, gw), gb))
+
+
 def admm_loop(
     X,
     s,
@@ -224,6 +322,7 @@ def admm_loop(
     intercept_init=None,
     inner_max_iter=500,
     relaxation=1.0,
+    objective_t=None,
     verbose=0,
 ):
     """Algorithm 1 on ``min Omega(z) + g(w) - linear.(w, b)`` s.t. ``z = s (X w + b) + c``.
@@ -231,6 +330,11 @@ def admm_loop(
     Shared by :func:`admm` and the DCA solver (whose convex subproblems
     carry the linear term).  ``lam0`` is a callable ``t -> lambda^0``,
     ``objective`` a callable ``(w, b) -> float`` recorded per iteration.
+    ``objective_t``, when given, is a callable ``(t, penalty_value) -> float``
+    with the same value: it lets an l2 fit without linear term run the exact
+    w-step in prediction space (:meth:`WStep.fast_l2`, ``O(n r)`` per
+    iteration, two products with an n x r basis and no product with ``X``),
+    rebuilding ``(w, b)`` only when the residuals pass and at the end.
     See :func:`admm` for the stopping rule.
 
     Returns
@@ -250,22 +354,33 @@ def admm_loop(
     crit = np.inf
     converged = False
     inner_total = 0
+    # Exact l2 step in prediction space (O(n r) per iteration, w rebuilt at the end).
+    fast = linear is None and objective_t is not None and wstep.fast_l2_available()
+    coef_dirty = False
     start = time.perf_counter()
     k = 0
+    z = t
     for k in range(max_iter):
         # 1. z-step (spec 004, 2.3)
         z = zfun(t - lam / rho, rho)
         # Over-relaxation (Boyd et al. 2011, section 3.4.3) of the z-block.
-        zr = relaxation * z + (1.0 - relaxation) * t
+        zr = z if relaxation == 1.0 else relaxation * z + (1.0 - relaxation) * t
         # 2. w-step (spec 004, 2.4): target v with s (Xw + b) + c ~ z + lambda/rho
         v = s * (zr + lam / rho - c)
-        inner_tol = max(0.1 * tol, 1e-3 * min(crit, 1.0)) / sqrt_n
-        if wstep.l1_solver == "smoothed":
-            # sADMM Moreau parameter, spec 004 section 2.4 (iii)
-            wstep.gamma = max(1e-5 * 0.9**k, 1e-9)
-        w_new, b_new, n_inner = wstep.solve(v, rho, w, q=linear, tol=inner_tol, max_iter=inner_max_iter)
-        inner_total += n_inner
-        f_new = np.asarray(X @ w_new).ravel() + b_new
+        if fast:
+            f_new, coeffs, pen_value = wstep.fast_l2(v, rho)
+            v_last = v
+            coef_dirty = True
+        else:
+            inner_tol = max(0.1 * tol, 1e-3 * min(crit, 1.0)) / sqrt_n
+            if wstep.l1_solver == "smoothed":
+                # sADMM Moreau parameter, spec 004 section 2.4 (iii)
+                wstep.gamma = max(1e-5 * 0.9**k, 1e-9)
+            w_new, b_new, n_inner = wstep.solve(
+                v, rho, w, q=linear, tol=inner_tol, max_iter=inner_max_iter
+            )
+            inner_total += n_inner
+            f_new = np.asarray(X @ w_new).ravel() + b_new
         t_new = s * f_new + c
         # 3. dual step
         r = z - t_new
@@ -275,20 +390,27 @@ def admm_loop(
         # dist(A^T lambda + q, dg(w)) computed directly (0 for an exact w-step).
         r_primal = float(np.linalg.norm(r))
         r_dual = rho * float(np.linalg.norm(t_new - t))
-        sl = s * lam
-        gw = np.asarray(X.T @ sl).ravel()
-        gb = float(sl.sum()) if fit_intercept else 0.0
-        if linear is not None:
-            gw = gw + linear[:-1]
-            gb = gb + (float(linear[-1]) if fit_intercept else 0.0)
-        r_pen = float(np.hypot(wstep.penalty.subgradient_distance(w_new, gw), gb))
         # Scaled residuals: z in margin units (RMS), lambda in units of 1/n.
         e_primal = r_primal / sqrt_n
         e_dual = r_dual * sqrt_n
-        e_pen = r_pen
+        if fast:
+            # The closed-form step is exact: dist(A^T lambda, dg(w)) = 0 up to
+            # rounding; it is computed for real once the other two pass.
+            e_pen = 0.0
+            if max(e_primal, e_dual) <= tol:
+                w = wstep.fast_coef(coeffs)
+                b = wstep.intercept_for(w, v_last, rho)
+                coef_dirty = False
+                e_pen = _penalty_residual(X, s, lam, w, wstep, linear)
+        else:
+            w, b = w_new, b_new
+            e_pen = _penalty_residual(X, s, lam, w, wstep, linear)
         crit = max(e_primal, e_dual, e_pen)
-        w, b, f, t = w_new, b_new, f_new, t_new
-        history.append(objective(w, b))
+        f, t = f_new, t_new
+        if fast:
+            history.append(objective_t(t, pen_value))
+        else:
+            history.append(objective(w, b))
         crit_history.append(crit)
         rho_history.append(rho)
         if verbose:
@@ -299,7 +421,13 @@ def admm_loop(
         if crit <= tol:
             converged = True
             break
-        rho = schedule.update(k, rho, r_primal, e_primal, e_dual)
+        rho = schedule.update(k, rho, r_primal, e_primal, e_dual, history[-1])
+    if coef_dirty:
+        w = wstep.fast_coef(coeffs)
+        b = wstep.intercept_for(w, v_last, rho_history[-1])
+    if history:
+        # The recorded value of the returned point, evaluated from (w, b).
+        history[-1] = objective(w, b)
     return SolverResult(
         coef=w,
         intercept=float(b),
@@ -308,7 +436,7 @@ def admm_loop(
         stop_criterion=float(crit),
         converged=converged,
         info={
-            "z": z if max_iter > 0 else t,
+            "z": z,
             "lambda": lam,
             "rho": rho,
             "rho_history": np.asarray(rho_history),
@@ -354,6 +482,13 @@ def admm(
     makes warm starts effective; the stopping test uses the KKT residuals
     below instead of a fixed tolerance on ``||w^{k+1} - w^k||``.
 
+    Implementation: with a pure l2 penalty (or none) the w-step runs in
+    prediction space (:meth:`WStep.fast_l2`): one eigendecomposition of the
+    smaller of ``Xc^T Xc`` and ``Xc Xc^T`` per fit, then two products with an
+    n x min(n, d) basis per iteration and none with ``X``; ``(w, b)`` is
+    rebuilt when the residuals pass and at the end.  Problems with at most
+    :data:`SINGLE_THREAD_MAX_SIZE` entries in ``X`` run BLAS on one thread.
+
     Parameters
     ----------
     X : {ndarray, sparse matrix} of shape (n, d)
@@ -395,6 +530,19 @@ def admm(
         ``z``, ``lambda``, ``rho``, ``rho_history``, ``kkt_history``,
         ``inner_iterations`` and ``time``.
     """
+    with _blas_threads(X):
+        return _admm(
+            X, y, risk, loss, penalty, fit_intercept=fit_intercept, max_iter=max_iter,
+            tol=tol, rho=rho, zstep_method=zstep_method, l1_solver=l1_solver,
+            coef_init=coef_init, intercept_init=intercept_init, verbose=verbose,
+            relaxation=relaxation,
+        )
+
+
+def _admm(
+    X, y, risk, loss, penalty, *, fit_intercept, max_iter, tol, rho, zstep_method,
+    l1_solver, coef_init, intercept_init, verbose, relaxation,
+):
     n, d = X.shape
     s, c = affine_map(y, loss.task)
     sigma, sigma_b, threshold = risk_pieces(risk, loss, n)
@@ -404,6 +552,9 @@ def admm(
 
     def objective(w, b):
         return rank_objective(X, y, w, b, risk, loss, penalty)
+
+    def objective_t(t, penalty_value):
+        return risk.value(loss.value(t)) + penalty_value
 
     return admm_loop(
         X,
@@ -419,5 +570,6 @@ def admm(
         coef_init=coef_init,
         intercept_init=intercept_init,
         relaxation=relaxation,
+        objective_t=objective_t,
         verbose=verbose,
     )

@@ -30,7 +30,7 @@ from ..objective import affine_map, rank_objective
 from ..risks import TopK
 from ._result import SolverResult
 from ._wstep import WStep
-from .admm import RhoSchedule, admm_loop, make_zstep, rank_subgradient
+from .admm import RhoSchedule, _blas_threads, admm_loop, make_zstep, rank_subgradient
 
 
 def dca(
@@ -80,6 +80,19 @@ def dca(
         ``objective_history`` has ``F`` after each outer iteration;
         ``stop_criterion`` is the last relative decrease.
     """
+    with _blas_threads(X):
+        return _dca(
+            X, y, risk, loss, penalty, fit_intercept=fit_intercept, max_iter=max_iter,
+            tol=tol, inner_max_iter=inner_max_iter, zstep_method=zstep_method,
+            l1_solver=l1_solver, coef_init=coef_init, intercept_init=intercept_init,
+            verbose=verbose,
+        )
+
+
+def _dca(
+    X, y, risk, loss, penalty, *, fit_intercept, max_iter, tol, inner_max_iter,
+    zstep_method, l1_solver, coef_init, intercept_init, verbose,
+):
     n, d = X.shape
     m, k = risk.counts(n)
     scale = 1.0 / (k - m)
