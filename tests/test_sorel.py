@@ -8,7 +8,7 @@ from skrank.objective import rank_objective
 from skrank.penalties import get_penalty
 from skrank.risks import ERM, ExponentialSpectral, Extremile, Superquantile, TopK
 from skrank.solvers._stepsize import svrg_step_size
-from skrank.solvers.sorel import _project, dual_smoothness, sorel
+from skrank.solvers.sorel import _project, dual_smoothness, sorel, sorel_paper
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -112,3 +112,17 @@ def test_step_rules_positive():
     t = rng.normal(size=30)
     lam = ERM().weights(30)
     assert dual_smoothness(X, np.ones(30), t, lam, get_loss("squared"), 0.1, True) > 0
+
+
+def test_paper_rules_reference():
+    # spec 003 section 2.3 verbatim: converges on a small problem, flags divergence
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(120, 3))
+    y = X @ [1.0, -0.5, 0.2] + rng.normal(size=120)
+    args = (ExponentialSpectral(2.0), get_loss("squared"), get_penalty("l2", 1 / 120))
+    ref = sorel(X, y, *args, fit_intercept=False, max_epochs=400, tol=1e-12, random_state=0)
+    res = sorel_paper(X, y, *args, learning_rate=0.01, dual_scale=0.1, max_epochs=150, random_state=0)
+    assert not res.info["diverged"] and res.n_iter == 150
+    assert res.objective == pytest.approx(ref.objective, rel=1e-6)
+    bad = sorel_paper(X, y, *args, learning_rate=10.0, dual_scale=0.1, max_epochs=20, random_state=0)
+    assert bad.info["diverged"] and np.isinf(bad.objective_history[-1])
