@@ -83,15 +83,20 @@ class RhoSchedule:
           capped at ``17 d``;
 
         ``d`` counts the intercept column.  ``"table6"`` is exactly this;
-        ``"paper"`` follows it until the ramp overshoots (dual residual above
-        ten times the primal one) and then balances the residuals as below.
+        ``"paper"`` differs in two ways: for spectral risks it starts at
+        ``rho_0 = max(1e-5, 0.1/n)`` (with ``rho << 1/n`` the first w-step
+        fits ``lambda/rho`` and, with an l1 penalty, ``w`` blows up), and it
+        follows the ramp until it overshoots (dual residual above ten times
+        the primal one) and then balances the residuals as below.
         ``"adaptive"``: residual balancing (Boyd et al. 2011, section 3.4.1)
         on the scaled residuals of :func:`admm`, from ``rho_0 = 0.1/n``:
-        ``rho`` doubles when the primal residual exceeds three times the
-        dual one and halves in the opposite case, for at most
-        ``max_changes`` changes (convex risks) or iterations (non-convex
-        risks), so that the penalty is eventually constant.  A float:
-        constant ``rho``.
+        ``rho`` doubles when the primal residual exceeds ``band`` (3) times
+        the dual one and halves in the opposite case, during
+        ``max_changes`` (100) iterations.  Convex risks: afterwards ``rho``
+        changes only when the residuals are more than ``far_band`` (100)
+        times apart, at most once per window of ``late_gap`` (50)
+        iterations, the window doubling after each such change, so that the
+        penalty is eventually constant.  A float: constant ``rho``.
 
         Non-convex risks (ranked range, human-aligned) with ``"paper"`` or
         ``"adaptive"``: once balancing is over, ``rho`` doubles at the end of
@@ -126,6 +131,8 @@ class RhoSchedule:
         self._window_best = np.inf
         self.n_raises = 0
         self.max_raises = 20
+        self._last_change = -1
+        self._late_gap = self.late_gap
         if self.kind == "constant":
             self.rho0 = float(rho)
             self.cap = np.inf
@@ -134,10 +141,19 @@ class RhoSchedule:
             self.cap = np.inf
         else:
             self.rho0 = {"srm": 1e-5, "aorr": 2e-7, "ehrm": 1e-4}[self.framework]
+            if self.kind == "paper" and self.framework == "srm":
+                self.rho0 = max(self.rho0, self.rho0_scale / n)
             self.cap = (217.0 if self.framework == "srm" else 17.0) * d
 
     #: Ratio of the scaled residuals tolerated by residual balancing.
     band = 3.0
+    #: After the first max_changes iterations of balancing (convex risks):
+    #: ratio beyond which rho still changes, and the first least spacing of
+    #: such late changes (doubled after each).
+    far_band = 100.0
+    #: "paper" on convex risks starts at max(1e-5, rho0_scale / n).
+    rho0_scale = 0.1
+    late_gap = 50
 
     #: Window (iterations) and least progress of the stall rule.
     stall_window = 100
@@ -183,21 +199,35 @@ class RhoSchedule:
             # The ramp has overshot: from here on balance the residuals.
             self.balancing = True
         if self.balancing:
-            if self.n_changes >= self.max_changes:
-                return rho
             if self.raise_on_stall:
                 # Non-convex risks: balancing lasts max_changes iterations,
                 # then the stall rule above takes over.
+                if self.n_changes >= self.max_changes:
+                    return rho
                 self.n_changes += 1
-            if e_primal > self.band * e_dual:
+                band = self.band
+            else:
+                # Convex risks: max_changes iterations of balancing in the
+                # band, then changes only when the residuals are far apart
+                # (more than far_band), at most once per window that doubles
+                # after every such late change, so that rho is eventually
+                # constant (Boyd et al. 2011, section 3.4.1).
+                self.n_changes += 1
+                if self.n_changes <= self.max_changes:
+                    band = self.band
+                elif k - self._last_change >= self._late_gap:
+                    band = self.far_band
+                else:
+                    return rho
+            if e_primal > band * e_dual:
                 rho_new = rho * 2.0
-            elif e_dual > self.band * e_primal:
+            elif e_dual > band * e_primal:
                 rho_new = rho / 2.0
             else:
                 return rho
-            if not self.raise_on_stall:
-                # Convex risks: only actual changes count towards max_changes.
-                self.n_changes += 1
+            if self.n_changes > self.max_changes and not self.raise_on_stall:
+                self._late_gap *= 2
+            self._last_change = k
             return min(max(rho_new, 1e-12), self.cap)
         if self.framework == "srm":
             return min(rho0_times(self.rho0, 1.2 ** (k + 1)), self.cap)
@@ -305,6 +335,217 @@ def _penalty_residual(X, s, lam, w, wstep, linear):
     return float(np.hypot(wstep.penalty.subgradient_distance(w, gw), gb))
 
 
+class Polisher:
+    """Exact final step for convex spectral risks with a piecewise-linear loss.
+
+    With the hinge loss (classification) or the absolute loss (regression),
+    a convex spectral risk and an l1 / l2 / elastic-net penalty, ``F`` is
+    piecewise quadratic and the ADMM converges slowly (linearly at best, with
+    a poor rate) once it has found the right piece.  The z-step's PAVA puts
+    ``z`` *exactly* on the structure of the solution: points at the kink of
+    the loss (``z_i = -1`` for the hinge, ``0`` for the absolute loss) and
+    blocks of equal losses.  On that face ``F`` is a quadratic (linear plus
+    ``l2/2 ||w||^2``) subject to linear equalities:
+
+    * ``t_i`` at the kink for every kink point;
+    * equal losses inside every block of tied positive losses;
+    * ``w_j = 0`` where the current ``w_j`` is zero (l1), the signs of the
+      other coordinates fixed,
+
+    each block of positive losses weighted by the sum of the rank weights
+    ``sigma`` of the ranks it occupies.  One KKT system solves it.  The
+    result is kept only if it does not increase ``F``, and it is certified
+    optimal when the multipliers form a subgradient: with ``u`` the weights
+    of the losses implied by the KKT solution (``A^T u + dR(w) = 0``),
+    ``u in dOmega(t)`` means ``u`` in the polytope ``{u >= 0, u weakly
+    submajorised by sigma}`` (``|u|`` for the absolute loss) and
+    ``u.l_lin(t) = Omega(t)``; the l1 coordinates held at zero need
+    ``|(A^T u)_j| <= l1``.  These are the three KKT conditions of spec 004
+    section 2.6 at ``z = t``, so a certified point is an exact optimum up to
+    rounding.
+    """
+
+    #: Largest size of the KKT system (unknowns plus constraints) attempted.
+    max_system = 2500
+
+    def __init__(self, X, s, c, sigma, loss, penalty, fit_intercept):
+        self.X, self.s, self.c = X, s, c
+        self.sigma = np.asarray(sigma, dtype=np.float64)
+        self.loss, self.penalty = loss, penalty
+        self.fit_intercept = bool(fit_intercept)
+        self.kink = -1.0 if loss.code == HINGE else 0.0
+        self.even = loss.code == ABSOLUTE
+        self._sigma_cum = np.cumsum(np.sort(self.sigma)[::-1])
+
+    @staticmethod
+    def applies(risk, loss, framework):
+        return framework == "srm" and loss.code in (HINGE, ABSOLUTE) and getattr(
+            risk, "is_convex", True
+        )
+
+    def _omega(self, t):
+        return float(np.sort(self.loss.value(t)) @ self.sigma)
+
+    def objective(self, w, b):
+        f = np.asarray(self.X @ w).ravel() + b
+        return self._omega(self.s * f + self.c) + self.penalty.value(w)
+
+    #: Rounds of the active-set correction in :meth:`__call__`.
+    max_rounds = 8
+
+    def __call__(self, z, w, tol):
+        """``(w, b, certified, residual, t, lambda)`` or None.
+
+        The face read from ``z`` is solved; then, as in a primal-dual active
+        set method, kink points whose multiplier leaves ``[0, max sigma]``
+        leave the kink (to the side the multiplier points to) and points
+        whose polished ``t`` crossed the kink are put on it, and the face is
+        solved again, for at most :attr:`max_rounds` rounds.  The best
+        point by ``F`` is returned.
+        """
+        best = None
+        zc = np.array(z, dtype=np.float64)
+        side = np.sign(zc - self.kink) if not self.even else None
+        top = float(self.sigma.max())
+        for _ in range(self.max_rounds):
+            out = self._face(zc, w, tol)
+            if out is None:
+                break
+            w_p, b_p, certified, res, t, lam = out
+            F = self.objective(w_p, b_p)
+            if best is None or F < best[0] or certified:
+                best = (F, out)
+            if certified:
+                break
+            u = -lam
+            at_kink = np.abs(zc - self.kink) <= 1e-13 * max(1.0, abs(self.kink))
+            mag = np.abs(u) if self.even else u
+            new = t.copy()
+            eps = 1e-9
+            if self.even:
+                # absolute loss: |u| above the top weight leaves the kink
+                leave = at_kink & (mag > top * (1 + 1e-9))
+                new[leave] = self.kink + eps * np.sign(u[leave] + (u[leave] == 0))
+            else:
+                low = at_kink & (u < -1e-12 * top)
+                high = at_kink & (u > top * (1 + 1e-9))
+                new[low] = self.kink - eps
+                new[high] = self.kink + eps
+                stay = at_kink & ~low & ~high
+                new[stay] = self.kink
+                crossed = ~at_kink & (np.sign(t - self.kink) != side)
+                new[crossed] = self.kink
+            if np.array_equal(new, zc):
+                break
+            zc = new
+            side = np.sign(zc - self.kink) if not self.even else None
+            w = w_p
+        return None if best is None else best[1]
+
+    def _face(self, z, w, tol):
+        n, d = self.X.shape
+        sigma = self.sigma
+        z = np.asarray(z, dtype=np.float64)
+        L = self.loss.value(z)
+        at_kink = np.abs(z - self.kink) <= 1e-13 * max(1.0, abs(self.kink))
+        active = (L > 0.0) & ~at_kink
+        if self.even:
+            beta = np.sign(z)
+            alpha = np.zeros(n)
+        else:
+            beta = np.ones(n)
+            alpha = np.ones(n)
+        # ranks: ascending losses; blocks of equal positive losses
+        order = np.argsort(L, kind="stable")
+        Ls = L[order]
+        free_w = np.flatnonzero(w != 0.0) if self.penalty.l1 > 0.0 else np.arange(d)
+        p = free_w.size + int(self.fit_intercept)
+        Xd = self.X[:, free_w]
+        Xd = Xd.toarray() if hasattr(Xd, "toarray") else np.asarray(Xd)
+        A = self.s[:, None] * (np.hstack([Xd, np.ones((n, 1))]) if self.fit_intercept else Xd)
+        q = np.zeros(p)
+        rows, rhs = [], []
+        g_lin = np.zeros(n)
+        # blocks of tied positive losses (contiguous in the sorted order)
+        start = 0
+        while start < n:
+            stop = start + 1
+            while stop < n and Ls[stop] == Ls[start]:
+                stop += 1
+            idx = order[start:stop]
+            idx = idx[active[idx]]
+            if idx.size:
+                S = float(sigma[start:stop].sum()) * idx.size / (stop - start)
+                r = idx[0]
+                g_lin[r] += S * beta[r]
+                for i in idx[1:]:
+                    rows.append(beta[i] * A[i] - beta[r] * A[r])
+                    rhs.append(alpha[r] - alpha[i] + beta[r] * self.c[r] - beta[i] * self.c[i])
+            start = stop
+        kinks = np.flatnonzero(at_kink)
+        for i in kinks:
+            rows.append(A[i])
+            rhs.append(self.kink - self.c[i])
+        m = len(rows)
+        if p + m > self.max_system:
+            return None
+        q += A.T @ g_lin
+        H = np.zeros(p)
+        H[: free_w.size] = self.penalty.l2
+        if self.penalty.l1 > 0.0:
+            q[: free_w.size] += self.penalty.l1 * np.sign(w[free_w])
+        E = np.asarray(rows).reshape(m, p)
+        K = np.zeros((p + m, p + m))
+        K[:p, :p] = np.diag(H)
+        K[:p, p:] = E.T
+        K[p:, :p] = E
+        sol = np.linalg.lstsq(K, np.concatenate([-q, np.asarray(rhs, dtype=float)]), rcond=None)[0]
+        x, nu = sol[:p], sol[p:]
+        if not np.all(np.isfinite(sol)):
+            return None
+        w_new = np.zeros(d)
+        w_new[free_w] = x[: free_w.size]
+        b_new = float(x[-1]) if self.fit_intercept else 0.0
+        # loss weights u with A^T u = -(H x + l1 sign): u = g_lin + E-rows' multipliers
+        u = g_lin.copy()
+        k = 0
+        start = 0
+        while start < n:
+            stop = start + 1
+            while stop < n and Ls[stop] == Ls[start]:
+                stop += 1
+            idx = order[start:stop]
+            idx = idx[active[idx]]
+            if idx.size:
+                r = idx[0]
+                for i in idx[1:]:
+                    u[i] += nu[k] * beta[i]
+                    u[r] -= nu[k] * beta[r]
+                    k += 1
+            start = stop
+        u[kinks] += nu[k:]
+        f = np.asarray(self.X @ w_new).ravel() + b_new
+        t = self.s * f + self.c
+        residual = self._certificate(u, t, w_new)
+        return w_new, b_new, residual <= tol, residual, t, -u
+
+    def _certificate(self, u, t, w):
+        """Scaled violation of ``u in dOmega(t)`` and of the penalty's condition."""
+        n = u.shape[0]
+        mag = np.abs(u) if self.even else u
+        neg = 0.0 if self.even else max(0.0, -float(u.min()))
+        excess = max(0.0, float(np.max(np.cumsum(np.sort(mag)[::-1]) - self._sigma_cum)))
+        lin = u @ t if self.even else u @ (1.0 + t)
+        omega = self._omega(t)
+        compl = abs(float(lin) - omega) / max(1.0, abs(omega))
+        lam = -u
+        sl = self.s * lam
+        gw = np.asarray(self.X.T @ sl).ravel()
+        gb = float(sl.sum()) if self.fit_intercept else 0.0
+        pen = float(np.hypot(self.penalty.subgradient_distance(w, gw), gb))
+        return max(n * neg, n * excess, compl, pen)
+
+
 def admm_loop(
     X,
     s,
@@ -323,6 +564,8 @@ def admm_loop(
     inner_max_iter=500,
     relaxation=1.0,
     objective_t=None,
+    polish=None,
+    polish_first=50,
     verbose=0,
 ):
     """Algorithm 1 on ``min Omega(z) + g(w) - linear.(w, b)`` s.t. ``z = s (X w + b) + c``.
@@ -335,6 +578,10 @@ def admm_loop(
     w-step in prediction space (:meth:`WStep.fast_l2`, ``O(n r)`` per
     iteration, two products with an n x r basis and no product with ``X``),
     rebuilding ``(w, b)`` only when the residuals pass and at the end.
+    ``polish``, when given, is a :class:`Polisher`: tried after
+    ``polish_first`` iterations and then at every doubling of the iteration
+    count, it stops the loop when it certifies an exact optimum, and at the
+    end it replaces the last iterate when it lowers ``F``.
     See :func:`admm` for the stopping rule.
 
     Returns
@@ -357,6 +604,9 @@ def admm_loop(
     # Exact l2 step in prediction space (O(n r) per iteration, w rebuilt at the end).
     fast = linear is None and objective_t is not None and wstep.fast_l2_available()
     coef_dirty = False
+    next_polish = polish_first
+    n_polish = 0
+    polished = False
     start = time.perf_counter()
     k = 0
     z = t
@@ -421,6 +671,27 @@ def admm_loop(
         if crit <= tol:
             converged = True
             break
+        if polish is not None and (k + 1 == next_polish or k + 1 == max_iter):
+            next_polish *= 2
+            if coef_dirty:
+                w = wstep.fast_coef(coeffs)
+                b = wstep.intercept_for(w, v_last, rho)
+                coef_dirty = False
+            out = polish(z, w, tol)
+            n_polish += 1
+            if out is not None:
+                w_p, b_p, certified, res_p, t_p, lam_p = out
+                F_p = objective(w_p, b_p)
+                F_cur = objective(w, b)
+                if certified or (k + 1 == max_iter and F_p <= F_cur):
+                    if F_p <= F_cur + 1e-12 * max(1.0, abs(F_cur)):
+                        w, b, z, t, lam = w_p, b_p, t_p, t_p, lam_p
+                        polished = True
+                        crit = res_p if certified else crit
+                        history[-1] = F_p
+                        if certified:
+                            converged = True
+                            break
         rho = schedule.update(k, rho, r_primal, e_primal, e_dual, history[-1])
     if coef_dirty:
         w = wstep.fast_coef(coeffs)
@@ -442,6 +713,8 @@ def admm_loop(
             "rho_history": np.asarray(rho_history),
             "kkt_history": np.asarray(crit_history),
             "inner_iterations": inner_total,
+            "polish_attempts": n_polish,
+            "polished": polished,
             "time": time.perf_counter() - start,
         },
     )
@@ -464,6 +737,7 @@ def admm(
     intercept_init=None,
     verbose=0,
     relaxation=1.0,
+    polish=True,
 ):
     """Minimise a rank-based objective by proximal ADMM with a PAVA z-step.
 
@@ -535,13 +809,13 @@ def admm(
             X, y, risk, loss, penalty, fit_intercept=fit_intercept, max_iter=max_iter,
             tol=tol, rho=rho, zstep_method=zstep_method, l1_solver=l1_solver,
             coef_init=coef_init, intercept_init=intercept_init, verbose=verbose,
-            relaxation=relaxation,
+            relaxation=relaxation, polish=polish,
         )
 
 
 def _admm(
     X, y, risk, loss, penalty, *, fit_intercept, max_iter, tol, rho, zstep_method,
-    l1_solver, coef_init, intercept_init, verbose, relaxation,
+    l1_solver, coef_init, intercept_init, verbose, relaxation, polish,
 ):
     n, d = X.shape
     s, c = affine_map(y, loss.task)
@@ -555,6 +829,10 @@ def _admm(
 
     def objective_t(t, penalty_value):
         return risk.value(loss.value(t)) + penalty_value
+
+    polisher = None
+    if polish and sigma_b is None and Polisher.applies(risk, loss, schedule.framework):
+        polisher = Polisher(X, s, c, sigma, loss, penalty, fit_intercept)
 
     return admm_loop(
         X,
@@ -571,5 +849,6 @@ def _admm(
         intercept_init=intercept_init,
         relaxation=relaxation,
         objective_t=objective_t,
+        polish=polisher,
         verbose=verbose,
     )
