@@ -126,3 +126,19 @@ def test_paper_rules_reference():
     assert res.objective == pytest.approx(ref.objective, rel=1e-6)
     bad = sorel_paper(X, y, *args, learning_rate=10.0, dual_scale=0.1, max_epochs=20, random_state=0)
     assert bad.info["diverged"] and np.isinf(bad.objective_history[-1])
+
+
+def test_frozen_dual_does_not_look_converged():
+    # With a tiny dual step the weights barely move: the objective change, the
+    # Lagrangian gradient and ||lam_{k+1} - lam_k|| all become small while w
+    # is 15% off.  The criterion's dual part, the gap R_sigma(l) - lam^T l,
+    # does not shrink with the step, so the run must not stop.
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(60, 3))
+    y = X @ [1.0, -1.0, 0.5] + rng.standard_t(3, size=60)
+    args = (Superquantile(0.7), get_loss("squared"), get_penalty("l2", 0.05))
+    frozen = sorel(X, y, *args, dual_scale=1e-9, max_epochs=100, tol=1e-6, random_state=0)
+    assert not frozen.converged and frozen.n_iter == 100
+    assert frozen.stop_criterion > 1e-2
+    ref = sorel(X, y, *args, max_epochs=2000, tol=1e-12, random_state=0)
+    assert ref.converged and frozen.objective > 1.1 * ref.objective
