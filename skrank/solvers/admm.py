@@ -24,8 +24,11 @@ updated.
 
 import contextlib
 import time
+import warnings
 
 import numpy as np
+import scipy.linalg
+import scipy.special
 
 from .._pava import zstep, zstep_even, zstep_sorted
 from ..losses import ABSOLUTE, HINGE, HUBER, LOGISTIC, SQUARED, SQUARED_HINGE
@@ -375,11 +378,13 @@ class Polisher:
         self.fit_intercept = bool(fit_intercept)
         self.kink = -1.0 if loss.code == HINGE else 0.0
         self.even = loss.code == ABSOLUTE
+        self.smooth = loss.code == LOGISTIC
+        self._A, self._A_key = None, None
         self._sigma_cum = np.cumsum(np.sort(self.sigma)[::-1])
 
     @staticmethod
     def applies(risk, loss, framework):
-        return framework == "srm" and loss.code in (HINGE, ABSOLUTE) and getattr(
+        return framework == "srm" and loss.code in (HINGE, ABSOLUTE, LOGISTIC) and getattr(
             risk, "is_convex", True
         )
 
@@ -392,8 +397,10 @@ class Polisher:
 
     #: Rounds of the active-set correction in :meth:`__call__`.
     max_rounds = 8
+    #: The same for the logistic loss (tie blocks only).
+    max_rounds_smooth = 4
 
-    def __call__(self, z, w, tol):
+    def __call__(self, z, w, tol, b=0.0):
         """``(w, b, certified, residual, t, lambda)`` or None.
 
         The face read from ``z`` is solved; then, as in a primal-dual active
@@ -407,8 +414,8 @@ class Polisher:
         zc = np.array(z, dtype=np.float64)
         side = np.sign(zc - self.kink) if not self.even else None
         top = float(self.sigma.max())
-        for _ in range(self.max_rounds):
-            out = self._face(zc, w, tol)
+        for _ in range(self.max_rounds_smooth if self.smooth else self.max_rounds):
+            out = self._face(zc, w, tol, b)
             if out is None:
                 break
             w_p, b_p, certified, res, t, lam = out
@@ -420,11 +427,48 @@ class Polisher:
             u = -lam
             at_kink = np.abs(zc - self.kink) <= 1e-13 * max(1.0, abs(self.kink))
             mag = np.abs(u) if self.even else u
+            if self.smooth:
+                dl = scipy.special.expit(t)
+                mag = np.divide(u, dl, out=np.zeros_like(u), where=dl > 0.0)
             new = t.copy()
             eps = 1e-9
-            if self.even:
+            # Tie blocks of zc keep one common value (the mean of their polished
+            # t); members whose loss weight lies outside the block's range of
+            # rank weights leave it, downwards or upwards.
+            L = self.loss.value(zc)
+            order = np.argsort(L, kind="stable")
+            Ls = L[order]
+            brk = np.empty(L.size, dtype=bool)
+            brk[0] = True
+            np.not_equal(Ls[1:], Ls[:-1], out=brk[1:])
+            bid_s = np.cumsum(brk) - 1
+            nb = int(bid_s[-1]) + 1
+            bid = np.empty_like(bid_s)
+            bid[order] = bid_s
+            active = (L > 0.0) & ~at_kink
+            size = np.bincount(bid, weights=active, minlength=nb)
+            tied = active & (size[bid] >= 2)
+            if tied.any():
+                mean_t = np.bincount(bid, weights=np.where(tied, t, 0.0), minlength=nb)
+                mean_t = mean_t / np.maximum(size, 1.0)
+                starts = np.flatnonzero(brk)
+                stops = np.append(starts[1:], L.size)
+                s_lo = self.sigma[starts][bid]
+                s_hi = self.sigma[stops - 1][bid]
+                val = mean_t[bid]
+                new[tied] = val[tied]
+                if not self.even:
+                    down = tied & (mag < s_lo - 1e-9 * top)
+                    up = tied & (mag > s_hi + 1e-9 * top)
+                    delta = eps * np.maximum(1.0, np.abs(val))
+                    new[down] = val[down] - delta[down]
+                    new[up] = val[up] + delta[up]
+            if self.smooth:
+                pass
+            elif self.even:
                 # absolute loss: |u| above the top weight leaves the kink
                 leave = at_kink & (mag > top * (1 + 1e-9))
+                new[at_kink] = self.kink
                 new[leave] = self.kink + eps * np.sign(u[leave] + (u[leave] == 0))
             else:
                 low = at_kink & (u < -1e-12 * top)
@@ -439,103 +483,208 @@ class Polisher:
                 break
             zc = new
             side = np.sign(zc - self.kink) if not self.even else None
-            w = w_p
+            w, b = w_p, b_p
         return None if best is None else best[1]
 
-    def _face(self, z, w, tol):
+    def _face(self, z, w, tol, b=0.0):
+        """Solve ``F`` on the face read from ``z`` (see the class docstring).
+
+        Vectorised: the constraints ``E x = e`` (ties, kink points) are
+        built without Python loops and eliminated through a null-space basis
+        of ``E`` (``x = x0 + N y``, ``x0`` the projection of the current point
+        onto the face), so that the linear algebra is ``O((m + n) p^2)`` with
+        ``p = d + 1`` however many constraints there are.  Piecewise-linear
+        losses: one exact step (the face objective is quadratic); logistic:
+        Newton steps with backtracking on the reduced smooth problem.
+        """
         n, d = self.X.shape
         sigma = self.sigma
         z = np.asarray(z, dtype=np.float64)
         L = self.loss.value(z)
-        at_kink = np.abs(z - self.kink) <= 1e-13 * max(1.0, abs(self.kink))
-        active = (L > 0.0) & ~at_kink
-        if self.even:
-            beta = np.sign(z)
-            alpha = np.zeros(n)
+        if self.smooth:
+            at_kink = np.zeros(n, dtype=bool)
+            active = np.ones(n, dtype=bool)
         else:
-            beta = np.ones(n)
-            alpha = np.ones(n)
-        # ranks: ascending losses; blocks of equal positive losses
+            at_kink = np.abs(z - self.kink) <= 1e-13 * max(1.0, abs(self.kink))
+            active = (L > 0.0) & ~at_kink
+        beta = np.sign(z) if self.even else np.ones(n)
+        # blocks of tied losses (contiguous in the ascending order)
         order = np.argsort(L, kind="stable")
         Ls = L[order]
-        free_w = np.flatnonzero(w != 0.0) if self.penalty.l1 > 0.0 else np.arange(d)
-        p = free_w.size + int(self.fit_intercept)
-        Xd = self.X[:, free_w]
-        Xd = Xd.toarray() if hasattr(Xd, "toarray") else np.asarray(Xd)
-        A = self.s[:, None] * (np.hstack([Xd, np.ones((n, 1))]) if self.fit_intercept else Xd)
-        q = np.zeros(p)
-        rows, rhs = [], []
-        g_lin = np.zeros(n)
-        # blocks of tied positive losses (contiguous in the sorted order)
-        start = 0
-        while start < n:
-            stop = start + 1
-            while stop < n and Ls[stop] == Ls[start]:
-                stop += 1
-            idx = order[start:stop]
-            idx = idx[active[idx]]
-            if idx.size:
-                S = float(sigma[start:stop].sum()) * idx.size / (stop - start)
-                r = idx[0]
-                g_lin[r] += S * beta[r]
-                for i in idx[1:]:
-                    rows.append(beta[i] * A[i] - beta[r] * A[r])
-                    rhs.append(alpha[r] - alpha[i] + beta[r] * self.c[r] - beta[i] * self.c[i])
-            start = stop
+        new_block = np.empty(n, dtype=bool)
+        new_block[0] = True
+        np.not_equal(Ls[1:], Ls[:-1], out=new_block[1:])
+        bid = np.cumsum(new_block) - 1
+        nb = int(bid[-1]) + 1
+        block_sigma = np.bincount(bid, weights=sigma, minlength=nb)
+        block_size = np.bincount(bid, minlength=nb)
+        omega = np.zeros(n)
+        act_sorted = active[order]
+        omega[order] = np.where(act_sorted, block_sigma[bid] / block_size[bid], 0.0)
+        # tie rows beta_i a_i - beta_r a_r (r: first active point of the block)
+        pos = np.flatnonzero(act_sorted)
+        bb = bid[pos]
+        first = np.empty(pos.size, dtype=bool)
+        if pos.size:
+            first[0] = True
+            np.not_equal(bb[1:], bb[:-1], out=first[1:])
+        rep = pos[first][np.cumsum(first) - 1]
+        tie_i = order[pos[~first]]
+        tie_r = order[rep[~first]]
         kinks = np.flatnonzero(at_kink)
-        for i in kinks:
-            rows.append(A[i])
-            rhs.append(self.kink - self.c[i])
-        m = len(rows)
-        if p + m > self.max_system:
+        free_w = np.flatnonzero(w != 0.0) if self.penalty.l1 > 0.0 else np.arange(d)
+        nw = free_w.size
+        p = nw + int(self.fit_intercept)
+        if p == 0:
             return None
-        q += A.T @ g_lin
-        H = np.zeros(p)
-        H[: free_w.size] = self.penalty.l2
-        if self.penalty.l1 > 0.0:
-            q[: free_w.size] += self.penalty.l1 * np.sign(w[free_w])
-        E = np.asarray(rows).reshape(m, p)
-        K = np.zeros((p + m, p + m))
-        K[:p, :p] = np.diag(H)
-        K[:p, p:] = E.T
-        K[p:, :p] = E
-        sol = np.linalg.lstsq(K, np.concatenate([-q, np.asarray(rhs, dtype=float)]), rcond=None)[0]
-        x, nu = sol[:p], sol[p:]
-        if not np.all(np.isfinite(sol)):
+        key = free_w.tobytes()
+        if self._A_key == key:
+            A = self._A
+        else:
+            Xd = self.X[:, free_w]
+            Xd = Xd.toarray() if hasattr(Xd, "toarray") else np.asarray(Xd)
+            A = np.empty((n, p))
+            A[:, :nw] = Xd
+            if self.fit_intercept:
+                A[:, nw] = 1.0
+            A *= self.s[:, None]
+            self._A, self._A_key = A, key  # cached between attempts
+        cc = self.c
+        E = np.concatenate(
+            [beta[tie_i, None] * A[tie_i] - beta[tie_r, None] * A[tie_r], A[kinks]]
+        )
+        if self.even:
+            e_tie = beta[tie_r] * cc[tie_r] - beta[tie_i] * cc[tie_i]
+        else:
+            e_tie = cc[tie_r] - cc[tie_i]
+        e = np.concatenate([e_tie, self.kink - cc[kinks]])
+        m = E.shape[0]
+        l1, l2 = self.penalty.l1, self.penalty.l2
+        sign_w = np.sign(w[free_w])
+        x = np.empty(p)
+        x[:nw] = w[free_w]
+        if self.fit_intercept:
+            x[nw] = b
+        Hdiag = np.zeros(p)
+        Hdiag[:nw] = l2
+
+        def grad(x):
+            t = A @ x + cc
+            g = A.T @ (omega * self._dloss(t, beta)) + Hdiag * x
+            g[:nw] += l1 * sign_w
+            return g, t
+
+        def phi(x, t=None):
+            if t is None:
+                t = A @ x + cc
+            val = omega @ self._lin_loss(t, beta) + 0.5 * l2 * (x[:nw] @ x[:nw])
+            return val + l1 * (sign_w @ x[:nw])
+
+        # null space of E and the projection of x onto {E x = e}
+        if m:
+            scale = max(1.0, float(np.abs(E).max()))
+            R = E if m <= p else np.linalg.qr(E, mode="r")
+            _, S, Vt = np.linalg.svd(R, full_matrices=True)
+            rank = int(np.sum(S > S[0] * 1e-10)) if S.size and S[0] > 0 else 0
+            N = Vt[rank:].T
+            x = x - scipy.linalg.lstsq(E, E @ x - e, cond=1e-10, check_finite=False)[0]
+            if np.linalg.norm(E @ x - e) > 1e-8 * scale * max(1.0, np.linalg.norm(x)):
+                return None  # inconsistent face
+        else:
+            N = np.eye(p)
+        if N.shape[1]:
+            if self.smooth:
+                f0 = phi(x)
+                for _ in range(self.newton_max):
+                    g, t = grad(x)
+                    gr = N.T @ g
+                    AN = A @ N
+                    h = omega * self._d2loss(t)
+                    Hr = AN.T @ (h[:, None] * AN) + N.T @ (Hdiag[:, None] * N)
+                    try:
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+                            dy = -scipy.linalg.solve(Hr, gr, assume_a="pos", check_finite=False)
+                    except (np.linalg.LinAlgError, ValueError):
+                        dy = -np.linalg.lstsq(Hr, gr, rcond=None)[0]
+                    dx = N @ dy
+                    Adx = A @ dx
+                    dec = -float(gr @ dy)
+                    if not np.isfinite(dec) or dec <= 1e-30:
+                        break
+                    step = 1.0
+                    while step > 1e-8:
+                        f1 = phi(x + step * dx, t + step * Adx)
+                        if f1 <= f0 - 0.25 * step * dec:
+                            break
+                        step *= 0.5
+                    else:
+                        break
+                    x = x + step * dx
+                    done = abs(f0 - f1) <= 1e-15 * max(1.0, abs(f1)) or dec <= 1e-26
+                    f0 = f1
+                    if done and step == 1.0:
+                        break
+            else:
+                g, _ = grad(x)
+                Hr = N.T @ (Hdiag[:, None] * N)
+                x = x - N @ np.linalg.lstsq(Hr, N.T @ g, rcond=None)[0]
+        if not np.all(np.isfinite(x)):
             return None
+        g, t = grad(x)
+        cvec = omega * self._dloss(t, beta)
+        if m:
+            nu = scipy.linalg.lstsq(E.T, -g, cond=1e-10, check_finite=False)[0]
+            k = tie_i.size
+            np.add.at(cvec, tie_i, nu[:k] * beta[tie_i])
+            np.add.at(cvec, tie_r, -nu[:k] * beta[tie_r])
+            cvec[kinks] += nu[k:]
         w_new = np.zeros(d)
-        w_new[free_w] = x[: free_w.size]
+        w_new[free_w] = x[:nw]
         b_new = float(x[-1]) if self.fit_intercept else 0.0
-        # loss weights u with A^T u = -(H x + l1 sign): u = g_lin + E-rows' multipliers
-        u = g_lin.copy()
-        k = 0
-        start = 0
-        while start < n:
-            stop = start + 1
-            while stop < n and Ls[stop] == Ls[start]:
-                stop += 1
-            idx = order[start:stop]
-            idx = idx[active[idx]]
-            if idx.size:
-                r = idx[0]
-                for i in idx[1:]:
-                    u[i] += nu[k] * beta[i]
-                    u[r] -= nu[k] * beta[r]
-                    k += 1
-            start = stop
-        u[kinks] += nu[k:]
         f = np.asarray(self.X @ w_new).ravel() + b_new
         t = self.s * f + self.c
-        residual = self._certificate(u, t, w_new)
-        return w_new, b_new, residual <= tol, residual, t, -u
+        residual = self._certificate(cvec, t, w_new)
+        return w_new, b_new, residual <= tol, residual, t, -cvec
+
+    #: Newton steps of the smooth (logistic) face problem.
+    newton_max = 30
+
+    def _dloss(self, t, beta):
+        if self.smooth:
+            return scipy.special.expit(t)
+        return beta
+
+    def _d2loss(self, t):
+        s = scipy.special.expit(t)
+        return s * (1.0 - s)
+
+    def _lin_loss(self, t, beta):
+        if self.smooth:
+            return np.logaddexp(0.0, t)
+        return (1.0 + t) if not self.even else beta * t
 
     def _certificate(self, u, t, w):
-        """Scaled violation of ``u in dOmega(t)`` and of the penalty's condition."""
+        """Scaled violation of ``u in dOmega(t)`` and of the penalty's condition.
+
+        ``u`` is ``dOmega/dt`` (``-lambda``).  Logistic: ``u / l'(t)`` must lie
+        in the permutahedron of ``sigma`` and carry ``Omega(t)``; hinge: ``u``
+        nonnegative, weakly submajorised by ``sigma``, ``u.(1 + t) =
+        Omega(t)``; absolute: the same on ``|u|`` with ``u.t``.
+        """
         n = u.shape[0]
-        mag = np.abs(u) if self.even else u
-        neg = 0.0 if self.even else max(0.0, -float(u.min()))
+        total = 0.0
+        if self.smooth:
+            dl = scipy.special.expit(t)
+            mag = np.divide(u, dl, out=np.zeros(n), where=dl > 0.0)
+            total = abs(float(mag.sum()) - float(self._sigma_cum[-1]))
+            lin = mag @ self.loss.value(t)
+            neg = max(0.0, -float(mag.min()))
+        else:
+            mag = np.abs(u) if self.even else u
+            neg = 0.0 if self.even else max(0.0, -float(u.min()))
+            lin = u @ t if self.even else u @ (1.0 + t)
         excess = max(0.0, float(np.max(np.cumsum(np.sort(mag)[::-1]) - self._sigma_cum)))
-        lin = u @ t if self.even else u @ (1.0 + t)
         omega = self._omega(t)
         compl = abs(float(lin) - omega) / max(1.0, abs(omega))
         lam = -u
@@ -543,7 +692,7 @@ class Polisher:
         gw = np.asarray(self.X.T @ sl).ravel()
         gb = float(sl.sum()) if self.fit_intercept else 0.0
         pen = float(np.hypot(self.penalty.subgradient_distance(w, gw), gb))
-        return max(n * neg, n * excess, compl, pen)
+        return max(n * neg, n * excess, n * total, compl, pen)
 
 
 def admm_loop(
@@ -565,7 +714,8 @@ def admm_loop(
     relaxation=1.0,
     objective_t=None,
     polish=None,
-    polish_first=50,
+    polish_first=100,
+    polish_crit=1e-3,
     verbose=0,
 ):
     """Algorithm 1 on ``min Omega(z) + g(w) - linear.(w, b)`` s.t. ``z = s (X w + b) + c``.
@@ -605,6 +755,10 @@ def admm_loop(
     fast = linear is None and objective_t is not None and wstep.fast_l2_available()
     coef_dirty = False
     next_polish = polish_first
+    # Polishing also runs once the KKT residual is small (polish_crit), again
+    # when it has fallen tenfold or after polish_gap more iterations (doubled
+    # after attempts in quick succession).
+    last_polish_k, last_polish_crit, polish_gap = -(10**9), np.inf, 10
     n_polish = 0
     polished = False
     start = time.perf_counter()
@@ -671,13 +825,24 @@ def admm_loop(
         if crit <= tol:
             converged = True
             break
-        if polish is not None and (k + 1 == next_polish or k + 1 == max_iter):
-            next_polish *= 2
+        if polish is not None and (
+            k + 1 == next_polish
+            or k + 1 == max_iter
+            or (
+                crit <= polish_crit
+                and (crit <= 0.1 * last_polish_crit or k - last_polish_k >= polish_gap)
+            )
+        ):
+            if k + 1 == next_polish:
+                next_polish *= 2
+            if k - last_polish_k < 2 * polish_gap:
+                polish_gap *= 2
+            last_polish_k, last_polish_crit = k, crit
             if coef_dirty:
                 w = wstep.fast_coef(coeffs)
                 b = wstep.intercept_for(w, v_last, rho)
                 coef_dirty = False
-            out = polish(z, w, tol)
+            out = polish(z, w, tol, b)
             n_polish += 1
             if out is not None:
                 w_p, b_p, certified, res_p, t_p, lam_p = out
