@@ -199,3 +199,21 @@ def test_defaults_hinge_l2_n500_reach_cvxpy(risk_name):
     F = _default_fit_F(X, y, risk, "hinge", "l2", 1e-2, True)
     F_opt = _cvxpy_F(X, y, risk, "hinge", get_penalty("l2", 1e-2), True)
     assert F <= F_opt * (1 + 1e-6), (F, F_opt)
+
+
+@pytest.mark.filterwarnings("error::sklearn.exceptions.ConvergenceWarning")
+def test_defaults_erm_hinge_l1_n2000_reach_cvxpy():
+    # Polishing regression of 8e8e0c0: the vectorised face solve rejected
+    # over-determined faces (more kink points than free unknowns, as the
+    # z-step gives near convergence), so no polish landed and the fit ended
+    # at max_iter 9.6e-5 above the optimum (benchmark section 2 setup).
+    from sklearn.preprocessing import scale
+
+    from skrank.risks import ERM
+
+    X, y = make_classification(n_samples=2000, n_features=50, n_informative=10, class_sep=2.0,
+                               random_state=17)
+    X, y = scale(X), np.where(y == 1, 1.0, -1.0)
+    F = _default_fit_F(X, y, ERM(), "hinge", "l1", 5e-3, True)
+    F_opt = _cvxpy_F(X, y, ERM(), "hinge", get_penalty("l1", 5e-3), True)
+    assert F <= F_opt * (1 + 1e-6), (F, F_opt)
