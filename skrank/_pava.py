@@ -64,8 +64,20 @@ _METHODS = ("stack", "sweep")
 def _isotonic_kernel(y, w, out):
     """Weighted isotonic regression of ``y`` (nondecreasing) into ``out``.
 
+    Allocates the block stacks and calls :func:`_isotonic_into`.  An empty
+    ``w`` means unit weights.  Returns ``out``.
+    """
+    n = y.shape[0]
+    return _isotonic_into(y, w, out, np.empty(n), np.empty(n), np.empty(n, dtype=np.int64))
+
+
+@njit(cache=True)
+def _isotonic_into(y, w, out, b_w, b_wy, b_end):
+    """:func:`_isotonic_kernel` with caller-owned block stacks (no allocation).
+
     Stack-based PAV: blocks are kept as (weight sum, weighted sum, value,
-    end index); a new point is pushed and merged backwards while the block
+    end index) in ``b_w``, ``b_wy``, ``out``, ``b_end`` (each of length at
+    least ``n``); a new point is pushed and merged backwards while the block
     below has a value >= its own.  An empty ``w`` means unit weights.  A
     block of total weight zero keeps the value of its right part (any value
     is optimal for it; this choice keeps the stack sorted).  ``out`` doubles
@@ -73,9 +85,6 @@ def _isotonic_kernel(y, w, out):
     """
     n = y.shape[0]
     unit = w.shape[0] == 0
-    b_w = np.empty(n)
-    b_wy = np.empty(n)
-    b_end = np.empty(n, dtype=np.int64)
     b_val = out  # the stack never gets ahead of the input position
     top = -1
     for i in range(n):

@@ -16,7 +16,7 @@ import time
 import numpy as np
 from numba import njit
 
-from .._pava import _isotonic_kernel
+from .._pava import _isotonic_into, _isotonic_kernel
 from ..losses import HUBER, LOGISTIC, SQUARED, SQUARED_HINGE, loss_derivative, loss_value
 from ._result import SolverResult
 from ._stepsize import (
@@ -129,24 +129,34 @@ def _build_alias(p, prob, alias, small, large):
         total += p[i]
     ns, nl = 0, 0
     for i in range(n):
-        prob[i] = p[i] * n / total
+        q = p[i] * n / total
+        prob[i] = q
         alias[i] = i
-        if prob[i] < 1.0:
-            small[ns] = i
-            ns += 1
-        else:
-            large[nl] = i
-            nl += 1
+        # branch-free: i goes on both stacks, only one of them grows
+        is_small = q < 1.0
+        small[ns] = i
+        large[nl] = i
+        ns += is_small
+        nl += 1 - is_small
+    # Vose's pairing; the current large entry's probability is kept in a register
+    if nl > 0:
+        g = large[nl - 1]
+        pg = prob[g]
     while ns > 0 and nl > 0:
         ns -= 1
         sm = small[ns]
-        g = large[nl - 1]
         alias[sm] = g
-        prob[g] = prob[g] + prob[sm] - 1.0
-        if prob[g] < 1.0:
+        pg = pg + prob[sm] - 1.0
+        if pg < 1.0:
+            prob[g] = pg
             nl -= 1
             small[ns] = g
             ns += 1
+            if nl > 0:
+                g = large[nl - 1]
+                pg = prob[g]
+    if nl > 0:
+        prob[g] = pg
     for k in range(nl):
         prob[large[k]] = 1.0
     for k in range(ns):
@@ -154,16 +164,25 @@ def _build_alias(p, prob, alias, small, large):
     return total
 
 
-@njit(cache=True)
-def _resort(vals, perm):
-    """Sort ``perm`` so that ``vals[perm]`` is nondecreasing, starting from its order.
+_RADIX_BITS = 11  # two LSD passes on the top 22 bits of a float32 key
+_RADIX_BUCKETS = 1 << _RADIX_BITS
 
-    Insertion sort from the previous order: ``O(n + inversions)``, so about
-    ``O(n)`` once the order settles; it falls back to a merge sort when the
-    order changed a lot.
+
+@njit(cache=True)
+def _sort_scratch(n):
+    """Work arrays of :func:`_resort`: float32 keys, keys, positions, digit counts."""
+    return (np.empty(n, dtype=np.float32), np.empty(n, dtype=np.uint32),
+            np.empty(n, dtype=np.int64), np.empty((2, _RADIX_BUCKETS), dtype=np.int64))
+
+
+@njit(cache=True)
+def _insertion_resort(vals, perm, budget):
+    """Insertion sort of ``perm`` by ``vals`` from its order.
+
+    Returns False (``perm`` still a permutation, partly sorted) once more
+    than ``budget`` moves were needed; ``budget < 0``: no limit.
     """
     n = perm.shape[0]
-    budget = 8 * n + 64
     work = 0
     for i in range(1, n):
         p = perm[i]
@@ -174,11 +193,98 @@ def _resort(vals, perm):
             j -= 1
         work += i - 1 - j
         perm[j + 1] = p
-        if work > budget:
-            order = np.argsort(vals, kind="mergesort")
-            for m in range(n):
-                perm[m] = order[m]
-            return
+        if budget >= 0 and work > budget:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _radix_presort(vals, perm, f32, keys2, perm2, counts):
+    """Stable LSD radix sort of ``perm`` by a monotone 22-bit key of ``vals``.
+
+    The key is the top 22 bits of the order-preserving integer image of
+    ``float32(vals)`` (rounding to float32 is monotone), so the result is
+    sorted up to values closer than about ``1e-4`` relative, which keep
+    ``perm``'s previous order: an insertion pass finishes the job in
+    ``O(n)`` work.  Two passes of 11 bits, a pass whose digit is the same for
+    all keys is skipped.
+    """
+    n = perm.shape[0]
+    keys = f32.view(np.uint32)
+    nb = counts.shape[1]
+    mask = np.uint32(nb - 1)
+    sh0 = np.uint32(32 - 2 * _RADIX_BITS)
+    sh1 = np.uint32(32 - _RADIX_BITS)
+    sign = np.uint32(0x80000000)
+    for j in range(n):
+        f32[j] = vals[perm[j]]
+    for m in range(nb):
+        counts[0, m] = 0
+        counts[1, m] = 0
+    for j in range(n):
+        x = keys[j]
+        x = ~x if (x & sign) else (x | sign)
+        keys[j] = x
+        counts[0, (x >> sh0) & mask] += 1
+        counts[1, x >> sh1] += 1
+    src_k, dst_k, src_p, dst_p = keys, keys2, perm, perm2
+    swapped = False
+    for q in range(2):
+        sh = sh0 if q == 0 else sh1
+        tot = 0
+        constant = False
+        for m in range(nb):
+            cnt = counts[q, m]
+            constant = constant or cnt == n
+            counts[q, m] = tot
+            tot += cnt
+        if constant:
+            continue
+        for j in range(n):
+            x = src_k[j]
+            dgt = (x >> sh) & mask
+            pos = counts[q, dgt]
+            counts[q, dgt] = pos + 1
+            dst_k[pos] = x
+            dst_p[pos] = src_p[j]
+        src_k, dst_k = dst_k, src_k
+        src_p, dst_p = dst_p, src_p
+        swapped = not swapped
+    if swapped:
+        for j in range(n):
+            perm[j] = src_p[j]
+
+
+@njit(cache=True)
+def _resort(vals, perm, f32, keys2, perm2, counts):
+    """Sort ``perm`` so that ``vals[perm]`` is nondecreasing, starting from its order.
+
+    Nearly sorted (few descents; the order settles after some epochs):
+    insertion sort from the previous order, ``O(n + inversions)``.
+    Otherwise, or once the insertion sort has done ``2 n`` moves, a radix
+    sort on a 22-bit key followed by an insertion pass: ``O(n)`` in all
+    cases (a comparison sort of ``n = 7000`` values costs ten times more).
+    The order of tied values is irrelevant to the solver (tied values get
+    equal weights from the projection).
+    """
+    n = perm.shape[0]
+    if n < 256:
+        _insertion_resort(vals, perm, -1)
+        return
+    descents = 0
+    prev = vals[perm[0]]
+    for j in range(1, n):
+        v = vals[perm[j]]
+        descents += v < prev
+        prev = v
+    if descents * 16 < n and _insertion_resort(vals, perm, 2 * n + 64):
+        return
+    _radix_presort(vals, perm, f32, keys2, perm2, counts)
+    if not _insertion_resort(vals, perm, 8 * n + 64):
+        # many values closer than the key's resolution, far from their previous order
+        order = np.argsort(vals, kind="mergesort")
+        for m in range(n):
+            perm[m] = order[m]
 
 
 @njit(cache=True, inline="always")
@@ -300,7 +406,8 @@ def _top_generalised_eigenvalue(M, H, mu, inv_tau, fit_intercept, A):
 def _sorel_epochs(
     X, s, c, sigma, smooth, code, param, w, b, t, losses, losses_prev, lam, perm_z, perm_l,
     ipar, fpar, state, rng, hist, crits, etas, H, work_n, work_n2, u, gref, mult,
-    prob, alias, small, large, idx, gbar, cst, anchor, y_work, M, A, dlam,
+    prob, alias, small, large, idx, gbar, cst, anchor, y_work, M, A, dlam, sort_f32, sort_keys,
+    sort_perm, sort_counts, z_sorted, pav_w, pav_wy, pav_end,
 ):
     """Run SOREL epochs ``state[0] .. `` until ``ipar`` says stop; returns the epochs run.
 
@@ -338,23 +445,27 @@ def _sorel_epochs(
         # would lose lam's digits to cancellation
         vmax = 0.0
         for i in range(n):
-            vmax = max(vmax, abs((1.0 + theta) * losses[i] - theta * losses_prev[i]))
+            v = (1.0 + theta) * losses[i] - theta * losses_prev[i]
+            work_n[i] = v
+            vmax = max(vmax, abs(v))
         if vmax > 0.0:
             eta = min(eta, 1e4 * sigma[n - 1] / vmax)
         state[1] = eta
         etas[k] = eta
         for i in range(n):
-            work_n[i] = lam[i] + eta * ((1.0 + theta) * losses[i] - theta * losses_prev[i])
-        _resort(work_n, perm_z)
+            work_n[i] = lam[i] + eta * work_n[i]
+        _resort(work_n, perm_z, sort_f32, sort_keys, sort_perm, sort_counts)
         for j in range(n):
-            work_n2[j] = work_n[perm_z[j]] - sigma[j]
-        _isotonic_kernel(work_n2, np.empty(0), u)
+            zj = work_n[perm_z[j]]
+            z_sorted[j] = zj
+            work_n2[j] = zj - sigma[j]
+        _isotonic_into(work_n2, np.empty(0), u, pav_w, pav_wy, pav_end)
         # (dual_turn < 0: this dual move reverses the previous one, the sign of an overshoot)
         dual_turn = 0.0
         lam_l = 0.0
         for j in range(n):
             i = perm_z[j]
-            new = work_n[i] - u[j]
+            new = z_sorted[j] - u[j]
             step_i = new - lam[i]
             dual_turn += step_i * dlam[i]
             dlam[i] = step_i
@@ -376,10 +487,11 @@ def _sorel_epochs(
             g = s[i] * loss_derivative(code, t[i], param)
             gref[i] = g
             lg = lam[i] * g
-            if lg != 0.0:
-                for a in range(d):
-                    gbar[a] += lg * X[i, a]
-                gbar_b += lg
+            # no branch on lg == 0 (unpredictable, e.g. half the weights of a
+            # superquantile): adding 0 * x leaves the sums unchanged
+            for a in range(d):
+                gbar[a] += lg * X[i, a]
+            gbar_b += lg
         gn = 0.0
         for a in range(d):
             gn += (gbar[a] + mu * w[a]) ** 2
@@ -399,7 +511,8 @@ def _sorel_epochs(
             if use_alias:
                 _build_alias(work_n2, prob, alias, small, large)
                 for i in range(n):
-                    mult[i] = tot / smooth[i] if work_n2[i] > 0.0 else 0.0
+                    q = tot / smooth[i]  # computed unconditionally: a select, not a branch
+                    mult[i] = q if work_n2[i] > 0.0 else 0.0
             else:
                 for i in range(n):
                     mult[i] = n * lam[i]
@@ -490,7 +603,7 @@ def _sorel_epochs(
             tt = s[i] * f + c[i]
             t[i] = tt
             losses[i] = loss_value(code, tt, param)
-        _resort(losses, perm_l)
+        _resort(losses, perm_l, sort_f32, sort_keys, sort_perm, sort_counts)
         obj = 0.0
         for j in range(n):
             obj += sigma[j] * losses[perm_l[j]]
@@ -713,6 +826,9 @@ def sorel(
         anchor=np.empty(d), y_work=np.empty(p), M=np.empty((p, p)), A=np.empty((p, p)),
         dlam=np.zeros(n),
     )
+    scratch.update(zip(("sort_f32", "sort_keys", "sort_perm", "sort_counts"), _sort_scratch(n)))
+    scratch.update(z_sorted=np.empty(n), pav_w=np.empty(n), pav_wy=np.empty(n),
+                   pav_end=np.empty(n, dtype=np.int64))
     times = np.zeros(max_epochs + 1)
     elapsed = 0.0
     done = 0
@@ -780,6 +896,7 @@ def _sorel_paper_epochs(X, s, c, sigma, code, param, w, b, t, losses, losses_pre
     lr, C, mu, tau_scale, blowup = fpar[0], fpar[1], fpar[2], fpar[3], fpar[4]
     steps = (n + batch - 1) // batch
     scale = n / batch
+    f32, keys2, perm2, counts = _sort_scratch(n)
     ran = 0
     for k in range(k0, k0 + n_ep):
         theta = k / (k + 1.0)
@@ -788,7 +905,7 @@ def _sorel_paper_epochs(X, s, c, sigma, code, param, w, b, t, losses, losses_pre
         # line 3-4: lam = Proj(lam + eta v)
         for i in range(n):
             work_n[i] = lam[i] + eta * ((1.0 + theta) * losses[i] - theta * losses_prev[i])
-        _resort(work_n, perm)
+        _resort(work_n, perm, f32, keys2, perm2, counts)
         for j in range(n):
             work_n2[j] = work_n[perm[j]] - sigma[j]
         _isotonic_kernel(work_n2, np.empty(0), u)
