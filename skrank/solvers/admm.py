@@ -395,6 +395,10 @@ class Polisher:
 
     #: Largest size of the KKT system (unknowns plus constraints) attempted.
     max_system = 2500
+    #: Most coefficients (features plus intercept) for which polishing is
+    #: set up: a face solve costs O(n p^2 + p^3) against O(n min(n, p)) for
+    #: one ADMM iteration, so beyond this the iterations are cheaper.
+    max_features = 200
 
     def __init__(self, X, s, c, sigma, loss, penalty, fit_intercept):
         self.X, self.s, self.c = X, s, c
@@ -1036,7 +1040,12 @@ def _admm(
         return risk.value(loss.value(t)) + penalty_value
 
     polisher = None
-    if polish and sigma_b is None and Polisher.applies(risk, loss, schedule.framework):
+    if (
+        polish
+        and sigma_b is None
+        and d + int(bool(fit_intercept)) <= Polisher.max_features
+        and Polisher.applies(risk, loss, schedule.framework)
+    ):
         polisher = Polisher(X, s, c, sigma, loss, penalty, fit_intercept)
 
     return admm_loop(
