@@ -265,6 +265,29 @@ def scalar_gradients(code, param, s, t, out):
     return out
 
 
+@njit(cache=True, inline="always")
+def vr_batch_direction(X, w, b0, idx, start, stop, s, c, code, param, gref, mult, inv_b, out, db):
+    """Add the batch's variance-reduced correction to ``out``; return ``db`` plus its intercept part.
+
+    For ``i = idx[start:stop]``: ``inv_b * mult_i * (s_i l'(t_i(w)) - gref_i) * (x_i, 1)``
+    (spec 003 Algorithm 1 line 13, section 2.5), with ``b0`` the current
+    intercept.  Shared by :func:`svrg_epoch` and SOREL's epoch kernel.
+    """
+    d = X.shape[1]
+    for m in range(start, stop):
+        i = idx[m]
+        f = b0
+        for j in range(d):
+            f += X[i, j] * w[j]
+        t = s[i] * f + c[i]
+        delta = inv_b * mult[i] * (s[i] * loss_derivative(code, t, param) - gref[i])
+        if delta != 0.0:
+            for j in range(d):
+                out[j] += delta * X[i, j]
+            db += delta
+    return db
+
+
 @njit(cache=True)
 def svrg_epoch(
     X, s, c, code, param, w, b, gref, mult, gbar, gbar_b, idx, batch, lr, l1, l2,
@@ -290,18 +313,10 @@ def svrg_epoch(
     for k in range(n_steps):
         for j in range(d):
             work[j] = gbar[j]
-        db = gbar_b
-        for m in range(k * batch, (k + 1) * batch):
-            i = idx[m]
-            f = b[0]
-            for j in range(d):
-                f += X[i, j] * w[j]
-            t = s[i] * f + c[i]
-            delta = inv_b * mult[i] * (s[i] * loss_derivative(code, t, param) - gref[i])
-            if delta != 0.0:
-                for j in range(d):
-                    work[j] += delta * X[i, j]
-                db += delta
+        db = vr_batch_direction(
+            X, w, b[0], idx, k * batch, (k + 1) * batch, s, c, code, param, gref, mult, inv_b,
+            work, gbar_b,
+        )
         prox_step(w, b, work, db, lr, l1, l2, inv_tau, w_anchor, b_anchor, fit_intercept)
     return n_steps
 

@@ -27,6 +27,7 @@ from ._stepsize import (
     rank_weights,
     sample_smoothness,
     svrg_step_size,
+    vr_batch_direction,
 )
 
 _H_PERIOD = 16  # the primal curvature used by the dual step cap is refreshed at k = 2^j - 1 and every 16 epochs
@@ -570,18 +571,9 @@ def _sorel_epochs(
                     idx[m] = i
                 for a in range(d):
                     y_work[a] = 0.0
-                db = 0.0
-                for m in range(batch):
-                    i = idx[m]
-                    f = b[0]
-                    for a in range(d):
-                        f += X[i, a] * w[a]
-                    tt = s[i] * f + c[i]
-                    delta = inv_b * mult[i] * (s[i] * loss_derivative(code, tt, param) - gref[i])
-                    if delta != 0.0:
-                        for a in range(d):
-                            y_work[a] += delta * X[i, a]
-                        db += delta
+                db = vr_batch_direction(
+                    X, w, b[0], idx, 0, batch, s, c, code, param, gref, mult, inv_b, y_work, 0.0
+                )
                 for a in range(d):
                     z = w[a] + cst[a] - lr * y_work[a]
                     if l1 > 0.0:
