@@ -1,0 +1,413 @@
+"""Exact final step for convex spectral risks: solve ``F`` on the face an iterate identifies.
+
+Used by the ADMM (:mod:`skrank.solvers.admm`), whose z-step puts ``z`` exactly
+on the tie structure of the solution, and after SOREL.
+"""
+
+import warnings
+
+import numpy as np
+import scipy.linalg
+import scipy.special
+
+from ..losses import ABSOLUTE, HINGE, LOGISTIC
+
+
+class Polisher:
+    """Exact final step for convex spectral risks (hinge, absolute, logistic).
+
+    With the hinge loss (classification) or the absolute loss (regression),
+    a convex spectral risk and an l1 / l2 / elastic-net penalty, ``F`` is
+    piecewise quadratic and the ADMM converges slowly (linearly at best, with
+    a poor rate) once it has found the right piece.  The z-step's PAVA puts
+    ``z`` *exactly* on the structure of the solution: points at the kink of
+    the loss (``z_i = -1`` for the hinge, ``0`` for the absolute loss) and
+    blocks of equal losses.  On that face ``F`` is a quadratic (linear plus
+    ``l2/2 ||w||^2``) subject to linear equalities:
+
+    * ``t_i`` at the kink for every kink point;
+    * equal losses inside every block of tied positive losses;
+    * ``w_j = 0`` where the current ``w_j`` is zero (l1), the signs of the
+      other coordinates fixed,
+
+    each block of positive losses weighted by the sum of the rank weights
+    ``sigma`` of the ranks it occupies.  One KKT system solves it.  The
+    result is kept only if it does not increase ``F``, and it is certified
+    optimal when the multipliers form a subgradient: with ``u`` the weights
+    of the losses implied by the KKT solution (``A^T u + dR(w) = 0``),
+    ``u in dOmega(t)`` means ``u`` in the polytope ``{u >= 0, u weakly
+    submajorised by sigma}`` (``|u|`` for the absolute loss) and
+    ``u.l_lin(t) = Omega(t)``; the l1 coordinates held at zero need
+    ``|(A^T u)_j| <= l1``.  These are the three KKT conditions of spec 004
+    section 2.6 at ``z = t``, so a certified point is an exact optimum up to
+    rounding.
+
+    Ties are constraints only for blocks over whose ranks ``sigma`` varies
+    (for ERM there are none).  A face that is over-determined (the z-step
+    near convergence often puts more points on the kink than there are free
+    unknowns) is not rejected: the point closest to it in least squares is
+    solved for, and the active-set rounds of :meth:`__call__` move the kink
+    points whose multipliers leave their range off the kink.
+
+    Logistic loss: the face has tie blocks only; the reduced problem is
+    smooth and is solved by Newton's method with backtracking
+    (:attr:`newton_max` steps); the certificate asks ``u / l'(t)`` to lie in
+    the permutahedron of ``sigma`` (sum equal to ``sum(sigma)``) and to
+    carry ``Omega(t)``.
+
+    When it runs (:func:`admm_loop`): after ``polish_first`` iterations and
+    at every doubling, at ``max_iter``, and whenever the scaled KKT residual
+    is below ``polish_crit`` and has fallen tenfold since the last attempt
+    or ``polish_gap`` iterations (10, doubled after attempts in quick
+    succession) have passed.  Only certified points stop the loop; at
+    ``max_iter`` an uncertified polished point replaces the iterate when it
+    lowers ``F``.
+
+    Known limit: with superquantile and the hinge loss the quantile-boundary
+    tie block also holds kink points, a face this reading does not model, so
+    those fits rarely certify.
+    """
+
+    #: Largest size of the KKT system (unknowns plus constraints) attempted.
+    max_system = 2500
+    #: Most coefficients (features plus intercept) for which polishing is
+    #: set up: a face solve costs O(n p^2 + p^3) against O(n min(n, p)) for
+    #: one ADMM iteration, so beyond this the iterations are cheaper.
+    max_features = 200
+
+    def __init__(self, X, s, c, sigma, loss, penalty, fit_intercept):
+        self.X, self.s, self.c = X, s, c
+        self.sigma = np.asarray(sigma, dtype=np.float64)
+        self.loss, self.penalty = loss, penalty
+        self.fit_intercept = bool(fit_intercept)
+        self.kink = -1.0 if loss.code == HINGE else 0.0
+        self.even = loss.code == ABSOLUTE
+        self.smooth = loss.code == LOGISTIC
+        self._A, self._A_key = None, None
+        self._sigma_cum = np.cumsum(np.sort(self.sigma)[::-1])
+
+    @staticmethod
+    def applies(risk, loss, framework):
+        return framework == "srm" and loss.code in (HINGE, ABSOLUTE, LOGISTIC) and getattr(
+            risk, "is_convex", True
+        )
+
+    def _omega(self, t):
+        return float(np.sort(self.loss.value(t)) @ self.sigma)
+
+    def objective(self, w, b):
+        f = np.asarray(self.X @ w).ravel() + b
+        return self._omega(self.s * f + self.c) + self.penalty.value(w)
+
+    #: Rounds of the active-set correction in :meth:`__call__`.
+    max_rounds = 8
+    #: The same for the logistic loss (tie blocks only).
+    max_rounds_smooth = 4
+
+    def __call__(self, z, w, tol, b=0.0):
+        """``(w, b, certified, residual, t, lambda)`` or None.
+
+        The face read from ``z`` is solved; then, as in a primal-dual active
+        set method, kink points whose multiplier leaves ``[0, max sigma]``
+        leave the kink (to the side the multiplier points to) and points
+        whose polished ``t`` crossed the kink are put on it, and the face is
+        solved again, for at most :attr:`max_rounds` rounds.  The best
+        point by ``F`` is returned.
+        """
+        best = None
+        zc = np.array(z, dtype=np.float64)
+        side = np.sign(zc - self.kink) if not self.even else None
+        top = float(self.sigma.max())
+        for _ in range(self.max_rounds_smooth if self.smooth else self.max_rounds):
+            out = self._face(zc, w, tol, b)
+            if out is None:
+                break
+            w_p, b_p, certified, res, t, lam = out
+            F = self.objective(w_p, b_p)
+            if best is None or F < best[0] or certified:
+                best = (F, out)
+            if certified:
+                break
+            u = -lam
+            at_kink = np.abs(zc - self.kink) <= 1e-13 * max(1.0, abs(self.kink))
+            mag = np.abs(u) if self.even else u
+            if self.smooth:
+                dl = scipy.special.expit(t)
+                mag = np.divide(u, dl, out=np.zeros_like(u), where=dl > 0.0)
+            new = t.copy()
+            eps = 1e-9
+            # Tie blocks of zc keep one common value (the mean of their polished
+            # t); members whose loss weight lies outside the block's range of
+            # rank weights leave it, downwards or upwards.
+            L = self.loss.value(zc)
+            order = np.argsort(L, kind="stable")
+            Ls = L[order]
+            brk = np.empty(L.size, dtype=bool)
+            brk[0] = True
+            np.not_equal(Ls[1:], Ls[:-1], out=brk[1:])
+            bid_s = np.cumsum(brk) - 1
+            nb = int(bid_s[-1]) + 1
+            bid = np.empty_like(bid_s)
+            bid[order] = bid_s
+            active = (L > 0.0) & ~at_kink
+            size = np.bincount(bid, weights=active, minlength=nb)
+            flat = np.empty(L.size, dtype=bool)
+            flat[order] = self._flat_blocks(brk)[bid_s]
+            tied = active & (size[bid] >= 2) & ~flat
+            if tied.any():
+                mean_t = np.bincount(bid, weights=np.where(tied, t, 0.0), minlength=nb)
+                mean_t = mean_t / np.maximum(size, 1.0)
+                starts = np.flatnonzero(brk)
+                stops = np.append(starts[1:], L.size)
+                s_lo = self.sigma[starts][bid]
+                s_hi = self.sigma[stops - 1][bid]
+                val = mean_t[bid]
+                new[tied] = val[tied]
+                if not self.even:
+                    down = tied & (mag < s_lo - 1e-9 * top)
+                    up = tied & (mag > s_hi + 1e-9 * top)
+                    delta = eps * np.maximum(1.0, np.abs(val))
+                    new[down] = val[down] - delta[down]
+                    new[up] = val[up] + delta[up]
+            if self.smooth:
+                pass
+            elif self.even:
+                # absolute loss: |u| above the top weight leaves the kink
+                leave = at_kink & (mag > top * (1 + 1e-9))
+                new[at_kink] = self.kink
+                new[leave] = self.kink + eps * np.sign(u[leave] + (u[leave] == 0))
+            else:
+                low = at_kink & (u < -1e-12 * top)
+                high = at_kink & (u > top * (1 + 1e-9))
+                new[low] = self.kink - eps
+                new[high] = self.kink + eps
+                stay = at_kink & ~low & ~high
+                new[stay] = self.kink
+                crossed = ~at_kink & (np.sign(t - self.kink) != side)
+                new[crossed] = self.kink
+            if np.array_equal(new, zc):
+                break
+            zc = new
+            side = np.sign(zc - self.kink) if not self.even else None
+            w, b = w_p, b_p
+        return None if best is None else best[1]
+
+    def _flat_blocks(self, new_block):
+        """Per block of the sorted order: is ``sigma`` constant over its ranks?"""
+        starts = np.flatnonzero(new_block)
+        spread = np.maximum.reduceat(self.sigma, starts) - np.minimum.reduceat(self.sigma, starts)
+        return spread <= 1e-12 * float(self.sigma.max())
+
+    def _face(self, z, w, tol, b=0.0):
+        """Solve ``F`` on the face read from ``z`` (see the class docstring).
+
+        Vectorised: the constraints ``E x = e`` (ties, kink points) are
+        built without Python loops and eliminated through a null-space basis
+        of ``E`` (``x = x0 + N y``, ``x0`` the projection of the current point
+        onto the face), so that the linear algebra is ``O((m + n) p^2)`` with
+        ``p = d + 1`` however many constraints there are.  Piecewise-linear
+        losses: one exact step (the face objective is quadratic); logistic:
+        Newton steps with backtracking on the reduced smooth problem.
+        """
+        n, d = self.X.shape
+        sigma = self.sigma
+        z = np.asarray(z, dtype=np.float64)
+        L = self.loss.value(z)
+        if self.smooth:
+            at_kink = np.zeros(n, dtype=bool)
+            active = np.ones(n, dtype=bool)
+        else:
+            at_kink = np.abs(z - self.kink) <= 1e-13 * max(1.0, abs(self.kink))
+            active = (L > 0.0) & ~at_kink
+        beta = np.sign(z) if self.even else np.ones(n)
+        # blocks of tied losses (contiguous in the ascending order)
+        order = np.argsort(L, kind="stable")
+        Ls = L[order]
+        new_block = np.empty(n, dtype=bool)
+        new_block[0] = True
+        np.not_equal(Ls[1:], Ls[:-1], out=new_block[1:])
+        bid = np.cumsum(new_block) - 1
+        nb = int(bid[-1]) + 1
+        block_sigma = np.bincount(bid, weights=sigma, minlength=nb)
+        block_size = np.bincount(bid, minlength=nb)
+        omega = np.zeros(n)
+        act_sorted = active[order]
+        omega[order] = np.where(act_sorted, block_sigma[bid] / block_size[bid], 0.0)
+        # tie rows beta_i a_i - beta_r a_r (r: first active point of the block),
+        # only for blocks over which sigma varies: where it is constant the
+        # risk is linear in the block's losses and the tie is no constraint.
+        pos = np.flatnonzero(act_sorted & ~self._flat_blocks(new_block)[bid])
+        bb = bid[pos]
+        first = np.empty(pos.size, dtype=bool)
+        if pos.size:
+            first[0] = True
+            np.not_equal(bb[1:], bb[:-1], out=first[1:])
+        rep = pos[first][np.cumsum(first) - 1]
+        tie_i = order[pos[~first]]
+        tie_r = order[rep[~first]]
+        kinks = np.flatnonzero(at_kink)
+        free_w = np.flatnonzero(w != 0.0) if self.penalty.l1 > 0.0 else np.arange(d)
+        nw = free_w.size
+        p = nw + int(self.fit_intercept)
+        if p == 0:
+            return None
+        key = free_w.tobytes()
+        if self._A_key == key:
+            A = self._A
+        else:
+            Xd = self.X[:, free_w]
+            Xd = Xd.toarray() if hasattr(Xd, "toarray") else np.asarray(Xd)
+            A = np.empty((n, p))
+            A[:, :nw] = Xd
+            if self.fit_intercept:
+                A[:, nw] = 1.0
+            A *= self.s[:, None]
+            self._A, self._A_key = A, key  # cached between attempts
+        cc = self.c
+        E = np.concatenate(
+            [beta[tie_i, None] * A[tie_i] - beta[tie_r, None] * A[tie_r], A[kinks]]
+        )
+        if self.even:
+            e_tie = beta[tie_r] * cc[tie_r] - beta[tie_i] * cc[tie_i]
+        else:
+            e_tie = cc[tie_r] - cc[tie_i]
+        e = np.concatenate([e_tie, self.kink - cc[kinks]])
+        m = E.shape[0]
+        l1, l2 = self.penalty.l1, self.penalty.l2
+        sign_w = np.sign(w[free_w])
+        x = np.empty(p)
+        x[:nw] = w[free_w]
+        if self.fit_intercept:
+            x[nw] = b
+        Hdiag = np.zeros(p)
+        Hdiag[:nw] = l2
+
+        def grad(x):
+            t = A @ x + cc
+            g = A.T @ (omega * self._dloss(t, beta)) + Hdiag * x
+            g[:nw] += l1 * sign_w
+            return g, t
+
+        def phi(x, t=None):
+            if t is None:
+                t = A @ x + cc
+            val = omega @ self._lin_loss(t, beta) + 0.5 * l2 * (x[:nw] @ x[:nw])
+            return val + l1 * (sign_w @ x[:nw])
+
+        # null space of E and the projection of x onto {E x = e}
+        if m:
+            R = E if m <= p else np.linalg.qr(E, mode="r")
+            _, S, Vt = np.linalg.svd(R, full_matrices=True)
+            rank = int(np.sum(S > S[0] * 1e-10)) if S.size and S[0] > 0 else 0
+            N = Vt[rank:].T
+            # Least-squares projection.  Near convergence the z-step often
+            # puts more points on the kink than there are free unknowns, so
+            # that E x = e is over-determined and inconsistent: the point
+            # closest to the face is kept (not rejected), and the rounds of
+            # __call__ then move the kink points whose multipliers leave
+            # their range off the kink (as the KKT least-squares solve of
+            # the earlier, loop-based version did).
+            x = x - scipy.linalg.lstsq(E, E @ x - e, cond=1e-10, check_finite=False)[0]
+        else:
+            N = np.eye(p)
+        if N.shape[1]:
+            if self.smooth:
+                f0 = phi(x)
+                for _ in range(self.newton_max):
+                    g, t = grad(x)
+                    gr = N.T @ g
+                    AN = A @ N
+                    h = omega * self._d2loss(t)
+                    Hr = AN.T @ (h[:, None] * AN) + N.T @ (Hdiag[:, None] * N)
+                    try:
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+                            dy = -scipy.linalg.solve(Hr, gr, assume_a="pos", check_finite=False)
+                    except (np.linalg.LinAlgError, ValueError):
+                        dy = -np.linalg.lstsq(Hr, gr, rcond=None)[0]
+                    dx = N @ dy
+                    Adx = A @ dx
+                    dec = -float(gr @ dy)
+                    if not np.isfinite(dec) or dec <= 1e-30:
+                        break
+                    step = 1.0
+                    while step > 1e-8:
+                        f1 = phi(x + step * dx, t + step * Adx)
+                        if f1 <= f0 - 0.25 * step * dec:
+                            break
+                        step *= 0.5
+                    else:
+                        break
+                    x = x + step * dx
+                    done = abs(f0 - f1) <= 1e-15 * max(1.0, abs(f1)) or dec <= 1e-26
+                    f0 = f1
+                    if done and step == 1.0:
+                        break
+            else:
+                g, _ = grad(x)
+                Hr = N.T @ (Hdiag[:, None] * N)
+                x = x - N @ np.linalg.lstsq(Hr, N.T @ g, rcond=None)[0]
+        if not np.all(np.isfinite(x)):
+            return None
+        g, t = grad(x)
+        cvec = omega * self._dloss(t, beta)
+        if m:
+            nu = scipy.linalg.lstsq(E.T, -g, cond=1e-10, check_finite=False)[0]
+            k = tie_i.size
+            np.add.at(cvec, tie_i, nu[:k] * beta[tie_i])
+            np.add.at(cvec, tie_r, -nu[:k] * beta[tie_r])
+            cvec[kinks] += nu[k:]
+        w_new = np.zeros(d)
+        w_new[free_w] = x[:nw]
+        b_new = float(x[-1]) if self.fit_intercept else 0.0
+        f = np.asarray(self.X @ w_new).ravel() + b_new
+        t = self.s * f + self.c
+        residual = self._certificate(cvec, t, w_new)
+        return w_new, b_new, residual <= tol, residual, t, -cvec
+
+    #: Newton steps of the smooth (logistic) face problem.
+    newton_max = 30
+
+    def _dloss(self, t, beta):
+        if self.smooth:
+            return scipy.special.expit(t)
+        return beta
+
+    def _d2loss(self, t):
+        s = scipy.special.expit(t)
+        return s * (1.0 - s)
+
+    def _lin_loss(self, t, beta):
+        if self.smooth:
+            return np.logaddexp(0.0, t)
+        return (1.0 + t) if not self.even else beta * t
+
+    def _certificate(self, u, t, w):
+        """Scaled violation of ``u in dOmega(t)`` and of the penalty's condition.
+
+        ``u`` is ``dOmega/dt`` (``-lambda``).  Logistic: ``u / l'(t)`` must lie
+        in the permutahedron of ``sigma`` and carry ``Omega(t)``; hinge: ``u``
+        nonnegative, weakly submajorised by ``sigma``, ``u.(1 + t) =
+        Omega(t)``; absolute: the same on ``|u|`` with ``u.t``.
+        """
+        n = u.shape[0]
+        total = 0.0
+        if self.smooth:
+            dl = scipy.special.expit(t)
+            mag = np.divide(u, dl, out=np.zeros(n), where=dl > 0.0)
+            total = abs(float(mag.sum()) - float(self._sigma_cum[-1]))
+            lin = mag @ self.loss.value(t)
+            neg = max(0.0, -float(mag.min()))
+        else:
+            mag = np.abs(u) if self.even else u
+            neg = 0.0 if self.even else max(0.0, -float(u.min()))
+            lin = u @ t if self.even else u @ (1.0 + t)
+        excess = max(0.0, float(np.max(np.cumsum(np.sort(mag)[::-1]) - self._sigma_cum)))
+        omega = self._omega(t)
+        compl = abs(float(lin) - omega) / max(1.0, abs(omega))
+        lam = -u
+        sl = self.s * lam
+        gw = np.asarray(self.X.T @ sl).ravel()
+        gb = float(sl.sum()) if self.fit_intercept else 0.0
+        pen = float(np.hypot(self.penalty.subgradient_distance(w, gw), gb))
+        return max(n * neg, n * excess, n * total, compl, pen)
