@@ -81,7 +81,7 @@ def test_result_fields_and_history():
     X = rng.normal(size=(50, 3))
     y = X[:, 0] + rng.normal(size=50)
     risk, loss, pen = Superquantile(0.7), get_loss("squared"), get_penalty("l2", 0.02)
-    res = sorel(X, y, risk, loss, pen, max_epochs=30, tol=0.0, random_state=0)
+    res = sorel(X, y, risk, loss, pen, max_epochs=30, tol=0.0, random_state=0, polish=False)
     assert res.n_iter == 30 and not res.converged
     assert len(res.objective_history) == 31
     assert res.objective == pytest.approx(rank_objective(X, y, res.coef, res.intercept, risk, loss, pen))
@@ -137,7 +137,8 @@ def test_frozen_dual_does_not_look_converged():
     X = rng.normal(size=(60, 3))
     y = X @ [1.0, -1.0, 0.5] + rng.standard_t(3, size=60)
     args = (Superquantile(0.7), get_loss("squared"), get_penalty("l2", 0.05))
-    frozen = sorel(X, y, *args, dual_scale=1e-9, max_epochs=100, tol=1e-6, random_state=0)
+    frozen = sorel(X, y, *args, dual_scale=1e-9, max_epochs=100, tol=1e-6, random_state=0,
+                    polish=False)
     assert not frozen.converged and frozen.n_iter == 100
     assert frozen.stop_criterion > 1e-2
     ref = sorel(X, y, *args, max_epochs=2000, tol=1e-12, random_state=0)

@@ -71,14 +71,8 @@ REAL = _real_sets()
 
 @pytest.mark.parametrize("data", REAL, ids=[d[0] for d in REAL])
 @pytest.mark.parametrize("risk", RISKS, ids=lambda r: type(r).__name__)
-def test_default_regressor_matches_cvxpy(data, risk, request):
+def test_default_regressor_matches_cvxpy(data, risk):
     _, X, y = data
-    if isinstance(risk, TopK) or (isinstance(risk, Superquantile) and data[0] != "synthetic"):
-        # Known gap (issue 4): with only 9-18 active samples out of 90 the default
-        # SOREL fit is still 1e-6..1e-2 off after 1000 epochs.  The dual converges
-        # slowly (its step is capped by 1/L_phi, large when the active samples do
-        # not span the features); an exact primal step or restarts do not help.
-        request.applymarker(pytest.mark.xfail(reason="SOREL slow on thin-tail CVaR/top-k", strict=False))
     reg = SpectralRiskRegressor(risk=risk, random_state=0).fit(X, y)
     f_star = cvxpy_optimum(X, y, risk.weights(X.shape[0]), reg.alpha, "squared")
     assert abs(reg.objective_ - f_star) <= 1e-6 * abs(f_star)

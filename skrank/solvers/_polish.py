@@ -10,11 +10,15 @@ import numpy as np
 import scipy.linalg
 import scipy.special
 
-from ..losses import ABSOLUTE, HINGE, LOGISTIC
+from ..losses import ABSOLUTE, HINGE, HUBER, LOGISTIC, SQUARED
+
+#: Losses the polisher handles: the two piecewise-linear ones and the smooth
+#: ones whose second derivative :meth:`Polisher._d2loss` knows.
+_POLISHED = (HINGE, ABSOLUTE, LOGISTIC, SQUARED, HUBER)
 
 
 class Polisher:
-    """Exact final step for convex spectral risks (hinge, absolute, logistic).
+    """Exact final step for convex spectral risks (hinge, absolute; logistic, squared, Huber).
 
     With the hinge loss (classification) or the absolute loss (regression),
     a convex spectral risk and an l1 / l2 / elastic-net penalty, ``F`` is
@@ -49,11 +53,14 @@ class Polisher:
     solved for, and the active-set rounds of :meth:`__call__` move the kink
     points whose multipliers leave their range off the kink.
 
-    Logistic loss: the face has tie blocks only; the reduced problem is
-    smooth and is solved by Newton's method with backtracking
-    (:attr:`newton_max` steps); the certificate asks ``u / l'(t)`` to lie in
-    the permutahedron of ``sigma`` (sum equal to ``sum(sigma)``) and to
-    carry ``Omega(t)``.
+    Smooth losses (logistic; squared and Huber of the residual): the face
+    has tie blocks only; the reduced problem is smooth and is solved by
+    Newton's method with backtracking (:attr:`newton_max` steps; one step
+    for the squared loss, whose face problem is quadratic); the certificate
+    asks ``u / l'(t)`` to lie in the permutahedron of ``sigma`` (sum equal
+    to ``sum(sigma)``) and to carry ``Omega(t)``.  For the even losses a tie
+    is ``|t_i| = |t_r|``, linear once the signs ``beta = sign(t)`` are
+    fixed: ``beta_i t_i = beta_r t_r``.
 
     When it runs (:func:`admm_loop`): after ``polish_first`` iterations and
     at every doubling, at ``max_iter``, and whenever the scaled KKT residual
@@ -81,16 +88,17 @@ class Polisher:
         self.loss, self.penalty = loss, penalty
         self.fit_intercept = bool(fit_intercept)
         self.kink = -1.0 if loss.code == HINGE else 0.0
-        self.even = loss.code == ABSOLUTE
-        self.smooth = loss.code == LOGISTIC
+        self.even = loss.code in (ABSOLUTE, SQUARED, HUBER)
+        self.smooth = loss.code in (LOGISTIC, SQUARED, HUBER)
         self._A, self._A_key = None, None
         self._sigma_cum = np.cumsum(np.sort(self.sigma)[::-1])
+        self._sigma_asc_cum = np.cumsum(np.sort(self.sigma))
+        #: Products ``A^T D A`` formed so far (``n p^2`` operations each).
+        self.gram_products = 0
 
     @staticmethod
     def applies(risk, loss, framework):
-        return framework == "srm" and loss.code in (HINGE, ABSOLUTE, LOGISTIC) and getattr(
-            risk, "is_convex", True
-        )
+        return framework == "srm" and loss.code in _POLISHED and getattr(risk, "is_convex", True)
 
     def _omega(self, t):
         return float(np.sort(self.loss.value(t)) @ self.sigma)
@@ -98,6 +106,57 @@ class Polisher:
     def objective(self, w, b):
         f = np.asarray(self.X @ w).ravel() + b
         return self._omega(self.s * f + self.c) + self.penalty.value(w)
+
+    #: Tolerances, relative to ``sum(sigma)``, at which :meth:`from_dual`
+    #: reads a prefix-sum inequality of the permutahedron as tight.
+    dual_tolerances = (1e-2, 1e-3, 1e-5, 1e-7)
+
+    def from_dual(self, t, lam, w, b, tol):
+        """Polish from an approximate primal-dual pair (``t = s (X w + b) + c``, ``lam``).
+
+        Used after SOREL, whose iterate has no exact ties.  Its dual weights
+        ``lam`` lie in the permutahedron of ``sigma``; paired with the
+        losses in ascending order, the prefix sums of ``lam`` equal those of
+        ``sigma`` at the boundaries of the face ``lam`` lies on, and differ
+        inside the blocks of samples whose weights are shared (at a saddle
+        point those samples have equal losses: a tie).  For each tolerance
+        of :attr:`dual_tolerances` the blocks so read (over which ``sigma``
+        varies) are snapped to their mean loss argument (mean magnitude,
+        signs kept, for the even losses) and :meth:`__call__` solves the
+        face.  Returns the first certified result, else the best by ``F``,
+        else None.
+        """
+        t = np.asarray(t, dtype=np.float64)
+        order = np.argsort(self.loss.value(t), kind="stable")
+        gap = np.abs(np.cumsum(np.asarray(lam, dtype=np.float64)[order]) - self._sigma_asc_cum)
+        total = float(self._sigma_asc_cum[-1])
+        sgn = np.where(t >= 0.0, 1.0, -1.0) if self.even else np.ones_like(t)
+        a = (sgn * t)[order]
+        best, seen = None, []
+        for rel in self.dual_tolerances:
+            # block k covers sorted positions (boundary_{k-1}, boundary_k]
+            tight = gap <= rel * total
+            tight[-1] = True
+            if any(np.array_equal(tight, s) for s in seen):
+                continue
+            seen.append(tight)
+            bid = np.concatenate([[0], np.cumsum(tight[:-1])])
+            size = np.bincount(bid)
+            mean = np.bincount(bid, weights=a) / size
+            spread = (np.bincount(bid, weights=self.sigma) / size)[bid] - self.sigma
+            varies = np.bincount(bid, weights=np.abs(spread)) > 1e-12 * total
+            snap = (size[bid] >= 2) & varies[bid]
+            z = t.copy()
+            z[order[snap]] = sgn[order[snap]] * mean[bid[snap]]
+            out = self(z, w, tol, b)
+            if out is None:
+                continue
+            if out[2]:
+                return out
+            F = self.objective(out[0], out[1])
+            if best is None or F < best[0]:
+                best = (F, out)
+        return None if best is None else best[1]
 
     #: Rounds of the active-set correction in :meth:`__call__`.
     max_rounds = 8
@@ -132,8 +191,7 @@ class Polisher:
             at_kink = np.abs(zc - self.kink) <= 1e-13 * max(1.0, abs(self.kink))
             mag = np.abs(u) if self.even else u
             if self.smooth:
-                dl = scipy.special.expit(t)
-                mag = np.divide(u, dl, out=np.zeros_like(u), where=dl > 0.0)
+                mag = self._weights_from_gradient(u, t)
             new = t.copy()
             eps = 1e-9
             # Tie blocks of zc keep one common value (the mean of their polished
@@ -155,22 +213,32 @@ class Polisher:
             flat[order] = self._flat_blocks(brk)[bid_s]
             tied = active & (size[bid] >= 2) & ~flat
             if tied.any():
-                mean_t = np.bincount(bid, weights=np.where(tied, t, 0.0), minlength=nb)
+                # even losses tie magnitudes: work on |t| with the signs of zc
+                sgn = np.where(zc >= 0.0, 1.0, -1.0) if self.even else np.ones(L.size)
+                mean_t = np.bincount(bid, weights=np.where(tied, sgn * t, 0.0), minlength=nb)
                 mean_t = mean_t / np.maximum(size, 1.0)
                 starts = np.flatnonzero(brk)
                 stops = np.append(starts[1:], L.size)
                 s_lo = self.sigma[starts][bid]
                 s_hi = self.sigma[stops - 1][bid]
                 val = mean_t[bid]
-                new[tied] = val[tied]
-                if not self.even:
-                    down = tied & (mag < s_lo - 1e-9 * top)
-                    up = tied & (mag > s_hi + 1e-9 * top)
-                    delta = eps * np.maximum(1.0, np.abs(val))
-                    new[down] = val[down] - delta[down]
-                    new[up] = val[up] + delta[up]
-            if self.smooth:
-                pass
+                new[tied] = (sgn * val)[tied]
+                down = tied & (mag < s_lo - 1e-9 * top)
+                up = tied & (mag > s_hi + 1e-9 * top)
+                delta = eps * np.maximum(1.0, np.abs(val))
+                new[down] = (sgn * (val - delta))[down]
+                new[up] = (sgn * (val + delta))[up]
+            if self.smooth and tied.any():
+                # a sample assumed below (above) a tie block whose polished
+                # loss ended above (below) the block's joins the block
+                Lp = self.loss.value(t)
+                free = active & ~tied
+                for k in np.unique(bid[tied]):
+                    member = tied & (bid == k)
+                    Lk = L[member][0]
+                    vk = float(self.loss.value(np.array([val[member][0]]))[0])
+                    cross = free & (((L < Lk) & (Lp > vk)) | ((L > Lk) & (Lp < vk)))
+                    new[cross] = sgn[cross] * val[member][0]
             elif self.even:
                 # absolute loss: |u| above the top weight leaves the kink
                 leave = at_kink & (mag > top * (1 + 1e-9))
@@ -219,7 +287,7 @@ class Polisher:
         else:
             at_kink = np.abs(z - self.kink) <= 1e-13 * max(1.0, abs(self.kink))
             active = (L > 0.0) & ~at_kink
-        beta = np.sign(z) if self.even else np.ones(n)
+        beta = np.where(z >= 0.0, 1.0, -1.0) if self.even else np.ones(n)
         # blocks of tied losses (contiguous in the ascending order)
         order = np.argsort(L, kind="stable")
         Ls = L[order]
@@ -319,6 +387,7 @@ class Polisher:
                     AN = A @ N
                     h = omega * self._d2loss(t)
                     Hr = AN.T @ (h[:, None] * AN) + N.T @ (Hdiag[:, None] * N)
+                    self.gram_products += 1
                     try:
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
@@ -365,27 +434,37 @@ class Polisher:
         residual = self._certificate(cvec, t, w_new)
         return w_new, b_new, residual <= tol, residual, t, -cvec
 
-    #: Newton steps of the smooth (logistic) face problem.
+    #: Newton steps of the smooth face problem.
     newton_max = 30
 
     def _dloss(self, t, beta):
         if self.smooth:
-            return scipy.special.expit(t)
+            return self.loss.derivative(t)
         return beta
 
     def _d2loss(self, t):
-        s = scipy.special.expit(t)
-        return s * (1.0 - s)
+        """``l''(t)`` of the smooth losses (Huber's right second derivative at its knots)."""
+        if self.loss.code == LOGISTIC:
+            p = scipy.special.expit(t)
+            return p * (1.0 - p)
+        if self.loss.code == HUBER:
+            return (np.abs(t) < self.loss.param).astype(np.float64)
+        return np.ones_like(t)  # SQUARED
 
     def _lin_loss(self, t, beta):
         if self.smooth:
-            return np.logaddexp(0.0, t)
+            return self.loss.value(t)
         return (1.0 + t) if not self.even else beta * t
+
+    def _weights_from_gradient(self, u, t):
+        """The rank weights ``u / l'(t)`` behind ``u = dOmega/dt`` (0 where ``l'(t) = 0``)."""
+        dl = self.loss.derivative(t)
+        return np.divide(u, dl, out=np.zeros_like(u), where=dl != 0.0)
 
     def _certificate(self, u, t, w):
         """Scaled violation of ``u in dOmega(t)`` and of the penalty's condition.
 
-        ``u`` is ``dOmega/dt`` (``-lambda``).  Logistic: ``u / l'(t)`` must lie
+        ``u`` is ``dOmega/dt`` (``-lambda``).  Smooth losses: ``u / l'(t)`` must lie
         in the permutahedron of ``sigma`` and carry ``Omega(t)``; hinge: ``u``
         nonnegative, weakly submajorised by ``sigma``, ``u.(1 + t) =
         Omega(t)``; absolute: the same on ``|u|`` with ``u.t``.
@@ -393,8 +472,7 @@ class Polisher:
         n = u.shape[0]
         total = 0.0
         if self.smooth:
-            dl = scipy.special.expit(t)
-            mag = np.divide(u, dl, out=np.zeros(n), where=dl > 0.0)
+            mag = self._weights_from_gradient(u, t)
             total = abs(float(mag.sum()) - float(self._sigma_cum[-1]))
             lin = mag @ self.loss.value(t)
             neg = max(0.0, -float(mag.min()))
