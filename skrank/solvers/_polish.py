@@ -93,8 +93,9 @@ class Polisher:
         self._A, self._A_key = None, None
         self._sigma_cum = np.cumsum(np.sort(self.sigma)[::-1])
         self._sigma_asc_cum = np.cumsum(np.sort(self.sigma))
-        #: Products ``A^T D A`` formed so far (``n p^2`` operations each).
-        self.gram_products = 0
+        #: Multiply-adds spent in Newton systems so far (``A N`` and ``(A N)^T D (A N)``
+        #: over the rows of nonzero weight), for the callers' cost accounting.
+        self.work = 0
 
     @staticmethod
     def applies(risk, loss, framework):
@@ -128,24 +129,17 @@ class Polisher:
         """
         t = np.asarray(t, dtype=np.float64)
         order = np.argsort(self.loss.value(t), kind="stable")
-        gap = np.abs(np.cumsum(np.asarray(lam, dtype=np.float64)[order]) - self._sigma_asc_cum)
-        total = float(self._sigma_asc_cum[-1])
         sgn = np.where(t >= 0.0, 1.0, -1.0) if self.even else np.ones_like(t)
         a = (sgn * t)[order]
         best, seen = None, []
         for rel in self.dual_tolerances:
-            # block k covers sorted positions (boundary_{k-1}, boundary_k]
-            tight = gap <= rel * total
-            tight[-1] = True
-            if any(np.array_equal(tight, s) for s in seen):
+            bid, snap = self._dual_blocks(order, lam, rel)
+            key = (bid * snap).tobytes()
+            if key in seen:
                 continue
-            seen.append(tight)
-            bid = np.concatenate([[0], np.cumsum(tight[:-1])])
+            seen.append(key)
             size = np.bincount(bid)
             mean = np.bincount(bid, weights=a) / size
-            spread = (np.bincount(bid, weights=self.sigma) / size)[bid] - self.sigma
-            varies = np.bincount(bid, weights=np.abs(spread)) > 1e-12 * total
-            snap = (size[bid] >= 2) & varies[bid]
             z = t.copy()
             z[order[snap]] = sgn[order[snap]] * mean[bid[snap]]
             out = self(z, w, tol, b)
@@ -157,6 +151,24 @@ class Polisher:
             if best is None or F < best[0]:
                 best = (F, out)
         return None if best is None else best[1]
+
+    def _dual_blocks(self, order, lam, rel):
+        """Blocks of the face ``lam`` lies on, read at tolerance ``rel`` (see :meth:`from_dual`).
+
+        ``order`` sorts the losses ascending.  Returns, per sorted position,
+        its block number and whether it is to be tied (a block of two or
+        more samples over whose ranks ``sigma`` varies).
+        """
+        total = float(self._sigma_asc_cum[-1])
+        gap = np.abs(np.cumsum(np.asarray(lam, dtype=np.float64)[order]) - self._sigma_asc_cum)
+        # block k covers sorted positions (boundary_{k-1}, boundary_k]
+        tight = gap <= rel * total
+        tight[-1] = True
+        bid = np.concatenate([[0], np.cumsum(tight[:-1])])
+        size = np.bincount(bid)
+        spread = (np.bincount(bid, weights=self.sigma) / size)[bid] - self.sigma
+        varies = np.bincount(bid, weights=np.abs(spread)) > 1e-12 * total
+        return bid, (size[bid] >= 2) & varies[bid]
 
     #: Rounds of the active-set correction in :meth:`__call__`.
     max_rounds = 8
@@ -384,10 +396,11 @@ class Polisher:
                 for _ in range(self.newton_max):
                     g, t = grad(x)
                     gr = N.T @ g
-                    AN = A @ N
                     h = omega * self._d2loss(t)
-                    Hr = AN.T @ (h[:, None] * AN) + N.T @ (Hdiag[:, None] * N)
-                    self.gram_products += 1
+                    rows = np.flatnonzero(h)  # zero rank weight or curvature: no term
+                    AN = A[rows] @ N
+                    Hr = AN.T @ (h[rows, None] * AN) + N.T @ (Hdiag[:, None] * N)
+                    self.work += rows.size * N.shape[1] * (p + N.shape[1])
                     try:
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
@@ -398,6 +411,9 @@ class Polisher:
                     Adx = A @ dx
                     dec = -float(gr @ dy)
                     if not np.isfinite(dec) or dec <= 1e-30:
+                        break
+                    if self.loss.code == SQUARED:  # quadratic face problem: one exact step
+                        x = x + dx
                         break
                     step = 1.0
                     while step > 1e-8:

@@ -47,10 +47,8 @@ _LR_IMPORTANCE_FACTOR = 1.75
 # ESRM/extremile: the step sat at the cap and oscillated).
 _CAP_SHRINK = 0.8
 _CAP_RECOVER = 0.1
-# Polishing (see sorel's Notes) starts once the stopping criterion is below
-# _POLISH_CRIT; a face solution counts as optimal when its KKT certificate
-# (Polisher._certificate) is below _POLISH_TOL.
-_POLISH_CRIT = 1e-4
+# A face solution (polishing, see sorel's Notes) counts as optimal when its KKT
+# certificate (Polisher._certificate) is below _POLISH_TOL.
 _POLISH_FIRST = 32  # also tried after 32 epochs and at every doubling
 _POLISH_TOL = 1e-8
 
@@ -789,11 +787,12 @@ def sorel(
     then find the tied samples' fractional weights.  Its iterate already
     tells which samples they are (the blocks of the face its ``lam`` lies
     on), and on that face ``F`` is smooth: :class:`Polisher` solves it by
-    Newton's method and certifies the result by the KKT conditions.  It is
-    tried after 32 epochs and at every doubling of the epoch count, when
-    the criterion falls below ``1e-4`` and then tenfold, and at the end; a certified point that does not raise
-    ``F`` ends the run (``converged``).  Its cost is counted in ``passes``
-    as ``p / 2`` per ``n p^2`` product (``p`` coefficients).
+    Newton's method and certifies the result by the KKT conditions.  For
+    risks whose ``sigma`` is flat next to a jump (superquantile, top-k) it
+    is tried after 32 epochs and at every doubling of the epoch count; for
+    every risk at the end; a certified point that does not raise
+    ``F`` ends the run (``converged``).  Its cost is counted in ``passes``:
+    its multiply-adds divided by the ``n p`` of one pass.
     """
     rng = make_rng(random_state)
     X, s, c, sqnorms = prepare_data(X, y, loss, fit_intercept)
@@ -849,7 +848,11 @@ def sorel(
     polisher = None
     if polish and p <= Polisher.max_features and Polisher.applies(risk, loss, "srm"):
         polisher = Polisher(X, s, c, sigma, loss, penalty, fit_intercept)
-    polished, next_polish, last_polish_crit = False, _POLISH_FIRST, np.inf
+    polished, next_polish = False, _POLISH_FIRST
+    # Ties hold at the optimum where sigma is flat next to a jump (CVaR, top-k):
+    # there the dual is slow and the face solve pays off before the end.
+    steps_sigma = np.diff(sigma)
+    early_polish = bool(np.any(steps_sigma <= 1e-12 * sigma[-1]) and np.any(steps_sigma > 0))
     elapsed = 0.0
     done = 0
     chunk = 1
@@ -873,14 +876,11 @@ def sorel(
         chunk = int(min(max(1, _CHUNK_SECONDS / max(per_epoch, 1e-9)), 2 * chunk, 1024))
         if verbose:
             chunk = 1
-        crit_now = crits[done - 1]
-        if polisher is not None and state[5] == 0.0 and (
-            done >= max_epochs
-            or done >= next_polish
-            or (crit_now <= _POLISH_CRIT and crit_now <= 0.1 * last_polish_crit)
-        ):
+        if polisher is None or state[5] != 0.0:
+            continue
+        # attempts: at the end, and after 32 epochs and every doubling (see Notes)
+        if done >= max_epochs or (early_polish and done >= next_polish):
             next_polish = 2 * max(done, _POLISH_FIRST // 2)
-            last_polish_crit = crit_now
             start = time.perf_counter()
             kept, polished = _try_polish(polisher, X, s, c, w, b, lam, hist[done], done >= max_epochs)
             elapsed += time.perf_counter() - start
@@ -894,7 +894,7 @@ def sorel(
     per_epoch_passes = 1.0 + steps * batch_size / n  # one full pass + one per sample drawn
     passes = per_epoch_passes * np.arange(k + 1, dtype=np.float64)
     if polisher is not None and k > 0:
-        passes[k] += polisher.gram_products * p / 2.0
+        passes[k] += polisher.work / (n * p)  # one pass: n dot products of length p
     crit = float(crits[k - 1]) if k > 0 else np.inf
     return SolverResult(
         coef=w,
