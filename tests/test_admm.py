@@ -260,18 +260,32 @@ def test_nonconvex_stationary_and_not_worse_than_baselines(risk, loss_name, rho)
         baselines["dca"] = dca(X, y, risk, loss, penalty)
     worse = {name: base.objective for name, base in baselines.items()
              if res.objective > base.objective * (1 + 1e-6)}
-    if loss_name == "hinge" and set(worse) == {"dca"}:
-        # Known gap: with the hinge loss the ADMM reaches a different stationary
-        # point (0.22492) than DCA started at zero (0.22427).
-        pytest.xfail(f"non-convex: ADMM stationary point worse than DCA's ({worse})")
     assert not worse, (res.objective, worse)
+
+
+def test_nonconvex_refine_no_worse_than_plain_admm():
+    # Algorithm 1 alone (refine=False) with the paper's Table 6 schedule stops
+    # at a worse point than DCA on this problem (hinge loss); the default
+    # (refine=True, rho="paper") reaches DCA's objective or lower, and no
+    # higher than Algorithm 1 alone with the same schedule.
+    from skrank.solvers.dca import dca
+
+    X, y = _synthetic()
+    args = (X, y, RankedRange(0.1, 0.6), get_loss("hinge"), get_penalty("l2", 1e-2))
+    F_dca = dca(*args).objective
+    table6 = admm(*args, rho="table6", max_iter=5000, tol=1e-6, refine=False)
+    plain = admm(*args, max_iter=5000, tol=1e-6, refine=False)
+    refined = admm(*args, max_iter=5000, tol=1e-6)
+    assert table6.objective > F_dca * (1 + 1e-3)
+    assert refined.objective <= min(plain.objective, F_dca) * (1 + 1e-9)
+    assert refined.info["source"].startswith("trimming")
 
 
 def test_stationarity_check_can_fail():
     # The check above is not vacuous: an early-stopped run fails it.
     X, y = _synthetic()
     risk, loss, penalty = RankedRange(0.1, 0.6), get_loss("logistic"), get_penalty("l2", 1e-2)
-    res = admm(X, y, risk, loss, penalty, rho="adaptive", max_iter=50, tol=1e-6)
+    res = admm(X, y, risk, loss, penalty, rho="adaptive", max_iter=50, tol=1e-6, refine=False)
     assert max(_stationarity(X, y, res, risk, loss, penalty)) > 1e-5
 
 

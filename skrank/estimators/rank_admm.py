@@ -107,7 +107,15 @@ _PARAMS_DOC = """
         of ones instead).
     solver : {"admm", "sgd", "lsvrg", "lsvrg_nu", "dca"}, default="admm"
         ``"admm"``: Algorithm 1 of Xiao et al. (2023),
-        :func:`skrank.solvers.admm.admm`; any risk.  The paper's baselines:
+        :func:`skrank.solvers.admm.admm`; any risk.  For the non-convex
+        risks it differs from the paper: Algorithm 1 runs from the start
+        and from the ERM fit of the same data, keeping the point of lowest
+        objective, and for a ranked range each 200-iteration segment is
+        followed by trimming steps (minimise the convex mean of the
+        ``k - m`` largest losses outside the current top ``m``), because
+        Algorithm 1 alone often stops near a poor stationary point there
+        (``refine`` of :func:`skrank.solvers.admm.admm`).  The paper's
+        baselines:
         ``"sgd"`` (mini-batch subgradient of the sorted batch,
         :func:`skrank.solvers.sgd.sgd`), ``"lsvrg"`` and ``"lsvrg_nu"``
         (LSVRG with uniform and non-uniform sampling,
@@ -116,7 +124,9 @@ _PARAMS_DOC = """
         stochastic baselines ``max_iter`` counts epochs.
     max_iter : int, default=1000
         Maximum number of ADMM iterations (DCA: outer iterations;
-        SGD/LSVRG: epochs).
+        SGD/LSVRG: epochs).  Non-convex risks with ``solver="admm"``: the
+        bound of each ADMM run (the ERM warm start, the run from each start,
+        each trimming step), and ``n_iter_`` counts all of them.
     tol : float, default=1e-7
         Tolerance on the scaled KKT residual of the ADMM (see
         :func:`skrank.solvers.admm.admm`); for the other solvers their own
@@ -124,9 +134,10 @@ _PARAMS_DOC = """
     rho : {"paper", "table6", "adaptive"} or float, default="paper"
         ADMM penalty schedule (:class:`skrank.solvers.admm.RhoSchedule`):
         ``"table6"`` is the paper's Table 6 as written (with a cap);
-        ``"paper"`` follows it until it overshoots and then balances the
-        residuals; ``"adaptive"`` balances from the start; a float is a
-        constant penalty.  For the non-convex risks (ranked range,
+        ``"paper"`` starts at ``max(rho_0, 0.1/n)`` (Table 6's ``rho_0``
+        makes ``w`` blow up), follows the ramp until it overshoots and then
+        balances the residuals; ``"adaptive"`` balances from the start; a
+        float is a constant penalty.  For the non-convex risks (ranked range,
         human-aligned), ``"paper"`` and ``"adaptive"`` then double ``rho``
         whenever the iterates cycle without progress, as non-convex ADMM
         needs a large enough penalty to converge.

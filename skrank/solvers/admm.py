@@ -20,6 +20,11 @@ one more column of the linear map, with zero penalty.  One iteration
 
 then the KKT residuals of spec 004 section 2.6 are tested and ``rho`` is
 updated.
+
+For the non-convex risks :func:`admm` by default (``refine=True``) runs
+Algorithm 1 from two starts and, for a ranked range, with restarts and
+trimming steps, returning the point of lowest ``F`` (a departure from the
+paper, explained in :func:`admm`).
 """
 
 import contextlib
@@ -30,7 +35,7 @@ import numpy as np
 from .._pava import zstep, zstep_even, zstep_sorted
 from ..losses import ABSOLUTE, HINGE, LOGISTIC, SQUARED, SQUARED_HINGE
 from ..objective import affine_map, rank_objective
-from ..risks import HumanAligned, RankedRange
+from ..risks import ERM, HumanAligned, RankedRange, TopK
 from ._polish import Polisher
 from ._result import SolverResult
 from ._wstep import WStep
@@ -84,11 +89,13 @@ class RhoSchedule:
           capped at ``17 d``;
 
         ``d`` counts the intercept column.  ``"table6"`` is exactly this;
-        ``"paper"`` differs in two ways: for spectral risks it starts at
-        ``rho_0 = max(1e-5, 0.1/n)`` (with ``rho << 1/n`` the first w-step
-        fits ``lambda/rho`` and, with an l1 penalty, ``w`` blows up), and it
-        follows the ramp until it overshoots (dual residual above ten times
-        the primal one) and then balances the residuals as below.
+        ``"paper"`` differs in two ways: it starts at
+        ``rho_0 = max(rho_0 of Table 6, 0.1/n)`` (with ``rho << 1/n`` the
+        first w-step fits ``lambda/rho`` and ``w`` blows up: from
+        ``rho_0 = 2e-7`` a ranked-range fit starts near ``F = 1e3`` and is
+        still far from its optimum after 1000 iterations), and it follows
+        the ramp until it overshoots (dual residual above ten times the
+        primal one) and then balances the residuals as below.
         ``"adaptive"``: residual balancing (Boyd et al. 2011, section 3.4.1)
         on the scaled residuals of :func:`admm`, from ``rho_0 = 0.1/n``:
         ``rho`` doubles when the primal residual exceeds ``band`` (3) times
@@ -142,7 +149,7 @@ class RhoSchedule:
             self.cap = np.inf
         else:
             self.rho0 = {"srm": 1e-5, "aorr": 2e-7, "ehrm": 1e-4}[self.framework]
-            if self.kind == "paper" and self.framework == "srm":
+            if self.kind == "paper":
                 self.rho0 = max(self.rho0, self.rho0_scale / n)
             self.cap = (217.0 if self.framework == "srm" else 17.0) * d
 
@@ -152,7 +159,7 @@ class RhoSchedule:
     #: ratio beyond which rho still changes, and the first least spacing of
     #: such late changes (doubled after each).
     far_band = 100.0
-    #: "paper" on convex risks starts at max(1e-5, rho0_scale / n).
+    #: "paper" starts at max(Table 6's rho_0, rho0_scale / n).
     rho0_scale = 0.1
     late_gap = 50
 
@@ -233,7 +240,7 @@ class RhoSchedule:
         if self.framework == "srm":
             return min(rho0_times(self.rho0, 1.2 ** (k + 1)), self.cap)
         if self.framework == "aorr":
-            expo = max(0, (k + 1 - 7) // 3)
+            expo = min(max(0, (k + 1 - 7) // 3), 400)  # 5^400 > any cap; no overflow
             return min(rho0_times(self.rho0, 5.0**expo), self.cap)
         factor = 1.02 if primal_abs > 1e-2 else 1.07
         return min(rho * factor, self.cap)
@@ -545,6 +552,7 @@ def admm(
     verbose=0,
     relaxation=1.0,
     polish=True,
+    refine=True,
 ):
     """Minimise a rank-based objective by proximal ADMM with a PAVA z-step.
 
@@ -561,7 +569,10 @@ def admm(
     multiplier starts at a subgradient of ``Omega`` at the initial point
     (``lambda_i = -sigma_rank(i) l'(t_i)``) instead of a constant, which
     makes warm starts effective; the stopping test uses the KKT residuals
-    below instead of a fixed tolerance on ``||w^{k+1} - w^k||``.
+    below instead of a fixed tolerance on ``||w^{k+1} - w^k||``; for the
+    non-convex risks the ADMM runs from two starts, with restarts and
+    trimming steps for a ranked range (``refine``, below), where the paper
+    runs Algorithm 1 once from zero.
 
     Implementation: with a pure l2 penalty (or none) the w-step runs in
     prediction space (:meth:`WStep.fast_l2`): one eigendecomposition of the
@@ -603,26 +614,78 @@ def admm(
         Starting point (zero by default).
     verbose : int, default=0
         Print one line per iteration when positive.
+    relaxation : float, default=1.0
+        Over-relaxation factor of the z-block (1: none).
+    polish : bool, default=True
+        Exact final step on the face the iterate identifies, for convex
+        spectral risks (:class:`skrank.solvers._polish.Polisher`).
+    refine : bool, default=True
+        Non-convex risks (ranked range, human-aligned) only; convex risks
+        ignore it.  On these risks Algorithm 1 has no convergence guarantee
+        and, run once from zero, often stops at a poor point: the iterates
+        cycle around a concave kink of ``F`` (a tie between the losses on
+        either side of a rank where the weights drop, e.g. rank ``m`` of a
+        ranked range), where ``F`` goes down on both sides but ``lambda``
+        cannot settle, or they leave the region of ``w = 0`` that holds the
+        optimum.  With ``refine`` (see :func:`_nonconvex_admm`):
+
+        1. Algorithm 1 runs from the given start (zero by default) and from
+           the ERM fit of the same data, loss and penalty (a convex problem,
+           solved by this ADMM).  For a ranked range each run is cut into
+           segments of :data:`SEGMENT` iterations, each restarted from the
+           last iterate with a fresh multiplier and ``rho`` schedule;
+        2. ranked range: after each segment whose top-``m`` set was not
+           tried yet, trimming steps follow: with
+           ``S`` the ``m`` samples of largest loss at the current point,
+           minimise the convex mean of the ``k - m`` largest losses of the
+           other samples (this ADMM on a convex top-k risk), and repeat
+           until ``S`` is unchanged.  The mean of the ``k - m`` largest
+           losses outside any ``m``-set is at least ``F`` (less the
+           penalty), with equality for ``S``, so each step lowers ``F`` (a
+           majorise-minimise step, as the concentration steps of least
+           trimmed squares; it is not DCA, which linearises the top-``m``
+           sum).  Its limit minimises ``F`` over the region where ``S``
+           stays the top-``m`` set: a local minimiser when rank ``m`` is
+           not tied;
+        3. the point of lowest ``F`` among the two starts, the ends of the
+           runs (segments) and the trimming steps is returned (the zero
+           start wins, e.g., when the optimum is ``w = 0`` and the iterates
+           leave it).  ``stop_criterion`` is the run's own residual when the
+           point ends a converged run, else the
+           KKT residual of :func:`_kkt_residual` at that point, for the
+           full problem (``z``, ``lambda`` of a trimming step are those of
+           its subproblem, ``z = t`` and ``lambda = 0`` on ``S``), and
+           ``converged`` means it is at most ``tol``.
+
+        ``max_iter`` then bounds each ADMM run (the ERM fit, the run from
+        each start, each trimming step, at most :data:`MAX_TRIM_STEPS` per
+        segment), and ``n_iter`` counts the iterations of all of them; a
+        ranked-range fit costs several times Algorithm 1 alone.  With
+        ``rho="table6"`` the refined result can still be worse than DCA's.
+        ``False`` runs Algorithm 1 once from the start, as in the paper.
 
     Returns
     -------
     SolverResult
         ``stop_criterion`` is the final scaled KKT residual; ``info`` holds
         ``z``, ``lambda``, ``rho``, ``rho_history``, ``kkt_history``,
-        ``inner_iterations`` and ``time``.
+        ``inner_iterations`` and ``time`` (with ``refine`` on a non-convex
+        risk: ``z``, ``lambda``, ``rho``, ``starts`` with the ``F`` reached
+        from each start, ``source`` naming the step that gave the point,
+        and ``time``).
     """
     with _blas_threads(X):
         return _admm(
             X, y, risk, loss, penalty, fit_intercept=fit_intercept, max_iter=max_iter,
             tol=tol, rho=rho, zstep_method=zstep_method, l1_solver=l1_solver,
             coef_init=coef_init, intercept_init=intercept_init, verbose=verbose,
-            relaxation=relaxation, polish=polish,
+            relaxation=relaxation, polish=polish, refine=refine,
         )
 
 
 def _admm(
     X, y, risk, loss, penalty, *, fit_intercept, max_iter, tol, rho, zstep_method,
-    l1_solver, coef_init, intercept_init, verbose, relaxation, polish,
+    l1_solver, coef_init, intercept_init, verbose, relaxation, polish, refine=False,
 ):
     n, d = X.shape
     s, c = affine_map(y, loss.task)
@@ -646,21 +709,172 @@ def _admm(
     ):
         polisher = Polisher(X, s, c, sigma, loss, penalty, fit_intercept)
 
-    return admm_loop(
-        X,
-        s,
-        c,
-        wstep,
-        zfun,
-        lambda t: -rank_subgradient(risk, loss, t),
-        objective,
-        schedule,
-        max_iter=max_iter,
-        tol=tol,
-        coef_init=coef_init,
-        intercept_init=intercept_init,
-        relaxation=relaxation,
-        objective_t=objective_t,
-        polish=polisher,
-        verbose=verbose,
+    nonconvex = refine and schedule.framework != "srm"
+
+    def run(coef0, intercept0, n_iter=max_iter):
+        return admm_loop(
+            X,
+            s,
+            c,
+            wstep,
+            zfun,
+            lambda t: -rank_subgradient(risk, loss, t),
+            objective,
+            RhoSchedule(rho, risk, n, d + int(bool(fit_intercept))),
+            max_iter=n_iter,
+            tol=tol,
+            coef_init=coef0,
+            intercept_init=intercept0,
+            relaxation=relaxation,
+            objective_t=objective_t,
+            polish=polisher,
+            verbose=verbose,
+        )
+
+    if not nonconvex:
+        return run(coef_init, intercept_init)
+
+    def convex_fit(X_, y_, risk_, coef0, intercept0):
+        return _admm(
+            X_, y_, risk_, loss, penalty, fit_intercept=fit_intercept, max_iter=max_iter,
+            tol=tol, rho="paper", zstep_method=zstep_method, l1_solver=l1_solver,
+            coef_init=coef0, intercept_init=intercept0, verbose=verbose,
+            relaxation=relaxation, polish=polish,
+        )
+
+    def kkt(w, b, z, lam, rho_):
+        return _kkt_residual(X, s, c, zfun, wstep, w, b, z, lam, rho_)
+
+    return _nonconvex_admm(
+        X, y, risk, loss, run, convex_fit, objective, kkt, coef_init, intercept_init,
+        max_iter, tol, verbose,
     )
+
+
+#: Most trimming steps after each ADMM segment (ranked range, ``refine=True``).
+MAX_TRIM_STEPS = 20
+#: Iterations of one ADMM segment (``refine=True``): Algorithm 1 is restarted
+#: from its last iterate after each segment.
+SEGMENT = 200
+
+
+def _kkt_residual(X, s, c, zfun, wstep, w, b, z, lam, rho):
+    """Scaled eps-KKT residual of spec 004 section 2.6 at ``(w, b, z, lambda)``.
+
+    ``max(e_primal, e_dual, e_pen)`` as in :func:`admm`, except that the
+    dual condition ``-lambda in dOmega(z)`` is tested directly: ``z`` must
+    be a fixed point of the z-step at ``z - lambda/rho`` (its optimality
+    condition), ``e_dual = sqrt(n) rho ||zstep(z - lambda/rho) - z||``.
+    """
+    n = z.shape[0]
+    t = s * (np.asarray(X @ w).ravel() + b) + c
+    e_primal = float(np.linalg.norm(z - t)) / np.sqrt(n)
+    e_dual = rho * float(np.linalg.norm(zfun(z - lam / rho, rho) - z)) * np.sqrt(n)
+    e_pen = _penalty_residual(X, s, lam, w, wstep, None)
+    return max(e_primal, e_dual, e_pen)
+
+
+def _nonconvex_admm(
+    X, y, risk, loss, run, convex_fit, objective, kkt, coef_init, intercept_init, max_iter,
+    tol, verbose,
+):
+    """The ``refine`` strategy of :func:`admm` for the non-convex risks.
+
+    ``run(coef, intercept, n_iter)`` is Algorithm 1 from a start;
+    ``convex_fit(X, y, risk, coef, intercept)`` the plain ADMM on a convex
+    risk; ``kkt(w, b, z, lambda, rho)`` :func:`_kkt_residual`.
+    """
+    start = time.perf_counter()
+    erm = convex_fit(X, y, ERM(), None, None)
+    n_iter = erm.n_iter
+    s, c = affine_map(y, loss.task)
+    history, candidates, starts, tried = [], [], {}, set()
+    for name, (w, b) in (("start", (coef_init, intercept_init)),
+                         ("erm", (erm.coef, erm.intercept))):
+        w = np.zeros(X.shape[1]) if w is None else np.asarray(w, dtype=np.float64)
+        b = 0.0 if b is None else float(b)
+        t = s * (np.asarray(X @ w).ravel() + b) + c
+        # (F, source, w, b, z, lambda, rho, KKT residual or None: to compute);
+        # the start itself is a candidate
+        cand = [(objective(w, b), name, w, b, t, -rank_subgradient(risk, loss, t), 1.0, None)]
+        # ranked range: segments of SEGMENT iterations, each followed by trimming
+        segment = SEGMENT if isinstance(risk, RankedRange) else max(max_iter, 1)
+        for seg in range(0, max(max_iter, 1), segment):
+            res = run(w, b, min(segment, max_iter - seg))
+            n_iter += res.n_iter
+            history.extend(res.objective_history)
+            w, b, info = res.coef, res.intercept, res.info
+            cand.append((res.objective, f"admm from {name}", w, b, info["z"], info["lambda"],
+                         info["rho"], res.stop_criterion if res.converged else None))
+            if isinstance(risk, RankedRange):
+                # trimming steps from this point, once per top-m set
+                top = _top_set(loss.value(s * (np.asarray(X @ w).ravel() + b) + c), risk)
+                if top not in tried:
+                    tried.add(top)
+                    steps, its = _trim_steps(X, y, risk, loss, w, b, res.objective, convex_fit,
+                                             objective)
+                    n_iter += its
+                    history.extend(st[0] for st in steps)
+                    cand += [(st[0], f"trimming after admm from {name}") + st[1:] + (None,)
+                             for st in steps]
+            if res.converged:
+                break
+        starts[name] = min(c_[0] for c_ in cand)
+        candidates += cand
+        if verbose:
+            print(f"[admm] non-convex: from {name}, F = {starts[name]:.10g}")
+    F, source, w, b, z, lam, rho, crit = min(candidates, key=lambda c_: c_[0])
+    if crit is None:
+        # A z-step with rho < 1 can jump to a distant minimiser of the
+        # non-convex Omega, which says nothing about stationarity at z (z in
+        # margin units, lambda in units of 1/n; a fixed point at rho is one at
+        # any larger rho).
+        rho = max(rho, 1.0)
+        crit = kkt(w, b, z, lam, rho)
+    history.append(F)
+    return SolverResult(
+        coef=w,
+        intercept=float(b),
+        n_iter=n_iter,
+        objective_history=np.asarray(history),
+        stop_criterion=float(crit),
+        converged=bool(crit <= tol),
+        info={"z": z, "lambda": lam, "rho": rho, "starts": starts, "source": source,
+              "time": time.perf_counter() - start},
+    )
+
+
+def _top_set(losses, risk):
+    """Indices of the ``m`` largest losses of a ranked range (ties by index)."""
+    m, _ = risk.counts(losses.shape[0])
+    return tuple(np.sort(np.argsort(losses, kind="stable")[losses.shape[0] - m :]))
+
+
+def _trim_steps(X, y, risk, loss, w, b, F, convex_fit, objective):
+    """Trimming (majorise-minimise) steps for a ranked range from ``(w, b)``.
+
+    Returns the list of accepted steps ``(F, w, b, z, lambda, rho)``, with
+    ``z`` and ``lambda`` extended to all samples (``z = t``, ``lambda = 0``
+    on the trimmed ones), and the ADMM iterations spent.
+    """
+    n = X.shape[0]
+    m, k = risk.counts(n)
+    s, c = affine_map(y, loss.task)
+    sub = TopK(k - m)  # weights 1/(k-m) on the k-m largest of n-m losses
+    steps, n_iter, keep_old = [], 0, None
+    for _ in range(MAX_TRIM_STEPS):
+        t = s * (np.asarray(X @ w).ravel() + b) + c
+        keep = np.sort(np.argsort(loss.value(t), kind="stable")[: n - m])
+        if keep_old is not None and np.array_equal(keep, keep_old):
+            break
+        keep_old = keep
+        res = convex_fit(X[keep], y[keep], sub, w, b)
+        n_iter += res.n_iter
+        F_new = objective(res.coef, res.intercept)
+        if not F_new < F:
+            break
+        w, b, F = res.coef, res.intercept, F_new
+        z, lam = s * (np.asarray(X @ w).ravel() + b) + c, np.zeros(n)
+        z[keep], lam[keep] = res.info["z"], res.info["lambda"]
+        steps.append((F, w, b, z, lam, res.info["rho"]))
+    return steps, n_iter
