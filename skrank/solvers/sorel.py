@@ -50,6 +50,7 @@ _CAP_RECOVER = 0.1
 # A face solution (polishing, see sorel's Notes) counts as optimal when its KKT
 # certificate (Polisher._certificate) is below _POLISH_TOL.
 _POLISH_FIRST = 32  # also tried after 32 epochs and at every doubling
+_POLISH_COST = 4  # an attempt's expected cost in passes, per coefficient
 _POLISH_TOL = 1e-8
 
 
@@ -790,7 +791,8 @@ def sorel(
     Newton's method and certifies the result by the KKT conditions.  For
     risks whose ``sigma`` is flat next to a jump (superquantile, top-k) it
     is tried after 32 epochs and at every doubling of the epoch count; for
-    every risk at the end; a certified point that does not raise
+    every risk at the end; but only while its work (with ``4 p`` passes for
+    the next attempt) stays below half of the passes SOREL has made; a certified point that does not raise
     ``F`` ends the run (``converged``).  Its cost is counted in ``passes``:
     its multiply-adds divided by the ``n p`` of one pass.
     """
@@ -849,6 +851,7 @@ def sorel(
     if polish and p <= Polisher.max_features and Polisher.applies(risk, loss, "srm"):
         polisher = Polisher(X, s, c, sigma, loss, penalty, fit_intercept)
     polished, next_polish = False, _POLISH_FIRST
+    per_epoch_passes = 1.0 + steps * batch_size / n  # one full pass + one per sample drawn
     # Ties hold at the optimum where sigma is flat next to a jump (CVaR, top-k):
     # there the dual is slow and the face solve pays off before the end.
     steps_sigma = np.diff(sigma)
@@ -879,7 +882,9 @@ def sorel(
         if polisher is None or state[5] != 0.0:
             continue
         # attempts: at the end, and after 32 epochs and every doubling (see Notes)
-        if done >= max_epochs or (early_polish and done >= next_polish):
+        # its work stays below half of SOREL's own (one attempt: ~_POLISH_COST p passes)
+        affordable = polisher.work / (n * p) + _POLISH_COST * p <= 0.5 * per_epoch_passes * done
+        if affordable and (done >= max_epochs or (early_polish and done >= next_polish)):
             next_polish = 2 * max(done, _POLISH_FIRST // 2)
             start = time.perf_counter()
             kept, polished = _try_polish(polisher, X, s, c, w, b, lam, hist[done], done >= max_epochs)
@@ -891,7 +896,6 @@ def sorel(
                 state[5] = 1.0
                 crits[done - 1] = 0.0
     k = done
-    per_epoch_passes = 1.0 + steps * batch_size / n  # one full pass + one per sample drawn
     passes = per_epoch_passes * np.arange(k + 1, dtype=np.float64)
     if polisher is not None and k > 0:
         passes[k] += polisher.work / (n * p)  # one pass: n dot products of length p
