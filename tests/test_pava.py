@@ -707,3 +707,28 @@ def test_empty_and_single_inputs():
     assert project_permutahedron(e, e).shape == (0,)
     z = zstep(np.array([0.3]), np.array([1.0]), HINGE, 0.0, 2.0)
     np.testing.assert_allclose(z, [0.3 - 0.5])
+
+
+@pytest.mark.parametrize("even", [False, True])
+def test_zstep_warm_order_matches_cold(even):
+    # A warm order (the previous iterate's) changes only how the sort starts:
+    # same z for a convex risk, and the order is updated to sort m.
+    from skrank.losses import HUBER, LOGISTIC
+
+    rng = np.random.default_rng(4)
+    n = 500
+    sigma = np.sort(rng.random(n))
+    m_prev = rng.normal(size=n)
+    m = m_prev + 0.01 * rng.normal(size=n)
+    key = np.abs if even else (lambda v: v)
+    order = np.argsort(key(m_prev), kind="stable")
+    if even:
+        cold = zstep_even(m, sigma, HUBER, 1.0, 2.0)
+        warm = zstep_even(m, sigma, HUBER, 1.0, 2.0, order=order)
+    else:
+        cold = zstep(m, sigma, LOGISTIC, 0.0, 2.0)
+        warm = zstep(m, sigma, LOGISTIC, 0.0, 2.0, order=order)
+    np.testing.assert_allclose(warm, cold, rtol=1e-12, atol=1e-12)
+    assert np.all(np.diff(key(m)[order]) >= 0)
+    with pytest.raises(ValueError, match="order has shape"):
+        zstep(m, sigma, LOGISTIC, 0.0, 2.0, order=order[:-1])

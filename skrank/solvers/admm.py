@@ -292,10 +292,12 @@ def make_zstep(loss, sigma, sigma_b=None, threshold=np.inf, method="stack"):
     runs :func:`skrank._pava.zstep_sorted` on the sorted magnitudes.
     """
     code, param = loss.code, loss.param
+    # the sort of each call starts from the previous call's order (nearly sorted)
+    order = np.arange(len(sigma), dtype=np.int64)
     if loss.task == "classification":
-        return lambda m, rho: zstep(m, sigma, code, param, rho, sigma_b, threshold, method)
+        return lambda m, rho: zstep(m, sigma, code, param, rho, sigma_b, threshold, method, order)
     if sigma_b is None:
-        return lambda m, rho: zstep_even(m, sigma, code, param, rho, method)
+        return lambda m, rho: zstep_even(m, sigma, code, param, rho, method, order)
 
     def even_two_piece(m, rho):
         a = np.abs(m)
