@@ -90,3 +90,76 @@ def test_admm_regression_fits_are_certified(loss_name):
     f_star = cvxpy_optimum(X, y, risk.weights(90), 1e-3, loss_name)
     assert res.info["polished"]
     assert abs(res.objective - f_star) <= 1e-8 * abs(f_star)
+
+
+def _hinge_data(n, d, seed):
+    # Two redundant features make [X, 1] rank deficient: the z-step then puts
+    # more points on the hinge's kink than the face has free unknowns.
+    from sklearn.datasets import make_classification
+    from sklearn.preprocessing import scale
+
+    X, y = make_classification(n_samples=n, n_features=d, n_informative=6, n_redundant=2,
+                               class_sep=2.0, random_state=seed)
+    return scale(X), np.where(y == 1, 1.0, -1.0)
+
+
+def _hinge_cvxpy(X, y, risk, pen):
+    """cvxpy's ``(w, b)`` for the hinge loss with intercept (CLARABEL, tight tolerances)."""
+    n, d = X.shape
+    w, b = cp.Variable(d), cp.Variable()
+    L = cp.pos(1 - cp.multiply(y, X @ w + b))
+    sigma = risk.weights(n)
+    jumps = np.diff(np.concatenate([[0.0], sigma]))
+    obj = sum(jumps[k] * cp.sum_largest(L, n - k) for k in range(n) if jumps[k] > 1e-14)
+    obj = obj + pen.l1 * cp.norm1(w) + 0.5 * pen.l2 * cp.sum_squares(w)
+    cp.Problem(cp.Minimize(obj)).solve(solver="CLARABEL", tol_gap_abs=1e-11, tol_gap_rel=1e-11,
+                                       tol_feas=1e-11)
+    return w.value, float(b.value)
+
+
+HINGE_CASES = [("l2", 1e-2, 0), ("l1", 5e-3, 1), ("l2", 1e-2, 4), ("elasticnet", 1e-2, 3)]
+
+
+@pytest.mark.parametrize("pen_name,alpha,seed", HINGE_CASES)
+def test_admm_superquantile_hinge_fits_are_certified(pen_name, alpha, seed):
+    # Superquantile + hinge: the optimum has fewer positive losses than the
+    # tail holds (the quantile loss is 0) and its kink points are an
+    # over-determined face of the z-step's reading; the fit must still end on
+    # a certified face solve at cvxpy's optimum.
+    from skrank.solvers.admm import admm
+
+    X, y = _hinge_data(300, 20, seed)
+    risk, loss, pen = Superquantile(0.8), get_loss("hinge"), get_penalty(pen_name, alpha, 0.5)
+    res = admm(X, y, risk, loss, pen, max_iter=1000, tol=1e-7, l1_solver="cd")
+    P, s, c = _polisher(X, y, risk, loss, pen)
+    f_star = P.objective(*_hinge_cvxpy(X, y, risk, pen))
+    assert res.converged and res.info["polished"]
+    assert abs(res.objective - f_star) <= 1e-8 * abs(f_star)
+
+
+def test_polisher_resolves_an_overdetermined_kink_set():
+    # cvxpy's optimum with extra points put on the kink (the points just
+    # below it, as the z-step leaves them): more kink rows than the rank of [X, 1].
+    # The walk drops the right ones and the face solve certifies the optimum;
+    # moved off the optimum, the certificate fails.
+    X, y = _hinge_data(300, 20, 0)
+    risk, loss, pen = Superquantile(0.8), get_loss("hinge"), get_penalty("l2", 1e-2)
+    P, s, c = _polisher(X, y, risk, loss, pen)
+    w, b = _hinge_cvxpy(X, y, risk, pen)
+    t = s * (X @ w + b) + c
+    kink = np.abs(t + 1.0) <= 1e-7
+    rank = np.linalg.matrix_rank(np.hstack([X, np.ones((X.shape[0], 1))]))
+    below = np.flatnonzero(~kink & (t < -1.0))
+    extra = below[np.argsort(t[below])[::-1][: max(1, rank + 1 - int(kink.sum()))]]
+    z = t.copy()
+    z[kink] = -1.0
+    z[extra] = -1.0
+    assert np.sum(z == -1.0) > rank  # the face is over-determined
+    wp, bp, certified, residual, tp, lam = P(z, w, 1e-8, b)
+    f_star = P.objective(w, b)
+    assert certified, residual
+    assert abs(P.objective(wp, bp) - f_star) <= 1e-9 * abs(f_star)
+    assert np.all(tp[extra] < -1.0)  # the extra points left the kink downwards
+    w_off = wp + 1e-3
+    t_off = s * (X @ w_off + bp) + c
+    assert P._certificate(-lam, t_off, w_off) > 1e-6

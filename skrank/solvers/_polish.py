@@ -70,9 +70,20 @@ class Polisher:
     ``max_iter`` an uncertified polished point replaces the iterate when it
     lowers ``F``.
 
-    Known limit: with superquantile and the hinge loss the quantile-boundary
-    tie block also holds kink points, a face this reading does not model, so
-    those fits rarely certify.
+    Hinge loss: the z-step often puts more points on the kink than the face
+    has free unknowns (always so when ``[X, 1]`` is rank deficient, e.g.
+    redundant features, and typical with an l1 zero set), and the least-
+    squares multipliers of such a face point at the wrong kink points, so
+    that the rounds cycle.  The active-set walk of :meth:`_walk` resolves
+    the kink points and the l1 zero set exactly before the face is solved;
+    the rounds remain the fallback.
+
+    Known limit: the walk keeps the tie blocks read from ``z`` fixed (a
+    wrong tie block is left to the rounds) and, as a primal active-set
+    method, needs one step per change of the structure, so that from an
+    early iterate it may run out of :attr:`walk_max` steps (the polish
+    attempt then falls back to the rounds and usually fails to certify).
+    The absolute loss still uses the rounds only.
     """
 
     #: Largest size of the KKT system (unknowns plus constraints) attempted.
@@ -96,6 +107,8 @@ class Polisher:
         #: Multiply-adds spent in Newton systems so far (``A N`` and ``(A N)^T D (A N)``
         #: over the rows of nonzero weight), for the callers' cost accounting.
         self.work = 0
+        #: Steps of the active-set walk (:meth:`_walk`) so far.
+        self.walk_steps = 0
 
     @staticmethod
     def applies(risk, loss, framework):
@@ -183,9 +196,19 @@ class Polisher:
         leave the kink (to the side the multiplier points to) and points
         whose polished ``t`` crossed the kink are put on it, and the face is
         solved again, for at most :attr:`max_rounds` rounds.  The best
-        point by ``F`` is returned.
+        point by ``F`` is returned.  With the hinge loss the face found by
+        the active-set walk of :meth:`_walk` is tried first; when it does
+        not certify, the rounds start from ``z``.
         """
         best = None
+        if self.loss.code == HINGE:
+            walked = self._walk(z, w, b)
+            if walked is not None:
+                out = self._face(walked[0], walked[1], tol, walked[2])
+                if out is not None:
+                    if out[2]:
+                        return out
+                    best = (self.objective(out[0], out[1]), out)
         zc = np.array(z, dtype=np.float64)
         side = np.sign(zc - self.kink) if not self.even else None
         top = float(self.sigma.max())
@@ -271,6 +294,252 @@ class Polisher:
             side = np.sign(zc - self.kink) if not self.even else None
             w, b = w_p, b_p
         return None if best is None else best[1]
+
+    #: Most steps of the active-set walk of :meth:`_walk`.
+    walk_max = 1000
+
+    def _walk(self, z, w, b):
+        """Hinge loss: solve ``F`` near the face read from ``z`` by a primal active-set walk.
+
+        The tie blocks of ``z`` (over which ``sigma`` varies) stay
+        constraints, eliminated through a null-space basis ``x = x0 + N y``;
+        every other sample is a *piece* ``psi_i(r_i)``, ``r_i = 1 + t_i``,
+        with slope ``lo_i = 0`` below the kink and ``hi_i`` above it (its
+        rank weight if its loss is positive, else the weight ``sigma`` gives
+        the first loss to leave zero), and with an l1 penalty every
+        coordinate ``w_j`` is a piece ``r = w_j``, ``[lo, hi] = [-l1, l1]``.
+        The model ``q.y + y^T Q y / 2 + sum_i psi_i(r_i)`` is convex and
+        piecewise quadratic; it is minimised exactly by a primal active-set
+        method: a working set ``W`` of pieces held at their kink (linearly
+        independent rows: the z-step often puts more points on the kink
+        than the face has free unknowns, e.g. for rank-deficient ``X``),
+        equality-constrained Newton directions, exact line searches through
+        the breakpoints (a piece where the minimum lies enters ``W``), and a
+        piece of ``W`` whose multiplier leaves ``[lo, hi]`` leaving it to
+        the side that multiplier points to.  Returns ``(zc, w, b)`` for
+        :meth:`_face` (which solves and certifies the face so found), or
+        None.
+        """
+        n, d = self.X.shape
+        sigma = self.sigma
+        z = np.asarray(z, dtype=np.float64)
+        L = self.loss.value(z)
+        at_kink = np.abs(z - self.kink) <= 1e-13
+        active = (L > 0.0) & ~at_kink
+        order = np.argsort(L, kind="stable")
+        Ls = L[order]
+        new_block = np.empty(n, dtype=bool)
+        new_block[0] = True
+        np.not_equal(Ls[1:], Ls[:-1], out=new_block[1:])
+        bid = np.cumsum(new_block) - 1
+        nb = int(bid[-1]) + 1
+        block_sigma = np.bincount(bid, weights=sigma, minlength=nb)
+        block_size = np.bincount(bid, minlength=nb)
+        act_sorted = active[order]
+        omega = np.zeros(n)
+        omega[order] = np.where(act_sorted, block_sigma[bid] / block_size[bid], 0.0)
+        tied_sorted = act_sorted & ~self._flat_blocks(new_block)[bid] & (block_size[bid] >= 2)
+        tied = np.zeros(n, dtype=bool)
+        tied[order] = tied_sorted
+        pos = np.flatnonzero(tied_sorted)
+        bb = bid[pos]
+        first = np.empty(pos.size, dtype=bool)
+        if pos.size:
+            first[0] = True
+            np.not_equal(bb[1:], bb[:-1], out=first[1:])
+        rep = pos[first][np.cumsum(first) - 1]
+        tie_i, tie_r = order[pos[~first]], order[rep[~first]]
+        n_zero = int(np.sum(~active))
+        h0 = float(sigma[n_zero - 1]) if n_zero else 0.0
+        hi_pt = np.where(active, omega, h0)
+        pts = np.flatnonzero(~tied & (hi_pt > 0.0))
+
+        A = self._full_matrix()
+        p = A.shape[1]
+        cc = self.c
+        l1, l2 = self.penalty.l1, self.penalty.l2
+        x = np.zeros(p)
+        x[:d] = w
+        if self.fit_intercept:
+            x[d] = b
+        if tie_i.size:
+            E = A[tie_i] - A[tie_r]
+            e = cc[tie_r] - cc[tie_i]
+            _, S, Vt = np.linalg.svd(E, full_matrices=True)
+            rank = int(np.sum(S > S[0] * 1e-10)) if S[0] > 0 else 0
+            N = Vt[rank:].T
+            x = x - scipy.linalg.lstsq(E, E @ x - e, cond=1e-10, check_finite=False)[0]
+        else:
+            N = np.eye(p)
+        k = N.shape[1]
+        if k == 0:
+            return None
+        Hdiag = np.zeros(p)
+        Hdiag[:d] = l2
+        q = N.T @ (A.T @ np.where(tied, omega, 0.0) + Hdiag * x)
+        Q = N.T @ (Hdiag[:, None] * N)
+        rows = [A[pts] @ N]
+        r0 = [A[pts] @ x + cc[pts] + 1.0]
+        lo = [np.zeros(pts.size)]
+        hi = [hi_pt[pts]]
+        if l1 > 0.0:
+            rows.append(N[:d])
+            r0.append(x[:d].copy())
+            lo.append(np.full(d, -l1))
+            hi.append(np.full(d, l1))
+        R = np.concatenate(rows)
+        r0 = np.concatenate(r0)
+        lo, hi = np.concatenate(lo), np.concatenate(hi)
+        P = R.shape[0]
+        if P == 0:
+            return None
+        # start: the pieces at their kink (kink points, zero coordinates of w),
+        # a linearly independent subset of them held there
+        cand = np.concatenate([at_kink[pts], (w == 0.0) if l1 > 0.0 else np.zeros(0, dtype=bool)])
+        cand = np.flatnonzero(cand)
+        inW = np.zeros(P, dtype=bool)
+        y = np.zeros(k)
+        if cand.size:
+            _, Rq, piv = scipy.linalg.qr(R[cand].T, mode="economic", pivoting=True)
+            dg = np.abs(np.diag(Rq))
+            rank = int(np.sum(dg > dg[0] * 1e-9)) if dg.size and dg[0] > 0 else 0
+            Wi = cand[piv[:rank]]
+            inW[Wi] = True
+            y = -np.linalg.lstsq(R[Wi], r0[Wi], rcond=None)[0]
+        r = r0 + R @ y
+        r[inW] = 0.0
+        up = r > 0.0
+        scale = max(float(np.max(hi - lo)), 1e-300)
+        slope = np.where(inW, 0.0, np.where(up, hi, lo))
+        g_pc = R.T @ slope  # kept up to date as slopes change
+        for step in range(self.walk_max):
+            self.walk_steps += 1
+            new = np.where(inW, 0.0, np.where(up, hi, lo))
+            ch = np.flatnonzero(new != slope)
+            g_pc += R[ch].T @ (new[ch] - slope[ch])
+            slope = new
+            g_s = q + Q @ y
+            g = g_s + g_pc
+            Wi = np.flatnonzero(inW)
+            if Wi.size:
+                Qf, Rq, piv = scipy.linalg.qr(R[Wi].T, pivoting=True, check_finite=False)
+                dg = np.abs(np.diag(Rq))
+                rank = int(np.sum(dg > dg[0] * 1e-10)) if dg.size and dg[0] > 0 else 0
+                Z = Qf[:, rank:]
+            else:
+                Z = np.eye(k)
+            amax = 1.0
+            if Z.shape[1]:
+                Hr = Z.T @ Q @ Z
+                gr = Z.T @ g
+                ev, U = np.linalg.eigh(Hr)
+                big = ev > max(float(ev[-1]), 0.0) * 1e-12 + 1e-300
+                gu = U.T @ gr
+                if np.linalg.norm(gu[~big]) > 1e-12 * max(1.0, float(np.linalg.norm(gr))):
+                    # flat directions with a slope: a ray, stopped by a breakpoint
+                    dv = -(U[:, ~big] @ gu[~big])
+                    amax = np.inf
+                else:
+                    dv = -(U[:, big] @ (gu[big] / ev[big]))
+                dvec = Z @ dv
+            else:
+                dvec = np.zeros(k)
+            ad = R @ dvec
+            ad[inW] = 0.0
+            if np.max(np.abs(ad), initial=0.0) <= 1e-13 and np.abs(dvec @ g_s) <= 1e-15 * max(1.0, abs(float(q @ y))):
+                # stationary on W: multipliers mu of g + R_W^T mu = 0 must lie in [lo, hi]
+                if not Wi.size:
+                    break
+                mu = np.zeros(Wi.size)
+                mu[piv[:rank]] = scipy.linalg.solve_triangular(
+                    Rq[:rank, :rank], -(Qf[:, :rank].T @ g), check_finite=False
+                )
+                viol = np.maximum(lo[Wi] - mu, mu - hi[Wi]) / scale
+                j = int(np.argmax(viol))
+                if viol[j] <= 1e-11:
+                    break
+                inW[Wi[j]] = False
+                up[Wi[j]] = mu[j] > hi[Wi[j]]
+                continue
+            free = ~inW
+            zero = free & (r == 0.0)
+            up0 = np.where(zero, ad > 0.0, up)
+            D0 = float(g_s @ dvec) + float(np.where(free, np.where(up0, hi, lo), 0.0) @ ad)
+            c2 = float(dvec @ Q @ dvec)
+            cross = free & ~zero & (ad != 0.0) & (np.sign(ad) != np.sign(r))
+            idx = np.flatnonzero(cross)
+            alph = -r[idx] / ad[idx]
+            keep = alph <= amax
+            idx, alph = idx[keep], alph[keep]
+            o = np.argsort(alph, kind="stable")
+            idx, alph = idx[o], alph[o]
+            jumps = (hi[idx] - lo[idx]) * np.abs(ad[idx])
+            if D0 >= 0.0:
+                # not a descent direction for the true pieces: a piece at its
+                # kink moves to the side of the larger slope; hold it there
+                bad = np.flatnonzero(zero & (up0 != up) & (ad != 0.0))
+                if not bad.size:
+                    break
+                jb = bad[np.argmax((hi[bad] - lo[bad]) * np.abs(ad[bad]))]
+                inW[jb] = True
+                r[jb] = 0.0
+                continue
+            # exact line search: phi'(a) = D0 + c2 a + (jumps of the breakpoints passed)
+            J_before = np.concatenate([[0.0], np.cumsum(jumps)])
+            after = D0 + c2 * alph + J_before[1:]
+            ka = int(np.argmax(after >= 0.0)) if alph.size and after[-1] >= 0.0 else alph.size
+            a_star, stop = amax, -1
+            if ka < alph.size and D0 + c2 * alph[ka] + J_before[ka] <= 0.0:
+                a_star, stop = alph[ka], int(idx[ka])
+            elif c2 > 0.0 and (ka < alph.size or D0 + c2 * amax + J_before[ka] > 0.0):
+                a_star = -(D0 + J_before[ka]) / c2
+            if not np.isfinite(a_star):
+                return None
+            y = y + a_star * dvec
+            r = r0 + R @ y if step % 50 == 49 else r + a_star * ad
+            r[inW] = 0.0
+            up = np.where(zero & (a_star > 0.0), up0, up)
+            moved = free & ~zero
+            up[moved] = np.where(r[moved] != 0.0, r[moved] > 0.0, up[moved])
+            if stop >= 0:
+                inW[stop] = True
+                r[stop] = 0.0
+        else:
+            return None
+        xf = x + N @ y
+        wf = xf[:d].copy()
+        bf = float(xf[d]) if self.fit_intercept else 0.0
+        t = A @ xf + cc
+        zc = t.copy()
+        npt = pts.size
+        Wp, rp, upp = inW[:npt], r[:npt], up[:npt]
+        zc[pts[Wp]] = self.kink
+        near = ~Wp & (np.abs(rp) <= 1e-12)
+        zc[pts[near]] = self.kink + np.where(upp[near], 1e-9, -1e-9)
+        if tie_i.size:
+            m = np.bincount(bid, weights=np.where(tied_sorted, t[order], 0.0), minlength=nb)
+            m /= np.maximum(np.bincount(bid, weights=tied_sorted, minlength=nb), 1.0)
+            zc[order[tied_sorted]] = m[bid[tied_sorted]]
+        if l1 > 0.0:
+            Wc, uc = inW[npt:], up[npt:]
+            wf[Wc] = 0.0
+            tiny = ~Wc & (np.abs(wf) <= 1e-14)
+            wf[tiny] = np.where(uc[tiny], 1e-300, -1e-300)
+        return zc, wf, bf
+
+    def _full_matrix(self):
+        """``s [X, 1]`` over every feature (cached, shared with :meth:`_face`)."""
+        d = self.X.shape[1]
+        key = np.arange(d).tobytes()
+        if self._A_key != key:
+            Xd = self.X.toarray() if hasattr(self.X, "toarray") else np.asarray(self.X)
+            A = np.empty((Xd.shape[0], d + int(self.fit_intercept)))
+            A[:, :d] = Xd
+            if self.fit_intercept:
+                A[:, d] = 1.0
+            A *= self.s[:, None]
+            self._A, self._A_key = A, key
+        return self._A
 
     def _flat_blocks(self, new_block):
         """Per block of the sorted order: is ``sigma`` constant over its ranks?"""
