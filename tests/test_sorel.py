@@ -194,3 +194,27 @@ def test_kernels_match_references():
     mass = prob.copy()
     np.add.at(mass, alias, 1.0 - prob)
     np.testing.assert_allclose(mass / n, p / total, atol=1e-12)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("p", [1, 3, 8, 30])
+def test_top_generalised_eigenvalue_matches_scipy(p, fit_intercept):
+    # the face cap's eigenvalue (hand-written Cholesky and solves) against scipy's eigh
+    from scipy.linalg import eigh
+
+    from skrank.solvers.sorel import _top_generalised_eigenvalue
+
+    rng = np.random.default_rng(p)
+    Z = rng.normal(size=(max(1, p // 2), p))
+    M = Z.T @ Z
+    Y = rng.normal(size=(3 * p, p))
+    H = 0.1 * Y.T @ Y
+    mu, inv_tau = 1e-3, 1e-2
+    A = H.copy()
+    d = p - 1 if fit_intercept else p
+    A[np.arange(d), np.arange(d)] += mu + inv_tau
+    if fit_intercept:
+        A[d, d] += inv_tau + 1e-12 * max(1.0, np.trace(H))
+    expected = eigh(M, A, eigvals_only=True)[-1]
+    got = _top_generalised_eigenvalue(M.copy(), H, mu, inv_tau, fit_intercept, np.empty((p, p)))
+    assert got == pytest.approx(expected, rel=1e-10)

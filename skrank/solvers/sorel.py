@@ -309,32 +309,38 @@ def _second_derivative(code, t, param):
 
 
 @njit(cache=True)
-def _primal_curvature(X, t, lam, code, param, fit_intercept, H):
-    """``H = [X 1]^T diag(lam l''(t)) [X 1]`` (the data part of the primal Hessian)."""
+def _gram(rows, m, out):
+    """``out = rows[:m].T @ rows[:m]`` (BLAS; ``out`` zero for ``m = 0``)."""
+    if m == 0:
+        out[:, :] = 0.0
+    else:
+        out[:, :] = np.dot(rows[:m].T, rows[:m])
+
+
+@njit(cache=True)
+def _primal_curvature(X, t, lam, code, param, fit_intercept, H, rows):
+    """``H = [X 1]^T diag(lam l''(t)) [X 1]`` (the data part of the primal Hessian).
+
+    Only positive weights ``h_i = lam_i l''(t_i)`` enter: ``H`` is the Gram
+    matrix of the rows ``sqrt(h_i) (x_i, 1)``, gathered in ``rows``.
+    """
     n, d = X.shape
-    p = H.shape[0]
-    for a in range(p):
-        for c in range(p):
-            H[a, c] = 0.0
+    m = 0
     for i in range(n):
         h = lam[i] * _second_derivative(code, t[i], param)
         if h <= 0.0:
             continue
+        r = np.sqrt(h)
         for a in range(d):
-            xa = h * X[i, a]
-            for c in range(a + 1):
-                H[a, c] += xa * X[i, c]
+            rows[m, a] = r * X[i, a]
         if fit_intercept:
-            for c in range(d):
-                H[d, c] += h * X[i, c]
-            H[d, d] += h
-    for a in range(p):
-        for c in range(a + 1, p):
-            H[a, c] = H[c, a]
+            rows[m, d] = r
+        m += 1
+    _gram(rows, m, H)
 
 
 @njit(cache=True)
-def _face_smoothness(X, s, t, code, param, perm, u, H, mu, inv_tau, fit_intercept, y_work, M, A):
+def _face_smoothness(X, s, t, code, param, perm, u, H, mu, inv_tau, fit_intercept, rows, M, A):
     """Smoothness ``L_F`` of the dual function on the current face of the permutahedron.
 
     The projection's Jacobian is the within-block centring of the PAV
@@ -342,14 +348,13 @@ def _face_smoothness(X, s, t, code, param, perm, u, H, mu, inv_tau, fit_intercep
     the dual gradient ``l(w(lam))`` then moves with ``P J (H + curvature I)^-1 J^T P``,
     ``J = diag(s l'(t)) [X 1]`` (the intercept's curvature is ``inv_tau``
     only, as in the primal step).  Only multi-sample blocks (the samples whose
-    weights are free on the face) enter, so the cost is ``O(m d^2 + d^3)``
-    for ``m`` free samples.  Returns ``(L_F, m)``, ``L_F = 0`` at a vertex.
+    weights are free on the face) enter: ``M = (P J)^T (P J)`` is the Gram
+    matrix of their rows ``g_i (x_i, 1)`` centred within each block
+    (gathered in ``rows``), so the cost is ``O(m d^2 + d^3)`` for ``m`` free
+    samples.  Returns ``(L_F, m)``, ``L_F = 0`` at a vertex.
     """
     n, d = X.shape
     p = M.shape[0]
-    for a in range(p):
-        for c in range(p):
-            M[a, c] = 0.0
     start = 0
     free = 0
     for j in range(1, n + 1):
@@ -357,56 +362,148 @@ def _face_smoothness(X, s, t, code, param, perm, u, H, mu, inv_tau, fit_intercep
             continue
         m = j - start
         if m >= 2:
-            free += m
-            for a in range(p):
-                y_work[a] = 0.0
             for r in range(start, j):
                 i = perm[r]
                 g = s[i] * loss_derivative(code, t[i], param)
                 for a in range(d):
-                    y_work[a] += g * X[i, a]
+                    rows[free + r - start, a] = g * X[i, a]
                 if fit_intercept:
-                    y_work[d] += g
-                for a in range(d):
-                    xa = g * X[i, a]
-                    for c in range(a + 1):
-                        M[a, c] += xa * g * X[i, c]
-                if fit_intercept:
-                    for c in range(d):
-                        M[d, c] += g * g * X[i, c]
-                    M[d, d] += g * g
+                    rows[free + r - start, d] = g
             for a in range(p):
-                for c in range(a + 1):
-                    M[a, c] -= y_work[a] * y_work[c] / m
+                mean = 0.0
+                for r in range(free, free + m):
+                    mean += rows[r, a]
+                mean /= m
+                for r in range(free, free + m):
+                    rows[r, a] -= mean
+            free += m
         start = j
     if free == 0:
         return 0.0, 0
+    _gram(rows, free, M)
     return _top_generalised_eigenvalue(M, H, mu, inv_tau, fit_intercept, A), free
 
 
 @njit(cache=True)
+def _forward_solve(L, B):
+    """``B <- L^-1 B`` in place, ``L`` lower triangular (its upper part is ignored)."""
+    p = L.shape[0]
+    for col in range(B.shape[1]):
+        for r in range(p):
+            v = B[r, col]
+            for k in range(r):
+                v -= L[r, k] * B[k, col]
+            B[r, col] = v / L[r, r]
+
+
+@njit(cache=True)
 def _top_generalised_eigenvalue(M, H, mu, inv_tau, fit_intercept, A):
-    """Largest eigenvalue of ``(H + diag(mu + inv_tau, ..., inv_tau))^-1 M`` (M lower triangle)."""
+    """Largest eigenvalue of ``(H + diag(mu + inv_tau, ..., inv_tau))^-1 M`` (``M`` symmetric, overwritten).
+
+    With the Cholesky factor ``L`` of the positive definite left matrix, the
+    eigenvalue of the symmetric ``L^-1 M L^-T``.  The factorisation and the
+    triangular solves are written out: for the small ``p`` of these solvers,
+    LAPACK's fixed cost per call exceeds the whole computation.
+    """
     p = M.shape[0]
     d = p - 1 if fit_intercept else p
-    for a in range(p):
-        for c in range(a + 1, p):
-            M[a, c] = M[c, a]
     trace = 0.0
+    for a in range(p):
+        trace += H[a, a]
     for a in range(p):
         for c in range(p):
             A[a, c] = H[a, c]
-        trace += H[a, a]
     for a in range(d):
         A[a, a] += mu + inv_tau
     if fit_intercept:
         A[d, d] += inv_tau + 1e-12 * max(1.0, trace)
-    R = np.linalg.cholesky(A)
-    B = np.linalg.solve(R, M)
-    C = np.linalg.solve(R, B.T)
-    C = 0.5 * (C + C.T)
-    ev = np.linalg.eigvalsh(C)
-    return max(ev[p - 1], 0.0)
+    # Cholesky A = L L^T in place (lower triangle)
+    for j in range(p):
+        v = A[j, j]
+        for k in range(j):
+            v -= A[j, k] * A[j, k]
+        if not v > 0.0:
+            raise np.linalg.LinAlgError("Matrix is not positive definite.")
+        ljj = np.sqrt(v)
+        A[j, j] = ljj
+        for r in range(j + 1, p):
+            v = A[r, j]
+            for k in range(j):
+                v -= A[r, k] * A[j, k]
+            A[r, j] = v / ljj
+    _forward_solve(A, M)  # L^-1 M
+    for a in range(p):  # (L^-1 M)^T = M L^-T
+        for c in range(a + 1, p):
+            M[a, c], M[c, a] = M[c, a], M[a, c]
+    _forward_solve(A, M)  # L^-1 M L^-T
+    for a in range(p):
+        for c in range(a + 1, p):
+            v = 0.5 * (M[a, c] + M[c, a])
+            M[a, c] = v
+            M[c, a] = v
+    return max(np.linalg.eigvalsh(M)[p - 1], 0.0)
+
+
+@njit(cache=True)
+def _draw(rng, n, prob, alias, use_alias):
+    """One index: uniform, or from the alias table (``prob``, ``alias``) when ``use_alias``."""
+    r = _uniform(rng) * n
+    i = int(r)
+    if i >= n:
+        i = n - 1
+    if use_alias and (r - i) >= prob[i]:
+        i = alias[i]
+    return i
+
+
+@njit(cache=True)
+def _single_steps(X, s, c, code, param, w, b, gref, mult, prob, alias, rng, steps, use_alias, unit_s,
+                  fit_intercept, l1, lr, cst, cst_b, inv_denom, inv_denom_b):
+    """``steps`` variance-reduced proximal steps of one sample each (SOREL's inner loop).
+
+    Step: draw ``i``, ``delta = mult_i (s_i l'(t_i(w)) - gref_i)``, then
+    ``w <- prox((w + cst - lr delta x_i))`` with the closed form of the
+    penalty and anchor terms (``cst`` holds ``-lr gbar + lr w_k / tau``).
+    The loop is bound by the latency of one step's chain of dependent
+    operations (dot product, derivative, update), so the variants are
+    written out: ``unit_s`` (regression, ``s = 1``: ``s_i f`` is ``f``
+    exactly) saves two multiplications on that chain.
+    """
+    n, d = X.shape
+    b0 = b[0]
+    thr = lr * l1
+    for _ in range(steps):
+        # _draw written out: as a call (even inlined) it makes this loop 50 % slower
+        r = _uniform(rng) * n
+        i = int(r)
+        if i >= n:
+            i = n - 1
+        if use_alias and (r - i) >= prob[i]:
+            i = alias[i]
+        f = b0
+        for a in range(d):
+            f += X[i, a] * w[a]
+        if unit_s:
+            delta = mult[i] * (loss_derivative(code, f + c[i], param) - gref[i])
+        else:
+            delta = mult[i] * (s[i] * loss_derivative(code, s[i] * f + c[i], param) - gref[i])
+        ld = lr * delta
+        if l1 > 0.0:
+            for a in range(d):
+                z = w[a] + cst[a] - ld * X[i, a]
+                if z > thr:
+                    z -= thr
+                elif z < -thr:
+                    z += thr
+                else:
+                    z = 0.0
+                w[a] = z * inv_denom
+        else:
+            for a in range(d):
+                w[a] = (w[a] + cst[a] - ld * X[i, a]) * inv_denom
+        if fit_intercept:
+            b0 = (b0 + cst_b - ld) * inv_denom_b
+    b[0] = b0
 
 
 @njit(cache=True)
@@ -414,12 +511,12 @@ def _sorel_epochs(
     X, s, c, sigma, smooth, code, param, w, b, t, losses, losses_prev, lam, perm_z, perm_l,
     ipar, fpar, state, rng, hist, crits, etas, H, work_n, work_n2, u, gref, mult,
     prob, alias, small, large, idx, gbar, cst, anchor, y_work, M, A, dlam, sort_f32, sort_keys,
-    sort_perm, sort_counts, z_sorted, pav_w, pav_wy, pav_end,
+    sort_perm, sort_counts, z_sorted, pav_w, pav_wy, pav_end, rows,
 ):
     """Run SOREL epochs ``state[0] .. `` until ``ipar`` says stop; returns the epochs run.
 
     ``ipar``: epochs to run in this call, batch size, fit_intercept, importance
-    sampling, automatic dual step, H refresh period, verbose.
+    sampling, automatic dual step, H refresh period, all ``s_i = 1``.
     ``fpar``: lr, l1, l2 (mu), tau_scale, tol, dual scale C, growth, face
     safety factor.
     ``state``: epoch counter, eta, cap, grad0, last objective, status
@@ -429,8 +526,8 @@ def _sorel_epochs(
     ``crits[k]`` (criterion), ``etas[k]`` (dual step).
     """
     n, d = X.shape
-    n_ep, batch, fit_intercept, importance, auto_dual, h_period = (
-        ipar[0], ipar[1], ipar[2] != 0, ipar[3] != 0, ipar[4] != 0, ipar[5])
+    n_ep, batch, fit_intercept, importance, auto_dual, h_period, unit_s = (
+        ipar[0], ipar[1], ipar[2] != 0, ipar[3] != 0, ipar[4] != 0, ipar[5], ipar[6] != 0)
     lr, l1, mu, tau_scale, tol, C, growth, safety = (
         fpar[0], fpar[1], fpar[2], fpar[3], fpar[4], fpar[5], fpar[6], fpar[7])
     steps = (n + batch - 1) // batch
@@ -509,11 +606,11 @@ def _sorel_epochs(
             state[3] = max(gn, 1e-300)
         # ---- sampling weights
         if importance:
-            for i in range(n):
-                work_n2[i] = max(lam[i], 0.0) * smooth[i]
             tot = 0.0
             for i in range(n):
-                tot += work_n2[i]
+                pi = max(lam[i], 0.0) * smooth[i]
+                work_n2[i] = pi
+                tot += pi
             use_alias = tot > 0.0
             if use_alias:
                 _build_alias(work_n2, prob, alias, small, large)
@@ -537,44 +634,13 @@ def _sorel_epochs(
             cst[a] = -lr * gbar[a] + lr * inv_tau * w[a]
         cst_b = -lr * gbar_b + lr * inv_tau * b_anchor
         inv_denom_b = 1.0 / (1.0 + lr * inv_tau)
-        for step in range(steps):
-            if batch == 1:
-                r = _uniform(rng) * n
-                i = int(r)
-                if i >= n:
-                    i = n - 1
-                if use_alias and (r - i) >= prob[i]:
-                    i = alias[i]
-                f = b[0]
-                for a in range(d):
-                    f += X[i, a] * w[a]
-                tt = s[i] * f + c[i]
-                delta = mult[i] * (s[i] * loss_derivative(code, tt, param) - gref[i])
-                ld = lr * delta
-                if l1 > 0.0:
-                    for a in range(d):
-                        z = w[a] + cst[a] - ld * X[i, a]
-                        if z > thr:
-                            z -= thr
-                        elif z < -thr:
-                            z += thr
-                        else:
-                            z = 0.0
-                        w[a] = z * inv_denom
-                else:
-                    for a in range(d):
-                        w[a] = (w[a] + cst[a] - ld * X[i, a]) * inv_denom
-                if fit_intercept:
-                    b[0] = (b[0] + cst_b - ld) * inv_denom_b
-            else:
+        if batch == 1:
+            _single_steps(X, s, c, code, param, w, b, gref, mult, prob, alias, rng, steps, use_alias,
+                          unit_s, fit_intercept, l1, lr, cst, cst_b, inv_denom, inv_denom_b)
+        else:
+            for step in range(steps):
                 for m in range(batch):
-                    r = _uniform(rng) * n
-                    i = int(r)
-                    if i >= n:
-                        i = n - 1
-                    if use_alias and (r - i) >= prob[i]:
-                        i = alias[i]
-                    idx[m] = i
+                    idx[m] = _draw(rng, n, prob, alias, use_alias)
                 for a in range(d):
                     y_work[a] = 0.0
                 db = vr_batch_direction(
@@ -639,9 +705,9 @@ def _sorel_epochs(
             break
         # ---- cap of the next dual step: the dual smoothness on the current face
         if h_period > 0 and ((k & (k + 1)) == 0 or (k + 1) % h_period == 0):
-            _primal_curvature(X, t, lam, code, param, fit_intercept, H)
+            _primal_curvature(X, t, lam, code, param, fit_intercept, H, rows)
         lf, free = _face_smoothness(X, s, t, code, param, perm_z, u, H, mu, mu * (k + 2.0) / tau_scale,
-                                    fit_intercept, y_work, M, A)
+                                    fit_intercept, rows, M, A)
         state[7] = free
         state[2] = safety * _CAP_SHRINK ** state[8] / lf if lf > 0.0 else np.inf
     return ran
@@ -826,7 +892,7 @@ def sorel(
     perm_l = np.argsort(losses, kind="stable")
     perm_z = perm_l.copy()
     ipar = np.array([1, batch_size, int(bool(fit_intercept)), int(sampling == "importance"),
-                     int(auto_dual), _H_PERIOD], dtype=np.int64)
+                     int(auto_dual), _H_PERIOD, int(bool(np.all(s == 1.0)))], dtype=np.int64)
     fpar = np.array([lr, float(penalty.l1), mu, float(tau_scale), float(tol), C,
                      float(dual_growth), float(dual_safety)])
     state = np.array([0.0, C * mu, np.inf, 0.0, obj0, 0.0, np.inf, -1.0, 0.0])
@@ -845,7 +911,7 @@ def sorel(
     )
     scratch.update(zip(("sort_f32", "sort_keys", "sort_perm", "sort_counts"), _sort_scratch(n)))
     scratch.update(z_sorted=np.empty(n), pav_w=np.empty(n), pav_wy=np.empty(n),
-                   pav_end=np.empty(n, dtype=np.int64))
+                   pav_end=np.empty(n, dtype=np.int64), rows=np.empty((n, p)))
     times = np.zeros(max_epochs + 1)
     polisher = None
     if polish and p <= Polisher.max_features and Polisher.applies(risk, loss, "srm"):
