@@ -50,7 +50,7 @@ _CAP_RECOVER = 0.1
 # A face solution (polishing, see sorel's Notes) counts as optimal when its KKT
 # certificate (Polisher._certificate) is below _POLISH_TOL.
 _POLISH_FIRST = 32  # also tried after 32 epochs and at every doubling
-_POLISH_COST = 4  # an attempt's expected cost in passes, per coefficient
+_POLISH_COST = 2  # an attempt's expected cost in passes, per coefficient
 _POLISH_TOL = 1e-8
 
 
@@ -857,10 +857,11 @@ def sorel(
     Newton's method and certifies the result by the KKT conditions.  For
     risks whose ``sigma`` is flat next to a jump (superquantile, top-k) it
     is tried after 32 epochs and at every doubling of the epoch count; for
-    every risk at the end; but only while its work (with ``4 p`` passes for
-    the next attempt) stays below half of the passes SOREL has made; a certified point that does not raise
-    ``F`` ends the run (``converged``).  Its cost is counted in ``passes``:
-    its multiply-adds divided by the ``n p`` of one pass.
+    every risk at the end; but only while its work (with ``2 p`` passes for
+    the next attempt) stays below half of the passes SOREL has made.  A
+    certified point that does not raise ``F`` ends the run (``converged``).  Its cost is counted in ``passes``:
+    its multiply-adds divided by the ``2 n p`` of one pass (``n`` sample
+    gradients, as one ``X @ w`` plus ``X.T @ r``).
     """
     rng = make_rng(random_state)
     X, s, c, sqnorms = prepare_data(X, y, loss, fit_intercept)
@@ -927,6 +928,8 @@ def sorel(
     chunk = 1
     while done < max_epochs and state[5] == 0.0:
         ipar[0] = min(chunk, max_epochs - done)
+        if polisher is not None and early_polish and next_polish > done:
+            ipar[0] = min(ipar[0], next_polish - done)  # stop at the next attempt
         start = time.perf_counter()
         ran = _sorel_epochs(
             X, s, c, sigma, smooth, loss.code, loss.param, w, b, t, losses, losses_prev, lam,
@@ -949,7 +952,7 @@ def sorel(
             continue
         # attempts: at the end, and after 32 epochs and every doubling (see Notes)
         # its work stays below half of SOREL's own (one attempt: ~_POLISH_COST p passes)
-        affordable = polisher.work / (n * p) + _POLISH_COST * p <= 0.5 * per_epoch_passes * done
+        affordable = polisher.work / (2 * n * p) + _POLISH_COST * p <= 0.5 * per_epoch_passes * done
         if affordable and (done >= max_epochs or (early_polish and done >= next_polish)):
             next_polish = 2 * max(done, _POLISH_FIRST // 2)
             start = time.perf_counter()
@@ -964,7 +967,7 @@ def sorel(
     k = done
     passes = per_epoch_passes * np.arange(k + 1, dtype=np.float64)
     if polisher is not None and k > 0:
-        passes[k] += polisher.work / (n * p)  # one pass: n dot products of length p
+        passes[k] += polisher.work / (2 * n * p)  # one pass: n sample gradients, 2 n p multiply-adds
     crit = float(crits[k - 1]) if k > 0 else np.inf
     return SolverResult(
         coef=w,
