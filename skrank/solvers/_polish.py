@@ -365,7 +365,9 @@ class Polisher:
         if tie_i.size:
             E = A[tie_i] - A[tie_r]
             e = cc[tie_r] - cc[tie_i]
-            _, S, Vt = np.linalg.svd(E, full_matrices=True)
+            # the null space from the p x p triangle of E (U of E itself would be m x m)
+            R = E if E.shape[0] <= p else np.linalg.qr(E, mode="r")
+            _, S, Vt = np.linalg.svd(R, full_matrices=True)
             rank = int(np.sum(S > S[0] * 1e-10)) if S[0] > 0 else 0
             N = Vt[rank:].T
             x = x - scipy.linalg.lstsq(E, E @ x - e, cond=1e-10, check_finite=False)[0]
