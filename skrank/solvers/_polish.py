@@ -128,29 +128,37 @@ class Polisher:
     def from_dual(self, t, lam, w, b, tol):
         """Polish from an approximate primal-dual pair (``t = s (X w + b) + c``, ``lam``).
 
-        Used after SOREL, whose iterate has no exact ties.  Its dual weights
-        ``lam`` lie in the permutahedron of ``sigma``; paired with the
-        losses in ascending order, the prefix sums of ``lam`` equal those of
-        ``sigma`` at the boundaries of the face ``lam`` lies on, and differ
-        inside the blocks of samples whose weights are shared (at a saddle
-        point those samples have equal losses: a tie).  For each tolerance
-        of :attr:`dual_tolerances` the blocks so read (over which ``sigma``
-        varies) are snapped to their mean loss argument (mean magnitude,
-        signs kept, for the even losses) and :meth:`__call__` solves the
-        face.  Returns the first certified result, else the best by ``F``,
-        else None.
+        Used after SOREL, whose iterate has no exact ties.  Two readings of
+        the tie blocks are tried:
+
+        * from the dual weights: ``lam`` lies in the permutahedron of
+          ``sigma``; paired with the losses in ascending order, its prefix
+          sums equal those of ``sigma`` at the boundaries of the face it lies
+          on and differ inside the blocks of samples whose weights are
+          shared (at a saddle point those samples have equal losses: a tie),
+          read at each tolerance of :attr:`dual_tolerances`;
+        * from the losses: at each jump of ``sigma``, the samples whose loss
+          lies within :attr:`loss_tolerances` (relative to the range of the
+          losses) of the losses on either side of the jump.
+
+        Each block over which ``sigma`` varies is snapped to its mean loss
+        argument (mean magnitude, signs kept, for the even losses) and
+        :meth:`__call__` solves the face.  Returns the first certified
+        result, else the best by ``F``, else None.
         """
         t = np.asarray(t, dtype=np.float64)
-        order = np.argsort(self.loss.value(t), kind="stable")
+        L = self.loss.value(t)
+        order = np.argsort(L, kind="stable")
         sgn = np.where(t >= 0.0, 1.0, -1.0) if self.even else np.ones_like(t)
         a = (sgn * t)[order]
-        best, seen = None, []
-        for rel in self.dual_tolerances:
-            bid, snap = self._dual_blocks(order, lam, rel)
+        faces = [self._dual_blocks(order, lam, rel) for rel in self.dual_tolerances]
+        faces += [self._loss_blocks(L[order], rel) for rel in self.loss_tolerances]
+        best, seen = None, set()
+        for bid, snap in faces:
             key = (bid * snap).tobytes()
-            if key in seen:
+            if key in seen or not snap.any():
                 continue
-            seen.append(key)
+            seen.add(key)
             size = np.bincount(bid)
             mean = np.bincount(bid, weights=a) / size
             z = t.copy()
@@ -164,6 +172,31 @@ class Polisher:
             if best is None or F < best[0]:
                 best = (F, out)
         return None if best is None else best[1]
+
+    #: Tolerances, relative to the range of the losses, of :meth:`from_dual`'s
+    #: reading of the tie blocks from the losses.
+    loss_tolerances = (1e-3, 1e-4, 1e-5)
+
+    def _loss_blocks(self, Ls, rel):
+        """Blocks of near-equal sorted losses ``Ls`` around the jumps of ``sigma``.
+
+        Same output as :meth:`_dual_blocks`: per sorted position, a block
+        number and whether it is to be tied.
+        """
+        n = Ls.shape[0]
+        total = float(self._sigma_asc_cum[-1])
+        jumps = np.flatnonzero(np.diff(self.sigma) > 1e-12 * total)
+        near = np.zeros(n, dtype=bool)
+        width = rel * max(float(Ls[-1] - Ls[0]), 1e-300)
+        for j in jumps:  # the jump lies between sorted positions j and j + 1
+            lo = np.searchsorted(Ls, Ls[j] - width, side="left")
+            hi = np.searchsorted(Ls, Ls[j + 1] + width, side="right")
+            if hi - lo >= 2:
+                near[lo:hi] = True
+        # consecutive marked positions form one block; the others stay alone
+        start = near & ~np.concatenate([[False], near[:-1]])
+        bid = np.cumsum(start | ~near) - 1
+        return bid, near
 
     def _dual_blocks(self, order, lam, rel):
         """Blocks of the face ``lam`` lies on, read at tolerance ``rel`` (see :meth:`from_dual`).

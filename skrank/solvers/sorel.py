@@ -49,7 +49,7 @@ _CAP_SHRINK = 0.8
 _CAP_RECOVER = 0.1
 # A face solution (polishing, see sorel's Notes) counts as optimal when its KKT
 # certificate (Polisher._certificate) is below _POLISH_TOL.
-_POLISH_FIRST = 32  # also tried after 32 epochs and at every doubling
+_POLISH_FIRST = 16  # also tried after 16 epochs and at every doubling
 _POLISH_COST = 2  # an attempt's expected cost in passes, per coefficient
 _POLISH_TOL = 1e-8
 
@@ -856,7 +856,7 @@ def sorel(
     on), and on that face ``F`` is smooth: :class:`Polisher` solves it by
     Newton's method and certifies the result by the KKT conditions.  For
     risks whose ``sigma`` is flat next to a jump (superquantile, top-k) it
-    is tried after 32 epochs and at every doubling of the epoch count; for
+    is tried after 16 epochs and at every doubling of the epoch count; for
     every risk at the end; but only while its work (with ``2 p`` passes for
     the next attempt) stays below half of the passes SOREL has made.  A
     certified point that does not raise ``F`` ends the run (``converged``).  Its cost is counted in ``passes``:
@@ -950,7 +950,7 @@ def sorel(
             chunk = 1
         if polisher is None or state[5] != 0.0:
             continue
-        # attempts: at the end, and after 32 epochs and every doubling (see Notes)
+        # attempts: at the end, and after 16 epochs and every doubling (see Notes)
         # its work stays below half of SOREL's own (one attempt: ~_POLISH_COST p passes)
         affordable = polisher.work / (2 * n * p) + _POLISH_COST * p <= 0.5 * per_epoch_passes * done
         if affordable and (done >= max_epochs or (early_polish and done >= next_polish)):
