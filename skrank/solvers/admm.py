@@ -730,6 +730,9 @@ def _admm(
             relaxation=relaxation,
             objective_t=objective_t,
             polish=polisher,
+            # the hinge polisher's walk costs a step per change of the kink
+            # set: from a later iterate it has far fewer to make
+            polish_first=100 if polisher is None or polisher.smooth else 200,
             verbose=verbose,
         )
 
