@@ -114,6 +114,10 @@ class Polisher:
     def applies(risk, loss, framework):
         return framework == "srm" and loss.code in _POLISHED and getattr(risk, "is_convex", True)
 
+    def _signs(self, t):
+        """``sign(t)`` (+1 at 0) for the even losses, whose ties are on ``|t|``; else ones."""
+        return np.where(t >= 0.0, 1.0, -1.0) if self.even else np.ones_like(t)
+
     def _omega(self, t):
         return float(np.sort(self.loss.value(t)) @ self.sigma)
 
@@ -149,7 +153,7 @@ class Polisher:
         t = np.asarray(t, dtype=np.float64)
         L = self.loss.value(t)
         order = np.argsort(L, kind="stable")
-        sgn = np.where(t >= 0.0, 1.0, -1.0) if self.even else np.ones_like(t)
+        sgn = self._signs(t)
         a = (sgn * t)[order]
         faces = [self._dual_blocks(order, lam, rel) for rel in self.dual_tolerances]
         faces += [self._loss_blocks(L[order], rel) for rel in self.loss_tolerances]
@@ -282,7 +286,7 @@ class Polisher:
             tied = active & (size[bid] >= 2) & ~flat
             if tied.any():
                 # even losses tie magnitudes: work on |t| with the signs of zc
-                sgn = np.where(zc >= 0.0, 1.0, -1.0) if self.even else np.ones(L.size)
+                sgn = self._signs(zc)
                 mean_t = np.bincount(bid, weights=np.where(tied, sgn * t, 0.0), minlength=nb)
                 mean_t = mean_t / np.maximum(size, 1.0)
                 starts = np.flatnonzero(brk)
@@ -603,7 +607,7 @@ class Polisher:
         else:
             at_kink = np.abs(z - self.kink) <= 1e-13 * max(1.0, abs(self.kink))
             active = (L > 0.0) & ~at_kink
-        beta = np.where(z >= 0.0, 1.0, -1.0) if self.even else np.ones(n)
+        beta = self._signs(z)
         # blocks of tied losses (contiguous in the ascending order)
         order = np.argsort(L, kind="stable")
         Ls = L[order]
