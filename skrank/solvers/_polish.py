@@ -11,6 +11,7 @@ import scipy.linalg
 import scipy.special
 
 from ..losses import ABSOLUTE, HINGE, HUBER, LOGISTIC, SQUARED
+from ._walk_kernel import WALK_DEPENDENT, WALK_OK, walk_loop
 
 #: Losses the polisher handles: the two piecewise-linear ones and the smooth
 #: ones whose second derivative :meth:`Polisher._d2loss` knows.
@@ -225,7 +226,7 @@ class Polisher:
     #: The same for the logistic loss (tie blocks only).
     max_rounds_smooth = 4
 
-    def __call__(self, z, w, tol, b=0.0):
+    def __call__(self, z, w, tol, b=0.0, u=None, rounds=None):
         """``(w, b, certified, residual, t, lambda)`` or None.
 
         The face read from ``z`` is solved; then, as in a primal-dual active
@@ -239,9 +240,9 @@ class Polisher:
         """
         best = None
         if self.loss.code == HINGE:
-            walked = self._walk(z, w, b)
+            walked = self._walk(z, w, b, u)
             if walked is not None:
-                out = self._face(walked[0], walked[1], tol, walked[2])
+                out = self._face(walked[0], walked[1], tol, walked[2], u)
                 if out is not None:
                     if out[2]:
                         return out
@@ -249,8 +250,10 @@ class Polisher:
         zc = np.array(z, dtype=np.float64)
         side = np.sign(zc - self.kink) if not self.even else None
         top = float(self.sigma.max())
-        for _ in range(self.max_rounds_smooth if self.smooth else self.max_rounds):
-            out = self._face(zc, w, tol, b)
+        if rounds is None:
+            rounds = self.max_rounds_smooth if self.smooth else self.max_rounds
+        for _ in range(rounds):
+            out = self._face(zc, w, tol, b, u)
             if out is None:
                 break
             w_p, b_p, certified, res, t, lam = out
@@ -332,10 +335,15 @@ class Polisher:
             w, b = w_p, b_p
         return None if best is None else best[1]
 
-    #: Most steps of the active-set walk of :meth:`_walk`.
+    #: Most steps of the active-set walk of :meth:`_walk`: ``walk_max`` plus
+    #: ``walk_max_per_row`` per piece (from an early iterate the walk needs
+    #: about a step per fifth to half of the samples).
     walk_max = 1000
+    walk_max_per_row = 0.25
+    #: Run the walk's loop compiled (:func:`skrank.solvers._walk_kernel.walk_loop`).
+    walk_kernel = True
 
-    def _walk(self, z, w, b):
+    def _walk(self, z, w, b, u=None):
         """Hinge loss: solve ``F`` near the face read from ``z`` by a primal active-set walk.
 
         The tie blocks of ``z`` (over which ``sigma`` varies) stay
@@ -439,112 +447,134 @@ class Polisher:
         inW = np.zeros(P, dtype=bool)
         y = np.zeros(k)
         if cand.size:
-            _, Rq, piv = scipy.linalg.qr(R[cand].T, mode="economic", pivoting=True)
+            Rc = R[cand].T
+            if u is not None:
+                # prefer the pieces whose estimated multiplier lies well inside
+                # [lo, hi]: those at an end of their range are the likeliest to
+                # leave the kink (the z-step snaps the points near it onto it)
+                wt = self._interior(u, A, pts, cand, lo, hi) + 1e-3
+                Rc = Rc * (wt / np.maximum(np.linalg.norm(Rc, axis=0), 1e-300))
+            _, Rq, piv = scipy.linalg.qr(Rc, mode="economic", pivoting=True)
             dg = np.abs(np.diag(Rq))
             rank = int(np.sum(dg > dg[0] * 1e-9)) if dg.size and dg[0] > 0 else 0
             Wi = cand[piv[:rank]]
             inW[Wi] = True
             y = -np.linalg.lstsq(R[Wi], r0[Wi], rcond=None)[0]
-        r = r0 + R @ y
-        r[inW] = 0.0
-        up = r > 0.0
-        scale = max(float(np.max(hi - lo)), 1e-300)
-        slope = np.where(inW, 0.0, np.where(up, hi, lo))
-        g_pc = R.T @ slope  # kept up to date as slopes change
-        for step in range(self.walk_max):
-            self.walk_steps += 1
-            new = np.where(inW, 0.0, np.where(up, hi, lo))
-            ch = np.flatnonzero(new != slope)
-            g_pc += R[ch].T @ (new[ch] - slope[ch])
-            slope = new
-            g_s = q + Q @ y
-            g = g_s + g_pc
-            Wi = np.flatnonzero(inW)
-            if Wi.size:
-                Qf, Rq, piv = scipy.linalg.qr(R[Wi].T, pivoting=True, check_finite=False)
-                dg = np.abs(np.diag(Rq))
-                rank = int(np.sum(dg > dg[0] * 1e-10)) if dg.size and dg[0] > 0 else 0
-                Z = Qf[:, rank:]
-            else:
-                Z = np.eye(k)
-            amax = 1.0
-            if Z.shape[1]:
-                Hr = Z.T @ Q @ Z
-                gr = Z.T @ g
-                ev, U = np.linalg.eigh(Hr)
-                big = ev > max(float(ev[-1]), 0.0) * 1e-12 + 1e-300
-                gu = U.T @ gr
-                if np.linalg.norm(gu[~big]) > 1e-12 * max(1.0, float(np.linalg.norm(gr))):
-                    # flat directions with a slope: a ray, stopped by a breakpoint
-                    dv = -(U[:, ~big] @ gu[~big])
-                    amax = np.inf
-                else:
-                    dv = -(U[:, big] @ (gu[big] / ev[big]))
-                dvec = Z @ dv
-            else:
-                dvec = np.zeros(k)
-            ad = R @ dvec
-            ad[inW] = 0.0
-            if np.max(np.abs(ad), initial=0.0) <= 1e-13 and np.abs(dvec @ g_s) <= 1e-15 * max(1.0, abs(float(q @ y))):
-                # stationary on W: multipliers mu of g + R_W^T mu = 0 must lie in [lo, hi]
-                if not Wi.size:
-                    break
-                mu = np.zeros(Wi.size)
-                mu[piv[:rank]] = scipy.linalg.solve_triangular(
-                    Rq[:rank, :rank], -(Qf[:, :rank].T @ g), check_finite=False
-                )
-                viol = np.maximum(lo[Wi] - mu, mu - hi[Wi]) / scale
-                j = int(np.argmax(viol))
-                if viol[j] <= 1e-11:
-                    break
-                inW[Wi[j]] = False
-                up[Wi[j]] = mu[j] > hi[Wi[j]]
-                continue
-            free = ~inW
-            zero = free & (r == 0.0)
-            up0 = np.where(zero, ad > 0.0, up)
-            D0 = float(g_s @ dvec) + float(np.where(free, np.where(up0, hi, lo), 0.0) @ ad)
-            c2 = float(dvec @ Q @ dvec)
-            cross = free & ~zero & (ad != 0.0) & (np.sign(ad) != np.sign(r))
-            idx = np.flatnonzero(cross)
-            alph = -r[idx] / ad[idx]
-            keep = alph <= amax
-            idx, alph = idx[keep], alph[keep]
-            o = np.argsort(alph, kind="stable")
-            idx, alph = idx[o], alph[o]
-            jumps = (hi[idx] - lo[idx]) * np.abs(ad[idx])
-            if D0 >= 0.0:
-                # not a descent direction for the true pieces: a piece at its
-                # kink moves to the side of the larger slope; hold it there
-                bad = np.flatnonzero(zero & (up0 != up) & (ad != 0.0))
-                if not bad.size:
-                    break
-                jb = bad[np.argmax((hi[bad] - lo[bad]) * np.abs(ad[bad]))]
-                inW[jb] = True
-                r[jb] = 0.0
-                continue
-            # exact line search: phi'(a) = D0 + c2 a + (jumps of the breakpoints passed)
-            J_before = np.concatenate([[0.0], np.cumsum(jumps)])
-            after = D0 + c2 * alph + J_before[1:]
-            ka = int(np.argmax(after >= 0.0)) if alph.size and after[-1] >= 0.0 else alph.size
-            a_star, stop = amax, -1
-            if ka < alph.size and D0 + c2 * alph[ka] + J_before[ka] <= 0.0:
-                a_star, stop = alph[ka], int(idx[ka])
-            elif c2 > 0.0 and (ka < alph.size or D0 + c2 * amax + J_before[ka] > 0.0):
-                a_star = -(D0 + J_before[ka]) / c2
-            if not np.isfinite(a_star):
+        walk_max = self.walk_max + int(self.walk_max_per_row * P)
+        code = None
+        if self.walk_kernel:
+            code, y_k, inW_k, up_k, r_k, steps = walk_loop(
+                np.ascontiguousarray(R), r0, lo, hi, q, np.ascontiguousarray(Q), inW, y,
+                walk_max, l2 > 0.0,
+            )
+            self.walk_steps += steps
+            if code == WALK_OK:
+                y, inW, up, r = y_k, inW_k, up_k, r_k
+            elif code != WALK_DEPENDENT:
                 return None
-            y = y + a_star * dvec
-            r = r0 + R @ y if step % 50 == 49 else r + a_star * ad
+        if code != WALK_OK:
+            # the NumPy loop (also the fallback when the kernel's working set
+            # turns numerically dependent: this loop's pivoted QR copes)
+            r = r0 + R @ y
             r[inW] = 0.0
-            up = np.where(zero & (a_star > 0.0), up0, up)
-            moved = free & ~zero
-            up[moved] = np.where(r[moved] != 0.0, r[moved] > 0.0, up[moved])
-            if stop >= 0:
-                inW[stop] = True
-                r[stop] = 0.0
-        else:
-            return None
+            up = r > 0.0
+            scale = max(float(np.max(hi - lo)), 1e-300)
+            slope = np.where(inW, 0.0, np.where(up, hi, lo))
+            g_pc = R.T @ slope  # kept up to date as slopes change
+            for step in range(walk_max):
+                self.walk_steps += 1
+                new = np.where(inW, 0.0, np.where(up, hi, lo))
+                ch = np.flatnonzero(new != slope)
+                g_pc += R[ch].T @ (new[ch] - slope[ch])
+                slope = new
+                g_s = q + Q @ y
+                g = g_s + g_pc
+                Wi = np.flatnonzero(inW)
+                if Wi.size:
+                    Qf, Rq, piv = scipy.linalg.qr(R[Wi].T, pivoting=True, check_finite=False)
+                    dg = np.abs(np.diag(Rq))
+                    rank = int(np.sum(dg > dg[0] * 1e-10)) if dg.size and dg[0] > 0 else 0
+                    Z = Qf[:, rank:]
+                else:
+                    Z = np.eye(k)
+                amax = 1.0
+                if Z.shape[1]:
+                    Hr = Z.T @ Q @ Z
+                    gr = Z.T @ g
+                    ev, U = np.linalg.eigh(Hr)
+                    big = ev > max(float(ev[-1]), 0.0) * 1e-12 + 1e-300
+                    gu = U.T @ gr
+                    if np.linalg.norm(gu[~big]) > 1e-12 * max(1.0, float(np.linalg.norm(gr))):
+                        # flat directions with a slope: a ray, stopped by a breakpoint
+                        dv = -(U[:, ~big] @ gu[~big])
+                        amax = np.inf
+                    else:
+                        dv = -(U[:, big] @ (gu[big] / ev[big]))
+                    dvec = Z @ dv
+                else:
+                    dvec = np.zeros(k)
+                ad = R @ dvec
+                ad[inW] = 0.0
+                if np.max(np.abs(ad), initial=0.0) <= 1e-13 and np.abs(dvec @ g_s) <= 1e-15 * max(1.0, abs(float(q @ y))):
+                    # stationary on W: multipliers mu of g + R_W^T mu = 0 must lie in [lo, hi]
+                    if not Wi.size:
+                        break
+                    mu = np.zeros(Wi.size)
+                    mu[piv[:rank]] = scipy.linalg.solve_triangular(
+                        Rq[:rank, :rank], -(Qf[:, :rank].T @ g), check_finite=False
+                    )
+                    viol = np.maximum(lo[Wi] - mu, mu - hi[Wi]) / scale
+                    j = int(np.argmax(viol))
+                    if viol[j] <= 1e-11:
+                        break
+                    inW[Wi[j]] = False
+                    up[Wi[j]] = mu[j] > hi[Wi[j]]
+                    continue
+                free = ~inW
+                zero = free & (r == 0.0)
+                up0 = np.where(zero, ad > 0.0, up)
+                D0 = float(g_s @ dvec) + float(np.where(free, np.where(up0, hi, lo), 0.0) @ ad)
+                c2 = float(dvec @ Q @ dvec)
+                cross = free & ~zero & (ad != 0.0) & (np.sign(ad) != np.sign(r))
+                idx = np.flatnonzero(cross)
+                alph = -r[idx] / ad[idx]
+                keep = alph <= amax
+                idx, alph = idx[keep], alph[keep]
+                o = np.argsort(alph, kind="stable")
+                idx, alph = idx[o], alph[o]
+                jumps = (hi[idx] - lo[idx]) * np.abs(ad[idx])
+                if D0 >= 0.0:
+                    # not a descent direction for the true pieces: a piece at its
+                    # kink moves to the side of the larger slope; hold it there
+                    bad = np.flatnonzero(zero & (up0 != up) & (ad != 0.0))
+                    if not bad.size:
+                        break
+                    jb = bad[np.argmax((hi[bad] - lo[bad]) * np.abs(ad[bad]))]
+                    inW[jb] = True
+                    r[jb] = 0.0
+                    continue
+                # exact line search: phi'(a) = D0 + c2 a + (jumps of the breakpoints passed)
+                J_before = np.concatenate([[0.0], np.cumsum(jumps)])
+                after = D0 + c2 * alph + J_before[1:]
+                ka = int(np.argmax(after >= 0.0)) if alph.size and after[-1] >= 0.0 else alph.size
+                a_star, stop = amax, -1
+                if ka < alph.size and D0 + c2 * alph[ka] + J_before[ka] <= 0.0:
+                    a_star, stop = alph[ka], int(idx[ka])
+                elif c2 > 0.0 and (ka < alph.size or D0 + c2 * amax + J_before[ka] > 0.0):
+                    a_star = -(D0 + J_before[ka]) / c2
+                if not np.isfinite(a_star):
+                    return None
+                y = y + a_star * dvec
+                r = r0 + R @ y if step % 50 == 49 else r + a_star * ad
+                r[inW] = 0.0
+                up = np.where(zero & (a_star > 0.0), up0, up)
+                moved = free & ~zero
+                up[moved] = np.where(r[moved] != 0.0, r[moved] > 0.0, up[moved])
+                if stop >= 0:
+                    inW[stop] = True
+                    r[stop] = 0.0
+            else:
+                return None
         xf = x + N @ y
         wf = xf[:d].copy()
         bf = float(xf[d]) if self.fit_intercept else 0.0
@@ -566,6 +596,49 @@ class Polisher:
             wf[tiny] = np.where(uc[tiny], 1e-300, -1e-300)
         return zc, wf, bf
 
+    def _interior(self, u, A, pts, cand, lo, hi):
+        """How far inside ``[lo, hi]`` (0 to 1/2) the multiplier of each start candidate lies.
+
+        ``u`` estimates ``dOmega/dt``: the multiplier of a kink point is its
+        ``u_i``, that of a zero coordinate ``w_j`` (l1) is ``-(A^T u)_j``.
+        """
+        u = np.asarray(u, dtype=np.float64)
+        npt = pts.size
+        mu = np.empty(cand.size)
+        is_pt = cand < npt
+        mu[is_pt] = u[pts[cand[is_pt]]]
+        if not is_pt.all():
+            mu[~is_pt] = -(A[:, cand[~is_pt] - npt].T @ u)
+        width = np.maximum(hi[cand] - lo[cand], 1e-300)
+        return np.clip(np.minimum(mu - lo[cand], hi[cand] - mu) / width, 0.0, 0.5)
+
+    def snap(self, t, rel=1e-10):
+        """``t`` with near-ties made exact: a face for :meth:`__call__` read from a point.
+
+        Loss arguments within ``rel`` (relative to the largest magnitude) of
+        the kink are put on it, and runs of sorted losses whose consecutive
+        gaps are within ``rel`` get their block's mean argument (mean
+        magnitude, signs kept, for the even losses).  Used on a warm start,
+        whose point may be an optimum found before.
+        """
+        t = np.array(t, dtype=np.float64)
+        scale = max(1.0, float(np.max(np.abs(t)))) * rel
+        if not self.smooth:
+            t[np.abs(t - self.kink) <= scale] = self.kink
+        sgn = self._signs(t)
+        a = sgn * t
+        order = np.argsort(a, kind="stable")
+        As = a[order]
+        brk = np.empty(t.size, dtype=bool)
+        brk[0] = True
+        np.greater(np.diff(As), scale, out=brk[1:])
+        bid = np.cumsum(brk) - 1
+        mean = np.bincount(bid, weights=As) / np.bincount(bid)
+        a[order] = mean[bid]
+        if not self.smooth:
+            a[np.abs(a - sgn * self.kink) <= scale] = (sgn * self.kink)[np.abs(a - sgn * self.kink) <= scale]
+        return sgn * a
+
     def _full_matrix(self):
         """``s [X, 1]`` over every feature (cached, shared with :meth:`_face`)."""
         d = self.X.shape[1]
@@ -586,7 +659,7 @@ class Polisher:
         spread = np.maximum.reduceat(self.sigma, starts) - np.minimum.reduceat(self.sigma, starts)
         return spread <= 1e-12 * float(self.sigma.max())
 
-    def _face(self, z, w, tol, b=0.0):
+    def _face(self, z, w, tol, b=0.0, u_ref=None):
         """Solve ``F`` on the face read from ``z`` (see the class docstring).
 
         Vectorised: the constraints ``E x = e`` (ties, kink points) are
@@ -743,7 +816,8 @@ class Polisher:
         if not np.all(np.isfinite(x)):
             return None
         g, t = grad(x)
-        cvec = omega * self._dloss(t, beta)
+        c0 = omega * self._dloss(t, beta)
+        cvec = c0.copy()
         if m:
             nu = scipy.linalg.lstsq(E.T, -g, cond=1e-10, check_finite=False)[0]
             k = tie_i.size
@@ -756,7 +830,81 @@ class Polisher:
         f = np.asarray(self.X @ w_new).ravel() + b_new
         t = self.s * f + self.c
         residual = self._certificate(cvec, t, w_new)
+        # The multipliers are not unique when the face has more constraints
+        # than needed (e.g. a large tie block): among them, take the loss
+        # weights closest to the estimate u_ref (the z-step's subgradient,
+        # which lies in dOmega(z)); without one, start from the face's mean
+        # weights c0 (the centre of each block's polytope) and alternate with
+        # the box of the weights; then certify those.
+        if residual > tol and m > p:
+            # (with at most p independent constraints the multipliers are unique)
+            alt = self._closest_weights(A, c0, g, beta, tie_i, tie_r, kinks, u_ref, t)
+            if alt is not None:
+                res_alt = self._certificate(alt, t, w_new)
+                if res_alt < residual:
+                    cvec, residual = alt, res_alt
         return w_new, b_new, residual <= tol, residual, t, -cvec
+
+    def _closest_weights(self, A, c0, g, beta, tie_i, tie_r, kinks, u_ref, t=None):
+        """Loss weights ``c0 + v`` of the face closest to ``u_ref``.
+
+        (``u_ref`` None: closest to ``c0``.)  ``v`` ranges over the multipliers of the face's constraints: any
+        values on the kink points, and on each tie block (``tie_i`` with its
+        representative ``tie_r``) any vector with ``sum beta_i v_i = 0``; it
+        must make the point stationary, ``A^T v = -g``.  With ``P`` the
+        orthogonal projector onto those ``v``: ``v = P (delta + A mu)``,
+        ``delta = u_ref - c0``, ``(P A)^T (P A) mu = -g - (P A)^T delta``.
+        """
+        n = c0.shape[0]
+        delta = np.zeros(n) if u_ref is None else np.asarray(u_ref, dtype=np.float64) - c0
+        grp = np.full(n, -1, dtype=np.int64)
+        nb = 0
+        if tie_i.size:
+            reps = np.unique(tie_r)
+            nb = reps.size
+            grp[reps] = np.arange(nb)
+            grp[tie_i] = np.searchsorted(reps, tie_r)
+        sel = np.flatnonzero(grp >= 0)
+        cnt = np.bincount(grp[sel], minlength=nb).astype(np.float64)
+
+        def proj(V):
+            out = np.zeros_like(V)
+            out[kinks] = V[kinks]
+            if sel.size:
+                bv = beta[sel, None] * V[sel].reshape(sel.size, -1)
+                sums = np.zeros((nb, bv.shape[1]))
+                np.add.at(sums, grp[sel], bv)
+                mean = sums / cnt[:, None]
+                out[sel] = (V[sel].reshape(sel.size, -1) - beta[sel, None] * mean[grp[sel]]).reshape(
+                    V[sel].shape
+                )
+            return out
+
+        PA = proj(A)
+        Kp = np.linalg.pinv(PA.T @ PA, rcond=1e-12)
+        # (only without an estimate: alternating projections cost O(n p) each)
+        box = u_ref is None and self.ap_rounds > 0 and not self.even and t is not None
+        if box:
+            # alternating projections onto the box 0 <= u <= (max sigma) l'(t)
+            # that contains the loss weights (ends on the affine set)
+            cap = float(self.sigma.max()) * (self.loss.derivative(t) if self.smooth else 1.0)
+            cap = cap + 0.0 * c0
+        for it in range(self.ap_rounds + 1 if box else 1):
+            Pd = proj(delta)
+            v = Pd + PA @ (Kp @ (-g - PA.T @ Pd))
+            if not np.all(np.isfinite(v)):
+                return None
+            u = c0 + v
+            if not box:
+                break
+            lo_v, hi_v = float(np.min(u)), float(np.min(cap - u))
+            if min(lo_v, hi_v) >= 0.0:
+                break
+            delta = np.clip(u, 0.0, cap) - c0
+        return u
+
+    #: Alternating projections of :meth:`_closest_weights` (0: none).
+    ap_rounds = 50
 
     #: Newton steps of the smooth face problem.
     newton_max = 30
