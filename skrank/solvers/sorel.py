@@ -49,7 +49,8 @@ _CAP_SHRINK = 0.8
 _CAP_RECOVER = 0.1
 # A face solution (polishing, see sorel's Notes) counts as optimal when its KKT
 # certificate (Polisher._certificate) is below _POLISH_TOL.
-_POLISH_FIRST = 16  # also tried after 16 epochs and at every doubling
+_POLISH_FIRST = 16  # also tried after 16 epochs, then every _POLISH_GROWTH-fold epochs
+_POLISH_GROWTH = 2.0
 _POLISH_COST = 2  # an attempt's expected cost in passes, per coefficient
 _POLISH_TOL = 1e-8
 
@@ -171,6 +172,61 @@ def _build_alias(p, prob, alias, small, large):
     return total
 
 
+_U5 = np.uint64(5)
+_LOW32 = np.uint64(0xFFFFFFFF)
+
+
+@njit(cache=True, inline="always")
+def _pack_alias(i, alias_i):
+    """Entry ``i`` of the packed alias table: ``i`` in the low, ``alias_i`` in the high 32 bits."""
+    return np.int64(i) | (np.int64(alias_i) << np.int64(32))
+
+
+@njit(cache=True)
+def _build_alias_packed(p, total, prob, packed, small, large):
+    """:func:`_build_alias` with the table packed as ``packed[i] = i | alias[i] << 32``.
+
+    ``total`` is ``sum(p)`` (the caller's, summed in the same order); the
+    scale ``n / total`` is applied as one product.  Vose's pairing with the
+    current large entry's probability in a register; on the way ``packed``
+    holds each entry's alias in its high half (:func:`_pack_alias`).
+    """
+    n = p.shape[0]
+    scale = n / total
+    ns, nl = 0, 0
+    for i in range(n):
+        q = p[i] * scale
+        prob[i] = q
+        packed[i] = _pack_alias(i, i)
+        is_small = q < 1.0
+        small[ns] = i
+        large[nl] = i
+        ns += is_small
+        nl += 1 - is_small
+    if nl > 0:
+        g = large[nl - 1]
+        pg = prob[g]
+    while ns > 0 and nl > 0:
+        ns -= 1
+        sm = small[ns]
+        packed[sm] = _pack_alias(sm, g)
+        pg = pg + prob[sm] - 1.0
+        if pg < 1.0:
+            prob[g] = pg
+            nl -= 1
+            small[ns] = g
+            ns += 1
+            if nl > 0:
+                g = large[nl - 1]
+                pg = prob[g]
+    if nl > 0:
+        prob[g] = pg
+    for k in range(nl):
+        prob[large[k]] = 1.0
+    for k in range(ns):
+        prob[small[k]] = 1.0
+
+
 _RADIX_BITS = 11  # two LSD passes on the top 22 bits of a float32 key
 _RADIX_BUCKETS = 1 << _RADIX_BITS
 
@@ -284,6 +340,8 @@ def _resort(vals, perm, f32, keys2, perm2, counts):
         v = vals[perm[j]]
         descents += v < prev
         prev = v
+    if descents == 0:
+        return  # already sorted (the order has settled)
     if descents * 16 < n and _insertion_resort(vals, perm, 2 * n + 64):
         return
     _radix_presort(vals, perm, f32, keys2, perm2, counts)
@@ -506,6 +564,114 @@ def _single_steps(X, s, c, code, param, w, b, gref, mult, prob, alias, rng, step
     b[0] = b0
 
 
+@njit(cache=True, fastmath={"contract"})
+def _single_steps_l2(X, s, c, code, param, w, b, gref, mult, prob, packed, rng, steps, use_alias,
+                     fit_intercept, lr, cst, cst_b, inv_denom, inv_denom_b, icst, smooth, pw, tot):
+    """:func:`_single_steps` without l1 (a lookahead of two samples), the same draws.
+
+    The step ``w' = inv_denom (w + cst) - inv_denom ld x_i`` is linear in
+    ``ld``, so the argument of the sample two steps ahead, ``k``, splits into
+    products that do not depend on the current ``ld``: with
+    ``base = inv_denom w + inv_denom cst``, ``x_k . w' = x_k . base - inv_denom
+    ld x_k . x_i``, and one step later ``x_k . w'' = inv_denom x_k . w' +
+    x_k . (inv_denom cst) - inv_denom ld' x_k . x_j``.  The chain of dependent
+    operations from one step's ``ld`` to the next is then one multiply-add,
+    the loss derivative and two operations; the dot products of the
+    coordinates run alongside (the loop is bound by the number of
+    operations, not their latency).  The same iterates up to rounding.
+
+    Draws: the uniform number and the alias test are those of
+    :func:`_draw`, with the random state in a register and the alias table
+    packed (``packed[i] = i | alias[i] << 32``, :func:`_pack_alias`) so that
+    the choice between ``i`` and ``alias[i]`` is a shift, not an
+    unpredictable branch.  With the alias table, ``mult`` is not read:
+    ``mult_i = tot / smooth_i`` (0 where ``pw_i = 0``) is computed for the
+    drawn samples only.  ``icst`` is a length-``d`` scratch.
+    """
+    n, d = X.shape
+    for a in range(d):
+        icst[a] = inv_denom * cst[a]
+    cb = inv_denom_b * cst_b if fit_intercept else 0.0
+    ib = inv_denom_b if fit_intercept else 0.0
+    b0 = b[0]
+    x = rng[0]
+    nm1 = np.uint64(n - 1)
+    fn = float(n)
+    lr_tot = lr * tot
+    # the first two samples: i (its argument directly) and j
+    x ^= x >> _U12
+    x ^= x << _U25
+    x ^= x >> _U27
+    r = float((x * _MULT) >> _U11) * _INV53 * fn
+    i = min(np.uint64(r), nm1)
+    if use_alias:
+        i = (np.uint64(packed[i]) >> (np.uint64((r - float(i)) >= prob[i]) << _U5)) & _LOW32
+    f = b0
+    for a in range(d):
+        f += X[i, a] * w[a]
+    j = i
+    if steps > 1:
+        x ^= x >> _U12
+        x ^= x << _U25
+        x ^= x >> _U27
+        r = float((x * _MULT) >> _U11) * _INV53 * fn
+        j = min(np.uint64(r), nm1)
+        if use_alias:
+            j = (np.uint64(packed[j]) >> (np.uint64((r - float(j)) >= prob[j]) << _U5)) & _LOW32
+    dot_w = 0.0
+    dot_c = 0.0
+    dot_x = 0.0
+    for a in range(d):
+        xj = X[j, a]
+        dot_w += xj * w[a]
+        dot_c += xj * icst[a]
+        dot_x += xj * X[i, a]
+    # the next sample's argument is f_next - ld * g_next
+    f_next = inv_denom * dot_w + dot_c + (inv_denom_b * b0 + cb if fit_intercept else b0)
+    g_next = inv_denom * dot_x + ib
+    for t in range(steps):
+        k = j  # the sample two steps ahead (a dummy at the end: no draw)
+        if t + 2 < steps:
+            x ^= x >> _U12
+            x ^= x << _U25
+            x ^= x >> _U27
+            r = float((x * _MULT) >> _U11) * _INV53 * fn
+            k = min(np.uint64(r), nm1)
+            if use_alias:
+                k = (np.uint64(packed[k]) >> (np.uint64((r - float(k)) >= prob[k]) << _U5)) & _LOW32
+        if use_alias:
+            lm = lr_tot / smooth[i]
+            lm = lm if pw[i] > 0.0 else 0.0
+        else:
+            lm = lr * mult[i]
+        si = s[i]
+        ld = lm * (si * loss_derivative(code, si * f + c[i], param) - gref[i])
+        ild = inv_denom * ld
+        dot_w = 0.0  # x_k . base
+        dot_i = 0.0  # x_k . x_i
+        dot_x = 0.0  # x_k . x_j
+        dot_c = 0.0  # x_k . icst
+        for a in range(d):
+            base = inv_denom * w[a] + icst[a]
+            xk = X[k, a]
+            xi = X[i, a]
+            dot_w += xk * base
+            dot_i += xk * xi
+            dot_x += xk * X[j, a]
+            dot_c += xk * icst[a]
+            w[a] = base - ild * xi
+        if fit_intercept:
+            b0 = inv_denom_b * b0 + cb - inv_denom_b * ld
+        f = f_next - ld * g_next
+        f_next = (inv_denom * (dot_w - ild * dot_i) + dot_c
+                  + (inv_denom_b * b0 + cb if fit_intercept else b0))
+        g_next = inv_denom * dot_x + ib
+        i = j
+        j = k
+    b[0] = b0
+    rng[0] = x
+
+
 @njit(cache=True)
 def _sorel_epochs(
     X, s, c, sigma, smooth, code, param, w, b, t, losses, losses_prev, lam, perm_z, perm_l,
@@ -612,7 +778,10 @@ def _sorel_epochs(
                 work_n2[i] = pi
                 tot += pi
             use_alias = tot > 0.0
-            if use_alias:
+            if use_alias and batch == 1 and l1 == 0.0:
+                # packed table; _single_steps_l2 computes mult for the drawn samples
+                _build_alias_packed(work_n2, tot, prob, alias, small, large)
+            elif use_alias:
                 _build_alias(work_n2, prob, alias, small, large)
                 for i in range(n):
                     q = tot / smooth[i]  # computed unconditionally: a select, not a branch
@@ -622,6 +791,7 @@ def _sorel_epochs(
                     mult[i] = n * lam[i]
         else:
             use_alias = False
+            tot = 0.0
             for i in range(n):
                 mult[i] = n * lam[i]
         # ---- primal step: variance-reduced proximal steps on P_k
@@ -634,7 +804,11 @@ def _sorel_epochs(
             cst[a] = -lr * gbar[a] + lr * inv_tau * w[a]
         cst_b = -lr * gbar_b + lr * inv_tau * b_anchor
         inv_denom_b = 1.0 / (1.0 + lr * inv_tau)
-        if batch == 1:
+        if batch == 1 and l1 == 0.0:
+            _single_steps_l2(X, s, c, code, param, w, b, gref, mult, prob, alias, rng, steps, use_alias,
+                             fit_intercept, lr, cst, cst_b, inv_denom, inv_denom_b, y_work, smooth,
+                             work_n2, tot if use_alias else 0.0)
+        elif batch == 1:
             _single_steps(X, s, c, code, param, w, b, gref, mult, prob, alias, rng, steps, use_alias,
                           unit_s, fit_intercept, l1, lr, cst, cst_b, inv_denom, inv_denom_b)
         else:
@@ -954,7 +1128,7 @@ def sorel(
         # its work stays below half of SOREL's own (one attempt: ~_POLISH_COST p passes)
         affordable = polisher.work / (2 * n * p) + _POLISH_COST * p <= 0.5 * per_epoch_passes * done
         if affordable and (done >= max_epochs or (early_polish and done >= next_polish)):
-            next_polish = 2 * max(done, _POLISH_FIRST // 2)
+            next_polish = max(int(np.ceil(_POLISH_GROWTH * done)), done + 1, _POLISH_FIRST)
             start = time.perf_counter()
             kept, polished = _try_polish(polisher, X, s, c, w, b, lam, hist[done], done >= max_epochs)
             elapsed += time.perf_counter() - start
