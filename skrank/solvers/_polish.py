@@ -11,6 +11,7 @@ import scipy.linalg
 import scipy.special
 
 from ..losses import ABSOLUTE, HINGE, HUBER, LOGISTIC, SQUARED
+from ._tie_walk import tie_walk
 from ._walk_kernel import WALK_DEPENDENT, WALK_OK, walk_loop
 
 #: Losses the polisher handles: the two piecewise-linear ones and the smooth
@@ -133,8 +134,11 @@ class Polisher:
     def from_dual(self, t, lam, w, b, tol):
         """Polish from an approximate primal-dual pair (``t = s (X w + b) + c``, ``lam``).
 
-        Used after SOREL, whose iterate has no exact ties.  Two readings of
-        the tie blocks are tried:
+        Used after SOREL, whose iterate has no exact ties.  Without an l1
+        part the face is found by the active-set walk of
+        :func:`skrank.solvers._tie_walk.tie_walk` from ``(w, b)``.  With
+        one (the walk keeps the zero set fixed), two readings of the tie
+        blocks are tried instead:
 
         * from the dual weights: ``lam`` lies in the permutahedron of
           ``sigma``; paired with the losses in ascending order, its prefix
@@ -152,6 +156,8 @@ class Polisher:
         result, else the best by ``F``, else None.
         """
         t = np.asarray(t, dtype=np.float64)
+        if self.smooth and self.penalty.l1 == 0.0:
+            return tie_walk(self, t, w, b, tol)
         L = self.loss.value(t)
         order = np.argsort(L, kind="stable")
         sgn = self._signs(t)

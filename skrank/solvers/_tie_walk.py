@@ -1,0 +1,299 @@
+"""Primal active-set walk over tie groups, for the smooth losses of the polisher.
+
+:meth:`skrank.solvers._polish.Polisher.from_dual` reads a face (the blocks of
+tied losses) from an approximate solution and solves it.  Near the jump of a
+superquantile the reading is ambiguous: samples that are not tied at the
+optimum have losses as close to the quantile as those that are.  This walk
+finds the face instead, from the approximate point ``(w, b)``:
+
+1. solve ``F`` on the current face (:meth:`Polisher._face`), ties given by
+   the current groups, ranks by the current order of the losses;
+2. move towards that solution until two samples on either side of a rank at
+   which ``sigma`` jumps reach equal losses (a ratio test on the loss
+   arguments, which are linear along the segment); they form, or join, a tie
+   group, and the walk goes back to 1;
+3. at the face solution, when a group's loss weights (the KKT multipliers,
+   ``lambda_i = u_i / l'(t_i)``) leave the permutahedron of ``sigma`` over
+   the group's ranks, the group is split at its most violated prefix
+   inequality: the members of smallest (largest) weight form a group of the
+   lower (upper) ranks.
+
+Each face solve is exact for the squared loss and Newton's method otherwise.
+The walk ends at a point whose KKT certificate holds (the optimum), or after
+``max_steps`` face solves.  It is the standard primal active-set method for a
+convex piecewise-smooth problem, with the pieces given by the order of the
+losses; the ordering is monotone in ``u = sign(t) t`` for the even losses and
+in ``t`` for the logistic loss, so the ratio test is linear in the step.
+"""
+
+import numpy as np
+import scipy.linalg
+
+from ..losses import SQUARED
+
+
+def _snap(u, gid):
+    """``u`` with every group set to its mean."""
+    size = np.bincount(gid)
+    mean = np.bincount(gid, weights=u) / np.maximum(size, 1)
+    return mean[gid]
+
+
+def _first_crossing(uo, do, go, jumps, window=32, budget=4096):
+    """First ``s`` in ``(0, 1)`` at which the order across a jump of ``sigma`` changes.
+
+    ``uo``, ``do``, ``go``: the key, its rate of change and the group of each
+    sample, in ascending order of the key (groups contiguous).  At each
+    rank ``k`` of ``jumps``, samples below and above ``k`` in different groups
+    cross at ``s = (u_j - u_i) / (d_i - d_j)`` when ``d_i > d_j``.  Only the
+    samples within ``width`` positions of ``k`` are paired (``width`` up to
+    ``window``, at most ``budget`` pairs in all); the result is verified on
+    all samples (prefix maxima against suffix minima: two lines cross at
+    most once) and the width grows until it holds.  Returns ``(s, i, j)``
+    with positions in the order, or ``(1.0, -1, -1)`` when nothing crosses
+    before ``s = 1``.
+    """
+    n = uo.shape[0]
+    width = max(1, min(window, int(np.sqrt(budget / max(jumps.size, 1)))))
+    while True:
+        offs = np.arange(width)
+        low = (jumps[:, None] - 1 - offs[None, :])  # (J, width): positions below k
+        high = (jumps[:, None] + offs[None, :])     # positions at or above k
+        low_ok, high_ok = low >= 0, high < n
+        low, high = np.clip(low, 0, n - 1), np.clip(high, 0, n - 1)
+        i = low[:, :, None]
+        j = high[:, None, :]
+        rate = do[i] - do[j]
+        ok = (rate > 0.0) & (go[i] != go[j]) & low_ok[:, :, None] & high_ok[:, None, :]
+        s = np.where(ok, np.maximum(uo[j] - uo[i], 0.0) / np.where(ok, rate, 1.0), np.inf)
+        flat = int(np.argmin(s)) if s.size else 0
+        s_best = min(float(s.flat[flat]), 1.0) if s.size else 1.0
+        if width >= n:
+            break
+        at = uo + s_best * do
+        pmax = np.maximum.accumulate(at)
+        smin = np.minimum.accumulate(at[::-1])[::-1]
+        scale = np.maximum(np.abs(pmax[jumps - 1]), 1e-300)
+        if np.all(pmax[jumps - 1] <= smin[jumps] + 1e-12 * scale):
+            break
+        width *= 4
+    if s.size == 0 or not np.isfinite(s.flat[flat]) or s.flat[flat] >= 1.0:
+        return 1.0, -1, -1
+    jj, a, c = np.unravel_index(flat, s.shape)
+    return s_best, int(low[jj, a]), int(high[jj, c])
+
+
+def tie_walk(polisher, t, w, b, tol, max_steps=None):
+    """Walk from ``(w, b)`` (loss arguments ``t``) to the optimum's face; see the module docstring.
+
+    Returns the output of :meth:`Polisher._face` at the last face solved
+    (``(w, b, certified, residual, t, lambda)``), or None.
+    """
+    P = polisher
+    if not P.smooth or P.penalty.l1 > 0.0:
+        return None
+    n = t.shape[0]
+    p = P.X.shape[1] + int(P.fit_intercept)
+    if max_steps is None:
+        max_steps = 2 * p + 8
+    sigma = P.sigma
+    total = float(sigma.sum())
+    jumps = np.flatnonzero(np.diff(sigma) > 1e-12 * max(total, 1e-300)) + 1
+    if jumps.size == 0:
+        return None
+    t = np.asarray(t, dtype=np.float64).copy()
+    w = np.asarray(w, dtype=np.float64).copy()
+    sgn = P._signs(t)
+    u = sgn * t
+    # exactly equal keys (duplicate rows) start in one group
+    _, gid = np.unique(u, return_inverse=True)
+    gid = gid.ravel()
+    quad = _QuadraticFace(P) if P.loss.code == SQUARED else None
+    out, last_split = None, None
+    order = np.lexsort((gid, u))
+    for _ in range(max_steps):
+        us = _snap(u, gid)
+        # the order changes little per step: a stable sort from the last one is O(n)
+        order = order[np.argsort(us[order], kind="stable")]
+        if quad is not None:
+            x = np.append(w, b) if P.fit_intercept else w
+            out = quad.solve(order, gid, sgn, x, tol, certify=False)
+        else:
+            out = P._face(sgn * us, w, tol, b)
+            P.work += n * p  # the loss arguments of the face solution
+        if out is None or out[2]:
+            return out
+        w_f, b_f, _, _, t_f, lam = out
+        du = sgn * t_f - us
+        s, i, j = _first_crossing(us[order], du[order], gid[order], jumps)
+        if i >= 0:
+            gi, gj = gid[order[i]], gid[order[j]]
+            if last_split is not None and {gi, gj} == last_split and s < 1e-6:
+                return None  # the split is undone at once: a degenerate face, give up
+            w = w + s * (w_f - w)
+            b = b + s * (b_f - b)
+            u = us + s * du
+            gid[gid == gj] = gi
+            last_split = None
+            continue
+        w, b, u = np.asarray(w_f, dtype=np.float64).copy(), b_f, sgn * t_f
+        order = order[np.argsort(_snap(u, gid)[order], kind="stable")]
+        split = _split_worst(P, gid, -np.asarray(lam), t_f, order)
+        if split is None:
+            # no crossing and feasible weights: the KKT point of F (certified below)
+            return quad.certify(out) if quad is not None else out
+        members, side = split
+        old = gid[members[0]]
+        gid[members] = gid.max() + 1
+        last_split = {old, gid[members[0]]}
+        # just below / above the rest of their old group, so that the next face
+        # solve ranks them there
+        u[members] += side * 1e-9 * np.maximum(1.0, np.abs(u[members]))
+    return None
+
+
+def _split_worst(P, gid, grad, t, order):
+    """The members to split off the group that violates the permutahedron most, and their side.
+
+    ``grad`` is ``dOmega/dt`` at the face solution; the weights are
+    ``grad / l'(t)``.  A group of ranks ``r .. r + m - 1`` needs the sum of
+    its ``q`` smallest weights at least the sum of ``sigma[r : r + q]`` and
+    the sum of its ``q`` largest at most that of ``sigma[r + m - q : r + m]``.
+    Returns ``(members, side)``: the ``q`` members of the most violated
+    inequality and ``-1`` (they go below the rest) or ``+1`` (above); None
+    when every group's weights are feasible.
+    """
+    weights = P._weights_from_gradient(grad, t)
+    sigma = P.sigma
+    top = float(sigma.max())
+    go = gid[order]
+    starts = np.flatnonzero(np.concatenate([[True], go[1:] != go[:-1]]))
+    stops = np.append(starts[1:], go.size)
+    worst, split = 1e-9 * top, None
+    for r, e in zip(starts[stops - starts >= 2], stops[stops - starts >= 2]):
+        members = order[r:e]
+        wm = weights[members]
+        srt = np.argsort(wm, kind="stable")
+        low = np.cumsum(wm[srt])[:-1] - np.cumsum(sigma[r:e])[:-1]  # must be >= 0
+        q_low = int(np.argmin(low))
+        if -low[q_low] > worst:
+            worst, split, side = -low[q_low], members[srt[: q_low + 1]], -1.0
+        high = np.cumsum(wm[srt[::-1]])[:-1] - np.cumsum(sigma[r:e][::-1])[:-1]  # must be <= 0
+        q_high = int(np.argmax(high))
+        if high[q_high] > worst:
+            worst, split, side = high[q_high], members[srt[::-1][: q_high + 1]], 1.0
+    if split is None:
+        return None
+    return split, side
+
+
+class _QuadraticFace:
+    """Face solves for the squared loss with an l2 penalty, from groups given explicitly.
+
+    The face problem is a quadratic: ``min 1/2 sum_i omega_i t_i^2 +
+    l2/2 ||w||^2`` with ``t = A x + c``, ``x = (w, b)``, subject to
+    ``sign(t_i) t_i = sign(t_r) t_r`` inside every group over whose ranks
+    ``sigma`` varies (``r`` its first member); ``omega_i`` is the mean of
+    ``sigma`` over the ranks of ``i``'s group.  ``G = A^T diag(omega) A`` and
+    ``A^T (omega c)`` are kept between solves and updated for the samples
+    whose ``omega`` changed (a walk step changes few), so a solve costs
+    ``O(k p^2 + p^3)`` for ``k`` changed weights, plus the ``O(n p)`` of the
+    new loss arguments and of the certificate.
+    """
+
+    def __init__(self, polisher):
+        P = self.P = polisher
+        n, d = P.X.shape
+        X = P.X.toarray() if hasattr(P.X, "toarray") else np.asarray(P.X)
+        self.p = d + int(P.fit_intercept)
+        A = np.empty((n, self.p))
+        A[:, :d] = X
+        if P.fit_intercept:
+            A[:, d] = 1.0
+        self.A = A * P.s[:, None]
+        self.D = np.zeros(self.p)
+        self.D[:d] = P.penalty.l2
+        self.omega = np.zeros(n)
+        self.G = np.zeros((self.p, self.p))
+        self.h = np.zeros(self.p)
+
+    def _update(self, omega):
+        A, c = self.A, self.P.c
+        changed = np.flatnonzero(omega != self.omega)
+        if changed.size > omega.shape[0] // 4:
+            nz = np.flatnonzero(omega)
+            An = A[nz]
+            self.G = An.T @ (omega[nz, None] * An)
+            self.h = An.T @ (omega[nz] * c[nz])
+            self.P.work += nz.size * self.p * self.p
+        elif changed.size:
+            delta = omega[changed] - self.omega[changed]
+            Ak = A[changed]
+            self.G += Ak.T @ (delta[:, None] * Ak)
+            self.h += Ak.T @ (delta * c[changed])
+            self.P.work += changed.size * self.p * self.p
+        self.omega = omega
+
+    def certify(self, out):
+        """``out`` of :meth:`solve` with its KKT certificate evaluated."""
+        w, b, _, _, t, lam = out
+        residual = self.P._certificate(-lam, t, w)
+        self.P.work += t.shape[0] * self.p  # X^T lambda
+        return w, b, residual <= self.tol, residual, t, lam
+
+    def solve(self, order, gid, sgn, x, tol, certify=True):
+        """``(w, b, certified, residual, t, lambda)`` on the face of the groups ``gid``.
+
+        ``order`` sorts the samples by loss, groups contiguous; ``x`` is the
+        current point ``(w, b)``, projected onto the face first.
+        """
+        P, A, c = self.P, self.A, self.P.c
+        n = order.shape[0]
+        sigma = P.sigma
+        go = gid[order]
+        start = np.concatenate([[True], go[1:] != go[:-1]])
+        blk = np.cumsum(start) - 1
+        size = np.bincount(blk)
+        sig_sum = np.bincount(blk, weights=sigma)
+        spread = np.maximum.reduceat(sigma, np.flatnonzero(start)) - np.minimum.reduceat(
+            sigma, np.flatnonzero(start))
+        omega = np.empty(n)
+        omega[order] = (sig_sum / size)[blk]
+        self._update(omega)
+        tied = (size[blk] >= 2) & (spread[blk] > 1e-12 * float(sigma.max())) & ~start
+        rep_pos = np.flatnonzero(start)[blk]
+        tie_i, tie_r = order[tied], order[rep_pos[tied]]
+        E = sgn[tie_i, None] * A[tie_i] - sgn[tie_r, None] * A[tie_r]
+        e = sgn[tie_r] * c[tie_r] - sgn[tie_i] * c[tie_i]
+        H = self.G + np.diag(self.D)
+        x = np.array(x, dtype=np.float64)
+        if E.shape[0]:
+            x = x - scipy.linalg.lstsq(E, E @ x - e, cond=1e-10, check_finite=False)[0]
+            R = E if E.shape[0] <= self.p else np.linalg.qr(E, mode="r")
+            _, S, Vt = np.linalg.svd(R, full_matrices=True)
+            rank = int(np.sum(S > S[0] * 1e-10)) if S.size and S[0] > 0 else 0
+            N = Vt[rank:].T
+        else:
+            N = np.eye(self.p)
+        if N.shape[1]:
+            g = H @ x + self.h
+            Hr = N.T @ H @ N
+            try:
+                x = x - N @ scipy.linalg.solve(Hr, N.T @ g, assume_a="pos", check_finite=False)
+            except (np.linalg.LinAlgError, ValueError):
+                x = x - N @ np.linalg.lstsq(Hr, N.T @ g, rcond=None)[0]
+        if not np.all(np.isfinite(x)):
+            return None
+        t = A @ x + c
+        cvec = omega * t
+        if E.shape[0]:
+            nu = scipy.linalg.lstsq(E.T, -(H @ x + self.h), cond=1e-10, check_finite=False)[0]
+            np.add.at(cvec, tie_i, nu * sgn[tie_i])
+            np.add.at(cvec, tie_r, -nu * sgn[tie_r])
+        d = P.X.shape[1]
+        w = x[:d].copy()
+        b = float(x[d]) if P.fit_intercept else 0.0
+        P.work += n * self.p  # t = A x
+        self.tol = tol
+        out = (w, b, False, np.inf, t, -cvec)
+        return self.certify(out) if certify else out
