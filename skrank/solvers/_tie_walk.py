@@ -15,8 +15,9 @@ finds the face instead, from the approximate point ``(w, b)``:
 3. at the face solution, when a group's loss weights (the KKT multipliers,
    ``lambda_i = u_i / l'(t_i)``) leave the permutahedron of ``sigma`` over
    the group's ranks, the group is split at its most violated prefix
-   inequality: the members of smallest (largest) weight form a group of the
-   lower (upper) ranks.
+   inequality: the members of smallest weight form a group of the lower
+   ranks.  Where the next step would undo the split at once (a degenerate
+   face, whose multipliers are not unique), the next violated cut is tried.
 
 Each face solve is exact for the squared loss and Newton's method otherwise.
 The walk ends at a point whose KKT certificate holds (the optimum), or after
@@ -105,16 +106,21 @@ def tie_walk(polisher, t, w, b, tol, max_steps=None):
     w = np.asarray(w, dtype=np.float64).copy()
     sgn = P._signs(t)
     u = sgn * t
-    # exactly equal keys (duplicate rows) start in one group
-    _, gid = np.unique(u, return_inverse=True)
-    gid = gid.ravel()
-    quad = _QuadraticFace(P) if P.loss.code == SQUARED else None
-    out, last_split = None, None
+    A = _design(P)
+    # samples with equal rows of [A, c] (duplicates) have equal losses at every
+    # point: they form one group from the start and are never split
+    _, atom = np.unique(np.column_stack([A, P.c]), axis=0, return_inverse=True)
+    atom = atom.ravel()
+    gid = atom.copy()
+    quad = _QuadraticFace(P, A) if P.loss.code == SQUARED else None
+    out, undo = None, None
     order = np.lexsort((gid, u))
     for _ in range(max_steps):
         us = _snap(u, gid)
         # the order changes little per step: a stable sort from the last one is O(n)
         order = order[np.argsort(us[order], kind="stable")]
+        _dissolve_flat(gid, atom, order, sigma)
+        us = _snap(u, gid)
         if quad is not None:
             x = np.append(w, b) if P.fit_intercept else w
             out = quad.solve(order, gid, sgn, x, tol, certify=False)
@@ -128,63 +134,100 @@ def tie_walk(polisher, t, w, b, tol, max_steps=None):
         s, i, j = _first_crossing(us[order], du[order], gid[order], jumps)
         if i >= 0:
             gi, gj = gid[order[i]], gid[order[j]]
-            if last_split is not None and {gi, gj} == last_split and s < 1e-6:
-                return None  # the split is undone at once: a degenerate face, give up
+            if undo is not None and {gi, gj} == undo[0] and s < 1e-6:
+                # the split is undone at once (a degenerate face, whose
+                # multipliers are not unique): try the next cut instead
+                _, gid, u, cuts = undo
+                if not cuts:
+                    return None
+                undo = _apply_cut(cuts, gid, u)
+                continue
             w = w + s * (w_f - w)
             b = b + s * (b_f - b)
             u = us + s * du
             gid[gid == gj] = gi
-            last_split = None
+            undo = None
             continue
         w, b, u = np.asarray(w_f, dtype=np.float64).copy(), b_f, sgn * t_f
         order = order[np.argsort(_snap(u, gid)[order], kind="stable")]
-        split = _split_worst(P, gid, -np.asarray(lam), t_f, order)
-        if split is None:
+        cuts = _violated_cuts(P, gid, atom, -np.asarray(lam), t_f, order)
+        if not cuts:
             # no crossing and feasible weights: the KKT point of F (certified below)
             return quad.certify(out) if quad is not None else out
-        members, side = split
-        old = gid[members[0]]
-        gid[members] = gid.max() + 1
-        last_split = {old, gid[members[0]]}
-        # just below / above the rest of their old group, so that the next face
-        # solve ranks them there
-        u[members] += side * 1e-9 * np.maximum(1.0, np.abs(u[members]))
+        undo = _apply_cut(cuts, gid, u)
     return None
 
 
-def _split_worst(P, gid, grad, t, order):
-    """The members to split off the group that violates the permutahedron most, and their side.
+def _dissolve_flat(gid, atom, order, sigma):
+    """Groups over whose ranks ``sigma`` is constant are no constraint: back to their atoms."""
+    go = gid[order]
+    start = np.flatnonzero(np.concatenate([[True], go[1:] != go[:-1]]))
+    stop = np.append(start[1:], go.size)
+    multi = stop - start >= 2
+    start, stop = start[multi], stop[multi]
+    flat = sigma[stop - 1] - sigma[start] <= 1e-12 * float(sigma.max())  # sigma is sorted
+    for r, e in zip(start[flat], stop[flat]):
+        members = order[r:e]
+        gid[members] = atom[members]
+
+
+def _apply_cut(cuts, gid, u):
+    """Split off the members of ``cuts[0]`` (in place); the state to undo it, with the other cuts."""
+    saved = (gid.copy(), u.copy(), cuts[1:])
+    members = cuts[0]
+    old = gid[members[0]]
+    gid[members] = gid.max() + 1
+    # just below the rest of their old group, so that the next face solve
+    # ranks them there
+    u[members] -= 1e-9 * np.maximum(1.0, np.abs(u[members]))
+    return ({old, gid[members[0]]},) + saved
+
+
+def _violated_cuts(P, gid, atom, grad, t, order, most=4):
+    """Splits of tie groups whose loss weights leave the permutahedron, most violated first.
 
     ``grad`` is ``dOmega/dt`` at the face solution; the weights are
     ``grad / l'(t)``.  A group of ranks ``r .. r + m - 1`` needs the sum of
-    its ``q`` smallest weights at least the sum of ``sigma[r : r + q]`` and
-    the sum of its ``q`` largest at most that of ``sigma[r + m - q : r + m]``.
-    Returns ``(members, side)``: the ``q`` members of the most violated
-    inequality and ``-1`` (they go below the rest) or ``+1`` (above); None
-    when every group's weights are feasible.
+    any ``q`` of its weights at least the sum of ``sigma[r : r + q]`` (and
+    then the other ``m - q`` at most that of the top ranks: the totals are
+    equal).  Samples of one ``atom`` (duplicates) stay together: the cuts
+    are those of the atoms in ascending order of their mean weight.  Returns
+    up to ``most`` arrays of members: those below a violated cut, which are
+    to go below the rest of their group.
     """
     weights = P._weights_from_gradient(grad, t)
     sigma = P.sigma
-    top = float(sigma.max())
     go = gid[order]
     starts = np.flatnonzero(np.concatenate([[True], go[1:] != go[:-1]]))
     stops = np.append(starts[1:], go.size)
-    worst, split = 1e-9 * top, None
-    for r, e in zip(starts[stops - starts >= 2], stops[stops - starts >= 2]):
+    multi = stops - starts >= 2
+    found = []
+    for r, e in zip(starts[multi], stops[multi]):
         members = order[r:e]
-        wm = weights[members]
-        srt = np.argsort(wm, kind="stable")
-        low = np.cumsum(wm[srt])[:-1] - np.cumsum(sigma[r:e])[:-1]  # must be >= 0
-        q_low = int(np.argmin(low))
-        if -low[q_low] > worst:
-            worst, split, side = -low[q_low], members[srt[: q_low + 1]], -1.0
-        high = np.cumsum(wm[srt[::-1]])[:-1] - np.cumsum(sigma[r:e][::-1])[:-1]  # must be <= 0
-        q_high = int(np.argmax(high))
-        if high[q_high] > worst:
-            worst, split, side = high[q_high], members[srt[::-1][: q_high + 1]], 1.0
-    if split is None:
-        return None
-    return split, side
+        _, inv = np.unique(atom[members], return_inverse=True)
+        inv = inv.ravel()
+        w_sum = np.bincount(inv, weights=weights[members])
+        count = np.bincount(inv)
+        if count.size < 2:
+            continue
+        srt = np.argsort(w_sum / count, kind="stable")
+        cut = np.cumsum(count[srt])[:-1]  # ranks below each cut, within the group
+        slack = np.cumsum(w_sum[srt])[:-1] - np.cumsum(sigma[r:e])[cut - 1]  # must be >= 0
+        for q in np.flatnonzero(slack < -1e-9 * float(sigma.max())):
+            found.append((slack[q], members[np.isin(inv, srt[: q + 1])]))
+    found.sort(key=lambda f: f[0])
+    return [f[1] for f in found[:most]]
+
+
+def _design(P):
+    """``A = s [X, 1]`` (dense; the intercept column only with ``fit_intercept``)."""
+    n, d = P.X.shape
+    X = P.X.toarray() if hasattr(P.X, "toarray") else np.asarray(P.X)
+    A = np.empty((n, d + int(P.fit_intercept)))
+    A[:, :d] = X
+    if P.fit_intercept:
+        A[:, d] = 1.0
+    return A * P.s[:, None]
 
 
 class _QuadraticFace:
@@ -201,16 +244,11 @@ class _QuadraticFace:
     new loss arguments and of the certificate.
     """
 
-    def __init__(self, polisher):
+    def __init__(self, polisher, A):
         P = self.P = polisher
         n, d = P.X.shape
-        X = P.X.toarray() if hasattr(P.X, "toarray") else np.asarray(P.X)
-        self.p = d + int(P.fit_intercept)
-        A = np.empty((n, self.p))
-        A[:, :d] = X
-        if P.fit_intercept:
-            A[:, d] = 1.0
-        self.A = A * P.s[:, None]
+        self.p = A.shape[1]
+        self.A = A
         self.D = np.zeros(self.p)
         self.D[:d] = P.penalty.l2
         self.omega = np.zeros(n)

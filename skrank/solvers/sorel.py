@@ -1025,10 +1025,11 @@ def sorel(
     Polishing (skrank's addition, not in the paper).  SOREL converges
     linearly but slowly when many samples are tied at a jump of ``sigma``
     (a superquantile or top-k with few samples in the tail): the dual must
-    then find the tied samples' fractional weights.  Its iterate already
-    tells which samples they are (the blocks of the face its ``lam`` lies
-    on), and on that face ``F`` is smooth: :class:`Polisher` solves it by
-    Newton's method and certifies the result by the KKT conditions.  For
+    then find the tied samples' fractional weights.  From SOREL's iterate
+    a primal active-set walk over groups of tied samples
+    (:func:`skrank.solvers._tie_walk.tie_walk`) finds the face of the
+    optimum, on which ``F`` is smooth; the result is kept only with a KKT
+    certificate.  For
     risks whose ``sigma`` is flat next to a jump (superquantile, top-k) it
     is tried after 16 epochs and at every doubling of the epoch count; for
     every risk at the end; but only while its work (with ``2 p`` passes for
