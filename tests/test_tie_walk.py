@@ -98,7 +98,8 @@ def test_quadratic_face_agrees_with_the_polisher_face(fit_intercept):
     us = u.copy()
     us[order[k - 2: k + 2]] = u[order[k - 2: k + 2]].mean()
     x = np.append(w, 0.0) if fit_intercept else w
-    quad = _QuadraticFace(P, _design(P)).solve(order, gid, sgn, x, 1e-8)
+    qf = _QuadraticFace(P, _design(P))
+    quad = qf.certify(qf.solve(order, gid, sgn, x), 1e-8)
     ref = P._face(sgn * us, w, 1e-8, 0.0)
     np.testing.assert_allclose(quad[0], ref[0], rtol=1e-9, atol=1e-10)
     assert quad[1] == pytest.approx(ref[1], abs=1e-10)
@@ -151,3 +152,18 @@ def test_walk_declines_an_l1_penalty():
     P, s, c = _polisher(X, y, Superquantile(0.5), get_loss("squared"), get_penalty("elasticnet", 0.1, 0.5))
     w = np.zeros(X.shape[1])
     assert tie_walk(P, s * (X @ w) + c, w, 0.0, 1e-8) is None
+
+
+def test_walk_stops_at_its_work_budget():
+    X, y = _regression(n=200, seed=7)
+    risk, loss, pen = Superquantile(0.7), get_loss("squared"), get_penalty("l2", 1e-2)
+    rough = sorel(X, y, risk, loss, pen, max_epochs=10, random_state=0, polish=False)
+    P, s, c = _polisher(X, y, risk, loss, pen)
+    t = s * (X @ rough.coef + rough.intercept) + c
+    free = tie_walk(P, t, rough.coef, rough.intercept, 1e-8)
+    assert free is not None and free[2]
+    spent = P.work
+    assert spent > 0
+    P.work = 0
+    assert tie_walk(P, t, rough.coef, rough.intercept, 1e-8, max_work=spent / 10) is None
+    assert P.work <= spent  # it stopped early

@@ -131,7 +131,7 @@ class Polisher:
     #: reads a prefix-sum inequality of the permutahedron as tight.
     dual_tolerances = (1e-2, 1e-3, 1e-5, 1e-7)
 
-    def from_dual(self, t, lam, w, b, tol):
+    def from_dual(self, t, lam, w, b, tol, max_work=None):
         """Polish from an approximate primal-dual pair (``t = s (X w + b) + c``, ``lam``).
 
         Used after SOREL, whose iterate has no exact ties.  Without an l1
@@ -153,11 +153,12 @@ class Polisher:
         Each block over which ``sigma`` varies is snapped to its mean loss
         argument (mean magnitude, signs kept, for the even losses) and
         :meth:`__call__` solves the face.  Returns the first certified
-        result, else the best by ``F``, else None.
+        result, else the best by ``F``, else None.  ``max_work`` caps the
+        walk's multiply-adds (counted in :attr:`work`).
         """
         t = np.asarray(t, dtype=np.float64)
         if self.smooth and self.penalty.l1 == 0.0:
-            return tie_walk(self, t, w, b, tol)
+            return tie_walk(self, t, w, b, tol, max_work=max_work)
         L = self.loss.value(t)
         order = np.argsort(L, kind="stable")
         sgn = self._signs(t)

@@ -84,78 +84,175 @@ def _first_crossing(uo, do, go, jumps, window=32, budget=4096):
     return s_best, int(low[jj, a]), int(high[jj, c])
 
 
-def tie_walk(polisher, t, w, b, tol, max_steps=None):
+def tie_walk(polisher, t, w, b, tol, max_steps=None, max_work=None):
     """Walk from ``(w, b)`` (loss arguments ``t``) to the optimum's face; see the module docstring.
 
-    Returns the output of :meth:`Polisher._face` at the last face solved
-    (``(w, b, certified, residual, t, lambda)``), or None.
+    Returns ``(w, b, certified, residual, t, lambda)`` as
+    :meth:`Polisher._face` does, or None when the walk gives up: after
+    ``max_steps`` face solves (default ``4 p + 16``), or once its
+    multiply-adds (counted in ``polisher.work``) exceed ``max_work``.
     """
     P = polisher
     if not P.smooth or P.penalty.l1 > 0.0:
         return None
     n = t.shape[0]
-    p = P.X.shape[1] + int(P.fit_intercept)
-    if max_steps is None:
-        max_steps = 2 * p + 8
     sigma = P.sigma
     total = float(sigma.sum())
     jumps = np.flatnonzero(np.diff(sigma) > 1e-12 * max(total, 1e-300)) + 1
     if jumps.size == 0:
         return None
-    t = np.asarray(t, dtype=np.float64).copy()
-    w = np.asarray(w, dtype=np.float64).copy()
-    sgn = P._signs(t)
-    u = sgn * t
     A = _design(P)
+    p = A.shape[1]
+    if max_steps is None:
+        max_steps = 4 * p + 16
+    t = np.asarray(t, dtype=np.float64)
+    x = np.append(w, b) if P.fit_intercept else np.array(w, dtype=np.float64)
+    sgn = P._signs(t)
     # samples with equal rows of [A, c] (duplicates) have equal losses at every
     # point: they form one group from the start and are never split
     _, atom = np.unique(np.column_stack([A, P.c]), axis=0, return_inverse=True)
     atom = atom.ravel()
     gid = atom.copy()
     quad = _QuadraticFace(P, A) if P.loss.code == SQUARED else None
-    out, undo = None, None
-    order = np.lexsort((gid, u))
+    keys = _Keys(P, A, sgn, x, sgn * t)
+    undo = None
+    order = np.lexsort((gid, keys.u))
+    stop_at = np.inf if max_work is None else P.work + max_work
     for _ in range(max_steps):
-        us = _snap(u, gid)
+        if P.work > stop_at:
+            return None
         # the order changes little per step: a stable sort from the last one is O(n)
-        order = order[np.argsort(us[order], kind="stable")]
+        order = order[np.argsort(_snap(keys.u, gid)[order], kind="stable")]
         _dissolve_flat(gid, atom, order, sigma)
-        us = _snap(u, gid)
         if quad is not None:
-            x = np.append(w, b) if P.fit_intercept else w
-            out = quad.solve(order, gid, sgn, x, tol, certify=False)
+            face = quad.solve(order, gid, sgn, x)
+            if face is None:
+                return None
+            x_f = face[0]
+            live = keys.live(order, jumps, x, x_f, np.bincount(gid)[gid] >= 2)
+            u_x, u_f = keys.at_current(live, x), keys.exact(live, x_f)
         else:
-            out = P._face(sgn * us, w, tol, b)
+            out = P._face(sgn * _snap(keys.u, gid), x[:P.X.shape[1]], tol,
+                          float(x[-1]) if P.fit_intercept else 0.0)
+            if out is None or out[2]:
+                return out
+            x_f = np.append(out[0], out[1]) if P.fit_intercept else out[0]
+            live = np.arange(n)
+            u_x, u_f = _snap(keys.u, gid), sgn * out[4]
             P.work += n * p  # the loss arguments of the face solution
-        if out is None or out[2]:
-            return out
-        w_f, b_f, _, _, t_f, lam = out
-        du = sgn * t_f - us
-        s, i, j = _first_crossing(us[order], du[order], gid[order], jumps)
+        # ratio test among the live samples, in the current order
+        pos = np.empty(n, dtype=np.int64)
+        pos[order] = np.arange(n)
+        srt = np.argsort(pos[live], kind="stable")
+        rows = live[srt]
+        u0 = _snap_subset(u_x[srt], gid[rows])
+        du = u_f[srt] - u0
+        cut_at = np.unique(np.searchsorted(pos[rows], jumps))
+        cut_at = cut_at[(cut_at > 0) & (cut_at < rows.size)]
+        s, i, j = _first_crossing(u0, du, gid[rows], cut_at)
         if i >= 0:
-            gi, gj = gid[order[i]], gid[order[j]]
+            gi, gj = gid[rows[i]], gid[rows[j]]
             if undo is not None and {gi, gj} == undo[0] and s < 1e-6:
                 # the split is undone at once (a degenerate face, whose
                 # multipliers are not unique): try the next cut instead
-                _, gid, u, cuts = undo
+                _, gid, u_saved, cuts = undo
+                keys.u[:] = u_saved
                 if not cuts:
                     return None
-                undo = _apply_cut(cuts, gid, u)
+                undo = _apply_cut(cuts, gid, keys.u)
                 continue
-            w = w + s * (w_f - w)
-            b = b + s * (b_f - b)
-            u = us + s * du
+            x = x + s * (x_f - x)
+            keys.moved(rows, u0 + s * du)
             gid[gid == gj] = gi
             undo = None
             continue
-        w, b, u = np.asarray(w_f, dtype=np.float64).copy(), b_f, sgn * t_f
-        order = order[np.argsort(_snap(u, gid)[order], kind="stable")]
-        cuts = _violated_cuts(P, gid, atom, -np.asarray(lam), t_f, order)
+        x = x_f
+        keys.moved(rows, u_f[srt])
+        order = order[np.argsort(_snap(keys.u, gid)[order], kind="stable")]
+        if quad is not None:
+            t_f = np.zeros(n)
+            t_f[rows] = sgn[rows] * u_f[srt]
+            grad = quad.gradient(face, t_f)
+        else:
+            t_f, grad = out[4], -np.asarray(out[5])
+        cuts = _violated_cuts(P, gid, atom, grad, t_f, order)
         if not cuts:
-            # no crossing and feasible weights: the KKT point of F (certified below)
-            return quad.certify(out) if quad is not None else out
-        undo = _apply_cut(cuts, gid, u)
+            # no crossing and feasible weights: the KKT point of F (certified here)
+            return quad.certify(face, tol) if quad is not None else out
+        undo = _apply_cut(cuts, gid, keys.u)
     return None
+
+
+def _snap_subset(u, g):
+    """``u`` with the entries of equal ``g`` set to their mean."""
+    _, inv = np.unique(g, return_inverse=True)
+    return _snap(u, inv.ravel())
+
+
+class _Keys:
+    """The keys ``u_i = sign(t_i) t_i`` of the walk, exact only where they matter.
+
+    A key moves by at most ``rho_i ||x - x_ref||`` (``rho_i`` the norm of
+    ``a_i``) from its exact value at the reference point ``x_ref``.  The walk
+    needs exact keys only for samples that may cross a jump of ``sigma``
+    between the current point and the face solution (screened by these
+    bounds) and for the members of tie groups; the others keep a stale key
+    that the bounds place on the right side of every jump.  The reference is
+    refreshed (one ``O(n p)`` evaluation) when more than a quarter of the
+    samples would have to be evaluated.
+    """
+
+    def __init__(self, P, A, sgn, x, u):
+        self.P, self.A, self.sgn = P, A, sgn
+        self.rho = np.sqrt(np.einsum("ij,ij->i", A, A))
+        self.x_ref, self.u_ref, self.u = np.array(x, dtype=np.float64), u.copy(), u.copy()
+        self.fresh = np.ones(u.shape[0], dtype=bool)  # u exact at the current point
+        self.radius = 0.0
+
+    def at_current(self, rows, x):
+        """Exact keys of ``rows`` at the current point ``x`` (evaluated where stale)."""
+        stale = rows[~self.fresh[rows]]
+        if stale.size:
+            self.u[stale] = self.exact(stale, x)
+            self.fresh[stale] = True
+        return self.u[rows]
+
+    def moved(self, rows, u):
+        """The walk moved; ``u`` are the exact keys of ``rows`` at the new point."""
+        self.fresh[:] = False
+        self.u[rows] = u
+        self.fresh[rows] = True
+
+    def exact(self, rows, x):
+        self.P.work += rows.size * self.A.shape[1]
+        return self.sgn[rows] * (self.A[rows] @ x + self.P.c[rows])
+
+    def live(self, order, jumps, x, x_f, keep):
+        """Samples that may cross a jump on the segment ``[x, x_f]``, and those of ``keep``."""
+        n = order.shape[0]
+        for attempt in range(2):
+            radius = max(self.radius, float(np.linalg.norm(x - self.x_ref)),
+                         float(np.linalg.norm(x_f - self.x_ref)))
+            lo = (self.u_ref - self.rho * radius)[order]
+            hi = (self.u_ref + self.rho * radius)[order]
+            top_below = np.maximum.accumulate(hi)  # over positions < k: top_below[k - 1]
+            low_above = np.minimum.accumulate(lo[::-1])[::-1]  # over positions >= k
+            at = np.arange(n)
+            nxt = np.searchsorted(jumps, at, side="right")  # first jump above each position
+            prv = nxt - 1  # last jump at or below it
+            below = (nxt < jumps.size) & (hi >= low_above[jumps[np.minimum(nxt, jumps.size - 1)]])
+            above = (prv >= 0) & (lo <= top_below[jumps[np.maximum(prv, 0)] - 1])
+            live = order[below | above | keep[order]]
+            if live.size <= n // 4 or attempt == 1:
+                break
+            # too many: exact keys at x, the bounds start again from there
+            self.x_ref = np.array(x, dtype=np.float64)
+            self.u_ref = self.exact(np.arange(n), x)
+            self.u = self.u_ref.copy()
+            self.fresh[:] = True
+            self.radius = 0.0
+        self.radius = radius
+        return live
 
 
 def _dissolve_flat(gid, atom, order, sigma):
@@ -240,8 +337,9 @@ class _QuadraticFace:
     ``sigma`` over the ranks of ``i``'s group.  ``G = A^T diag(omega) A`` and
     ``A^T (omega c)`` are kept between solves and updated for the samples
     whose ``omega`` changed (a walk step changes few), so a solve costs
-    ``O(k p^2 + p^3)`` for ``k`` changed weights, plus the ``O(n p)`` of the
-    new loss arguments and of the certificate.
+    ``O(k p^2 + p^3)`` for ``k`` changed weights; the loss arguments are
+    evaluated by the caller where it needs them, all of them only for the
+    certificate.
     """
 
     def __init__(self, polisher, A):
@@ -272,20 +370,37 @@ class _QuadraticFace:
             self.P.work += changed.size * self.p * self.p
         self.omega = omega
 
-    def certify(self, out):
-        """``out`` of :meth:`solve` with its KKT certificate evaluated."""
-        w, b, _, _, t, lam = out
-        residual = self.P._certificate(-lam, t, w)
-        self.P.work += t.shape[0] * self.p  # X^T lambda
-        return w, b, residual <= self.tol, residual, t, lam
+    def gradient(self, face, t):
+        """``dOmega/dt`` at the face solution, on the rows where ``t`` is given (``omega t`` plus the ties)."""
+        _, omega, tie_i, tie_r, nu = face
+        grad = omega * t
+        if nu is not None:
+            sgn = self.sgn
+            np.add.at(grad, tie_i, nu * sgn[tie_i])
+            np.add.at(grad, tie_r, -nu * sgn[tie_r])
+        return grad
 
-    def solve(self, order, gid, sgn, x, tol, certify=True):
-        """``(w, b, certified, residual, t, lambda)`` on the face of the groups ``gid``.
+    def certify(self, face, tol):
+        """``(w, b, certified, residual, t, lambda)`` at the face solution, with its KKT certificate."""
+        P, x = self.P, face[0]
+        t = self.A @ x + P.c
+        grad = self.gradient(face, t)
+        d = P.X.shape[1]
+        w = x[:d].copy()
+        b = float(x[d]) if P.fit_intercept else 0.0
+        residual = P._certificate(grad, t, w)
+        P.work += 2 * t.shape[0] * self.p  # t = A x and the certificate's X^T lambda
+        return w, b, residual <= tol, residual, t, -grad
+
+    def solve(self, order, gid, sgn, x):
+        """``(x, omega, tie_i, tie_r, nu)``: the minimiser on the face of the groups ``gid``.
 
         ``order`` sorts the samples by loss, groups contiguous; ``x`` is the
-        current point ``(w, b)``, projected onto the face first.
+        current point ``(w, b)``, projected onto the face first; ``nu`` are
+        the multipliers of the tie rows ``sign(t_i) a_i - sign(t_r) a_r``.
         """
         P, A, c = self.P, self.A, self.P.c
+        self.sgn = sgn
         n = order.shape[0]
         sigma = P.sigma
         go = gid[order]
@@ -322,16 +437,8 @@ class _QuadraticFace:
                 x = x - N @ np.linalg.lstsq(Hr, N.T @ g, rcond=None)[0]
         if not np.all(np.isfinite(x)):
             return None
-        t = A @ x + c
-        cvec = omega * t
+        nu = None
         if E.shape[0]:
+            # stationarity A^T (omega t) + D x + E^T nu = 0
             nu = scipy.linalg.lstsq(E.T, -(H @ x + self.h), cond=1e-10, check_finite=False)[0]
-            np.add.at(cvec, tie_i, nu * sgn[tie_i])
-            np.add.at(cvec, tie_r, -nu * sgn[tie_r])
-        d = P.X.shape[1]
-        w = x[:d].copy()
-        b = float(x[d]) if P.fit_intercept else 0.0
-        P.work += n * self.p  # t = A x
-        self.tol = tol
-        out = (w, b, False, np.inf, t, -cvec)
-        return self.certify(out) if certify else out
+        return x, omega, tie_i, tie_r, nu

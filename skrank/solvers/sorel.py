@@ -51,7 +51,7 @@ _CAP_RECOVER = 0.1
 # certificate (Polisher._certificate) is below _POLISH_TOL.
 _POLISH_FIRST = 16  # also tried after 16 epochs, then every _POLISH_GROWTH-fold epochs
 _POLISH_GROWTH = 2.0
-_POLISH_COST = 2  # an attempt's expected cost in passes, per coefficient
+_POLISH_COST = 1  # the least budget of an attempt, in passes per coefficient
 _POLISH_TOL = 1e-8
 
 
@@ -1126,12 +1126,15 @@ def sorel(
         if polisher is None or state[5] != 0.0:
             continue
         # attempts: at the end, and after 16 epochs and every doubling (see Notes)
-        # its work stays below half of SOREL's own (one attempt: ~_POLISH_COST p passes)
-        affordable = polisher.work / (2 * n * p) + _POLISH_COST * p <= 0.5 * per_epoch_passes * done
+        # its work stays below half of SOREL's own: an attempt may spend what is
+        # left of that budget, and starts only when it is at least _POLISH_COST p passes
+        budget = 0.5 * per_epoch_passes * done - polisher.work / (2 * n * p)
+        affordable = budget >= _POLISH_COST * p
         if affordable and (done >= max_epochs or (early_polish and done >= next_polish)):
             next_polish = max(int(np.ceil(_POLISH_GROWTH * done)), done + 1, _POLISH_FIRST)
             start = time.perf_counter()
-            kept, polished = _try_polish(polisher, X, s, c, w, b, lam, hist[done], done >= max_epochs)
+            kept, polished = _try_polish(polisher, X, s, c, w, b, lam, hist[done], done >= max_epochs,
+                                         max_work=budget * 2 * n * p)
             elapsed += time.perf_counter() - start
             times[done] = elapsed
             if kept:
@@ -1164,15 +1167,15 @@ def sorel(
     )
 
 
-def _try_polish(polisher, X, s, c, w, b, lam, objective, last):
+def _try_polish(polisher, X, s, c, w, b, lam, objective, last, max_work=None):
     """Run ``polisher.from_dual`` at ``(w, b, lam)``; on success overwrite ``w``, ``b``.
 
     A certified point is kept when it does not raise ``F``; at the last
     epoch (``last``) an uncertified one is kept when it lowers ``F``.
-    Returns ``(kept, certified)``.
+    ``max_work`` caps the attempt's multiply-adds.  Returns ``(kept, certified)``.
     """
     t = s * (np.asarray(X @ w).ravel() + b[0]) + c
-    out = polisher.from_dual(t, lam, w, b[0], _POLISH_TOL)
+    out = polisher.from_dual(t, lam, w, b[0], _POLISH_TOL, max_work=max_work)
     if out is None:
         return False, False
     w_p, b_p, certified = out[0], out[1], bool(out[2])
