@@ -1032,9 +1032,11 @@ def sorel(
     certificate.  For
     risks whose ``sigma`` is flat next to a jump (superquantile, top-k) it
     is tried after 16 epochs and at every doubling of the epoch count; for
-    every risk at the end; but only while its work (with ``2 p`` passes for
-    the next attempt) stays below half of the passes SOREL has made.  A
-    certified point that does not raise ``F`` ends the run (``converged``).  Its cost is counted in ``passes``:
+    every risk at the end.  All attempts together may spend half of the
+    passes SOREL has made: an attempt gets what is left (at least ``p``
+    passes, else it waits) and gives up when it is spent.  A certified point
+    that does not raise ``F`` ends the run (``converged``).  Its cost is
+    counted in ``passes``:
     its multiply-adds divided by the ``2 n p`` of one pass (``n`` sample
     gradients, as one ``X @ w`` plus ``X.T @ r``).
     """
