@@ -230,8 +230,11 @@ class Polisher:
 
     #: Rounds of the active-set correction in :meth:`__call__`.
     max_rounds = 8
-    #: The same for the logistic loss (tie blocks only).
+    #: The same for the smooth losses (tie blocks only).
     max_rounds_smooth = 4
+    #: The same for the smooth losses with an l1 part (tie blocks and the zero
+    #: set: more moves to make).
+    max_rounds_l1 = 15
 
     def __call__(self, z, w, tol, b=0.0, u=None, rounds=None):
         """``(w, b, certified, residual, t, lambda)`` or None.
@@ -258,7 +261,10 @@ class Polisher:
         side = np.sign(zc - self.kink) if not self.even else None
         top = float(self.sigma.max())
         if rounds is None:
-            rounds = self.max_rounds_smooth if self.smooth else self.max_rounds
+            rounds = self.max_rounds
+            if self.smooth:
+                rounds = self.max_rounds_l1 if self.penalty.l1 > 0.0 else self.max_rounds_smooth
+        best_res, stalled = np.inf, 0
         for _ in range(rounds):
             out = self._face(zc, w, tol, b, u)
             if out is None:
@@ -269,6 +275,15 @@ class Polisher:
                 best = (F, out)
             if certified:
                 break
+            if res > self.abort_factor * best_res:
+                # the active-set moves are running away from the face: give up
+                break
+            if res < 0.5 * best_res:
+                best_res, stalled = res, 0
+            else:
+                stalled += 1
+                if stalled >= self.stall_rounds:
+                    break  # no progress: the moves cycle
             u = -lam
             at_kink = np.abs(zc - self.kink) <= 1e-13 * max(1.0, abs(self.kink))
             mag = np.abs(u) if self.even else u
@@ -335,12 +350,49 @@ class Polisher:
                 new[stay] = self.kink
                 crossed = ~at_kink & (np.sign(t - self.kink) != side)
                 new[crossed] = self.kink
-            if np.array_equal(new, zc):
+            w_next = w_p
+            if self.smooth and self.penalty.l1 > 0.0:
+                w_next = self._zero_set_moves(w, w_p, lam)
+            if np.array_equal(new, zc) and w_next is w_p:
                 break
             zc = new
             side = np.sign(zc - self.kink) if not self.even else None
-            w, b = w_p, b_p
+            w, b = w_next, b_p
         return None if best is None else best[1]
+
+    #: The rounds stop when the residual exceeds this multiple of the best so far.
+    abort_factor = 100.0
+    #: ... or when it has not halved in this many rounds.
+    stall_rounds = 4
+    #: Most coordinates freed per round by :meth:`_zero_set_moves`.
+    max_freed = 2
+
+    def _zero_set_moves(self, w_old, w_new, lam):
+        """l1: the zero set of the next round (primal-dual active-set moves).
+
+        ``w_new`` solved the face with the zero set and the signs of
+        ``w_old``: a coordinate whose sign changed (or that reached zero) is
+        held at zero; a coordinate held at zero whose multiplier
+        ``|(A^T lambda)_j|`` exceeds ``l1`` is freed, with the sign of that
+        multiplier.  Returns ``w_new`` itself when nothing moves.
+        """
+        l1 = self.penalty.l1
+        held = w_old == 0.0
+        crossed = ~held & (np.sign(w_new) != np.sign(w_old))
+        gw = np.asarray(self.X.T @ (self.s * np.asarray(lam))).ravel()
+        excess = np.abs(gw) - l1 * (1.0 + 1e-9)
+        free = held & (excess > 0.0)
+        if np.count_nonzero(free) > self.max_freed:
+            # only the most violated: the multipliers of a wrong face are rough
+            keep = np.argsort(np.where(free, -excess, np.inf), kind="stable")[: self.max_freed]
+            free = np.zeros_like(free)
+            free[keep] = True
+        if not (crossed.any() or free.any()):
+            return w_new
+        w_next = w_new.copy()
+        w_next[crossed] = 0.0
+        w_next[free] = np.where(gw[free] > 0.0, 1e-300, -1e-300)
+        return w_next
 
     #: Most steps of the active-set walk of :meth:`_walk`: ``walk_max`` plus
     #: ``walk_max_per_row`` per piece (from an early iterate the walk needs

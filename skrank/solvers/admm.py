@@ -750,7 +750,9 @@ def _admm(
             # set, but its steps are compiled and cheap (tens of microseconds
             # for n = 2000, p = 51), so that walking from an early iterate
             # costs less than the ADMM iterations that would shorten the walk
-            polish_first=50 if polisher is not None and loss.code == HINGE else 100,
+            # (smooth loss with an l1 part: the polisher's rounds also move the
+            # zero set, so that an attempt succeeds from an earlier iterate)
+            polish_first=_polish_first(polisher, loss, penalty),
             verbose=verbose,
         )
 
@@ -772,6 +774,15 @@ def _admm(
         X, y, risk, loss, run, convex_fit, objective, kkt, coef_init, intercept_init,
         max_iter, tol, verbose,
     )
+
+
+def _polish_first(polisher, loss, penalty):
+    """Iteration of the first polish attempt (see :class:`Polisher`)."""
+    if polisher is not None and loss.code == HINGE:
+        return 50
+    if polisher is not None and polisher.smooth and penalty.l1 > 0.0:
+        return 60
+    return 100
 
 
 #: Most trimming steps after each ADMM segment (ranked range, ``refine=True``).
