@@ -16,7 +16,7 @@ import time
 import numpy as np
 from numba import njit
 
-from .._pava import _isotonic_into, _isotonic_kernel
+from .._pava import _isotonic_kernel
 from ..losses import HUBER, LOGISTIC, SQUARED, SQUARED_HINGE, loss_derivative, loss_value
 from ._polish import Polisher
 from ._result import SolverResult
@@ -190,6 +190,11 @@ def _build_alias_packed(p, total, prob, packed, small, large):
     scale ``n / total`` is applied as one product.  Vose's pairing with the
     current large entry's probability in a register; on the way ``packed``
     holds each entry's alias in its high half (:func:`_pack_alias`).
+
+    The pairing is that of :func:`_build_alias` (the same table): a large
+    entry that turns small goes on top of the small stack and is the next one
+    paired, so it is paired at once, in registers, and the small stack is
+    only read.
     """
     n = p.shape[0]
     scale = n / total
@@ -203,24 +208,31 @@ def _build_alias_packed(p, total, prob, packed, small, large):
         large[nl] = i
         ns += is_small
         nl += 1 - is_small
-    if nl > 0:
-        g = large[nl - 1]
-        pg = prob[g]
-    while ns > 0 and nl > 0:
+    if nl == 0:
+        for k in range(ns):
+            prob[small[k]] = 1.0
+        return
+    g = large[nl - 1]
+    pg = prob[g]
+    while ns > 0:
         ns -= 1
         sm = small[ns]
         packed[sm] = _pack_alias(sm, g)
         pg = pg + prob[sm] - 1.0
-        if pg < 1.0:
+        while pg < 1.0:  # g turns small: paired with the next large entry
             prob[g] = pg
             nl -= 1
-            small[ns] = g
-            ns += 1
-            if nl > 0:
-                g = large[nl - 1]
-                pg = prob[g]
-    if nl > 0:
-        prob[g] = pg
+            if nl == 0:
+                break
+            old = g
+            p_old = pg
+            g = large[nl - 1]
+            pg = prob[g]
+            packed[old] = _pack_alias(old, g)
+            pg = pg + p_old - 1.0
+        if nl == 0:
+            prob[g] = 1.0  # left on the small stack
+            break
     for k in range(nl):
         prob[large[k]] = 1.0
     for k in range(ns):
@@ -352,6 +364,281 @@ def _resort(vals, perm, f32, keys2, perm2, counts):
             perm[m] = order[m]
 
 
+# Sorting a gathered copy: the epoch kernel sorts ``keys = vals[perm]`` (contiguous)
+# carrying ``perm`` along, so that the sorted values come out with the order
+# (the projection and the objective read them in sorted order).
+_FAR = 8  # a "far" descent: keys[j] < keys[j - _FAR] (a sample moved by _FAR places or more)
+_U32 = np.uint64(32)
+
+
+@njit(cache=True)
+def _keyed_scratch(n):
+    """Work arrays of :func:`_sort_keyed`: two packed-key buffers, keys, positions, counts."""
+    return (np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64), np.empty(n),
+            np.empty(n, dtype=np.int64), np.empty((2, _RADIX_BUCKETS), dtype=np.int64),
+            np.empty((4, _RADIX_BUCKETS), dtype=np.int32))
+
+
+@njit(cache=True)
+def _insertion_keyed(keys, perm, budget):
+    """Insertion sort of ``keys`` (ascending), ``perm`` carried along.
+
+    The largest key so far stays in a register: a key in order costs one
+    comparison.  Returns False (both still permuted alike, partly sorted)
+    once more than ``budget`` moves were needed; ``budget < 0``: no limit.
+    """
+    n = keys.shape[0]
+    if n == 0:
+        return True
+    work = 0
+    top = keys[0]
+    for i in range(1, n):
+        v = keys[i]
+        if v >= top:
+            top = v
+            continue
+        p = perm[i]
+        j = i - 1
+        while j >= 0 and keys[j] > v:
+            keys[j + 1] = keys[j]
+            perm[j + 1] = perm[j]
+            j -= 1
+        keys[j + 1] = v
+        perm[j + 1] = p
+        work += i - 1 - j
+        if budget >= 0 and work > budget:
+            return False
+        top = keys[i]
+    return True
+
+
+@njit(cache=True)
+def _radix_keyed(keys, perm, pk, pk2, kbuf, pbuf, counts, hist):
+    """Stable LSD radix sort of ``keys`` (``perm`` carried), 22-bit key of :func:`_radix_presort`.
+
+    The key and the position travel packed in one 64-bit word (key in the
+    high half) through the two 11-bit passes; the last pass moves the keys
+    and ``perm`` themselves.  Histograms are counted in two interleaved
+    copies (``hist``), so that runs of equal digits (nearly sorted input) do
+    not serialise the increments.  Sorted up to the key's resolution: an
+    insertion pass finishes the job.
+    """
+    n = keys.shape[0]
+    nb = counts.shape[1]
+    mask = np.uint64(nb - 1)
+    sh0 = np.uint64(64 - 2 * _RADIX_BITS)
+    sh1 = np.uint64(64 - _RADIX_BITS)
+    sign = np.uint32(0x80000000)
+    for q in range(4):
+        for m in range(nb):
+            hist[q, m] = 0
+    for j in range(n):
+        x = np.float32(keys[j]).view(np.uint32)
+        x = ~x if (x & sign) else (x | sign)
+        y = (np.uint64(x) << _U32) | np.uint64(j)
+        pk[j] = y
+        h = j & 1
+        hist[h, (y >> sh0) & mask] += 1
+        hist[2 + h, y >> sh1] += 1
+    const0 = False
+    const1 = False
+    tot0 = 0
+    tot1 = 0
+    for m in range(nb):
+        c0 = np.int64(hist[0, m]) + np.int64(hist[1, m])
+        c1 = np.int64(hist[2, m]) + np.int64(hist[3, m])
+        const0 = const0 or c0 == n
+        const1 = const1 or c1 == n
+        counts[0, m] = tot0
+        counts[1, m] = tot1
+        tot0 += c0
+        tot1 += c1
+    src = pk
+    if not const0:
+        for j in range(n):
+            y = pk[j]
+            dg = (y >> sh0) & mask
+            pos = counts[0, dg]
+            counts[0, dg] = pos + 1
+            pk2[pos] = y
+        src = pk2
+    for m in range(n):
+        kbuf[m] = keys[m]
+        pbuf[m] = perm[m]
+    if const1:
+        for m in range(n):
+            j = src[m] & _LOW32
+            keys[m] = kbuf[j]
+            perm[m] = pbuf[j]
+    else:
+        for m in range(n):
+            y = src[m]
+            j = y & _LOW32
+            dg = y >> sh1
+            pos = counts[1, dg]
+            counts[1, dg] = pos + 1
+            keys[pos] = kbuf[j]
+            perm[pos] = pbuf[j]
+
+
+@njit(cache=True)
+def _sort_keyed(keys, perm, descents, far, pk, pk2, kbuf, pbuf, counts, hist):
+    """Sort ``keys`` (a gathered copy ``vals[perm]``) ascending, ``perm`` carried along.
+
+    ``descents`` and ``far`` count ``keys[j] < keys[j - 1]`` and
+    ``keys[j] < keys[j - _FAR]`` (the caller counts them while gathering).
+    Sorted: nothing to do.  Few far descents (the samples moved by a few
+    places, the usual case once the order settles): insertion sort, whose
+    cost is about one branch miss per descent.  Otherwise, or once the
+    insertion sort has done ``4 n`` moves: radix sort on a 22-bit key and an
+    insertion pass, ``O(n)``.  The order of tied keys is irrelevant to the
+    solver (tied values get equal weights from the projection).
+    """
+    n = keys.shape[0]
+    if descents == 0:
+        return
+    if n < 256:
+        _insertion_keyed(keys, perm, -1)
+        return
+    if far * 128 < n and _insertion_keyed(keys, perm, 4 * n + 64):
+        return
+    _radix_keyed(keys, perm, pk, pk2, kbuf, pbuf, counts, hist)
+    if not _insertion_keyed(keys, perm, 8 * n + 64):
+        # many values closer than the key's resolution, far from their previous order
+        order = np.argsort(keys, kind="mergesort")
+        for m in range(n):
+            kbuf[m] = keys[order[m]]
+            pbuf[m] = perm[order[m]]
+        for m in range(n):
+            keys[m] = kbuf[m]
+            perm[m] = pbuf[m]
+
+
+@njit(cache=True)
+def _gather_z(lam, v, eta, perm, z):
+    """``z[j] = lam[i] + eta v[i]`` for ``i = perm[j]``; returns the descents and far descents."""
+    n = z.shape[0]
+    descents = 0
+    far = 0
+    prev = 0.0
+    for j in range(n):
+        i = perm[j]
+        zj = lam[i] + eta * v[i]
+        z[j] = zj
+        if j > 0:
+            descents += zj < prev
+        if j >= _FAR:
+            far += zj < z[j - _FAR]
+        prev = zj
+    return descents, far
+
+
+@njit(cache=True)
+def _gather_sorted(vals, perm, out):
+    """``out[j] = vals[perm[j]]``; returns the descents and far descents of ``out``."""
+    n = out.shape[0]
+    descents = 0
+    far = 0
+    prev = 0.0
+    for j in range(n):
+        x = vals[perm[j]]
+        out[j] = x
+        if j > 0:
+            descents += x < prev
+        if j >= _FAR:
+            far += x < out[j - _FAR]
+        prev = x
+    return descents, far
+
+
+@njit(cache=True)
+def _project_sorted(z, sigma, perm, lam, dlam, losses, b_wy, b_start, multi):
+    """The dual step's projection from sorted ``z``, fused with the update of ``lam``.
+
+    ``u = PAV(z - sigma)`` with unit weights and the arithmetic of
+    :func:`skrank._pava._isotonic_into`: a block's weight is its number of
+    samples, its value ``wy / w``, and the top block stays in registers, so
+    a point that opens a new block (most of them) costs two stores.  The
+    blocks of two samples or more (few: the free samples of the face) are
+    listed in ``multi`` as (start, end) pairs; elsewhere ``u_j = z_j -
+    sigma_j``.  Then ``lam[perm[j]] = z[j] - u[j]``, ``dlam`` the step, and
+    the sums ``dual_turn = sum step * dlam_old`` and ``lam_l = sum lam *
+    losses`` in sorted order.  Returns ``(number of multi-sample blocks,
+    dual_turn, lam_l)``.
+    """
+    n = z.shape[0]
+    top = 0  # closed blocks on the stack: weighted sums and first positions
+    cv = z[0] - sigma[0]  # the open block: value, weight, weighted sum, first position
+    cw = 1.0
+    cwy = cv
+    cs = 0
+    for j in range(1, n):
+        yj = z[j] - sigma[j]
+        if not cv >= yj:
+            b_wy[top] = cwy
+            b_start[top] = cs
+            top += 1
+            cw = 1.0
+            cwy = yj
+            cv = yj
+            cs = j
+        else:
+            cw = cw + 1.0
+            cwy = cwy + yj
+            cv = cwy / cw
+            while top > 0:
+                pw = float(cs - b_start[top - 1])
+                pwy = b_wy[top - 1]
+                if not pwy / pw >= cv:
+                    break
+                top -= 1
+                cw = pw + cw
+                cwy = pwy + cwy
+                cv = cwy / cw
+                cs = b_start[top]
+    b_wy[top] = cwy
+    b_start[top] = cs
+    nb = top + 1
+    # the multi-sample blocks, and their values in b_wy[:nm] (entries already read)
+    nm = 0
+    for blk in range(nb):
+        start = b_start[blk]
+        end = b_start[blk + 1] if blk + 1 < nb else n
+        if end - start >= 2:
+            b_wy[nm] = b_wy[blk] / float(end - start)
+            multi[2 * nm] = start
+            multi[2 * nm + 1] = end
+            nm += 1
+    dual_turn = 0.0
+    lam_l = 0.0
+    pos = 0
+    for blk in range(nm + 1):
+        stop = multi[2 * blk] if blk < nm else n
+        for j in range(pos, stop):  # single-sample blocks: u_j = z_j - sigma_j
+            i = perm[j]
+            zj = z[j]
+            new = zj - (zj - sigma[j])
+            step_i = new - lam[i]
+            dual_turn += step_i * dlam[i]
+            dlam[i] = step_i
+            lam[i] = new
+            lam_l += new * losses[i]
+        if blk == nm:
+            break
+        val = b_wy[blk]
+        end = multi[2 * blk + 1]
+        for j in range(stop, end):
+            i = perm[j]
+            new = z[j] - val
+            step_i = new - lam[i]
+            dual_turn += step_i * dlam[i]
+            dlam[i] = step_i
+            lam[i] = new
+            lam_l += new * losses[i]
+        pos = end
+    return nm, dual_turn, lam_l
+
+
 @njit(cache=True, inline="always")
 def _second_derivative(code, t, param):
     if code == SQUARED:
@@ -398,44 +685,48 @@ def _primal_curvature(X, t, lam, code, param, fit_intercept, H, rows):
 
 
 @njit(cache=True)
-def _face_smoothness(X, s, t, code, param, perm, u, H, mu, inv_tau, fit_intercept, rows, M, A):
+def _face_smoothness(X, s, t, code, param, perm, multi, n_multi, H, mu, inv_tau, fit_intercept, rows,
+                     M, A, msum):
     """Smoothness ``L_F`` of the dual function on the current face of the permutahedron.
 
     The projection's Jacobian is the within-block centring of the PAV
-    blocks (runs of equal ``u`` in sorted order); with the primal step exact
-    the dual gradient ``l(w(lam))`` then moves with ``P J (H + curvature I)^-1 J^T P``,
-    ``J = diag(s l'(t)) [X 1]`` (the intercept's curvature is ``inv_tau``
-    only, as in the primal step).  Only multi-sample blocks (the samples whose
-    weights are free on the face) enter: ``M = (P J)^T (P J)`` is the Gram
-    matrix of their rows ``g_i (x_i, 1)`` centred within each block
-    (gathered in ``rows``), so the cost is ``O(m d^2 + d^3)`` for ``m`` free
-    samples.  Returns ``(L_F, m)``, ``L_F = 0`` at a vertex.
+    blocks; with the primal step exact the dual gradient ``l(w(lam))`` then
+    moves with ``P J (H + curvature I)^-1 J^T P``, ``J = diag(s l'(t)) [X 1]``
+    (the intercept's curvature is ``inv_tau`` only, as in the primal step).
+    Only multi-sample blocks (the samples whose weights are free on the
+    face) enter, listed by :func:`_project_sorted` as (start, end) pairs of
+    sorted positions in ``multi[:2 n_multi]``: ``M = (P J)^T (P J)`` is the
+    Gram matrix of their rows ``g_i (x_i, 1)`` centred within each block
+    (gathered in ``rows``; ``msum`` a length-``p`` scratch), so the cost is
+    ``O(m d^2 + d^3)`` for ``m`` free samples.  Returns ``(L_F, m)``,
+    ``L_F = 0`` at a vertex.
     """
     n, d = X.shape
     p = M.shape[0]
-    start = 0
     free = 0
-    for j in range(1, n + 1):
-        if j < n and u[j] == u[start]:
-            continue
-        m = j - start
-        if m >= 2:
-            for r in range(start, j):
-                i = perm[r]
-                g = s[i] * loss_derivative(code, t[i], param)
-                for a in range(d):
-                    rows[free + r - start, a] = g * X[i, a]
-                if fit_intercept:
-                    rows[free + r - start, d] = g
+    for blk in range(n_multi):
+        start = multi[2 * blk]
+        end = multi[2 * blk + 1]
+        m = end - start
+        for a in range(p):
+            msum[a] = 0.0
+        for r in range(start, end):
+            i = perm[r]
+            g = s[i] * loss_derivative(code, t[i], param)
+            row = free + r - start
+            for a in range(d):
+                x = g * X[i, a]
+                rows[row, a] = x
+                msum[a] += x
+            if fit_intercept:
+                rows[row, d] = g
+                msum[d] += g
+        for a in range(p):
+            msum[a] /= m
+        for r in range(free, free + m):
             for a in range(p):
-                mean = 0.0
-                for r in range(free, free + m):
-                    mean += rows[r, a]
-                mean /= m
-                for r in range(free, free + m):
-                    rows[r, a] -= mean
-            free += m
-        start = j
+                rows[r, a] -= msum[a]
+        free += m
     if free == 0:
         return 0.0, 0
     _gram(rows, free, M)
@@ -690,6 +981,11 @@ def _sorel_epochs(
     face, cap shrink count.
     Per epoch ``k`` the histories get ``hist[k + 1]`` (objective),
     ``crits[k]`` (criterion), ``etas[k]`` (dual step).
+
+    Both sorts work on gathered copies (:func:`_sort_keyed`, scratch
+    allocated once per call); the projection is fused with lam's update
+    (:func:`_project_sorted`).  ``u``, ``pav_w`` and the ``sort_*`` arrays
+    are not used any more (the driver still passes them).
     """
     n, d = X.shape
     n_ep, batch, fit_intercept, importance, auto_dual, h_period, unit_s = (
@@ -698,7 +994,21 @@ def _sorel_epochs(
         fpar[0], fpar[1], fpar[2], fpar[3], fpar[4], fpar[5], fpar[6], fpar[7])
     steps = (n + batch - 1) // batch
     inv_b = 1.0 / batch
+    p = M.shape[0]
+    pk, pk2, kbuf, pbuf, counts, rhist = _keyed_scratch(n)
+    l_sorted = np.empty(n)  # the losses in sorted order (the objective)
+    multi = np.empty(n, dtype=np.int64)  # the multi-sample PAV blocks: (start, end) pairs
+    msum = np.empty(p)
     ran = 0
+    # v = (1 + theta_k) l(w_k) - theta_k l(w_{k-1}) in work_n; later epochs of this
+    # call get it from the loop over the losses of the previous epoch
+    k = int(state[0])
+    theta = k / (k + 1.0)
+    vmax = 0.0
+    for i in range(n):
+        v = (1.0 + theta) * losses[i] - theta * losses_prev[i]
+        work_n[i] = v
+        vmax = max(vmax, abs(v))
     for _ in range(n_ep):
         k = int(state[0])
         theta = k / (k + 1.0)
@@ -712,35 +1022,18 @@ def _sorel_epochs(
             # geometric growth, capped by the dual smoothness on the current face
             eta = min(growth * state[1], state[2])
         # beyond this the projection is a hard re-ranking anyway, and lam + eta v
-        # would lose lam's digits to cancellation
-        vmax = 0.0
-        for i in range(n):
-            v = (1.0 + theta) * losses[i] - theta * losses_prev[i]
-            work_n[i] = v
-            vmax = max(vmax, abs(v))
+        # would lose lam's digits to cancellation (vmax: the largest |v_i|)
         if vmax > 0.0:
             eta = min(eta, 1e4 * sigma[n - 1] / vmax)
         state[1] = eta
         etas[k] = eta
-        for i in range(n):
-            work_n[i] = lam[i] + eta * work_n[i]
-        _resort(work_n, perm_z, sort_f32, sort_keys, sort_perm, sort_counts)
-        for j in range(n):
-            zj = work_n[perm_z[j]]
-            z_sorted[j] = zj
-            work_n2[j] = zj - sigma[j]
-        _isotonic_into(work_n2, np.empty(0), u, pav_w, pav_wy, pav_end)
-        # (dual_turn < 0: this dual move reverses the previous one, the sign of an overshoot)
-        dual_turn = 0.0
-        lam_l = 0.0
-        for j in range(n):
-            i = perm_z[j]
-            new = z_sorted[j] - u[j]
-            step_i = new - lam[i]
-            dual_turn += step_i * dlam[i]
-            dlam[i] = step_i
-            lam[i] = new
-            lam_l += new * losses[i]
+        # z = lam + eta v gathered in the previous order of z, then sorted
+        descents, far = _gather_z(lam, work_n, eta, perm_z, z_sorted)
+        _sort_keyed(z_sorted, perm_z, descents, far, pk, pk2, kbuf, pbuf, counts, rhist)
+        # the projection and lam's update; dual_turn < 0: this dual move
+        # reverses the previous one, the sign of an overshoot
+        n_multi, dual_turn, lam_l = _project_sorted(z_sorted, sigma, perm_z, lam, dlam, losses,
+                                                    pav_wy, pav_end, multi)
         # ---- dual optimality of the new weights at w_k: the gap
         # max_{lam' in Pi_sigma} lam'^T l(w_k) - lam^T l(w_k) = R_sigma(l(w_k)) - lam^T l(w_k) >= 0,
         # relative to F(w_k).  Unlike ||lam_{k+1} - lam_k||, it does not vanish
@@ -753,15 +1046,21 @@ def _sorel_epochs(
         for a in range(d):
             gbar[a] = 0.0
         gbar_b = 0.0
+        tot = 0.0
         for i in range(n):
             g = s[i] * loss_derivative(code, t[i], param)
             gref[i] = g
-            lg = lam[i] * g
+            li = lam[i]
+            lg = li * g
             # no branch on lg == 0 (unpredictable, e.g. half the weights of a
             # superquantile): adding 0 * x leaves the sums unchanged
             for a in range(d):
                 gbar[a] += lg * X[i, a]
             gbar_b += lg
+            # the importance sampling weights lam_i L_i (used with importance only)
+            pi = max(li, 0.0) * smooth[i]
+            work_n2[i] = pi
+            tot += pi
         gn = 0.0
         for a in range(d):
             gn += (gbar[a] + mu * w[a]) ** 2
@@ -772,11 +1071,6 @@ def _sorel_epochs(
             state[3] = max(gn, 1e-300)
         # ---- sampling weights
         if importance:
-            tot = 0.0
-            for i in range(n):
-                pi = max(lam[i], 0.0) * smooth[i]
-                work_n2[i] = pi
-                tot += pi
             use_alias = tot > 0.0
             if use_alias and batch == 1 and l1 == 0.0:
                 # packed table; _single_steps_l2 computes mult for the drawn samples
@@ -832,19 +1126,29 @@ def _sorel_epochs(
                     w[a] = z * inv_denom
                 if fit_intercept:
                     b[0] = (b[0] + cst_b - lr * db) * inv_denom_b
-        # ---- losses at w_{k+1}: the next dual step's input and the objective
+        # ---- losses at w_{k+1}: the next dual step's input and the objective;
+        # the next epoch's v (theta_{k+1}) and its largest |v_i| on the way
+        k1 = k + 1
+        theta_next = k1 / (k1 + 1.0)
+        vmax = 0.0
         for i in range(n):
-            losses_prev[i] = losses[i]
+            lp = losses[i]
+            losses_prev[i] = lp
             f = b[0]
             for a in range(d):
                 f += X[i, a] * w[a]
             tt = s[i] * f + c[i]
             t[i] = tt
-            losses[i] = loss_value(code, tt, param)
-        _resort(losses, perm_l, sort_f32, sort_keys, sort_perm, sort_counts)
+            li = loss_value(code, tt, param)
+            losses[i] = li
+            v = (1.0 + theta_next) * li - theta_next * lp
+            work_n[i] = v
+            vmax = max(vmax, abs(v))
+        descents, far = _gather_sorted(losses, perm_l, l_sorted)
+        _sort_keyed(l_sorted, perm_l, descents, far, pk, pk2, kbuf, pbuf, counts, rhist)
         obj = 0.0
         for j in range(n):
-            obj += sigma[j] * losses[perm_l[j]]
+            obj += sigma[j] * l_sorted[j]
         pen = 0.0
         for a in range(d):
             pen += l1 * abs(w[a]) + 0.5 * mu * w[a] * w[a]
@@ -880,8 +1184,8 @@ def _sorel_epochs(
         # ---- cap of the next dual step: the dual smoothness on the current face
         if h_period > 0 and ((k & (k + 1)) == 0 or (k + 1) % h_period == 0):
             _primal_curvature(X, t, lam, code, param, fit_intercept, H, rows)
-        lf, free = _face_smoothness(X, s, t, code, param, perm_z, u, H, mu, mu * (k + 2.0) / tau_scale,
-                                    fit_intercept, rows, M, A)
+        lf, free = _face_smoothness(X, s, t, code, param, perm_z, multi, n_multi, H, mu,
+                                    mu * (k + 2.0) / tau_scale, fit_intercept, rows, M, A, msum)
         state[7] = free
         state[2] = safety * _CAP_SHRINK ** state[8] / lf if lf > 0.0 else np.inf
     return ran
