@@ -145,19 +145,26 @@ def test_frozen_dual_does_not_look_converged():
     assert ref.converged and frozen.objective > 1.1 * ref.objective
 
 
-@pytest.mark.parametrize("case", ["random", "shuffled", "near", "ties", "scaled"])
-def test_resort_sorts_from_any_order(case):
-    # the adaptive sort of the dual step: insertion sort, or radix on a 22-bit key + insertion
-    from skrank.solvers.sorel import _resort, _sort_scratch
+@pytest.mark.parametrize("n", [5, 200, 3000])
+@pytest.mark.parametrize("case", ["sorted", "random", "shuffled", "near_sorted", "near", "ties", "scaled"])
+def test_sort_keyed_sorts_from_any_order(case, n):
+    # the adaptive sort of both SOREL kernels: insertion sort (n < 256 or few far descents),
+    # or radix on a 22-bit key + insertion; the keys come out sorted with their order
+    from skrank.solvers._sorting import _gather_keys, _keyed_scratch, _sort_keyed
 
     rng = np.random.default_rng(3)
-    n = 3000
     vals = rng.normal(size=n) * np.exp(rng.normal(size=n) * 3)
     perm = np.argsort(vals, kind="stable")
     if case == "random":
         perm = rng.permutation(n)
     elif case == "shuffled":
         vals = vals + rng.normal(size=n) * 0.3  # many inversions from the previous order
+    elif case == "near_sorted":
+        # neighbours exchanged, and a few samples moved by 20 places (far descents)
+        pos = rng.choice(np.arange(0, n - 1, 2), size=max(1, n // 20), replace=False)
+        perm[pos], perm[pos + 1] = perm[pos + 1].copy(), perm[pos].copy()
+        for start in rng.integers(0, max(1, n - 21), size=2):
+            perm[start:start + 21] = np.roll(perm[start:start + 21], 1)
     elif case == "near":
         vals = vals * (1.0 + 1e-9 * rng.normal(size=n))  # values closer than the key's resolution
         perm = rng.permutation(n)
@@ -165,21 +172,26 @@ def test_resort_sorts_from_any_order(case):
         vals = np.round(vals, 1)  # many exact ties, +0.0 and -0.0 included
         vals[:5] = -0.0
         perm = rng.permutation(n)
-    else:
+    elif case == "scaled":
         vals = 1e200 * vals  # beyond float32: the key saturates, the insertion pass orders
         perm = rng.permutation(n)
-    _resort(vals, perm, *_sort_scratch(n))
-    assert np.array_equal(np.sort(perm), np.arange(n))
-    assert np.all(np.diff(vals[perm]) >= 0)
+    keys = np.empty(n)
+    descents, far = _gather_keys(vals, perm, keys)
+    np.testing.assert_array_equal(keys, vals[perm])
+    assert descents == np.count_nonzero(keys[1:] < keys[:-1])
+    assert far == np.count_nonzero(keys[8:] < keys[:-8])
+    _sort_keyed(keys, perm, descents, far, *_keyed_scratch(n))
+    np.testing.assert_array_equal(np.sort(perm), np.arange(n))
+    np.testing.assert_array_equal(keys, vals[perm])
+    np.testing.assert_array_equal(keys, np.sort(vals))
+    np.testing.assert_array_equal(vals[perm], vals[np.argsort(vals, kind="stable")])
 
 
-def test_kernels_match_references():
-    # the allocation-free PAV used inside the epoch kernel is isotonic regression;
-    # the alias table is a valid one
+def test_isotonic_into_matches_sklearn():
+    # the allocation-free PAV used inside the epoch kernel is isotonic regression
     from sklearn.isotonic import isotonic_regression
 
     from skrank._pava import _isotonic_into
-    from skrank.solvers.sorel import _build_alias
 
     rng = np.random.default_rng(0)
     n = 500
@@ -187,13 +199,42 @@ def test_kernels_match_references():
     out = np.empty(n)
     _isotonic_into(y, np.empty(0), out, np.empty(n), np.empty(n), np.empty(n, dtype=np.int64))
     np.testing.assert_allclose(out, isotonic_regression(y), rtol=0, atol=1e-12)
-    p = rng.random(n) * (rng.random(n) < 0.5)
-    prob, alias = np.empty(n), np.empty(n, dtype=np.int64)
-    total = _build_alias(p, prob, alias, np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
+
+
+@pytest.mark.parametrize("case", ["random", "sparse", "equal", "one"])
+def test_alias_table_gives_the_weights(case):
+    # the packed alias table: column i (drawn uniformly) gives i with probability prob[i],
+    # else alias[i] = packed[i] >> 32; the probability of i is then p_i / sum(p)
+    from skrank.solvers._sampling import _build_alias, _draw
+
+    rng = np.random.default_rng(0)
+    n = 500
+    if case == "random":
+        p = rng.random(n)
+    elif case == "sparse":
+        p = rng.random(n) * (rng.random(n) < 0.5)
+    elif case == "equal":
+        p = np.where(rng.random(n) < 0.3, 0.7, 0.0)  # equal weights: Vose's pairing at exactly one
+    else:
+        p = np.zeros(n)
+        p[17] = 2.0
+    total = p.sum()
+    prob, packed = p * n / total, np.empty(n, dtype=np.int64)
+    _build_alias(prob, packed, np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
+    np.testing.assert_array_equal(packed & 0xFFFFFFFF, np.arange(n))
+    alias = packed >> 32
+    assert np.all((alias >= 0) & (alias < n)) and np.all((prob >= 0.0) & (prob <= 1.0))
+    assert np.all(p[alias[prob < 1.0]] > 0.0)  # a zero weight is never an alias
     # the probability of i: its own column's prob plus the others aliased to it
     mass = prob.copy()
     np.add.at(mass, alias, 1.0 - prob)
     np.testing.assert_allclose(mass / n, p / total, atol=1e-12)
+    # the draw decodes the table
+    state = np.array([12345], dtype=np.uint64)
+    draws = np.array([_draw(state, n, prob, packed, True) for _ in range(20000)])
+    assert np.all(p[draws] > 0.0)
+    if case == "one":
+        assert np.all(draws == 17)
 
 
 @pytest.mark.parametrize("fit_intercept", [False, True])
@@ -202,7 +243,7 @@ def test_top_generalised_eigenvalue_matches_scipy(p, fit_intercept):
     # the face cap's eigenvalue (hand-written Cholesky and solves) against scipy's eigh
     from scipy.linalg import eigh
 
-    from skrank.solvers.sorel import _top_generalised_eigenvalue
+    from skrank.solvers._sorel_kernel import _top_generalised_eigenvalue
 
     rng = np.random.default_rng(p)
     Z = rng.normal(size=(max(1, p // 2), p))
