@@ -259,3 +259,17 @@ def test_top_generalised_eigenvalue_matches_scipy(p, fit_intercept):
     expected = eigh(M, A, eigvals_only=True)[-1]
     got = _top_generalised_eigenvalue(M.copy(), H, mu, inv_tau, fit_intercept, np.empty((p, p)))
     assert got == pytest.approx(expected, rel=1e-10)
+
+
+@pytest.mark.parametrize("batch_size,penalty", [(4, "l2"), (1, "elasticnet"), (8, "elasticnet")])
+def test_zero_row_without_intercept_is_sampled_safely(batch_size, penalty):
+    # a zero row has zero smoothness, hence zero sampling weight: it must not
+    # be divided by (it was, in the batch and l1 paths)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    X[5] = 0.0
+    y = X @ [1.0, -2.0, 0.5] + rng.normal(size=60)
+    res = sorel(X, y, Superquantile(0.5), get_loss("squared"), get_penalty(penalty, 0.05),
+                fit_intercept=False, batch_size=batch_size, max_epochs=20, random_state=0)
+    assert np.all(np.isfinite(res.objective_history))
+    assert res.objective_history[-1] < res.objective_history[0]

@@ -568,8 +568,8 @@ def _sorel_epochs(
                     # n p_i / tot, rounded unlike p_i (n / tot) above: each loop keeps the
                     # table, hence the draws, it had when the two had builders of their own
                     prob[i] = work_n2[i] * n / tot
-                    q = tot / smooth[i]  # computed unconditionally: a select, not a branch
-                    mult[i] = q if work_n2[i] > 0.0 else 0.0
+                    # (a zero weight may come from a zero smoothness: no division then)
+                    mult[i] = tot / smooth[i] if work_n2[i] > 0.0 else 0.0
                 _build_alias(prob, packed, small, large)
             else:
                 for i in range(n):

@@ -27,6 +27,7 @@ from numba import njit
 
 from ..losses import loss_derivative
 from ..objective import affine_map
+from ._sampling import _build_alias
 
 
 def prepare_data(X, y, loss, fit_intercept):
@@ -172,45 +173,25 @@ def draw_uniform(n, out):
 
 
 @njit(cache=True)
-def draw_weighted(p, out, prob, alias, small, large):
+def draw_weighted(p, out, prob, packed, small, large):
     """Fill ``out`` with indices ``i`` drawn with probability ``p_i / sum(p)``.
 
-    Walker's alias method (Vose's construction): ``O(n)`` to build the table
-    in the scratch arrays ``prob``, ``alias`` (float and int, length n) and
-    ``small``, ``large`` (int, length n), then ``O(1)`` per draw, so that
-    a pass of weighted draws costs about as much as a pass of uniform ones.
+    Walker's alias method (:func:`skrank.solvers._sampling._build_alias`):
+    ``O(n)`` to build the table in the scratch arrays ``prob`` (float),
+    ``packed``, ``small``, ``large`` (int, length n), then ``O(1)`` per
+    draw, so that a pass of weighted draws costs about as much as a pass of
+    uniform ones.
     """
     n = p.shape[0]
     total = 0.0
     for i in range(n):
         total += p[i]
-    ns, nl = 0, 0
     for i in range(n):
         prob[i] = p[i] * n / total
-        alias[i] = i
-        if prob[i] < 1.0:
-            small[ns] = i
-            ns += 1
-        else:
-            large[nl] = i
-            nl += 1
-    while ns > 0 and nl > 0:
-        ns -= 1
-        s = small[ns]
-        g = large[nl - 1]
-        alias[s] = g
-        prob[g] = prob[g] + prob[s] - 1.0
-        if prob[g] < 1.0:
-            nl -= 1
-            small[ns] = g
-            ns += 1
-    for k in range(nl):
-        prob[large[k]] = 1.0
-    for k in range(ns):  # left over by rounding only
-        prob[small[k]] = 1.0
+    _build_alias(prob, packed, small, large)
     for m in range(out.shape[0]):
         i = np.random.randint(0, n)
-        out[m] = i if np.random.random() < prob[i] else alias[i]
+        out[m] = i if np.random.random() < prob[i] else packed[i] >> 32
     return out
 
 
@@ -219,13 +200,13 @@ class WeightedSampler:
 
     def __init__(self, n):
         self.prob = np.empty(n)
-        self.alias = np.empty(n, dtype=np.int64)
+        self.packed = np.empty(n, dtype=np.int64)
         self.small = np.empty(n, dtype=np.int64)
         self.large = np.empty(n, dtype=np.int64)
 
     def draw(self, p, out):
         """Fill ``out`` with draws proportional to ``p`` (nonnegative, positive sum)."""
-        return draw_weighted(p, out, self.prob, self.alias, self.small, self.large)
+        return draw_weighted(p, out, self.prob, self.packed, self.small, self.large)
 
 
 @njit(cache=True, inline="always")
