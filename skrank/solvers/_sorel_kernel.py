@@ -18,7 +18,7 @@ from numba import njit
 from ..losses import HUBER, LOGISTIC, SQUARED, SQUARED_HINGE, loss_derivative, loss_value
 from ._sampling import _INV53, _LOW32, _MULT, _U5, _U11, _U12, _U25, _U27, _build_alias, _draw, _uniform
 from ._sorting import _FAR, _gather_keys, _keyed_scratch, _sort_keyed
-from ._stepsize import vr_batch_direction
+from ._stepsize import _soft, vr_batch_direction
 
 # The face cap dual_safety / L_F assumes an exact primal step.  When the dual
 # step at the cap overshoots (the objective went up and the dual move reversed
@@ -325,14 +325,7 @@ def _single_steps(X, s, c, code, param, w, b, gref, mult, prob, packed, rng, ste
         ld = lr * delta
         if l1 > 0.0:
             for a in range(d):
-                z = w[a] + cst[a] - ld * X[i, a]
-                if z > thr:
-                    z -= thr
-                elif z < -thr:
-                    z += thr
-                else:
-                    z = 0.0
-                w[a] = z * inv_denom
+                w[a] = _soft(w[a] + cst[a] - ld * X[i, a], thr) * inv_denom
         else:
             for a in range(d):
                 w[a] = (w[a] + cst[a] - ld * X[i, a]) * inv_denom
@@ -606,14 +599,7 @@ def _sorel_epochs(
                 )
                 for a in range(d):
                     z = w[a] + cst[a] - lr * y_work[a]
-                    if l1 > 0.0:
-                        if z > thr:
-                            z -= thr
-                        elif z < -thr:
-                            z += thr
-                        else:
-                            z = 0.0
-                    w[a] = z * inv_denom
+                    w[a] = (_soft(z, thr) if l1 > 0.0 else z) * inv_denom
                 if fit_intercept:
                     b[0] = (b[0] + cst_b - lr * db) * inv_denom_b
         # ---- losses at w_{k+1}: the next dual step's input and the objective;
