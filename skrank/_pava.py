@@ -32,6 +32,7 @@ touch this file), otherwise the cached kernels keep the old loss code.
 import numpy as np
 from numba import njit
 
+from ._sorting import resort
 from .losses import (
     ABSOLUTE,
     HINGE,
@@ -390,17 +391,19 @@ def _scatter_sorted(m, solve, order=None):
 
     ``order``, when given, is a permutation that nearly sorts ``m`` (the
     previous call's, in an iterative solver); it is updated in place to one
-    that sorts ``m``, stably with respect to itself.  NumPy's stable sort
-    (timsort) is several times faster on such nearly sorted data.
+    that sorts ``m``, stably with respect to itself, by
+    :func:`skrank._sorting.resort` (insertion or radix sort, ``O(n)`` on such
+    nearly sorted data).
     """
     if order is None:
         perm = np.argsort(m, kind="stable")
+        m_sorted = m[perm]
     else:
         if order.shape != m.shape:
             raise ValueError(f"order has shape {order.shape}, expected {m.shape}.")
-        order[:] = order[np.argsort(m[order], kind="stable")]
+        m_sorted = resort(m, order)
         perm = order
-    z_sorted = solve(m[perm])
+    z_sorted = solve(m_sorted)
     z = np.empty_like(z_sorted)
     z[perm] = z_sorted
     return z

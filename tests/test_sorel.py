@@ -150,7 +150,7 @@ def test_frozen_dual_does_not_look_converged():
 def test_sort_keyed_sorts_from_any_order(case, n):
     # the adaptive sort of both SOREL kernels: insertion sort (n < 256 or few far descents),
     # or radix on a 22-bit key + insertion; the keys come out sorted with their order
-    from skrank.solvers._sorting import _gather_keys, _keyed_scratch, _sort_keyed
+    from skrank._sorting import _gather_keys, _keyed_scratch, _sort_keyed
 
     rng = np.random.default_rng(3)
     vals = rng.normal(size=n) * np.exp(rng.normal(size=n) * 3)

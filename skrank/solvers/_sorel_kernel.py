@@ -17,7 +17,7 @@ from numba import njit
 
 from ..losses import HUBER, LOGISTIC, SQUARED, SQUARED_HINGE, loss_derivative, loss_value
 from ._sampling import _INV53, _LOW32, _MULT, _U5, _U11, _U12, _U25, _U27, _build_alias, _draw, _uniform
-from ._sorting import _FAR, _gather_keys, _keyed_scratch, _sort_keyed
+from .._sorting import _FAR, _gather_keys, _keyed_scratch, _sort_keyed
 from ._stepsize import _soft, vr_batch_direction
 
 # The face cap dual_safety / L_F assumes an exact primal step.  When the dual
@@ -460,7 +460,7 @@ def _sorel_epochs(
     Per epoch ``k`` the histories get ``hist[k + 1]`` (objective),
     ``crits[k]`` (criterion), ``etas[k]`` (dual step).
 
-    Both sorts work on gathered copies (:func:`skrank.solvers._sorting._sort_keyed`,
+    Both sorts work on gathered copies (:func:`skrank._sorting._sort_keyed`,
     scratch allocated once per call); the projection is fused with lam's
     update (:func:`_project_sorted`).  Importance sampling draws from the
     packed alias table (:func:`skrank.solvers._sampling._build_alias`).

@@ -184,3 +184,18 @@ def _gather_keys(vals, perm, out):
             far += x < out[j - _FAR]
         prev = x
     return descents, far
+
+
+@njit(cache=True)
+def resort(vals, order):
+    """``vals[order]`` sorted ascending, ``order`` updated in place to sort ``vals``.
+
+    ``order`` is a permutation that nearly sorts ``vals`` (the previous
+    call's, in an iterative solver); the result is stable with respect to
+    it, as ``order[np.argsort(vals[order], kind="stable")]`` is.
+    """
+    n = vals.shape[0]
+    keys = np.empty(n)
+    descents, far = _gather_keys(vals, order, keys)
+    _sort_keyed(keys, order, descents, far, *_keyed_scratch(n))
+    return keys
