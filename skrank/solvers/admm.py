@@ -33,6 +33,7 @@ import time
 import numpy as np
 
 from .._pava import zstep, zstep_even, zstep_sorted
+from .._sorting import resort
 from ..losses import ABSOLUTE, HINGE, LOGISTIC, SQUARED, SQUARED_HINGE
 from ..objective import affine_map, rank_objective
 from ..risks import ERM, HumanAligned, RankedRange, TopK
@@ -715,8 +716,14 @@ def _admm(
     def objective(w, b):
         return rank_objective(X, y, w, b, risk, loss, penalty)
 
+    # the losses' order changes little per iteration: re-sorted from the last one
+    sigma_obj = None if getattr(risk, "depends_on_values", False) else risk.weights(n)
+    obj_order = np.arange(n, dtype=np.int64)
+
     def objective_t(t, penalty_value):
-        return risk.value(loss.value(t)) + penalty_value
+        if sigma_obj is None:
+            return risk.value(loss.value(t)) + penalty_value
+        return float(sigma_obj @ resort(loss.value(t), obj_order)) + penalty_value
 
     polisher = None
     if (
