@@ -70,6 +70,15 @@ def _qr_delete(Qw, Rw, m, j):
             Qw[i, l + 1] = -s * qa + c * qb
 
 
+@njit(cache=True, inline="always")
+def _hold(j, inW, r, wl, m, Qw, Rw, R):
+    """Piece ``j`` joins the held set as its ``m``-th member; returns the new diagonal of ``Rw``."""
+    inW[j] = True
+    r[j] = 0.0
+    wl[m] = j
+    return _qr_append(Qw, Rw, m, R[j].copy())
+
+
 @njit(cache=True)
 def walk_loop(R, r0, lo, hi, q, H, inW0, y0, walk_max, quad):
     """The walk of :meth:`Polisher._walk` from ``(inW0, y0)``.
@@ -226,10 +235,7 @@ def walk_loop(R, r0, lo, hi, q, H, inW0, y0, walk_max, quad):
                 return WALK_OK, y, inW, up, r, steps
             if m >= k:
                 return WALK_DEPENDENT, y, inW, up, r, steps
-            inW[jb] = True
-            r[jb] = 0.0
-            wl[m] = jb
-            dg = _qr_append(Qw, Rw, m, R[jb].copy())
+            dg = _hold(jb, inW, r, wl, m, Qw, Rw, R)
             m += 1
             if dg <= 1e-10:
                 return WALK_DEPENDENT, y, inW, up, r, steps
@@ -299,10 +305,7 @@ def walk_loop(R, r0, lo, hi, q, H, inW0, y0, walk_max, quad):
         if stop >= 0:
             if m >= k:
                 return WALK_DEPENDENT, y, inW, up, r, steps
-            inW[stop] = True
-            r[stop] = 0.0
-            wl[m] = stop
-            dg = _qr_append(Qw, Rw, m, R[stop].copy())
+            dg = _hold(stop, inW, r, wl, m, Qw, Rw, R)
             m += 1
             if dg <= 1e-10:
                 return WALK_DEPENDENT, y, inW, up, r, steps
