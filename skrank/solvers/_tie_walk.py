@@ -156,7 +156,7 @@ def tie_walk(polisher, t, w, b, tol, max_steps=None, max_work=None):
                 # the split is undone at once (a degenerate face, whose
                 # multipliers are not unique): try the next cut instead
                 _, gid, u_saved, cuts = undo
-                keys.u[:] = u_saved
+                keys.restore(u_saved)
                 if not cuts:
                     return None
                 undo = _apply_cut(cuts, gid, keys.u)
@@ -216,6 +216,11 @@ class _Keys:
             self.u[stale] = self.exact(stale, x)
             self.fresh[stale] = True
         return self.u[rows]
+
+    def restore(self, u):
+        """Keys saved before a cut (the point did not move; exact ones are evaluated again)."""
+        self.u[:] = u
+        self.fresh[:] = False
 
     def moved(self, rows, u):
         """The walk moved; ``u`` are the exact keys of ``rows`` at the new point."""
