@@ -39,6 +39,7 @@ from ..objective import affine_map, rank_objective
 from ..risks import ERM, HumanAligned, RankedRange, TopK
 from ._polish import Polisher
 from ._result import SolverResult
+from ._tie_walk import tie_walk
 from ._wstep import WStep
 
 _RHO_NAMES = ("paper", "adaptive")
@@ -508,9 +509,19 @@ def admm_loop(
                 w = wstep.fast_coef(coeffs)
                 b = wstep.intercept_for(w, v_last, rho)
                 coef_dirty = False
-            # rho (m - z) lies in dOmega(z) (the z-step's optimality condition):
-            # the polisher's estimate of the loss weights
-            out = polish(z, w, tol, b, u=rho * (m_z - z))
+            out = None
+            if polish.smooth and polish.penalty.l1 == 0.0:
+                # smooth loss, no l1: the tie walk from (w, b) finds the face even
+                # where the z-step's reading is ambiguous; its work is capped at
+                # about that of the iterations so far
+                t_w = s * (np.asarray(X @ w).ravel() + b) + c
+                out = tie_walk(polish, t_w, w, b, tol, max_work=2.0 * (k + 1) * n * (d + 1))
+                if out is not None and not out[2]:
+                    out = None
+            if out is None:
+                # rho (m - z) lies in dOmega(z) (the z-step's optimality condition):
+                # the polisher's estimate of the loss weights
+                out = polish(z, w, tol, b, u=rho * (m_z - z))
             n_polish += 1
             if out is not None:
                 w_p, b_p, certified, res_p, t_p, lam_p = out
