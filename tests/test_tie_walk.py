@@ -147,11 +147,38 @@ def test_walk_from_a_rough_point_reaches_cvxpy_optimum(loss_name, risk, fit_inte
     assert P.objective(out[0], out[1]) >= f_star - 1e-6 * abs(f_star)  # cvxpy's own accuracy
 
 
-def test_walk_declines_an_l1_penalty():
-    X, y = _regression()
-    P, s, c = _polisher(X, y, Superquantile(0.5), get_loss("squared"), get_penalty("elasticnet", 0.1, 0.5))
-    w = np.zeros(X.shape[1])
-    assert tie_walk(P, s * (X @ w) + c, w, 0.0, 1e-8) is None
+L1_CASES = [  # loss, risk, penalty, alpha, fit_intercept, seed, ADMM iterations of the start, zeros
+    ("squared", Superquantile(0.7), "l1", 0.5, True, 0, 10, True),
+    ("squared", TopK(3), "l1", 1.0, False, 1, 20, False),  # no l2, few weighted samples: rays
+    ("huber", Superquantile(0.6), "elasticnet", 0.5, True, 3, 20, True),
+    ("logistic", Superquantile(0.3), "l1", 0.05, True, 4, 10, True),
+]
+
+
+@pytest.mark.parametrize("loss_name,risk,pen_name,alpha,fit_intercept,seed,iters,zeros", L1_CASES,
+                         ids=[f"{c[0]}-{type(c[1]).__name__}-{c[2]}" for c in L1_CASES])
+def test_walk_with_l1_reaches_cvxpy_optimum(loss_name, risk, pen_name, alpha, fit_intercept, seed,
+                                            iters, zeros):
+    # from a rough ADMM iterate: the walk moves the zero set (coefficients
+    # reaching zero are held, held ones with a large gradient are released)
+    from skrank.solvers.admm import admm
+    from test_admm import cvxpy_optimum as referee
+
+    if loss_name == "logistic":
+        X, y = _classification(n=120, d=6, seed=seed)
+    else:
+        X, y = _regression(n=120, d=6, seed=seed)
+    loss, pen = get_loss(loss_name), get_penalty(pen_name, alpha)
+    rough = admm(X, y, risk, loss, pen, fit_intercept=fit_intercept, max_iter=iters, polish=False)
+    f_star = referee(X, y, risk, loss, pen, fit_intercept)
+    assert rough.objective - f_star > 1e-6 * abs(f_star)  # the start is not optimal
+    P, s, c = _polisher(X, y, risk, loss, pen, fit_intercept)
+    t = s * (X @ rough.coef + rough.intercept) + c
+    out = tie_walk(P, t, rough.coef, rough.intercept, 1e-8)
+    assert out is not None and out[2], None if out is None else out[3]
+    F = P.objective(out[0], out[1])
+    assert f_star - 1e-6 * abs(f_star) <= F <= f_star + 1e-8 * abs(f_star)
+    assert np.any(out[0] == 0.0) == zeros and not np.all(out[0] == 0.0)
 
 
 def test_walk_stops_at_its_work_budget():

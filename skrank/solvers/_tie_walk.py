@@ -93,7 +93,7 @@ def tie_walk(polisher, t, w, b, tol, max_steps=None, max_work=None):
     multiply-adds (counted in ``polisher.work``) exceed ``max_work``.
     """
     P = polisher
-    if not P.smooth or P.penalty.l1 > 0.0:
+    if not P.smooth:
         return None
     n = t.shape[0]
     sigma = P.sigma
@@ -116,6 +116,15 @@ def tie_walk(polisher, t, w, b, tol, max_steps=None, max_work=None):
     quad = _QuadraticFace(P, A) if P.loss.code == SQUARED else None
     keys = _Keys(P, A, sgn, x, sgn * t)
     undo = None
+    # l1: coefficients at zero are held there, the others keep their sign
+    d = P.X.shape[1]
+    l1 = float(P.penalty.l1)
+    held = np.zeros(p, dtype=bool)
+    sign_w = np.zeros(p)
+    if l1 > 0.0:
+        held[:d] = x[:d] == 0.0
+        sign_w[:d] = np.sign(x[:d])
+    released = -1
     order = np.lexsort((gid, keys.u))
     stop_at = np.inf if max_work is None else P.work + max_work
     for _ in range(max_steps):
@@ -125,7 +134,7 @@ def tie_walk(polisher, t, w, b, tol, max_steps=None, max_work=None):
         order = order[np.argsort(_snap(keys.u, gid)[order], kind="stable")]
         _dissolve_flat(gid, atom, order, sigma)
         if quad is not None:
-            face = quad.solve(order, gid, sgn, x)
+            face = quad.solve(order, gid, sgn, x, held, l1 * sign_w)
             if face is None:
                 return None
             x_f = face[0]
@@ -150,6 +159,22 @@ def tie_walk(polisher, t, w, b, tol, max_steps=None, max_work=None):
         cut_at = np.unique(np.searchsorted(pos[rows], jumps))
         cut_at = cut_at[(cut_at > 0) & (cut_at < rows.size)]
         s, i, j = _first_crossing(u0, du, gid[rows], cut_at)
+        if l1 > 0.0:
+            # a free coefficient that reaches zero (its sign would change) is held there
+            dx = x_f[:d] - x[:d]
+            leave = (~held[:d]) & (np.sign(x_f[:d]) != sign_w[:d]) & (dx != 0.0)
+            if leave.any():
+                s_zero = np.where(leave, -x[:d] / np.where(leave, dx, 1.0), np.inf)
+                jz = int(np.argmin(s_zero))
+                if s_zero[jz] <= s:
+                    if jz == released and s_zero[jz] <= 1e-12:
+                        return None  # released and held again at once: give up
+                    x = x + s_zero[jz] * (x_f - x)
+                    x[jz] = 0.0
+                    held[jz], sign_w[jz] = True, 0.0
+                    keys.moved(rows, u0 + s_zero[jz] * du)
+                    released = -1
+                    continue
         if i >= 0:
             gi, gj = gid[rows[i]], gid[rows[j]]
             if undo is not None and {gi, gj} == undo[0] and s < 1e-6:
@@ -175,6 +200,22 @@ def tie_walk(polisher, t, w, b, tol, max_steps=None, max_work=None):
             grad = quad.gradient(face, t_f)
         else:
             t_f, grad = out[4], -np.asarray(out[5])
+        if l1 > 0.0 and held.any():
+            # a held coefficient whose smooth gradient exceeds l1 is released
+            if quad is not None:
+                t_full = A @ x + P.c
+                g = A.T @ quad.gradient(face, t_full)
+                P.work += 2 * n * p
+            else:
+                g = A.T @ grad
+                P.work += n * p
+            g[:d] += P.penalty.l2 * x[:d]
+            excess = np.where(held, np.abs(g) - l1, -np.inf)
+            jr = int(np.argmax(excess))
+            if excess[jr] > 1e-9 * max(l1, float(np.max(np.abs(g)))):
+                held[jr], sign_w[jr] = False, -np.sign(g[jr])
+                released = jr
+                continue
         cuts = _violated_cuts(P, gid, atom, grad, t_f, order)
         if not cuts:
             # no crossing and feasible weights: the KKT point of F (certified here)
@@ -397,12 +438,14 @@ class _QuadraticFace:
         P.work += 2 * t.shape[0] * self.p  # t = A x and the certificate's X^T lambda
         return w, b, residual <= tol, residual, t, -grad
 
-    def solve(self, order, gid, sgn, x):
+    def solve(self, order, gid, sgn, x, held=None, lin=None):
         """``(x, omega, tie_i, tie_r, nu)``: the minimiser on the face of the groups ``gid``.
 
         ``order`` sorts the samples by loss, groups contiguous; ``x`` is the
         current point ``(w, b)``, projected onto the face first; ``nu`` are
         the multipliers of the tie rows ``sign(t_i) a_i - sign(t_r) a_r``.
+        With an l1 part, the coordinates ``held`` stay at zero and ``lin``
+        is the l1 term's gradient on the others (``l1 sign(w_j)``).
         """
         P, A, c = self.P, self.A, self.P.c
         self.sgn = sgn
@@ -423,6 +466,12 @@ class _QuadraticFace:
         tie_i, tie_r = order[tied], order[rep_pos[tied]]
         E = sgn[tie_i, None] * A[tie_i] - sgn[tie_r, None] * A[tie_r]
         e = sgn[tie_r] * c[tie_r] - sgn[tie_i] * c[tie_i]
+        n_ties = E.shape[0]
+        if held is not None and held.any():
+            E = np.vstack([E, np.eye(self.p)[held]])
+            e = np.concatenate([e, np.zeros(int(held.sum()))])
+        if lin is None:
+            lin = np.zeros(self.p)
         H = self.G + np.diag(self.D)
         x = np.array(x, dtype=np.float64)
         if E.shape[0]:
@@ -434,16 +483,25 @@ class _QuadraticFace:
         else:
             N = np.eye(self.p)
         if N.shape[1]:
-            g = H @ x + self.h
-            Hr = N.T @ H @ N
-            try:
-                x = x - N @ scipy.linalg.solve(Hr, N.T @ g, assume_a="pos", check_finite=False)
-            except (np.linalg.LinAlgError, ValueError):
-                x = x - N @ np.linalg.lstsq(Hr, N.T @ g, rcond=None)[0]
+            g = N.T @ (H @ x + self.h + lin)
+            ev, U = np.linalg.eigh(N.T @ H @ N)
+            flat = ev <= 1e-12 * max(float(ev[-1]), 0.0) + 1e-300
+            gu = U.T @ g
+            if np.linalg.norm(gu[flat]) > 1e-12 * max(1.0, float(np.linalg.norm(gu))):
+                # no curvature along some directions of the face (l1 without l2,
+                # few samples of nonzero weight) and a slope there: a ray, which
+                # the walk's ratio test stops at the first event
+                ray = N @ -(U[:, flat] @ gu[flat])
+                x = x + ray * (1e3 * (1.0 + float(np.linalg.norm(x))) / float(np.linalg.norm(ray)))
+            else:
+                x = x - N @ (U[:, ~flat] @ (gu[~flat] / ev[~flat]))
         if not np.all(np.isfinite(x)):
             return None
+        if held is not None:
+            x[held] = 0.0  # exactly: the penalty's subgradient test reads w_j == 0
         nu = None
-        if E.shape[0]:
-            # stationarity A^T (omega t) + D x + E^T nu = 0
-            nu = scipy.linalg.lstsq(E.T, -(H @ x + self.h), cond=1e-10, check_finite=False)[0]
+        if n_ties:
+            # stationarity A^T (omega t) + D x + lin + E^T nu = 0 (the held rows' part unused)
+            nu = scipy.linalg.lstsq(E.T, -(H @ x + self.h + lin), cond=1e-10,
+                                    check_finite=False)[0][:n_ties]
         return x, omega, tie_i, tie_r, nu

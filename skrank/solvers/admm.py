@@ -510,8 +510,8 @@ def admm_loop(
                 b = wstep.intercept_for(w, v_last, rho)
                 coef_dirty = False
             out = None
-            if polish.smooth and polish.penalty.l1 == 0.0:
-                # smooth loss, no l1: the tie walk from (w, b) finds the face even
+            if polish.smooth:
+                # smooth loss: the tie walk from (w, b) finds the face even
                 # where the z-step's reading is ambiguous; its work is capped at
                 # about that of the iterations so far
                 t_w = s * (np.asarray(X @ w).ravel() + b) + c
