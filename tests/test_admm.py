@@ -369,3 +369,43 @@ def test_thin_tail_logistic_fit_is_certified_by_the_tie_walk():
     assert res.objective <= f_star + 1e-8 * abs(f_star)
     plain = admm(X, y, risk, loss, pen, fit_intercept=fit_intercept, max_iter=1000, polish=False)
     assert plain.objective - f_star > 1e-6 * abs(f_star)  # the case is hard without it
+
+
+def _sweep_case(seed, target):
+    """Data and settings of case ``target`` of a randomized sweep of convex fits (``default_rng(seed)``)."""
+    from skrank.risks import TopK
+
+    rng = np.random.default_rng(seed)
+    for case in range(target + 1):
+        n, d = int(rng.integers(40, 300)), int(rng.integers(2, 10))
+        X = rng.normal(size=(n, d)) * rng.choice([0.3, 1, 3])
+        if rng.random() < 0.3:
+            X = np.vstack([X, X[:10]])
+            n = X.shape[0]
+        risks = [Superquantile(float(rng.uniform(0.3, 0.95))), TopK(int(rng.integers(1, n // 3 + 2))),
+                 Extremile(float(rng.uniform(1.5, 4))), ExponentialSpectral(float(rng.uniform(0.5, 5))), ERM()]
+        risk = risks[case % 5]
+        fit_intercept = bool(rng.random() < 0.7)
+        alpha = float(10 ** rng.uniform(-3, -0.5))
+        pen = ["l2", "l1", "elasticnet"][case % 3]
+        if case % 2 == 0:
+            loss = ["logistic", "hinge", "squared_hinge"][(case // 2) % 3]
+            y = np.where(X @ rng.normal(size=d) + rng.normal(size=n) > 0, 1.0, -1.0)
+        else:
+            loss = ["squared", "absolute", "huber"][(case // 2) % 3]
+            y = X @ rng.normal(size=d) + rng.standard_t(3, size=n)
+    return X, y, risk, get_loss(loss), get_penalty(pen, alpha), fit_intercept
+
+
+def test_topk_hinge_fit_with_an_extra_tie_member_is_certified():
+    # Top-33 of 108 hinge losses (10 rows duplicated), elastic net: the
+    # optimum ties 7 losses at the top-k boundary, but the z-step's block there
+    # holds an 8th sample.  As constraints, 8 ties fix all 7 unknowns of
+    # (w, b) (at w = 0, b = 0); the walk must let the block's members move
+    # (its tau pieces) to find the optimum's block, which the face certifies.
+    X, y, risk, loss, pen, fit_intercept = _sweep_case(1, 26)
+    assert (type(risk).__name__, loss.name, risk.k, X.shape) == ("TopK", "hinge", 33, (108, 6))
+    res = admm(X, y, risk, loss, pen, fit_intercept=fit_intercept, max_iter=1000)
+    assert res.converged and res.info["polished"]
+    f_star = cvxpy_optimum(X, y, risk, loss, pen, fit_intercept)
+    assert abs(res.objective - f_star) <= 1e-8 * abs(f_star)

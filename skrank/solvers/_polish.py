@@ -12,7 +12,7 @@ import scipy.special
 
 from ..losses import ABSOLUTE, HINGE, HUBER, LOGISTIC, SQUARED
 from ._tie_walk import tie_walk
-from ._walk_kernel import WALK_DEPENDENT, WALK_OK, walk_loop
+from ._walk_kernel import WALK_DEPENDENT, WALK_OK, WALK_OUT_OF_STEPS, walk_loop
 
 #: Losses the polisher handles: the two piecewise-linear ones and the smooth
 #: ones whose second derivative :meth:`Polisher._d2loss` knows.
@@ -80,12 +80,24 @@ class Polisher:
     the kink points and the l1 zero set exactly before the face is solved;
     the rounds remain the fallback.
 
-    Known limit: the walk keeps the tie blocks read from ``z`` fixed (a
-    wrong tie block is left to the rounds) and, as a primal active-set
-    method, needs one step per change of the structure, so that from an
-    early iterate it may run out of :attr:`walk_max` steps (the polish
-    attempt then falls back to the rounds and usually fails to certify).
-    The absolute loss still uses the rounds only.
+    The walk keeps the tie blocks read from ``z`` as constraints.  A block
+    with a member too many (the z-step pools a sample into the block at a
+    jump of ``sigma``) can fix every coefficient (e.g. ``p + 1`` tied
+    samples force ``w = 0, b = 0``) or give a wrong face; when neither that
+    walk nor the rounds certify, the walk runs once more with the blocks
+    released: a block's part of the risk, ``sigma_first sum l_i + sum_j
+    dsigma_j topsum_{c_j}(l)`` over the jumps ``j`` of ``sigma`` between its
+    ranks, is written with one unknown ``tau_j`` per jump, ``topsum_c(l) =
+    min_tau c tau + sum_i (l_i - tau)_+``, so that each member and jump is a
+    piece ``(1 + t_i - tau_j)_+`` of slope ``[0, dsigma_j]``; the walk then
+    finds the block's members (those held at ``tau_j``) itself.
+
+    Known limit: as a primal active-set method the walk needs one step per
+    change of the structure, so that from an early iterate it may run out
+    of :attr:`walk_max` steps (the polish attempt then falls back to the
+    rounds and usually fails to certify); at a degenerate vertex (many
+    pieces at their kink, e.g. ``w = 0`` with every loss tied) it may
+    cycle.  The absolute loss still uses the rounds only.
     """
 
     #: Largest size of the KKT system (unknowns plus constraints) attempted.
@@ -111,6 +123,8 @@ class Polisher:
         self.work = 0
         #: Steps of the active-set walk (:meth:`_walk`) so far.
         self.walk_steps = 0
+        #: Whether the last walk stopped for want of steps.
+        self.walk_out_of_steps = False
 
     @staticmethod
     def applies(risk, loss, framework):
@@ -246,17 +260,38 @@ class Polisher:
         solved again, for at most :attr:`max_rounds` rounds.  The best
         point by ``F`` is returned.  With the hinge loss the face found by
         the active-set walk of :meth:`_walk` is tried first; when it does
-        not certify, the rounds start from ``z``.
+        not certify, the rounds start from ``z``, and when they do not
+        either, the walk runs with the tie blocks released (unless the first
+        walk ran out of steps: an early iterate).
         """
         best = None
+        self.walk_out_of_steps = False
         if self.loss.code == HINGE:
-            walked = self._walk(z, w, b, u)
-            if walked is not None:
-                out = self._face(walked[0], walked[1], tol, walked[2], u)
-                if out is not None:
-                    if out[2]:
-                        return out
-                    best = (self.objective(out[0], out[1]), out)
+            best = self._walk_face(z, w, b, u, tol, False, best)
+            if best is not None and best[1][2]:
+                return best[1]
+        best = self._rounds(z, w, tol, b, u, rounds, best)
+        if self.loss.code == HINGE and not self.walk_out_of_steps and (best is None or not best[1][2]):
+            # last: the walk with z's tie blocks released into tau pieces
+            # (not from an iterate so early that the first walk ran out of steps)
+            best = self._walk_face(z, w, b, u, tol, True, best)
+        return None if best is None else best[1]
+
+    def _walk_face(self, z, w, b, u, tol, release, best):
+        """The face found by :meth:`_walk`, solved: ``best`` (``(F, out)`` or None) updated."""
+        walked = self._walk(z, w, b, u, release)
+        if walked is None:
+            return best
+        out = self._face(walked[0], walked[1], tol, walked[2], u)
+        if out is None:
+            return best
+        F = self.objective(out[0], out[1])
+        if out[2] or best is None or F < best[0]:
+            return (F, out)
+        return best
+
+    def _rounds(self, z, w, tol, b, u, rounds, best):
+        """The active-set rounds of :meth:`__call__` from ``z``: ``best`` (``(F, out)`` or None) updated."""
         zc = np.array(z, dtype=np.float64)
         side = np.sign(zc - self.kink) if not self.even else None
         top = float(self.sigma.max())
@@ -358,7 +393,7 @@ class Polisher:
             zc = new
             side = np.sign(zc - self.kink) if not self.even else None
             w, b = w_next, b_p
-        return None if best is None else best[1]
+        return best
 
     #: The rounds stop when the residual exceeds this multiple of the best so far.
     abort_factor = 100.0
@@ -401,8 +436,21 @@ class Polisher:
     walk_max_per_row = 0.25
     #: Run the walk's loop compiled (:func:`skrank.solvers._walk_kernel.walk_loop`).
     walk_kernel = True
+    #: Most tau pieces of :meth:`_walk` (members times jumps of sigma, over the
+    #: released tie blocks): ``walk_tie_pieces_per_row`` per sample, at least
+    #: ``walk_tie_pieces_min``; the blocks beyond it stay constraints.
+    walk_tie_pieces_per_row = 4.0
+    walk_tie_pieces_min = 256
+    #: Most taus of :meth:`_walk`, per coefficient (features plus intercept):
+    #: the optimum's tie blocks need at most about one tie per coefficient, and
+    #: each tau adds an unknown to every step of the walk.
+    walk_taus_per_coef = 1.0
+    #: Most steps of the walk with the tie blocks released (a last resort,
+    #: meant for an iterate whose face is right but for a tie block: short).
+    walk_max_release = 200
+    walk_max_per_row_release = 0.05
 
-    def _walk(self, z, w, b, u=None):
+    def _walk(self, z, w, b, u=None, release=False):
         """Hinge loss: solve ``F`` near the face read from ``z`` by a primal active-set walk.
 
         The tie blocks of ``z`` (over which ``sigma`` varies) stay
@@ -423,6 +471,13 @@ class Polisher:
         the side that multiplier points to.  Returns ``(zc, w, b)`` for
         :meth:`_face` (which solves and certifies the face so found), or
         None.
+
+        ``release``: the tie blocks become tau pieces instead (see the class
+        docstring; within :attr:`walk_taus_per_coef` and the piece budget,
+        the others stay constraints), one unknown ``tau_j`` per jump after
+        ``y``; a member weighs its block's lowest rank weight, and the
+        members held at a common ``tau`` are a tie block of ``zc``.  None
+        when no block is released (the walk would be the same).
         """
         n, d = self.X.shape
         sigma = self.sigma
@@ -443,6 +498,43 @@ class Polisher:
         omega = np.zeros(n)
         omega[order] = np.where(act_sorted, block_sigma[bid] / block_size[bid], 0.0)
         tied_sorted = act_sorted & ~self._flat_blocks(new_block)[bid] & (block_size[bid] >= 2)
+        # Tie blocks released into pieces (see the docstring): one variable
+        # tau per jump of sigma between a block's ranks, one piece per member
+        # and jump; the blocks beyond the budget stay constraints.
+        total = float(self._sigma_asc_cum[-1])
+        starts = np.flatnonzero(new_block)
+        stops = np.append(starts[1:], n)
+        released = np.zeros(nb, dtype=bool)
+        budget = max(self.walk_tie_pieces_min, int(self.walk_tie_pieces_per_row * n))
+        budget_tau = int(self.walk_taus_per_coef * (d + int(self.fit_intercept)))
+        j_hi, j_cnt, j_tau0, j_below, pc_member, pc_jump = [], [], [], [], [], []
+        for kb in np.unique(bid[tied_sorted]):
+            s0, s1 = int(starts[kb]), int(stops[kb])
+            ds = np.diff(sigma[s0:s1])
+            jmp = np.flatnonzero(ds > 1e-12 * total)
+            if not release or jmp.size * (s1 - s0) > budget or jmp.size > budget_tau:
+                continue
+            budget -= jmp.size * (s1 - s0)
+            budget_tau -= jmp.size
+            released[kb] = True
+            below = np.concatenate([[0.0], np.cumsum(ds[jmp])[:-1]])
+            for jj, j in enumerate(jmp):
+                # the jump lies above block rank j: (s1 - s0 - 1 - j) ranks over it
+                pc_member.append(order[s0:s1])
+                pc_jump.append(np.full(s1 - s0, len(j_hi), dtype=np.int64))
+                j_hi.append(float(ds[j]))
+                j_cnt.append(float(s1 - s0 - 1 - j))
+                j_tau0.append(float(Ls[s0]))
+                j_below.append(float(below[jj]))
+        nj = len(j_hi)
+        if release and not nj:
+            return None  # the same walk as with the blocks held
+        j_hi, j_cnt = np.array(j_hi), np.array(j_cnt)
+        j_tau0, j_below = np.array(j_tau0), np.array(j_below)
+        pc_member = np.concatenate(pc_member) if nj else np.zeros(0, dtype=np.int64)
+        pc_jump = np.concatenate(pc_jump) if nj else np.zeros(0, dtype=np.int64)
+        rel_sorted = tied_sorted & released[bid]
+        tied_sorted = tied_sorted & ~released[bid]
         tied = np.zeros(n, dtype=bool)
         tied[order] = tied_sorted
         pos = np.flatnonzero(tied_sorted)
@@ -456,6 +548,11 @@ class Polisher:
         n_zero = int(np.sum(~active))
         h0 = float(sigma[n_zero - 1]) if n_zero else 0.0
         hi_pt = np.where(active, omega, h0)
+        # a released member weighs its block's lowest rank weight (the jumps
+        # above it are the tau pieces' slopes)
+        s_first = np.zeros(n)
+        s_first[order[rel_sorted]] = sigma[starts[bid[rel_sorted]]]
+        hi_pt[order[rel_sorted]] = s_first[order[rel_sorted]]
         pts = np.flatnonzero(~tied & (hi_pt > 0.0))
 
         A = self._full_matrix()
@@ -477,31 +574,46 @@ class Polisher:
             x = x - scipy.linalg.lstsq(E, E @ x - e, cond=1e-10, check_finite=False)[0]
         else:
             N = np.eye(p)
-        k = N.shape[1]
+        k0 = N.shape[1]
+        k = k0 + nj  # the walk's unknowns: y (x = x0 + N y), then the taus (tau0 + y)
         if k == 0:
             return None
         Hdiag = np.zeros(p)
         Hdiag[:d] = l2
-        q = N.T @ (A.T @ np.where(tied, omega, 0.0) + Hdiag * x)
-        Q = N.T @ (Hdiag[:, None] * N)
-        rows = [A[pts] @ N]
+        q = np.concatenate([N.T @ (A.T @ np.where(tied, omega, 0.0) + Hdiag * x), j_cnt * j_hi])
+        Q = np.zeros((k, k))
+        Q[:k0, :k0] = N.T @ (Hdiag[:, None] * N)
+        rows = [np.hstack([A[pts] @ N, np.zeros((pts.size, nj))])]
         r0 = [A[pts] @ x + cc[pts] + 1.0]
         lo = [np.zeros(pts.size)]
         hi = [hi_pt[pts]]
         if l1 > 0.0:
-            rows.append(N[:d])
+            rows.append(np.hstack([N[:d], np.zeros((d, nj))]))
             r0.append(x[:d].copy())
             lo.append(np.full(d, -l1))
             hi.append(np.full(d, l1))
+        off = sum(len(v) for v in r0)  # the tau pieces: r = 1 + t_i - tau_j
+        if nj:
+            Rt = np.zeros((pc_member.size, k))
+            Rt[:, :k0] = A[pc_member] @ N
+            Rt[np.arange(pc_member.size), k0 + pc_jump] = -1.0
+            rows.append(Rt)
+            r0.append(A[pc_member] @ x + cc[pc_member] + 1.0 - j_tau0[pc_jump])
+            lo.append(np.zeros(pc_member.size))
+            hi.append(j_hi[pc_jump])
         R = np.concatenate(rows)
         r0 = np.concatenate(r0)
         lo, hi = np.concatenate(lo), np.concatenate(hi)
         P = R.shape[0]
         if P == 0:
             return None
-        # start: the pieces at their kink (kink points, zero coordinates of w),
-        # a linearly independent subset of them held there
-        cand = np.concatenate([at_kink[pts], (w == 0.0) if l1 > 0.0 else np.zeros(0, dtype=bool)])
+        # start: the pieces at their kink (kink points, zero coordinates of w,
+        # the members of the released tie blocks), a linearly independent
+        # subset of them held there
+        cand = np.concatenate(
+            [at_kink[pts], (w == 0.0) if l1 > 0.0 else np.zeros(0, dtype=bool),
+             np.ones(pc_member.size, dtype=bool)]
+        )
         cand = np.flatnonzero(cand)
         inW = np.zeros(P, dtype=bool)
         y = np.zeros(k)
@@ -511,7 +623,14 @@ class Polisher:
                 # prefer the pieces whose estimated multiplier lies well inside
                 # [lo, hi]: those at an end of their range are the likeliest to
                 # leave the kink (the z-step snaps the points near it onto it)
-                wt = self._interior(u, A, pts, cand, lo, hi) + 1e-3
+                u = np.asarray(u, dtype=np.float64)
+                mu = np.concatenate([u[pts], -(A[:, :d].T @ u) if l1 > 0.0 else np.zeros(0)])
+                if nj:
+                    # a member's weight above its lowest rank weight fills its
+                    # block's jumps from the bottom
+                    ex = u[pc_member] - s_first[pc_member] - j_below[pc_jump]
+                    mu = np.concatenate([mu, np.clip(ex, 0.0, j_hi[pc_jump])])
+                wt = self._interior(mu[cand], lo[cand], hi[cand]) + 1e-3
                 Rc = Rc * (wt / np.maximum(np.linalg.norm(Rc, axis=0), 1e-300))
             _, Rq, piv = scipy.linalg.qr(Rc, mode="economic", pivoting=True)
             dg = np.abs(np.diag(Rq))
@@ -520,6 +639,8 @@ class Polisher:
             inW[Wi] = True
             y = -np.linalg.lstsq(R[Wi], r0[Wi], rcond=None)[0]
         walk_max = self.walk_max + int(self.walk_max_per_row * P)
+        if release:
+            walk_max = self.walk_max_release + int(self.walk_max_per_row_release * P)
         code = None
         if self.walk_kernel:
             code, y_k, inW_k, up_k, r_k, steps = walk_loop(
@@ -530,6 +651,7 @@ class Polisher:
             if code == WALK_OK:
                 y, inW, up, r = y_k, inW_k, up_k, r_k
             elif code != WALK_DEPENDENT:
+                self.walk_out_of_steps = code == WALK_OUT_OF_STEPS
                 return None
         if code != WALK_OK:
             # the NumPy loop (also the fallback when the kernel's working set
@@ -633,43 +755,66 @@ class Polisher:
                     inW[stop] = True
                     r[stop] = 0.0
             else:
+                self.walk_out_of_steps = True
                 return None
-        xf = x + N @ y
+        xf = x + N @ y[:k0]
         wf = xf[:d].copy()
         bf = float(xf[d]) if self.fit_intercept else 0.0
         t = A @ xf + cc
         zc = t.copy()
         npt = pts.size
         Wp, rp, upp = inW[:npt], r[:npt], up[:npt]
-        zc[pts[Wp]] = self.kink
-        near = ~Wp & (np.abs(rp) <= 1e-12)
-        zc[pts[near]] = self.kink + np.where(upp[near], 1e-9, -1e-9)
         if tie_i.size:
             m = np.bincount(bid, weights=np.where(tied_sorted, t[order], 0.0), minlength=nb)
             m /= np.maximum(np.bincount(bid, weights=tied_sorted, minlength=nb), 1.0)
             zc[order[tied_sorted]] = m[bid[tied_sorted]]
+        if nj:
+            # the members held at a common tau form a tie block of the face
+            # (members held at several taus join those blocks)
+            Wt = inW[off:]
+            root = np.arange(n)
+
+            def find(i):
+                while root[i] != i:
+                    root[i] = root[root[i]]
+                    i = root[i]
+                return i
+
+            head = {}
+            for i, j in zip(pc_member[Wt].tolist(), pc_jump[Wt].tolist()):
+                if j in head:
+                    ri, rj = find(i), find(head[j])
+                    if ri != rj:
+                        root[ri] = rj
+                else:
+                    head[j] = i
+            held = np.unique(pc_member[Wt])
+            if held.size:
+                comp = np.array([find(i) for i in held.tolist()])
+                _, cid, csize = np.unique(comp, return_inverse=True, return_counts=True)
+                cmean = np.bincount(cid, weights=t[held]) / csize
+                grp = csize[cid] >= 2
+                zc[held[grp]] = cmean[cid[grp]]
+        zc[pts[Wp]] = self.kink
+        near = ~Wp & (np.abs(rp) <= 1e-12)
+        zc[pts[near]] = self.kink + np.where(upp[near], 1e-9, -1e-9)
         if l1 > 0.0:
-            Wc, uc = inW[npt:], up[npt:]
+            Wc, uc = inW[npt:npt + d], up[npt:npt + d]
             wf[Wc] = 0.0
             tiny = ~Wc & (np.abs(wf) <= 1e-14)
             wf[tiny] = np.where(uc[tiny], 1e-300, -1e-300)
         return zc, wf, bf
 
-    def _interior(self, u, A, pts, cand, lo, hi):
-        """How far inside ``[lo, hi]`` (0 to 1/2) the multiplier of each start candidate lies.
+    def _interior(self, mu, lo, hi):
+        """How far inside ``[lo, hi]`` (0 to 1/2) the estimated multipliers ``mu`` of start candidates lie.
 
-        ``u`` estimates ``dOmega/dt``: the multiplier of a kink point is its
-        ``u_i``, that of a zero coordinate ``w_j`` (l1) is ``-(A^T u)_j``.
+        The estimates come from ``u``, an estimate of ``dOmega/dt`` (see :meth:`_walk`):
+        the multiplier of a kink point is its ``u_i``, that of a zero coordinate ``w_j``
+        (l1) is ``-(A^T u)_j``, that of a tau piece the member's weight above its
+        block's lowest rank weight, filling the block's jumps from the bottom.
         """
-        u = np.asarray(u, dtype=np.float64)
-        npt = pts.size
-        mu = np.empty(cand.size)
-        is_pt = cand < npt
-        mu[is_pt] = u[pts[cand[is_pt]]]
-        if not is_pt.all():
-            mu[~is_pt] = -(A[:, cand[~is_pt] - npt].T @ u)
-        width = np.maximum(hi[cand] - lo[cand], 1e-300)
-        return np.clip(np.minimum(mu - lo[cand], hi[cand] - mu) / width, 0.0, 0.5)
+        width = np.maximum(hi - lo, 1e-300)
+        return np.clip(np.minimum(mu - lo, hi - mu) / width, 0.0, 0.5)
 
     def snap(self, t, rel=1e-10):
         """``t`` with near-ties made exact: a face for :meth:`__call__` read from a point.
