@@ -36,9 +36,9 @@ CASES = [("squared", Superquantile(0.8), 150), ("squared", TopK(0.15), 150),
 
 
 @pytest.mark.parametrize("loss_name,risk,epochs", CASES, ids=[f"{c[0]}-{type(c[1]).__name__}" for c in CASES])
-def test_from_dual_certifies_the_optimum(loss_name, risk, epochs):
+def test_from_iterate_certifies_the_optimum(loss_name, risk, epochs):
     # A short SOREL run (no polishing) leaves the tail's tie block unresolved;
-    # the face read from its dual weights, solved exactly, is cvxpy's optimum.
+    # the walk from its iterate finds the face, solved exactly: cvxpy's optimum.
     X, y = _data(loss_name)
     loss, pen = get_loss(loss_name), get_penalty("l2", 1e-3)
     rough = sorel(X, y, risk, loss, pen, max_epochs=epochs, random_state=0, polish=False)
@@ -46,7 +46,7 @@ def test_from_dual_certifies_the_optimum(loss_name, risk, epochs):
     assert rough.objective - f_star > 1e-8 * abs(f_star)  # the rough point is not optimal yet
     P, s, c = _polisher(X, y, risk, loss, pen)
     t = s * (X @ rough.coef + rough.intercept) + c
-    w, b, certified, residual, *_ = P.from_dual(t, rough.info["lambda"], rough.coef, rough.intercept, 1e-8)
+    w, b, certified, residual, *_ = P.from_iterate(t, rough.coef, rough.intercept, 1e-8)
     assert certified, residual
     assert abs(P.objective(w, b) - f_star) <= 1e-8 * abs(f_star)
 

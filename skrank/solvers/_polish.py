@@ -141,106 +141,19 @@ class Polisher:
         f = np.asarray(self.X @ w).ravel() + b
         return self._omega(self.s * f + self.c) + self.penalty.value(w)
 
-    #: Tolerances, relative to ``sum(sigma)``, at which :meth:`from_dual`
-    #: reads a prefix-sum inequality of the permutahedron as tight.
-    dual_tolerances = (1e-2, 1e-3, 1e-5, 1e-7)
+    def from_iterate(self, t, w, b, tol, max_work=None):
+        """Polish from an approximate solution (``t = s (X w + b) + c``), e.g. SOREL's iterate.
 
-    def from_dual(self, t, lam, w, b, tol, max_work=None):
-        """Polish from an approximate primal-dual pair (``t = s (X w + b) + c``, ``lam``).
-
-        Used after SOREL, whose iterate has no exact ties.  Without an l1
-        part the face is found by the active-set walk of
-        :func:`skrank.solvers._tie_walk.tie_walk` from ``(w, b)``.  With
-        one (the walk keeps the zero set fixed), two readings of the tie
-        blocks are tried instead:
-
-        * from the dual weights: ``lam`` lies in the permutahedron of
-          ``sigma``; paired with the losses in ascending order, its prefix
-          sums equal those of ``sigma`` at the boundaries of the face it lies
-          on and differ inside the blocks of samples whose weights are
-          shared (at a saddle point those samples have equal losses: a tie),
-          read at each tolerance of :attr:`dual_tolerances`;
-        * from the losses: at each jump of ``sigma``, the samples whose loss
-          lies within :attr:`loss_tolerances` (relative to the range of the
-          losses) of the losses on either side of the jump.
-
-        Each block over which ``sigma`` varies is snapped to its mean loss
-        argument (mean magnitude, signs kept, for the even losses) and
-        :meth:`__call__` solves the face.  Returns the first certified
-        result, else the best by ``F``, else None.  ``max_work`` caps the
-        walk's multiply-adds (counted in :attr:`work`).
+        The face is found by the active-set walk of
+        :func:`skrank.solvers._tie_walk.tie_walk` from ``(w, b)`` (smooth
+        losses; the walk moves the tie groups and, with an l1 part, the
+        zero set).  ``max_work`` caps its multiply-adds (counted in
+        :attr:`work`).  Returns ``(w, b, certified, residual, t, lambda)``
+        or None.
         """
-        t = np.asarray(t, dtype=np.float64)
-        if self.smooth and self.penalty.l1 == 0.0:
-            return tie_walk(self, t, w, b, tol, max_work=max_work)
-        L = self.loss.value(t)
-        order = np.argsort(L, kind="stable")
-        sgn = self._signs(t)
-        a = (sgn * t)[order]
-        faces = [self._dual_blocks(order, lam, rel) for rel in self.dual_tolerances]
-        faces += [self._loss_blocks(L[order], rel) for rel in self.loss_tolerances]
-        best, seen = None, set()
-        for bid, snap in faces:
-            key = (bid * snap).tobytes()
-            if key in seen or not snap.any():
-                continue
-            seen.add(key)
-            size = np.bincount(bid)
-            mean = np.bincount(bid, weights=a) / size
-            z = t.copy()
-            z[order[snap]] = sgn[order[snap]] * mean[bid[snap]]
-            out = self(z, w, tol, b)
-            if out is None:
-                continue
-            if out[2]:
-                return out
-            F = self.objective(out[0], out[1])
-            if best is None or F < best[0]:
-                best = (F, out)
-        return None if best is None else best[1]
-
-    #: Tolerances, relative to the range of the losses, of :meth:`from_dual`'s
-    #: reading of the tie blocks from the losses.
-    loss_tolerances = (1e-3, 1e-4, 1e-5)
-
-    def _loss_blocks(self, Ls, rel):
-        """Blocks of near-equal sorted losses ``Ls`` around the jumps of ``sigma``.
-
-        Same output as :meth:`_dual_blocks`: per sorted position, a block
-        number and whether it is to be tied.
-        """
-        n = Ls.shape[0]
-        total = float(self._sigma_asc_cum[-1])
-        jumps = np.flatnonzero(np.diff(self.sigma) > 1e-12 * total)
-        near = np.zeros(n, dtype=bool)
-        width = rel * max(float(Ls[-1] - Ls[0]), 1e-300)
-        for j in jumps:  # the jump lies between sorted positions j and j + 1
-            lo = np.searchsorted(Ls, Ls[j] - width, side="left")
-            hi = np.searchsorted(Ls, Ls[j + 1] + width, side="right")
-            if hi - lo >= 2:
-                near[lo:hi] = True
-        # consecutive marked positions form one block; the others stay alone
-        start = near & ~np.concatenate([[False], near[:-1]])
-        bid = np.cumsum(start | ~near) - 1
-        return bid, near
-
-    def _dual_blocks(self, order, lam, rel):
-        """Blocks of the face ``lam`` lies on, read at tolerance ``rel`` (see :meth:`from_dual`).
-
-        ``order`` sorts the losses ascending.  Returns, per sorted position,
-        its block number and whether it is to be tied (a block of two or
-        more samples over whose ranks ``sigma`` varies).
-        """
-        total = float(self._sigma_asc_cum[-1])
-        gap = np.abs(np.cumsum(np.asarray(lam, dtype=np.float64)[order]) - self._sigma_asc_cum)
-        # block k covers sorted positions (boundary_{k-1}, boundary_k]
-        tight = gap <= rel * total
-        tight[-1] = True
-        bid = np.concatenate([[0], np.cumsum(tight[:-1])])
-        size = np.bincount(bid)
-        spread = (np.bincount(bid, weights=self.sigma) / size)[bid] - self.sigma
-        varies = np.bincount(bid, weights=np.abs(spread)) > 1e-12 * total
-        return bid, (size[bid] >= 2) & varies[bid]
+        if not self.smooth:
+            return None
+        return tie_walk(self, np.asarray(t, dtype=np.float64), w, b, tol, max_work=max_work)
 
     #: Rounds of the active-set correction in :meth:`__call__`.
     max_rounds = 8

@@ -1,10 +1,13 @@
 """Primal active-set walk over tie groups, for the smooth losses of the polisher.
 
-:meth:`skrank.solvers._polish.Polisher.from_dual` reads a face (the blocks of
-tied losses) from an approximate solution and solves it.  Near the jump of a
-superquantile the reading is ambiguous: samples that are not tied at the
-optimum have losses as close to the quantile as those that are.  This walk
-finds the face instead, from the approximate point ``(w, b)``:
+The polisher (:class:`skrank.solvers._polish.Polisher`) solves ``F`` on a
+face: the blocks of tied losses (and, with an l1 part, the zero set).  Read
+from an approximate solution, that face is ambiguous near the jump of a
+superquantile: samples that are not tied at the optimum have losses as close
+to the quantile as those that are.  This walk finds the face instead, from
+the approximate point ``(w, b)`` (used by
+:meth:`skrank.solvers._polish.Polisher.from_iterate` after SOREL, and by the
+ADMM for the smooth losses):
 
 1. solve ``F`` on the current face (:meth:`Polisher._face`), ties given by
    the current groups, ranks by the current order of the losses;
@@ -18,6 +21,11 @@ finds the face instead, from the approximate point ``(w, b)``:
    inequality: the members of smallest weight form a group of the lower
    ranks.  Where the next step would undo the split at once (a degenerate
    face, whose multipliers are not unique), the next violated cut is tried.
+
+With an l1 part the zero set moves too: a coefficient that would change
+sign during a step is held at zero (an event of the ratio test), and at a
+face solution a held coefficient whose smooth gradient exceeds the l1
+strength is released with the sign that lowers ``F``.
 
 Each face solve is exact for the squared loss and Newton's method otherwise.
 The walk ends at a point whose KKT certificate holds (the optimum), or after

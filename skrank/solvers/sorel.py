@@ -177,7 +177,7 @@ def sorel(
         :func:`skrank.solvers._stepsize.svrg_step_size`; the automatic step
         is 1.75 times that rule's) and never touches samples of zero weight.
     polish : bool, default=True
-        Try the exact face solve of :meth:`skrank.solvers._polish.Polisher.from_dual`
+        Try the exact face solve of :meth:`skrank.solvers._polish.Polisher.from_iterate`
         (convex risks, squared / Huber / logistic loss, at most
         ``Polisher.max_features`` coefficients; see Notes).
 
@@ -344,7 +344,7 @@ def sorel(
         if affordable and (done >= max_epochs or (early_polish and done >= next_polish)):
             next_polish = max(int(np.ceil(_POLISH_GROWTH * done)), done + 1, _POLISH_FIRST)
             start = time.perf_counter()
-            kept, polished = _try_polish(polisher, X, s, c, w, b, lam, hist[done], done >= max_epochs,
+            kept, polished = _try_polish(polisher, X, s, c, w, b, hist[done], done >= max_epochs,
                                          max_work=budget * 2 * n * p)
             elapsed += time.perf_counter() - start
             times[done] = elapsed
@@ -378,15 +378,15 @@ def sorel(
     )
 
 
-def _try_polish(polisher, X, s, c, w, b, lam, objective, last, max_work=None):
-    """Run ``polisher.from_dual`` at ``(w, b, lam)``; on success overwrite ``w``, ``b``.
+def _try_polish(polisher, X, s, c, w, b, objective, last, max_work=None):
+    """Run ``polisher.from_iterate`` at ``(w, b)``; on success overwrite ``w``, ``b``.
 
     A certified point is kept when it does not raise ``F``; at the last
     epoch (``last``) an uncertified one is kept when it lowers ``F``.
     ``max_work`` caps the attempt's multiply-adds.  Returns ``(kept, certified)``.
     """
     t = s * (np.asarray(X @ w).ravel() + b[0]) + c
-    out = polisher.from_dual(t, lam, w, b[0], _POLISH_TOL, max_work=max_work)
+    out = polisher.from_iterate(t, w, b[0], _POLISH_TOL, max_work=max_work)
     if out is None:
         return False, False
     w_p, b_p, certified = out[0], out[1], bool(out[2])
