@@ -48,7 +48,7 @@ def _snap(u, gid):
     return mean[gid]
 
 
-def _first_crossing(uo, do, go, jumps, window=32, budget=4096):
+def _first_crossing(uo, do, go, jumps, window=32, budget=4096, max_pairs=1 << 20):
     """First ``s`` in ``(0, 1)`` at which the order across a jump of ``sigma`` changes.
 
     ``uo``, ``do``, ``go``: the key, its rate of change and the group of each
@@ -60,7 +60,9 @@ def _first_crossing(uo, do, go, jumps, window=32, budget=4096):
     all samples (prefix maxima against suffix minima: two lines cross at
     most once) and the width grows until it holds.  Returns ``(s, i, j)``
     with positions in the order, or ``(1.0, -1, -1)`` when nothing crosses
-    before ``s = 1``.
+    before ``s = 1``, or ``(0.0, -2, -2)`` when more than ``max_pairs``
+    pairs would be needed (keys crowded around a jump, e.g. every loss
+    nearly tied): the caller gives up.
     """
     n = uo.shape[0]
     width = max(1, min(window, int(np.sqrt(budget / max(jumps.size, 1)))))
@@ -86,6 +88,8 @@ def _first_crossing(uo, do, go, jumps, window=32, budget=4096):
         if np.all(pmax[jumps - 1] <= smin[jumps] + 1e-12 * scale):
             break
         width *= 4
+        if jumps.size * min(width, n) ** 2 > max_pairs:
+            return 0.0, -2, -2
     if s.size == 0 or not np.isfinite(s.flat[flat]) or s.flat[flat] >= 1.0:
         return 1.0, -1, -1
     jj, a, c = np.unravel_index(flat, s.shape)
@@ -138,6 +142,8 @@ def tie_walk(polisher, t, w, b, tol, max_steps=None, max_work=None):
     for _ in range(max_steps):
         if P.work > stop_at:
             return None
+        # the tie rows' factorisation in the face solve: p^2 per tied sample
+        P.work += int(np.count_nonzero(np.bincount(gid)[gid] >= 2)) * p * p
         # the order changes little per step: a stable sort from the last one is O(n)
         order = order[np.argsort(_snap(keys.u, gid)[order], kind="stable")]
         _dissolve_flat(gid, atom, order, sigma)
@@ -167,6 +173,8 @@ def tie_walk(polisher, t, w, b, tol, max_steps=None, max_work=None):
         cut_at = np.unique(np.searchsorted(pos[rows], jumps))
         cut_at = cut_at[(cut_at > 0) & (cut_at < rows.size)]
         s, i, j = _first_crossing(u0, du, gid[rows], cut_at)
+        if i == -2:
+            return None
         if l1 > 0.0:
             # a free coefficient that reaches zero (its sign would change) is held there
             dx = x_f[:d] - x[:d]

@@ -413,6 +413,7 @@ def admm_loop(
     # after attempts in quick succession).
     last_polish_k, last_polish_crit, polish_gap = -(10**9), np.inf, 10
     n_polish = 0
+    walk_work = 0.0
     polished = False
     start = time.perf_counter()
     k = 0
@@ -509,19 +510,20 @@ def admm_loop(
                 w = wstep.fast_coef(coeffs)
                 b = wstep.intercept_for(w, v_last, rho)
                 coef_dirty = False
-            out = None
-            if polish.smooth:
-                # smooth loss: the tie walk from (w, b) finds the face even
-                # where the z-step's reading is ambiguous; its work is capped at
-                # about that of the iterations so far
+            # rho (m - z) lies in dOmega(z) (the z-step's optimality condition):
+            # the polisher's estimate of the loss weights
+            out = polish(z, w, tol, b, u=rho * (m_z - z))
+            budget = 2.0 * (k + 1) * n * (d + 1) - walk_work
+            if polish.smooth and (out is None or not out[2]) and budget > 0.0:
+                # smooth loss: the tie walk from (w, b) finds the face where the
+                # z-step's reading is ambiguous; all walks together may spend
+                # about the work of the iterations so far
+                start_work = polish.work
                 t_w = s * (np.asarray(X @ w).ravel() + b) + c
-                out = tie_walk(polish, t_w, w, b, tol, max_work=2.0 * (k + 1) * n * (d + 1))
-                if out is not None and not out[2]:
-                    out = None
-            if out is None:
-                # rho (m - z) lies in dOmega(z) (the z-step's optimality condition):
-                # the polisher's estimate of the loss weights
-                out = polish(z, w, tol, b, u=rho * (m_z - z))
+                walked = tie_walk(polish, t_w, w, b, tol, max_work=budget)
+                walk_work += polish.work - start_work
+                if walked is not None and walked[2]:
+                    out = walked
             n_polish += 1
             if out is not None:
                 w_p, b_p, certified, res_p, t_p, lam_p = out
