@@ -1,0 +1,138 @@
+"""Losses of a pairwise margin ``z = h(x_positive) - h(x_negative)``.
+
+AUC-type objectives (partial AUC, seed 000; full AUC, seed 001) score a pair
+of one positive and one negative by a non-increasing loss of the difference
+of their scores.  Each pairwise loss here is one of the individual losses of
+:mod:`skrank.losses` (negative-margin convention, nondecreasing in ``t``)
+evaluated at ``t = shift - z`` and scaled:
+
+================  ==============================  ==========================
+name              ``loss(z)``                     as an individual loss
+================  ==============================  ==========================
+``squared_hinge``  ``max(0, margin - z)^2``        ``sq_hinge(t = margin - 1 - z)``
+``logistic``       ``log(1 + exp(-z))``            ``logistic(t = -z)``
+``squared``        ``(margin - z)^2``              ``2 * squared(t = margin - z)``
+================  ==============================  ==========================
+
+exactly as the papers write them (no factor 1/2).  Kernels take the triple
+``(code, shift, scale)`` and use :func:`pair_value` / :func:`pair_derivative`,
+so that the loss arithmetic is written once, in :mod:`skrank.losses`.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from .losses import LOGISTIC, SQUARED, SQUARED_HINGE, loss_derivative, loss_value
+
+PAIRWISE_LOSSES = ("squared_hinge", "logistic", "squared")
+
+
+@njit(cache=True, inline="always")
+def pair_value(code, shift, scale, z):
+    """``loss(z) = scale * l(shift - z)`` of the individual loss ``code``."""
+    return scale * loss_value(code, shift - z, 0.0)
+
+
+@njit(cache=True, inline="always")
+def pair_derivative(code, shift, scale, z):
+    """``d loss / dz = -scale * l'(shift - z)`` (non-positive)."""
+    return -scale * loss_derivative(code, shift - z, 0.0)
+
+
+@dataclass(frozen=True)
+class PairwiseLoss:
+    """A non-increasing loss of the pairwise margin ``z``.
+
+    Attributes
+    ----------
+    name : str
+        ``"squared_hinge"``, ``"logistic"`` or ``"squared"``.
+    margin : float
+        The margin of the squared hinge and squared losses (unused by the
+        logistic loss).
+    code, shift, scale : int, float, float
+        ``loss(z) = scale * l_code(shift - z)`` for the individual loss
+        ``l_code`` of :mod:`skrank.losses`.
+    threshold : float
+        The loss is the quadratic ``(margin - z)^2`` for ``z < threshold``
+        and zero above it (``margin`` for the squared hinge, ``inf`` for the
+        squared loss), or ``nan`` when it is not such a one-sided quadratic
+        (logistic).  Quadratic losses have sorted-prefix-sum evaluators.
+    smoothness : float
+        Lipschitz constant of ``d loss / dz``.
+    """
+
+    name: str
+    margin: float
+    code: int
+    shift: float
+    scale: float
+    threshold: float
+    smoothness: float
+
+    @property
+    def is_quadratic(self):
+        """True for one-sided quadratics (squared hinge, squared)."""
+        return not np.isnan(self.threshold)
+
+    @property
+    def is_nonnegative(self):
+        """Every loss here is nonnegative (lambda may be kept >= 0)."""
+        return True
+
+    def value(self, z):
+        """Loss values at the array ``z``."""
+        z = np.ascontiguousarray(z, dtype=np.float64)
+        return _values(self.code, self.shift, self.scale, z)
+
+    def derivative(self, z):
+        """Derivatives ``d loss / dz`` at the array ``z``."""
+        z = np.ascontiguousarray(z, dtype=np.float64)
+        return _derivatives(self.code, self.shift, self.scale, z)
+
+
+@njit(cache=True)
+def _values(code, shift, scale, z):
+    out = np.empty_like(z)
+    flat_in = z.ravel()
+    flat = out.ravel()
+    for i in range(flat_in.shape[0]):
+        flat[i] = pair_value(code, shift, scale, flat_in[i])
+    return out
+
+
+@njit(cache=True)
+def _derivatives(code, shift, scale, z):
+    out = np.empty_like(z)
+    flat_in = z.ravel()
+    flat = out.ravel()
+    for i in range(flat_in.shape[0]):
+        flat[i] = pair_derivative(code, shift, scale, flat_in[i])
+    return out
+
+
+def get_pairwise_loss(name, margin=1.0):
+    """The :class:`PairwiseLoss` called ``name`` with the given margin.
+
+    Parameters
+    ----------
+    name : {"squared_hinge", "logistic", "squared"}
+    margin : float, default=1.0
+        Positive margin of the squared hinge and squared losses.
+
+    Returns
+    -------
+    PairwiseLoss
+    """
+    if name not in PAIRWISE_LOSSES:
+        raise ValueError(f"Unknown pairwise loss {name!r}; expected one of {list(PAIRWISE_LOSSES)}.")
+    margin = float(margin)
+    if name != "logistic" and not (np.isfinite(margin) and margin > 0):
+        raise ValueError(f"loss={name!r} needs a positive finite margin, got margin={margin!r}.")
+    if name == "squared_hinge":
+        return PairwiseLoss(name, margin, SQUARED_HINGE, margin - 1.0, 1.0, margin, 2.0)
+    if name == "squared":
+        return PairwiseLoss(name, margin, SQUARED, margin, 2.0, np.inf, 2.0)
+    return PairwiseLoss(name, margin, LOGISTIC, 0.0, 1.0, np.nan, 0.25)
