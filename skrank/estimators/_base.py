@@ -126,7 +126,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
             and hasattr(self, "coef_")
             and self.coef_.shape == (len(targets), X.shape[1])
         )
-        coefs, intercepts, n_iters, objectives, histories = [], [], [], [], []
+        coefs, intercepts, n_iters, objectives, histories, results = [], [], [], [], [], []
         for j, positive in enumerate(targets):
             y_pm = np.where(y == positive, 1.0, -1.0)
             coef0 = self.coef_[j].copy() if warm else None
@@ -137,6 +137,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
             n_iters.append(result.n_iter)
             objectives.append(result.objective)
             histories.append(np.asarray(result.objective_history))
+            results.append(result)
         self.classes_ = classes
         self.coef_ = np.vstack(coefs)
         self.intercept_ = np.asarray(intercepts, dtype=np.float64)
@@ -148,7 +149,11 @@ class RankLinearClassifierMixin(ClassifierMixin):
             self.n_iter_ = np.asarray(n_iters)
             self.objective_ = np.asarray(objectives)
             self.objective_history_ = histories
+        self._store_results(results)
         return self
+
+    def _store_results(self, results):
+        """Hook: keep solver extras of each binary problem (``results[j].info``)."""
 
     def decision_function(self, X):
         """Signed scores: positive means ``classes_[1]`` (binary).

@@ -1,0 +1,71 @@
+"""Platt scaling: a one-dimensional logistic regression of the labels on ranking scores.
+
+Pairwise objectives (AUC, partial AUC, average precision) rank the samples
+and are blind to a shift of the scores, so they fit no intercept.  To give
+``predict`` and ``predict_proba`` a meaning, the estimators fit
+``P(y = 1 | s) = sigmoid(A s + B)`` on the training scores ``s`` afterwards
+(Platt 1999, with his smoothed targets ``(N+ + 1)/(N+ + 2)`` and
+``1/(N- + 2)`` so that separable data give finite ``A`` and ``B``).  The
+decision threshold ``A s + B = 0`` becomes the intercept ``B / A`` and ``A``
+the scale of the probabilities; the ranking, and so every rank metric, is
+left unchanged.
+"""
+
+import numpy as np
+from scipy.special import expit, log_expit
+
+
+def fit_platt(scores, y, *, max_iter=100):
+    """Fit ``sigmoid(A s + B)`` to labels ``y`` in {-1, +1} by Newton's method.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n,)
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}.
+    max_iter : int, default=100
+
+    Returns
+    -------
+    A, B : float
+        Slope and offset; ``A >= 0`` unless the scores rank the classes
+        worse than chance.
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    pos = np.asarray(y) > 0
+    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+    t = np.where(pos, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    spread = float(np.std(s))
+    if spread == 0.0:
+        # constant scores: only the base rate is left
+        rate = (n_pos + 1.0) / (n_pos + n_neg + 2.0)
+        return 0.0, float(np.log(rate / (1.0 - rate)))
+    u = (s - s.mean()) / spread  # work on standardised scores
+    a, b = 0.0, float(np.log((n_pos + 1.0) / (n_neg + 1.0)))
+
+    def nll(a_, b_):
+        f = a_ * u + b_
+        return -float(np.sum(t * log_expit(f) + (1.0 - t) * log_expit(-f)))
+
+    current = nll(a, b)
+    for _ in range(max_iter):
+        p = expit(a * u + b)
+        r = p - t
+        g = np.array([r @ u, r.sum()])
+        wgt = p * (1.0 - p) + 1e-12
+        H = np.array([[wgt @ (u * u), wgt @ u], [wgt @ u, wgt.sum()]]) + 1e-10 * np.eye(2)
+        step = np.linalg.solve(H, g)
+        size = 1.0
+        while size > 1e-10:
+            trial = nll(a - size * step[0], b - size * step[1])
+            if trial <= current:
+                break
+            size *= 0.5
+        a, b = a - size * step[0], b - size * step[1]
+        done = current - trial <= 1e-12 * max(1.0, abs(current))
+        current = min(trial, current)
+        if done or np.max(np.abs(g)) <= 1e-10 * max(1, s.shape[0]):
+            break
+    A = a / spread
+    B = b - a * s.mean() / spread
+    return float(A), float(B)
