@@ -91,6 +91,16 @@ def loss_derivative(code, t, param):
 
 
 @njit(cache=True)
+def loss_value_and_derivative(code, t, param):
+    """``(l(t), l'(t))`` together; the logistic loss shares one exponential."""
+    if code == LOGISTIC:
+        e = np.exp(-abs(t))
+        s = 1.0 / (1.0 + e) if t >= 0.0 else e / (1.0 + e)
+        return max(t, 0.0) + np.log1p(e), s
+    return loss_value(code, t, param), loss_derivative(code, t, param)
+
+
+@njit(cache=True)
 def _logistic_prox(v, c):
     # Root of phi(z) = c * sigmoid(z) + z - v, increasing in z, bracketed in
     # [v - c, v] because 0 < sigmoid < 1.  Newton safeguarded by the bracket:

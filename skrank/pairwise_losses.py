@@ -24,7 +24,14 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from .losses import LOGISTIC, SQUARED, SQUARED_HINGE, loss_derivative, loss_value
+from .losses import (
+    LOGISTIC,
+    SQUARED,
+    SQUARED_HINGE,
+    loss_derivative,
+    loss_value,
+    loss_value_and_derivative,
+)
 
 PAIRWISE_LOSSES = ("squared_hinge", "logistic", "squared")
 
@@ -39,6 +46,13 @@ def pair_value(code, shift, scale, z):
 def pair_derivative(code, shift, scale, z):
     """``d loss / dz = -scale * l'(shift - z)`` (non-positive)."""
     return -scale * loss_derivative(code, shift - z, 0.0)
+
+
+@njit(cache=True, inline="always")
+def pair_value_and_derivative(code, shift, scale, z):
+    """``(loss(z), d loss / dz)`` in one evaluation."""
+    v, d = loss_value_and_derivative(code, shift - z, 0.0)
+    return scale * v, -scale * d
 
 
 @dataclass(frozen=True)

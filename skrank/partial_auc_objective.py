@@ -36,7 +36,7 @@ import numpy as np
 from numba import njit
 
 from .metrics import _check_fpr_range
-from .pairwise_losses import pair_derivative, pair_value
+from .pairwise_losses import pair_value_and_derivative
 
 
 def negative_rank_weights(n_negatives, fpr_range):
@@ -94,7 +94,7 @@ def range_loss_and_score_gradients(h_pos, h_neg, omega, loss):
     h_neg = np.asarray(h_neg, dtype=np.float64)
     # Pairwise margins are invariant to a common shift; centring keeps the
     # prefix-sum polynomials free of cancellation.
-    center = 0.5 * (np.median(h_neg) + np.median(h_pos)) if h_pos.size and h_neg.size else 0.0
+    center = 0.5 * (h_neg.mean() + h_pos.mean()) if h_pos.size and h_neg.size else 0.0
     h_pos = h_pos - center
     h_neg = h_neg - center
     order = np.argsort(-h_neg, kind="stable")
@@ -155,9 +155,9 @@ def _pair_range_sums(code, shift, scale, h_pos, q, omega):
         acc = 0.0
         gi = 0.0
         for k in range(n_neg):
-            z = hi - q[k]
-            acc += omega[k] * pair_value(code, shift, scale, z)
-            d = omega[k] * pair_derivative(code, shift, scale, z)
+            v, d = pair_value_and_derivative(code, shift, scale, hi - q[k])
+            acc += omega[k] * v
+            d *= omega[k]
             gi += d
             g_neg[k] -= d
         total += acc
