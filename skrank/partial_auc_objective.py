@@ -36,6 +36,7 @@ import numpy as np
 from numba import njit
 
 from .metrics import _check_fpr_range
+from ._sorting import resort
 from .pairwise_losses import pair_value_and_derivative
 
 
@@ -70,7 +71,7 @@ def check_range_holds_negatives(n_negatives, fpr_range):
         )
 
 
-def range_loss_and_score_gradients(h_pos, h_neg, omega, loss):
+def range_loss_and_score_gradients(h_pos, h_neg, omega, loss, orders=None):
     """Sum of ranked pairwise losses and its gradient with respect to the scores.
 
     Parameters
@@ -80,6 +81,10 @@ def range_loss_and_score_gradients(h_pos, h_neg, omega, loss):
     omega : ndarray of shape (N-,)
         Rank weights of :func:`negative_rank_weights`.
     loss : skrank.pairwise_losses.PairwiseLoss
+    orders : tuple of two int64 arrays, optional
+        Permutations that nearly sort ``-h_neg`` and ``h_pos`` ascending
+        (an iterative solver's previous ones); updated in place to sort
+        them.  Sorting from them costs ``O(N)`` when few scores moved.
 
     Returns
     -------
@@ -97,19 +102,29 @@ def range_loss_and_score_gradients(h_pos, h_neg, omega, loss):
     center = 0.5 * (h_neg.mean() + h_pos.mean()) if h_pos.size and h_neg.size else 0.0
     h_pos = h_pos - center
     h_neg = h_neg - center
-    order = np.argsort(-h_neg, kind="stable")
-    q = h_neg[order]
+    if orders is None:
+        order_neg = np.argsort(-h_neg, kind="stable")
+        order_pos = np.argsort(h_pos, kind="stable")
+        q = h_neg[order_neg]
+        hp = h_pos[order_pos]
+    else:
+        order_neg, order_pos = orders
+        q = -resort(-h_neg, order_neg)
+        hp = resort(h_pos, order_pos)
+    g_pos = np.empty_like(h_pos)
+    g_neg = np.empty_like(h_neg)
     if loss.is_quadratic:
-        total, g_pos, g_sorted = _quadratic_range_sums(h_pos, q, omega, loss.margin, loss.threshold)
+        total = _quadratic_range_sums(hp, order_pos, q, order_neg, omega, loss.margin,
+                                      loss.threshold, g_pos, g_neg)
     else:
         lo, hi = _support(omega)
-        total, g_pos, g_part = _pair_range_sums(
-            loss.code, loss.shift, loss.scale, h_pos, q[lo:hi], omega[lo:hi]
+        total, g_hp, g_part = _pair_range_sums(
+            loss.code, loss.shift, loss.scale, hp, q[lo:hi], omega[lo:hi]
         )
+        g_pos[order_pos] = g_hp
         g_sorted = np.zeros_like(q)
         g_sorted[lo:hi] = g_part
-    g_neg = np.empty_like(g_sorted)
-    g_neg[order] = g_sorted
+        g_neg[order_neg] = g_sorted
     return float(total), g_pos, g_neg
 
 
@@ -118,28 +133,44 @@ def _support(omega):
     return int(nz[0]), int(nz[-1]) + 1
 
 
-def _quadratic_range_sums(h_pos, q, omega, margin, threshold):
-    """Prefix-sum evaluation for ``loss(z) = (margin - z)^2 1(z < threshold)``."""
-    w0 = np.concatenate(([0.0], np.cumsum(omega)))
-    w1 = np.concatenate(([0.0], np.cumsum(omega * q)))
-    w2 = np.concatenate(([0.0], np.cumsum(omega * q * q)))
-    a = margin - h_pos
-    if np.isinf(threshold):
-        K = np.full(h_pos.shape[0], q.shape[0])
-    else:
-        # active negatives: q > h_i - threshold, a prefix of the decreasing q
-        K = np.searchsorted(-q, threshold - h_pos, side="left")
-    W0, W1, W2 = w0[K], w1[K], w2[K]
-    total = float(np.sum(a * a * W0 + 2.0 * a * W1 + W2))
-    g_pos = -2.0 * (a * W0 + W1)
-    hp = np.sort(h_pos)
-    s = np.concatenate(([0.0], np.cumsum(hp)))
-    if np.isinf(threshold):
-        cnt = np.full(q.shape[0], hp.shape[0])
-    else:
-        cnt = np.searchsorted(hp, q + threshold, side="left")  # positives with h_i < q_k + threshold
-    g_sorted = 2.0 * omega * (cnt * (margin + q) - s[cnt])
-    return total, g_pos, g_sorted
+@njit(cache=True)
+def _quadratic_range_sums(hp, order_pos, q, order_neg, omega, margin, threshold, g_pos, g_neg):
+    """Prefix-sum evaluation for ``loss(z) = (margin - z)^2 1(z < threshold)``.
+
+    ``hp`` ascending, ``q`` descending.  A positive's active negatives
+    (``q_k > h_i - threshold``) are a prefix of ``q`` that shrinks as ``h_i``
+    grows, and a negative's active positives (``h_i < q_k + threshold``) a
+    prefix of ``hp`` that shrinks down the ranks: two merges give every
+    prefix length.  Fills ``g_pos``/``g_neg`` (input order); returns the sum.
+    """
+    n_pos = hp.shape[0]
+    n_neg = q.shape[0]
+    w0 = np.zeros(n_neg + 1)
+    w1 = np.zeros(n_neg + 1)
+    w2 = np.zeros(n_neg + 1)
+    for k in range(n_neg):
+        wq = omega[k] * q[k]
+        w0[k + 1] = w0[k] + omega[k]
+        w1[k + 1] = w1[k] + wq
+        w2[k + 1] = w2[k] + wq * q[k]
+    total = 0.0
+    K = n_neg
+    for j in range(n_pos):
+        h = hp[j]
+        while K > 0 and q[K - 1] <= h - threshold:
+            K -= 1
+        a = margin - h
+        total += a * a * w0[K] + 2.0 * a * w1[K] + w2[K]
+        g_pos[order_pos[j]] = -2.0 * (a * w0[K] + w1[K])
+    s = np.zeros(n_pos + 1)
+    for j in range(n_pos):
+        s[j + 1] = s[j] + hp[j]
+    c = n_pos
+    for k in range(n_neg):
+        while c > 0 and hp[c - 1] >= q[k] + threshold:
+            c -= 1
+        g_neg[order_neg[k]] = 2.0 * omega[k] * (c * (margin + q[k]) - s[c])
+    return total
 
 
 @njit(cache=True)
@@ -206,6 +237,8 @@ class PartialAUCObjective:
         self.loss = loss
         self.alpha = float(alpha)
         self.n_passes = 0
+        # the last sorting permutations: successive iterates rank alike
+        self._orders = (np.arange(self.n_neg), np.arange(self.n_pos))
 
     def scores(self, w):
         """Positives' and negatives' scores ``X w``."""
@@ -215,7 +248,8 @@ class PartialAUCObjective:
     def data_value(self, w):
         """The pAUC surrogate without the penalty."""
         h_pos, h_neg = self.scores(w)
-        total, _, _ = range_loss_and_score_gradients(h_pos, h_neg, self.omega, self.loss)
+        total, _, _ = range_loss_and_score_gradients(h_pos, h_neg, self.omega, self.loss,
+                                                     self._orders)
         return total / self.normaliser
 
     def value(self, w):
@@ -227,7 +261,8 @@ class PartialAUCObjective:
         """``F(w)`` and its gradient (one pass over the data)."""
         w = np.asarray(w, dtype=np.float64)
         h_pos, h_neg = self.scores(w)
-        total, g_pos, g_neg = range_loss_and_score_gradients(h_pos, h_neg, self.omega, self.loss)
+        total, g_pos, g_neg = range_loss_and_score_gradients(h_pos, h_neg, self.omega, self.loss,
+                                                             self._orders)
         grad = np.asarray(self.X_pos.T @ g_pos).ravel() + np.asarray(self.X_neg.T @ g_neg).ravel()
         self.n_passes += 1
         return (total / self.normaliser + 0.5 * self.alpha * float(w @ w),
@@ -246,6 +281,7 @@ class PartialAUCObjective:
         omega_top = np.clip(level - (k - 1.0), 0.0, 1.0)
         if not np.any(omega_top > 0):
             return 0.0, np.zeros_like(w)
-        total, g_pos, g_neg = range_loss_and_score_gradients(h_pos, h_neg, omega_top, self.loss)
+        total, g_pos, g_neg = range_loss_and_score_gradients(h_pos, h_neg, omega_top, self.loss,
+                                                             self._orders)
         grad = np.asarray(self.X_pos.T @ g_pos).ravel() + np.asarray(self.X_neg.T @ g_neg).ravel()
         return total / self.normaliser, grad / self.normaliser
