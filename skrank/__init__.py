@@ -1,5 +1,12 @@
 """skrank: rank-based learning objectives for scikit-learn linear models."""
 
+from .estimators import (
+    PartialAUCClassifier,
+    RankADMMClassifier,
+    RankADMMRegressor,
+    SpectralRiskClassifier,
+    SpectralRiskRegressor,
+)
 from .risks import (
     ERM,
     CVaR,
@@ -19,7 +26,12 @@ __all__ = [
     "ExponentialSpectral",
     "Extremile",
     "HumanAligned",
+    "PartialAUCClassifier",
+    "RankADMMClassifier",
+    "RankADMMRegressor",
     "RankedRange",
+    "SpectralRiskClassifier",
+    "SpectralRiskRegressor",
     "Superquantile",
     "TopK",
 ]

@@ -1,9 +1,11 @@
 """scikit-learn estimators of skrank."""
 
+from .partial_auc import PartialAUCClassifier
 from .rank_admm import RankADMMClassifier, RankADMMRegressor
 from .spectral_risk import SpectralRiskClassifier, SpectralRiskRegressor
 
 __all__ = [
+    "PartialAUCClassifier",
     "RankADMMClassifier",
     "RankADMMRegressor",
     "SpectralRiskClassifier",

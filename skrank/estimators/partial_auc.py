@@ -1,0 +1,336 @@
+"""Linear classifier that maximises the partial AUC over a false-positive-rate range (seeds 000, 001)."""
+
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.special import expit
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from ..metrics import _check_fpr_range
+from ..pairwise_losses import PAIRWISE_LOSSES, get_pairwise_loss
+from ..partial_auc_objective import PartialAUCObjective
+from ._base import RankLinearClassifierMixin, _RankLinearModel
+from ._platt import fit_platt
+
+_SOLVERS = ("auto", "lbfgs", "exact", "agd-sbcd", "dca", "prox-dca", "ppd-sg", "ppd-adagrad")
+_FULL_RANGE_ONLY = ("exact", "ppd-sg", "ppd-adagrad")
+#: Largest number of features for which the default start is the closed-form
+#: full-AUC fit (a d x d solve); above it the difference of the class means.
+_CLOSED_FORM_START_MAX_FEATURES = 2000
+#: Largest number of in-range pairs ``N+ R`` for which ``solver="auto"`` runs
+#: L-BFGS on the logistic loss (whose exact pass costs ``O(N+ R)``); above it
+#: AGD-SBCD, whose steps cost the same whatever the size.
+_AUTO_MAX_LOGISTIC_PAIRS = 50_000_000
+
+
+class PartialAUCClassifier(RankLinearClassifierMixin, _RankLinearModel):
+    """Linear classifier that maximises the partial AUC over a range of false-positive rates.
+
+    Minimises the pairwise surrogate of the normalised partial AUC over the
+    false-positive rates ``fpr_range = (fpr_min, fpr_max)`` (Yao, Lin and
+    Yang, "Large-scale Optimization of Partial AUC in a Range of False
+    Positive Rates", NeurIPS 2022, eq. (3)) with an l2 penalty:
+
+        F(w) = 1/(N+ (n - m)) sum_{i positive} sum_{k = m+1..n} loss(h_i - q_(k))
+               + alpha ||w||^2 / 2,
+
+    where ``h = X w``, ``q_(1) >= q_(2) >= ...`` are the negatives' scores
+    sorted in decreasing order, ``m = fpr_min N-`` and ``n = fpr_max N-``.
+    Fractional ranks are weighted as the ROC cells they cut: the sum runs
+    over the top ``floor(n)`` negatives plus ``n - floor(n)`` times the
+    next, minus the same for ``m`` (spec 000 section 1.4).  So only the
+    negatives whose scores rank them inside the range count: a positive is
+    pushed above the negatives that a threshold in that FPR range would let
+    through.  With ``fpr_range=(0, 1)`` and the squared loss this is the
+    full-AUC square loss of Liu, Yuan, Ying and Yang ("Stochastic AUC
+    Maximization with Deep Neural Networks", ICLR 2020).
+
+    The objective is not convex when ``fpr_min > 0`` (a difference of two
+    convex functions of ``w``); every solver returns a stationary point, not
+    a certified global minimum.  ``objective_`` is always the exact
+    full-data ``F`` at the returned coefficients, whatever the solver, so
+    fits by different solvers compare.
+
+    Parameters
+    ----------
+    fpr_range : tuple of two floats, default=(0.05, 0.5)
+        ``(fpr_min, fpr_max)`` with ``0 <= fpr_min < fpr_max <= 1``.  The
+        training set must hold at least one negative in the range,
+        ``N- (fpr_max - fpr_min) >= 1``.
+    loss : {"squared_hinge", "logistic", "squared"}, default="squared_hinge"
+        Loss of the pairwise margin ``z = h_positive - h_negative``, as the
+        papers write it (no factor 1/2): ``max(0, margin - z)^2``,
+        ``log(1 + exp(-z))`` (seed 000's experiments) or ``(margin - z)^2``
+        (seed 001).  The squared hinge and squared losses are evaluated
+        exactly in ``O((N+ + N-) log N- + (N+ + N-) d)`` per pass; the
+        logistic loss in ``O(N+ R + N- log N- + (N+ + N-) d)`` with ``R``
+        the number of negatives in the range.
+    margin : float, default=1.0
+        Margin of the squared hinge and squared losses (ignored by the
+        logistic loss).
+    alpha : float, default=1e-4
+        Strength of the l2 penalty ``alpha ||w||^2 / 2``.
+    solver : {"auto", "lbfgs", "exact", "agd-sbcd", "dca", "prox-dca", \
+"ppd-sg", "ppd-adagrad"}, default="auto"
+        - ``"lbfgs"``: L-BFGS on the exact full-batch ``F`` and its
+          gradient (:func:`skrank.solvers.lbfgs.lbfgs`); deterministic.
+        - ``"exact"``: the closed-form minimiser of the full-AUC square loss
+          (class means and covariances,
+          :func:`skrank.solvers.auc_closed_form.exact_square_auc`); needs
+          ``loss="squared"`` and ``fpr_range=(0, 1)``.
+        - ``"agd-sbcd"``: seed 000's Algorithms 1-2, approximate gradient
+          descent on the Moreau-smoothed objective with stochastic block
+          coordinate descent inner loops (:func:`skrank.solvers.sbcd.agd_sbcd`).
+        - ``"dca"``, ``"prox-dca"``: the paper's baselines, DCA and proximal
+          DCA with stochastic inner loops
+          (:mod:`skrank.solvers.pauc_dca`).
+        - ``"ppd-sg"``, ``"ppd-adagrad"``: seed 001's proximal primal-dual
+          stochastic methods on the min-max form of the square loss; need
+          ``loss="squared"`` and ``fpr_range=(0, 1)``
+          (:mod:`skrank.solvers.ppd`).
+        - ``"auto"``: ``"exact"`` when it applies; otherwise ``"lbfgs"``,
+          except for the logistic loss when a pass would cost more than
+          5e7 pair terms (``N+`` times the negatives in the range), where
+          it takes ``"agd-sbcd"``.  On tables that fit in memory the exact
+          full-batch evaluators make L-BFGS reach a lower ``F`` than the
+          stochastic solvers in less time (``benchmarks/partial_auc.py``);
+          the stochastic ones are for data too large for full passes.
+    max_iter : int or None, default=None
+        Maximum iterations of the solver: L-BFGS iterations, outer
+        iterations of AGD-SBCD and DCA, stages of PPD.  None means the
+        solver's own default.
+    tol : float, default=1e-4
+        Tolerance of the solver's stopping criterion (L-BFGS: the largest
+        gradient entry relative to ``max(1, |F(w_0)|)``; the stochastic
+        solvers: their documented criterion).
+    batch_size : int, default=64
+        Mini-batch size of the stochastic solvers (positives and negatives
+        per block for AGD-SBCD and DCA; samples for PPD).
+    random_state : int, RandomState instance or None, default=None
+        Seed of the stochastic solvers.
+    warm_start : bool, default=False
+        Start from the previous ``coef_`` when refitting.
+    verbose : int, default=0
+        Print progress when positive.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+        The ranking direction ``w`` (one row per one-vs-rest problem).
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+        The decision threshold ``B / A`` of the Platt fit (see Notes).
+    calibration_ : ndarray of shape (n_problems, 2)
+        The Platt coefficients ``(A, B)``: ``decision_function`` is
+        ``A X coef_ + B`` and ``predict_proba`` its sigmoid.
+    n_iter_ : int or ndarray
+    objective_ : float or ndarray
+        Exact ``F`` at ``coef_``.
+    objective_history_ : ndarray or list of ndarray
+        ``F`` after each iteration of the solver.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+
+    Notes
+    -----
+    An intercept cancels in ``h_i - q_k``, so the objective fits none.
+    After the ranking is fitted, a one-dimensional logistic regression of
+    the labels on the training scores ``s = X coef_`` (Platt scaling,
+    :func:`skrank.estimators._platt.fit_platt`) gives ``sigmoid(A s + B)``
+    with ``A > 0``: ``decision_function`` returns ``A s + B``,
+    ``intercept_ = B / A`` is the threshold on ``s``, ``predict`` takes
+    the sign (the largest column for more than two classes) and
+    ``predict_proba`` the sigmoid.  None of them changes the ranking.
+    ``score`` is accuracy, as for every scikit-learn classifier; tune with
+    ``scoring=skrank.metrics.make_partial_auc_scorer(fpr_range)``.
+
+    The default start is the closed-form full-AUC square-loss fit, which
+    ranks well and avoids the all-tied point ``w = 0`` (spec 000 pitfall 5).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from skrank.estimators import PartialAUCClassifier
+    >>> from skrank.metrics import partial_auc_score
+    >>> X, y = make_classification(500, weights=[0.9], random_state=0)
+    >>> clf = PartialAUCClassifier(fpr_range=(0.05, 0.5)).fit(X, y)
+    >>> partial_auc_score(y, clf.decision_function(X), fpr_range=(0.05, 0.5)) > 0.8
+    True
+    """
+
+    _parameter_constraints = {
+        "fpr_range": ["array-like"],
+        "loss": [StrOptions(set(PAIRWISE_LOSSES))],
+        "margin": [Interval(Real, 0, None, closed="neither")],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "solver": [StrOptions(set(_SOLVERS))],
+        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "warm_start": ["boolean"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        *,
+        fpr_range=(0.05, 0.5),
+        loss="squared_hinge",
+        margin=1.0,
+        alpha=1e-4,
+        solver="auto",
+        max_iter=None,
+        tol=1e-4,
+        batch_size=64,
+        random_state=None,
+        warm_start=False,
+        verbose=0,
+    ):
+        self.fpr_range = fpr_range
+        self.loss = loss
+        self.margin = margin
+        self.alpha = alpha
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.batch_size = batch_size
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.verbose = verbose
+
+    # --- checks --------------------------------------------------------------------------
+    def _resolved_solver(self):
+        full = tuple(self._fpr_range) == (0.0, 1.0)
+        if self.solver == "auto":
+            return "exact" if full and self.loss == "squared" else "lbfgs"
+        return self.solver
+
+    def _check_before_solve(self, X):
+        self._fpr_range = _check_fpr_range(self.fpr_range)
+        self._pair_loss = get_pairwise_loss(self.loss, self.margin)
+        solver = self._resolved_solver()
+        if solver in _FULL_RANGE_ONLY:
+            problems = []
+            if self._fpr_range != (0.0, 1.0):
+                problems.append(f"fpr_range=(0, 1) (got {self._fpr_range})")
+            if self.loss != "squared":
+                problems.append(f"loss='squared' (got {self.loss!r})")
+            if problems:
+                raise ValueError(
+                    f"solver={solver!r} minimises the full-AUC square loss and needs "
+                    + " and ".join(problems)
+                    + "; use solver='lbfgs' or 'agd-sbcd' for a partial range or another loss."
+                )
+        self._solver = solver
+
+    # --- fitting -------------------------------------------------------------------------
+    def _start(self, objective, coef_init):
+        if coef_init is not None:
+            return np.asarray(coef_init, dtype=np.float64)
+        d = objective.X_pos.shape[1]
+        if d <= _CLOSED_FORM_START_MAX_FEATURES:
+            from ..solvers.auc_closed_form import exact_square_auc
+
+            return exact_square_auc(objective).coef
+        diff = np.asarray(objective.X_pos.mean(axis=0) - objective.X_neg.mean(axis=0)).ravel()
+        return diff / max(float(np.linalg.norm(diff)) ** 2, 1e-12)
+
+    def _solve(self, X, y, coef_init, intercept_init):
+        from ..solvers.admm import _blas_threads
+
+        objective = PartialAUCObjective(X, y, self._fpr_range, self._pair_loss, self.alpha)
+        with _blas_threads(X):
+            result = self._run(objective, coef_init)
+        scores = np.asarray(X @ result.coef, dtype=np.float64).ravel()
+        A, B = fit_platt(scores, y)
+        if A > 0:
+            result.intercept = B / A
+        else:
+            # no ranking left to calibrate (constant or reversed scores):
+            # predict the majority class
+            A = 1.0
+            result.intercept = (1.0 - scores.min()) if B > 0 else -(1.0 + scores.max())
+            B = result.intercept
+        result.info["calibration"] = (A, B)
+        return result
+
+    def _run(self, objective, coef_init):
+        solver = self._solver
+        if self.solver == "auto" and not objective.loss.is_quadratic:
+            in_range = np.ceil(objective.n) - np.floor(objective.m)
+            if objective.n_pos * in_range > _AUTO_MAX_LOGISTIC_PAIRS:
+                solver = "agd-sbcd"
+        common = dict(verbose=self.verbose)
+        if self.max_iter is not None:
+            common["max_iter"] = self.max_iter
+        if solver == "exact":
+            from ..solvers.auc_closed_form import exact_square_auc
+
+            return exact_square_auc(objective)
+        w0 = self._start(objective, coef_init)
+        if solver == "lbfgs":
+            from ..solvers.lbfgs import lbfgs
+
+            return lbfgs(objective, coef_init=w0, tol=self.tol, **common)
+        stochastic = dict(coef_init=w0, tol=self.tol, batch_size=self.batch_size,
+                          random_state=self.random_state, **common)
+        if solver == "agd-sbcd":
+            from ..solvers.sbcd import agd_sbcd
+
+            return agd_sbcd(objective, **stochastic)
+        if solver == "dca":
+            from ..solvers.pauc_dca import dca_partial_auc
+
+            return dca_partial_auc(objective, **stochastic)
+        if solver == "prox-dca":
+            from ..solvers.pauc_dca import prox_dca_partial_auc
+
+            return prox_dca_partial_auc(objective, **stochastic)
+        from ..solvers.ppd import ppd_adagrad, ppd_sg
+
+        return (ppd_sg if solver == "ppd-sg" else ppd_adagrad)(objective, **stochastic)
+
+    def _store_results(self, results):
+        self.calibration_ = np.array([r.info["calibration"] for r in results], dtype=np.float64)
+        self._solver_info = [r.info for r in results]
+
+    # --- prediction ----------------------------------------------------------------------
+    def decision_function(self, X):
+        """Platt logits ``A (X coef_ + intercept_)``: the ranking scores, positively rescaled.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            Positive means ``classes_[1]`` (binary); every column ranks the
+            samples as ``X @ coef_.T`` does.
+        """
+        check_is_fitted(self)
+        logits = np.asarray(self._linear_predict(X)) * self.calibration_[:, 0]
+        return logits.ravel() if logits.shape[1] == 1 else logits
+
+    def predict_proba(self, X):
+        """Class probabilities from the Platt fit on the training scores.
+
+        Binary: ``sigmoid(A X coef_ + B)``, the sigmoid of
+        :meth:`decision_function`; more than two classes: the one-vs-rest
+        probabilities normalised to sum to one.
+        """
+        p = expit(self.decision_function(X))
+        if p.ndim == 1:
+            return np.column_stack([1.0 - p, p])
+        return p / p.sum(axis=1, keepdims=True)
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        return np.log(self.predict_proba(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
