@@ -146,7 +146,9 @@ class PartialAUCClassifier(RankLinearClassifierMixin, _RankLinearModel):
     ``scoring=skrank.metrics.make_partial_auc_scorer(fpr_range)``.
 
     The default start is the closed-form full-AUC square-loss fit, which
-    ranks well and avoids the all-tied point ``w = 0`` (spec 000 pitfall 5).
+    ranks well and avoids the all-tied point ``w = 0`` (spec 000 pitfall 5);
+    PPD-SG and PPD-AdaGrad start from ``w = 0`` as in their paper (their
+    min-max form has no ties to fear, and the closed form is their answer).
 
     Examples
     --------
@@ -230,6 +232,8 @@ class PartialAUCClassifier(RankLinearClassifierMixin, _RankLinearModel):
         if coef_init is not None:
             return np.asarray(coef_init, dtype=np.float64)
         d = objective.X_pos.shape[1]
+        if self._solver in ("ppd-sg", "ppd-adagrad"):
+            return np.zeros(d)  # the paper's start; the closed form would be the answer
         if d <= _CLOSED_FORM_START_MAX_FEATURES:
             from ..solvers.auc_closed_form import exact_square_auc
 

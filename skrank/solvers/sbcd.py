@@ -14,10 +14,10 @@ joint ``(v, lambda)`` problem (13) (one threshold ``lambda_i`` per positive
 and level, kept across outer iterations as the paper's warm start), then
 steps along the gradient of the Moreau-smoothed objective (Lemma 3):
 
-    w <- w - gamma [ (v_m - v_n) / mu + (beta - alpha) alpha_l2 w ],
+    w <- prox_{gamma (beta - alpha) alpha_l2 ||.||^2 / 2}( w - gamma (v_m - v_n) / mu ),
 
-which is the paper's step ``w - (gamma/mu)(v_m - v_n)`` with the l2 term
-added (its gradient, scaled like the pair sums).  The paper's schedules are
+the paper's step ``w - (gamma/mu)(v_m - v_n)`` followed by the proximal map
+of the l2 term (scaled like the pair sums).  The paper's schedules are
 kept: ``T_k = T0 (k+1)^2`` inner steps and steps ``eta = theta = c/(k+1)``.
 
 Decisions where the paper is silent or wrong (spec 000 sections 7 and 9):
@@ -165,43 +165,87 @@ def agd_sbcd(
     start = time.perf_counter()
     sampler = PairSampler(objective, batch_size, random_state)
     alpha_fpr, beta_fpr = objective.fpr_range
-    width = beta_fpr - alpha_fpr
     w = np.array(coef_init, dtype=np.float64)
-    d = w.shape[0]
-    zeros = np.zeros(d)
-    lam_n = sampler.initial_thresholds(w, objective.n)
-    lam_m = sampler.initial_thresholds(w, objective.m) if objective.m > 0 else None
-    F = objective.value(w)
+    zeros = np.zeros_like(w)
+    lam = {beta_fpr: sampler.initial_thresholds(w, objective.n)}
+    if objective.m > 0:
+        lam[alpha_fpr] = sampler.initial_thresholds(w, objective.m)
+
+    def prox_point(w_, level_frac, T, eta, theta, prox):
+        v, lam[level_frac], _ = sampler.run(w_.copy(), w_, zeros, lam[level_frac], level_frac,
+                                            T, eta, theta, prox, 0.0, True)
+        return v
+
+    def penalty_prox(v, step_):
+        return v / (1.0 + step_ * objective.alpha)
+
+    result = agd_loop(prox_point, objective.value, penalty_prox, w, alpha_fpr, beta_fpr,
+                      sampler.smoothness, max_iter=max_iter, tol=tol, mu=mu, gamma=gamma,
+                      step=step, inner_iter0=inner_iter0, verbose=verbose, name="agd-sbcd")
+    result.info["passes"] = sampler.passes + len(result.objective_history)
+    result.info["time"] = time.perf_counter() - start
+    return result
+
+
+def agd_loop(prox_point, value, penalty_prox, w, low, high, L, *, max_iter, tol, mu, gamma, step,
+             inner_iter0, verbose, name):
+    """Outer loop of Algorithm 2, shared by the pAUC and ranked-range solvers.
+
+    Parameters
+    ----------
+    prox_point : callable
+        ``prox_point(w, level_frac, T, eta, theta, prox)`` returns the SBCD
+        estimate of ``prox_{mu phi^l}(w)`` (``prox = 1 / mu``) for the level
+        ``level_frac = l / N`` and keeps that level's thresholds.
+    value : callable
+        Exact objective ``F(w)``.
+    penalty_prox : callable
+        ``penalty_prox(v, t)``: the proximal map of ``t`` times the penalty
+        in the units of ``phi`` (the penalty divided by ``width``).
+    w : ndarray
+        Start.
+    low, high : float
+        ``m / N`` and ``n / N``; the ``m``-call is skipped when ``low == 0``.
+    L : float
+        Smoothness unit of ``mu``, ``gamma`` and the primal step.
+    max_iter, tol, mu, gamma, step, inner_iter0, verbose, name
+        As :func:`agd_sbcd`.
+
+    Returns
+    -------
+    SolverResult
+        The outer iterate of lowest exact ``F``.
+
+    Notes
+    -----
+    The step ``w <- prox_{gamma width R}(w - gamma (v_m - v_n) / mu)`` is a
+    proximal gradient step on the smoothed ``(phi^n - phi^m) + width R``
+    (Lemma 3 gives the gradient); for an l2 penalty it is the gradient step
+    up to ``O(gamma^2)``.
+    """
+    width = high - low
+    mu, gamma = mu / L, gamma / L
+    F = value(w)
     history = [F]
     best_w, best_F = w.copy(), F
     crit = np.inf
     converged = False
     k = 0
-    # mu, gamma and the primal step in units of 1 / L (L: the mean smoothness
-    # of a pair term), so that the defaults do not depend on the feature scale
-    L = sampler.smoothness
-    mu, gamma = mu / L, gamma / L
     for k in range(max_iter):
         T = int(inner_iter0 * (k + 1) ** 2)
         eta = step / ((k + 1) * L)
         theta = step / (k + 1)
-        prox = 1.0 / mu
-        v_n, lam_n, _ = sampler.run(w.copy(), w, zeros, lam_n, beta_fpr, T, eta, theta, prox,
-                                    0.0, True)
-        if lam_m is not None:
-            v_m, lam_m, _ = sampler.run(w.copy(), w, zeros, lam_m, alpha_fpr, T, eta, theta,
-                                        prox, 0.0, True)
-        else:
-            v_m = w
-        w = w - gamma * ((v_m - v_n) / mu + width * objective.alpha * w)
-        F_new = objective.value(w)
+        v_n = prox_point(w, high, T, eta, theta, 1.0 / mu)
+        v_m = prox_point(w, low, T, eta, theta, 1.0 / mu) if low > 0 else w
+        w = penalty_prox(w - gamma * (v_m - v_n) / mu, gamma * width)
+        F_new = value(w)
         crit = abs(F - F_new) / max(1.0, abs(F_new))
         F = F_new
         history.append(F)
         if F < best_F:
             best_w, best_F = w.copy(), F
         if verbose:
-            print(f"[agd-sbcd] outer {k + 1:3d}  inner {T:6d}  F={F:.8g}  change={crit:.2e}")
+            print(f"[{name}] outer {k + 1:3d}  inner {T:6d}  F={F:.8g}  change={crit:.2e}")
         if not np.isfinite(F):
             break
         if crit <= tol:
@@ -215,5 +259,4 @@ def agd_sbcd(
         objective_history=np.asarray(history),
         stop_criterion=float(crit),
         converged=converged,
-        info={"passes": sampler.passes + len(history), "time": time.perf_counter() - start},
     )
