@@ -65,6 +65,12 @@ def _partial_auc_classifier():
     return PartialAUCClassifier(fpr_range=FPR_RANGE)
 
 
+def _partial_auc_agd_sbcd():
+    from skrank.estimators import PartialAUCClassifier
+
+    return PartialAUCClassifier(fpr_range=FPR_RANGE, solver="agd-sbcd", random_state=SEED)
+
+
 def _average_precision_classifier():
     from skrank.estimators import AveragePrecisionClassifier
 
@@ -104,6 +110,7 @@ def _rank_admm_aorr():
 MODELS = [
     ("LogisticRegression", _logistic_regression, "binary"),
     ("PartialAUCClassifier", _partial_auc_classifier, "binary"),
+    ("PartialAUCClassifier(agd-sbcd)", _partial_auc_agd_sbcd, "binary"),
     ("AveragePrecisionClassifier", _average_precision_classifier, "binary"),
     ("SpectralRiskClassifier(CVaR.5)", _spectral_risk_classifier, "binary"),
     ("RankADMMClassifier(CVaR.5)", _rank_admm_cvar, "binary"),
