@@ -8,7 +8,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..risks import BaseRisk, RankedRange
 from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RankLinearModel
 
-_SOLVERS = ("admm", "sgd", "lsvrg", "lsvrg_nu", "dca")
+_SOLVERS = ("admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd")
+#: Outer iterations of solver="agd" at most: iteration k costs 50 (k+1)^2 steps.
+_AGD_MAX_OUTER = 12
 _RISK_NAMES = {
     "erm", "mean", "superquantile", "cvar", "extremile", "exponential", "topk",
     "ranked_range", "aorr", "human_aligned", "cpt",
@@ -43,10 +45,10 @@ class _RankADMMModel(_RankLinearModel):
             risk.weight_pieces(n)
         else:
             risk.weights(n)
-        if self.solver == "dca" and type(risk) is not RankedRange:
+        if self.solver in ("dca", "agd") and type(risk) is not RankedRange:
             raise ValueError(
-                f"solver='dca' minimises ranked-range risks (a difference of two convex "
-                f"top-k sums); got risk {type(risk).__name__}. Use solver='admm' for it."
+                f"solver={self.solver!r} minimises ranked-range risks (a difference of two "
+                f"convex top-k sums); got risk {type(risk).__name__}. Use solver='admm' for it."
             )
         self._risk = risk
         self._loss_obj = self._get_loss()
@@ -75,6 +77,11 @@ class _RankADMMModel(_RankLinearModel):
                 X, y, risk, loss, penalty, max_iter=self.max_iter, tol=self.tol,
                 zstep_method=self.zstep_method, l1_solver=self.l1_solver, **common,
             )
+        if self.solver == "agd":
+            from ..solvers.sorr_agd import sorr_agd
+
+            return sorr_agd(X, y, risk, loss, penalty, max_iter=min(self.max_iter, _AGD_MAX_OUTER),
+                            tol=self.tol, random_state=self.random_state, **common)
         stochastic = dict(max_epochs=self.max_iter, tol=self.tol, random_state=self.random_state)
         if self.solver == "sgd":
             from ..solvers.sgd import sgd
@@ -105,7 +112,7 @@ _PARAMS_DOC = """
     fit_intercept : bool, default=True
         Fit an unpenalised intercept (the paper appends a penalised column
         of ones instead).
-    solver : {"admm", "sgd", "lsvrg", "lsvrg_nu", "dca"}, default="admm"
+    solver : {"admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd"}, default="admm"
         ``"admm"``: Algorithm 1 of Xiao et al. (2023),
         :func:`skrank.solvers.admm.admm`; any risk.  For the non-convex
         risks it differs from the paper: Algorithm 1 runs from the start
@@ -120,8 +127,13 @@ _PARAMS_DOC = """
         :func:`skrank.solvers.sgd.sgd`), ``"lsvrg"`` and ``"lsvrg_nu"``
         (LSVRG with uniform and non-uniform sampling,
         :func:`skrank.solvers.lsvrg.lsvrg`), and ``"dca"`` for ranked-range
-        risks only (Hu et al. 2020, :func:`skrank.solvers.dca.dca`).  For the
-        stochastic baselines ``max_iter`` counts epochs.
+        risks only (Hu et al. 2020, :func:`skrank.solvers.dca.dca`), and
+        ``"agd"`` for ranked-range risks only: AGD with stochastic inner
+        loops for the sum of ranked range (Yao, Lin and Yang 2022,
+        Algorithm 3, :func:`skrank.solvers.sorr_agd.sorr_agd`; ``max_iter``
+        bounds its outer iterations, at most 12 since iteration ``k`` runs
+        ``50 (k+1)^2`` steps).  For the SGD and LSVRG
+        baselines ``max_iter`` counts epochs.
     max_iter : int, default=1000
         Maximum number of ADMM iterations (DCA: outer iterations;
         SGD/LSVRG: epochs).  Non-convex risks with ``solver="admm"``: the
