@@ -179,14 +179,20 @@ class RankLinearClassifierMixin(ClassifierMixin):
     def _has_proba(self):
         return self.loss == "logistic"
 
-    @available_if(_has_proba)
-    def predict_proba(self, X):
-        """Class probabilities (logistic loss only).
+    def _proba_available(self):
+        # looked up on the instance, so that subclasses may override _has_proba
+        return self._has_proba()
 
-        The sigmoid of the decision function; with more than two classes
-        the one-vs-rest sigmoids are normalised to sum to one.  A rank-based
-        risk reweights samples, so these are scores on a probability scale
-        rather than calibrated probabilities.
+    @available_if(_proba_available)
+    def predict_proba(self, X):
+        """Class probabilities: the sigmoid of the decision function.
+
+        With more than two classes the one-vs-rest sigmoids are normalised
+        to sum to one.  Rank-risk estimators offer it for the logistic loss
+        only; a rank-based risk reweights samples, so these are scores on a
+        probability scale rather than calibrated probabilities.
+        PartialAUCClassifier's decision function is a Platt fit, so its
+        probabilities are calibrated on the training scores.
         """
         scores = self.decision_function(X)
         if scores.ndim == 1:
@@ -195,7 +201,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
         p = expit(scores)
         return p / p.sum(axis=1, keepdims=True)
 
-    @available_if(_has_proba)
+    @available_if(_proba_available)
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
         return np.log(self.predict_proba(X))

@@ -3,7 +3,6 @@
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import expit
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -318,21 +317,9 @@ class PartialAUCClassifier(RankLinearClassifierMixin, _RankLinearModel):
         logits = np.asarray(self._linear_predict(X)) * self.calibration_[:, 0]
         return logits.ravel() if logits.shape[1] == 1 else logits
 
-    def predict_proba(self, X):
-        """Class probabilities from the Platt fit on the training scores.
-
-        Binary: ``sigmoid(A X coef_ + B)``, the sigmoid of
-        :meth:`decision_function`; more than two classes: the one-vs-rest
-        probabilities normalised to sum to one.
-        """
-        p = expit(self.decision_function(X))
-        if p.ndim == 1:
-            return np.column_stack([1.0 - p, p])
-        return p / p.sum(axis=1, keepdims=True)
-
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`."""
-        return np.log(self.predict_proba(X))
+    def _has_proba(self):
+        # sigmoid(decision_function) is the Platt probability (see Notes)
+        return True
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

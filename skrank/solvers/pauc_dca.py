@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from ._result import SolverResult
+from ._outer import OuterLoop
 from .sbcd import PairSampler
 
 
@@ -87,13 +87,8 @@ def _dca(objective, coef_init, max_iter, tol, batch_size, step, inner_iter0, ran
     width = beta_fpr - alpha_fpr
     w = np.array(coef_init, dtype=np.float64)
     lam = sampler.initial_thresholds(w, objective.n)
-    F = objective.value(w)
-    history = [F]
-    best_w, best_F = w.copy(), F
-    crit = np.inf
-    converged = False
+    loop = OuterLoop(w, objective.value(w), tol, verbose, name)
     passes = 1
-    k = 0
     for k in range(max_iter):
         # grad of phi^m = f^m / (N+ N-): the objective's subgradient is per N+ (n - m)
         if objective.m > 0:
@@ -106,27 +101,7 @@ def _dca(objective, coef_init, max_iter, tol, batch_size, step, inner_iter0, ran
         theta = step / (k + 1)
         w, lam, _ = sampler.run(w.copy(), w.copy(), xi, lam, beta_fpr, T, eta, theta, prox * L,
                                 width * objective.alpha, False)
-        F_new = objective.value(w)
         passes += 1
-        crit = abs(F - F_new) / max(1.0, abs(F_new))
-        F = F_new
-        history.append(F)
-        if F < best_F:
-            best_w, best_F = w.copy(), F
-        if verbose:
-            print(f"[{name}] outer {k + 1:3d}  inner {T:6d}  F={F:.8g}  change={crit:.2e}")
-        if not np.isfinite(F):
+        if loop.step(w, objective.value(w), f"inner {T:6d}"):
             break
-        if crit <= tol:
-            converged = True
-            break
-    history.append(best_F)
-    return SolverResult(
-        coef=best_w,
-        intercept=0.0,
-        n_iter=k + 1,
-        objective_history=np.asarray(history),
-        stop_criterion=float(crit),
-        converged=converged,
-        info={"passes": sampler.passes + passes, "time": time.perf_counter() - start},
-    )
+    return loop.result({"passes": sampler.passes + passes, "time": time.perf_counter() - start})

@@ -43,8 +43,8 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from ._result import SolverResult
-from ._sampling import _seed_state, _uniform
+from ._outer import OuterLoop
+from ._sampling import _uniform, state_from_random_state
 
 
 @njit(cache=True)
@@ -158,24 +158,16 @@ def _ppd(objective, coef_init, max_iter, tol, batch_size, step, gamma, inner_ite
     p = Xp.shape[0] / n
     L = 2.0 * float(np.einsum("ij,ij->", X, X)) / n * min(p, 1.0 - p) / (p * (1.0 - p))
     L = max(L, 1e-12)
-    seed = random_state
-    if isinstance(seed, np.random.RandomState):
-        seed = seed.randint(0, 2**31 - 1)
-    state = _seed_state(np.random.default_rng(seed))
+    state = state_from_random_state(random_state)
     batch = int(min(batch_size, n))
     w = np.array(coef_init, dtype=np.float64)
     h = X @ w
     ab = np.array([h[y == 1].mean(), h[y == 0].mean()])
     counts = np.zeros(2)
-    F = objective.value(w)
-    history = [F]
-    best_w, best_F = w.copy(), F
-    crit = np.inf
-    converged = False
+    loop = OuterLoop(w, objective.value(w), tol, verbose, "ppd-adagrad" if adagrad else "ppd-sg")
     steps_total = 0
     T0 = inner_iter0 if inner_iter0 is not None else max(1, n // batch)
     best_ab = ab.copy()
-    k = 0
     for k in range(max_iter):
         T = int(T0 * 3**k)
         eta = step / (L * 3**k)
@@ -185,36 +177,20 @@ def _ppd(objective, coef_init, max_iter, tol, batch_size, step, gamma, inner_ite
                              delta, class_ratio == "online", counts)
         ab = np.array([a, b])
         steps_total += T
-        F_new = objective.value(w)
-        crit = abs(F - F_new) / max(1.0, abs(F_new))
-        F = F_new
-        history.append(F)
-        if F < best_F:
-            best_w, best_ab, best_F = w.copy(), ab.copy(), F
-        elif not F <= best_F * (1.0 + 1e-3) + 1e-12:
+        previous_best = loop.best_F
+        stop = loop.step(w, objective.value(w), f"steps {T:7d}")
+        if loop.best_F < previous_best:
+            best_ab = ab.copy()
+        elif not loop.F <= previous_best * (1.0 + 1e-3) + 1e-12:
             # safeguard (not in the paper): a stage that raised F restarts the
             # next one from the best average with half the step
             step *= 0.5
-            w, ab, F = best_w.copy(), best_ab.copy(), best_F
-            crit = np.inf
-        if verbose:
-            name = "ppd-adagrad" if adagrad else "ppd-sg"
-            print(f"[{name}] stage {k + 1:3d}  steps {T:7d}  F={F:.8g}  change={crit:.2e}")
-        if not np.isfinite(F):
+            w, ab = loop.restart_from_best(), best_ab.copy()
+            continue
+        if stop:
             break
-        if crit <= tol:
-            converged = True
-            break
-    history.append(best_F)
-    return SolverResult(
-        coef=best_w,
-        intercept=0.0,
-        n_iter=k + 1,
-        objective_history=np.asarray(history),
-        stop_criterion=float(crit),
-        converged=converged,
-        info={"passes": steps_total * batch / n + len(history), "time": time.perf_counter() - start},
-    )
+    return loop.result({"passes": steps_total * batch / n + len(loop.history),
+                        "time": time.perf_counter() - start})
 
 
 _DOC_PARAMS = """

@@ -42,8 +42,8 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ._result import SolverResult
-from ._sampling import _seed_state
+from ._outer import OuterLoop
+from ._sampling import state_from_random_state
 from ._sbcd_kernel import sbcd_steps
 
 
@@ -65,10 +65,7 @@ class PairSampler:
 
         self.Xp = dense(objective.X_pos)
         self.Xn = dense(objective.X_neg)
-        seed = random_state
-        if isinstance(seed, np.random.RandomState):
-            seed = seed.randint(0, 2**31 - 1)
-        self.state = _seed_state(np.random.default_rng(seed))
+        self.state = state_from_random_state(random_state)
         self.perm_pos = np.arange(self.Xp.shape[0], dtype=np.int64)
         self.perm_neg = np.arange(self.Xn.shape[0], dtype=np.int64)
         self.batch = int(batch_size)
@@ -182,8 +179,8 @@ def agd_sbcd(
     result = agd_loop(prox_point, objective.value, penalty_prox, w, alpha_fpr, beta_fpr,
                       sampler.smoothness, max_iter=max_iter, tol=tol, mu=mu, gamma=gamma,
                       step=step, inner_iter0=inner_iter0, verbose=verbose, name="agd-sbcd")
-    result.info["passes"] = sampler.passes + len(result.objective_history)
-    result.info["time"] = time.perf_counter() - start
+    result.info = {"passes": sampler.passes + len(result.objective_history),
+                   "time": time.perf_counter() - start}
     return result
 
 
@@ -225,12 +222,7 @@ def agd_loop(prox_point, value, penalty_prox, w, low, high, L, *, max_iter, tol,
     """
     width = high - low
     mu, gamma = mu / L, gamma / L
-    F = value(w)
-    history = [F]
-    best_w, best_F = w.copy(), F
-    crit = np.inf
-    converged = False
-    k = 0
+    loop = OuterLoop(w, value(w), tol, verbose, name)
     for k in range(max_iter):
         T = int(inner_iter0 * (k + 1) ** 2)
         eta = step / ((k + 1) * L)
@@ -238,25 +230,6 @@ def agd_loop(prox_point, value, penalty_prox, w, low, high, L, *, max_iter, tol,
         v_n = prox_point(w, high, T, eta, theta, 1.0 / mu)
         v_m = prox_point(w, low, T, eta, theta, 1.0 / mu) if low > 0 else w
         w = penalty_prox(w - gamma * (v_m - v_n) / mu, gamma * width)
-        F_new = value(w)
-        crit = abs(F - F_new) / max(1.0, abs(F_new))
-        F = F_new
-        history.append(F)
-        if F < best_F:
-            best_w, best_F = w.copy(), F
-        if verbose:
-            print(f"[{name}] outer {k + 1:3d}  inner {T:6d}  F={F:.8g}  change={crit:.2e}")
-        if not np.isfinite(F):
+        if loop.step(w, value(w), f"inner {T:6d}"):
             break
-        if crit <= tol:
-            converged = True
-            break
-    history.append(best_F)
-    return SolverResult(
-        coef=best_w,
-        intercept=0.0,
-        n_iter=k + 1,
-        objective_history=np.asarray(history),
-        stop_criterion=float(crit),
-        converged=converged,
-    )
+    return loop.result({})

@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..objective import affine_map, rank_objective
-from ._sampling import _seed_state
+from ._sampling import state_from_random_state
 from ._sbcd_kernel import sorr_steps
 from .sbcd import agd_loop
 
@@ -102,10 +102,7 @@ def sorr_agd(
         u[:d] = coef_init
     if fit_intercept and intercept_init is not None:
         u[d] = float(intercept_init)
-    seed = random_state
-    if isinstance(seed, np.random.RandomState):
-        seed = seed.randint(0, 2**31 - 1)
-    state = _seed_state(np.random.default_rng(seed))
+    state = state_from_random_state(random_state)
     perm = np.arange(n, dtype=np.int64)
     curvature = loss.smoothness if np.isfinite(loss.smoothness) else 1.0
     L = max(curvature * (float(np.einsum("ij,ij->", X, X)) / n + fit_intercept), 1e-12)
