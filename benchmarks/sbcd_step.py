@@ -24,7 +24,8 @@ def time_step(loss_name, n_pos=1000, n_neg=9000, d=100, batch=64, steps=20_000):
     state = _seed_state(rng)
     perm_p, perm_n = np.arange(n_pos), np.arange(n_neg)
     args = (Xp, Xn, w.copy(), w, np.zeros(d), lam, 0.3, steps, 1e-4, 1e-3, 0.01, 0.0, batch,
-            batch, loss.code, loss.shift, loss.scale, state, perm_p, perm_n, True, 0.0)
+            batch, loss.code, loss.shift, loss.scale, loss.is_monotone, state, perm_p, perm_n,
+            True, 0.0)
     sbcd_steps(*args[:7], 10, *args[8:])  # compile
     times = []
     for _ in range(5):

@@ -91,6 +91,27 @@ def loss_derivative(code, t, param):
 
 
 @njit(cache=True)
+def loss_level(code, v, param):
+    """``sup {t : l(t) <= v}`` for the nondecreasing classification losses.
+
+    So ``l(t) > v`` exactly when ``t > loss_level(code, v)``: a threshold on
+    the losses is a threshold on their arguments.  ``-inf`` when no ``t``
+    qualifies; NaN for the even (regression) losses, which are not monotone.
+    """
+    if code == LOGISTIC:
+        if v <= 0.0:
+            return -np.inf
+        if v > 30.0:
+            return v + np.log1p(-np.exp(-v))
+        return np.log(np.expm1(v))
+    if code == HINGE:
+        return v - 1.0 if v >= 0.0 else -np.inf
+    if code == SQUARED_HINGE:
+        return np.sqrt(v) - 1.0 if v >= 0.0 else -np.inf
+    return np.nan
+
+
+@njit(cache=True)
 def loss_value_and_derivative(code, t, param):
     """``(l(t), l'(t))`` together; the logistic loss shares one exponential."""
     if code == LOGISTIC:

@@ -29,6 +29,7 @@ from .losses import (
     SQUARED,
     SQUARED_HINGE,
     loss_derivative,
+    loss_level,
     loss_value,
     loss_value_and_derivative,
 )
@@ -53,6 +54,12 @@ def pair_value_and_derivative(code, shift, scale, z):
     """``(loss(z), d loss / dz)`` in one evaluation."""
     v, d = loss_value_and_derivative(code, shift - z, 0.0)
     return scale * v, -scale * d
+
+
+@njit(cache=True, inline="always")
+def pair_level(code, shift, scale, lam):
+    """``z*`` with ``loss(z) > lam`` exactly when ``z < z*`` (non-increasing losses only)."""
+    return shift - loss_level(code, lam / scale, 0.0)
 
 
 @dataclass(frozen=True)
@@ -90,6 +97,11 @@ class PairwiseLoss:
     def is_quadratic(self):
         """True for one-sided quadratics (squared hinge, squared)."""
         return not np.isnan(self.threshold)
+
+    @property
+    def is_monotone(self):
+        """True when the loss is non-increasing in ``z`` (not the squared loss)."""
+        return self.name != "squared"
 
     @property
     def is_nonnegative(self):

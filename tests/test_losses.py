@@ -79,3 +79,15 @@ def test_logistic_prox_hard_cases_solve_the_optimality_equation():
     resid = c[:2000] / (1 + np.exp(-z)) + z - v[:2000]
     assert np.max(np.abs(resid) / (1 + c[:2000])) < 1e-10
     assert z[0] == pytest.approx(-1.806, abs=1e-3)
+
+
+def test_loss_level_is_the_threshold_of_the_monotone_losses():
+    from skrank.losses import loss_level
+
+    t = np.linspace(-8, 8, 2001)
+    for name in ("logistic", "hinge", "squared_hinge"):
+        loss = get_loss(name)
+        values = loss.value(t)
+        for v in (-0.5, 0.0, 1e-3, 0.3, 0.6931, 2.0, 35.0):
+            level = loss_level(loss.code, v, 0.0)
+            np.testing.assert_array_equal(values > v, t > level)

@@ -26,7 +26,8 @@ def _run(Xp, Xn, v, center, lam, level_frac, T, eta, theta, prox, batch, loss, s
     perm_p = np.arange(Xp.shape[0], dtype=np.int64)
     perm_n = np.arange(Xn.shape[0], dtype=np.int64)
     out = sbcd_steps(Xp, Xn, v, center, xi, lam, level_frac, T, eta, theta, prox, reg, batch,
-                     batch, loss.code, loss.shift, loss.scale, state, perm_p, perm_n, average, 0.0)
+                     batch, loss.code, loss.shift, loss.scale, loss.is_monotone, state, perm_p,
+                     perm_n, average, 0.0)
     return out, perm_p, perm_n
 
 
@@ -72,6 +73,7 @@ def test_one_kernel_step_equals_a_numpy_step(name, average):
     center = rng.normal(size=4)
     xi = rng.normal(size=4) * 0.1
     lam0 = rng.uniform(0.0, 1.5, size=10)
+    lam0[:3] = 0.0  # threshold -inf for the logistic loss: every pair active
     eta, theta, prox, reg, level = 0.3, 0.2, 0.7, 0.05, 0.4
     v, lam = v0.copy(), lam0.copy()
     (v_out, lam_out, _), perm_p, perm_n = _run(Xp, Xn, v, center, lam, level, 1, eta, theta,
@@ -109,7 +111,8 @@ def test_lazy_average_of_lambda_equals_the_plain_average():
     for _ in range(57):
         total += lam_t
         sbcd_steps(Xp, Xn, v, w, np.zeros(3), lam_t, 0.3, 1, 0.1, 0.2, 1.0, 0.0, 3, 3,
-                   loss.code, loss.shift, loss.scale, state, perm_p, perm_n, False, 0.0)
+                   loss.code, loss.shift, loss.scale, loss.is_monotone, state, perm_p, perm_n,
+                   False, 0.0)
     np.testing.assert_allclose(lam_avg, total / 57, rtol=1e-12)
 
 

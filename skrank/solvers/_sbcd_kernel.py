@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit
 
 from ..losses import loss_derivative, loss_value
-from ..pairwise_losses import pair_value_and_derivative
+from ..pairwise_losses import pair_derivative, pair_level, pair_value_and_derivative
 from ._sampling import _uniform
 
 
@@ -45,9 +45,11 @@ def _sample_block(perm, size, state):
         perm[j] = tmp
 
 
-@njit(cache=True)
+# reassociation lets the dot products and row updates vectorise; infinities
+# (thresholds of lambda <= 0) must survive, so no 'ninf' / 'nnan'
+@njit(cache=True, fastmath={"reassoc", "contract", "arcp"})
 def sbcd_steps(Xp, Xn, v, center, xi, lam, level_frac, n_steps, eta, theta, prox, reg,
-               batch_pos, batch_neg, code, shift, scale, state, perm_pos, perm_neg,
+               batch_pos, batch_neg, code, shift, scale, monotone, state, perm_pos, perm_neg,
                average, lam_floor):
     """Run ``n_steps`` SBCD steps from ``(v, lam)`` (both updated in place).
 
@@ -72,6 +74,10 @@ def sbcd_steps(Xp, Xn, v, center, xi, lam, level_frac, n_steps, eta, theta, prox
         Block sizes (capped at the class sizes).
     code, shift, scale : int, float, float
         The pairwise loss (:mod:`skrank.pairwise_losses`).
+    monotone : bool
+        The loss is non-increasing: the mask is then the score threshold
+        ``h_j > h_i - z*(lambda_i)`` and only active pairs evaluate the
+        derivative (no loss values).
     state : ndarray of one uint64
         Generator state.
     perm_pos, perm_neg : int64 arrays
@@ -130,12 +136,21 @@ def sbcd_steps(Xp, Xn, v, center, xi, lam, level_frac, n_steps, eta, theta, prox
             lam_i = lam[i]
             ra = 0.0
             cnt = 0
-            for b in range(J):
-                val, der = pair_value_and_derivative(code, shift, scale, hp[a] - hn[b])
-                if val > lam_i:
-                    ra += der
-                    c[b] += der
-                    cnt += 1
+            if monotone:
+                cut = hp[a] - pair_level(code, shift, scale, lam_i)
+                for b in range(J):
+                    if hn[b] > cut:
+                        der = pair_derivative(code, shift, scale, hp[a] - hn[b])
+                        ra += der
+                        c[b] += der
+                        cnt += 1
+            else:
+                for b in range(J):
+                    val, der = pair_value_and_derivative(code, shift, scale, hp[a] - hn[b])
+                    if val > lam_i:
+                        ra += der
+                        c[b] += der
+                        cnt += 1
             r[a] = ra
             n_active += cnt
             # dual step at the same mask; lazy running sum of lambda_i
