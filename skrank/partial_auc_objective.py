@@ -36,7 +36,7 @@ import numpy as np
 from numba import njit
 
 from .metrics import _check_fpr_range
-from ._sorting import resort
+from ._sorting import _insertion_keyed
 from .pairwise_losses import pair_value_and_derivative
 
 
@@ -109,8 +109,8 @@ def range_loss_and_score_gradients(h_pos, h_neg, omega, loss, orders=None):
         hp = h_pos[order_pos]
     else:
         order_neg, order_pos = orders
-        q = -resort(-h_neg, order_neg)
-        hp = resort(h_pos, order_pos)
+        q = -_warm_sort(-h_neg, order_neg)
+        hp = _warm_sort(h_pos, order_pos)
     g_pos = np.empty_like(h_pos)
     g_neg = np.empty_like(h_neg)
     if loss.is_quadratic:
@@ -126,6 +126,22 @@ def range_loss_and_score_gradients(h_pos, h_neg, omega, loss, orders=None):
         g_sorted[lo:hi] = g_part
         g_neg[order_neg] = g_sorted
     return float(total), g_pos, g_neg
+
+
+def _warm_sort(vals, order):
+    """``vals`` sorted ascending, ``order`` updated in place to sort it.
+
+    Insertion sort from the previous order (``O(n)`` when few scores moved),
+    falling back to a comparison sort once it has moved ``4 n`` places.
+    Only the insertion pass of :mod:`skrank._sorting` is used: it compiles in
+    a fraction of a second, where the radix sort behind
+    :func:`skrank._sorting.resort` takes seconds, which a first fit would feel.
+    """
+    keys = vals[order]
+    if _insertion_keyed(keys, order, 4 * vals.shape[0]):
+        return keys
+    order[:] = np.argsort(vals, kind="stable")
+    return vals[order]
 
 
 def _support(omega):
