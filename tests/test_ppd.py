@@ -1,4 +1,4 @@
-"""Full-AUC square loss: the closed form (cvxpy, brute force) and PPD-SG / PPD-AdaGrad (seed 001)."""
+"""Full-AUC square loss (seed 001): the closed form, the min-max form, PPD-SG and PPD-AdaGrad."""
 
 import cvxpy as cp
 import numpy as np
@@ -10,8 +10,9 @@ from sklearn.preprocessing import StandardScaler
 from skrank import PartialAUCClassifier
 from skrank.pairwise_losses import get_pairwise_loss
 from skrank.partial_auc_objective import PartialAUCObjective
+from skrank.solvers._sampling import _uniform, state_from_random_state
 from skrank.solvers.auc_closed_form import exact_square_auc
-from skrank.solvers.ppd import ppd_adagrad, ppd_sg
+from skrank.solvers.ppd import _stage, ppd_adagrad, ppd_sg, saddle_objective, stochastic_gradient
 
 
 def _objective(X, y, alpha=1e-4, margin=1.0):
@@ -19,87 +20,232 @@ def _objective(X, y, alpha=1e-4, margin=1.0):
                                get_pairwise_loss("squared", margin), alpha)
 
 
+def _pair_differences(X, y):
+    Xp, Xn = X[y == 1], X[y != 1]
+    return (Xp[:, None, :] - Xn[None, :, :]).reshape(-1, X.shape[1])
+
+
 def _pair_mean(X, y, w, margin):
-    hp, hn = X[y == 1] @ w, X[y != 1] @ w
-    return np.mean((margin - (hp[:, None] - hn[None, :])) ** 2)
+    return np.mean((margin - _pair_differences(X, y) @ w) ** 2)
 
 
-@pytest.mark.parametrize("seed, alpha, margin", [(0, 0.0, 1.0), (1, 1e-3, 1.0), (2, 0.1, 0.5)])
-def test_closed_form_matches_cvxpy(seed, alpha, margin):
+def _random_problem(seed, n=40, d=5, share=0.3):
     rng = np.random.default_rng(seed)
-    X = rng.normal(size=(40, 5)) + 0.3 * rng.normal(size=5)
-    y = (rng.random(40) < 0.3).astype(int)
+    X = rng.normal(size=(n, d)) @ rng.normal(size=(d, d)) + rng.normal(size=d)
+    y = (rng.random(n) < share).astype(int)
     y[:2] = [0, 1]
+    return X, y
+
+
+# --- closed form ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("seed, alpha, margin", [(0, 0.0, 1.0), (1, 1e-3, 1.0), (2, 0.1, 0.5),
+                                                 (3, 0.0, 2.0)])
+def test_closed_form_matches_cvxpy_and_zeroes_the_pairwise_gradient(seed, alpha, margin):
+    X, y = _random_problem(seed)
     res = exact_square_auc(_objective(X, y, alpha, margin))
-    D = (X[y == 1][:, None, :] - X[y != 1][None, :, :]).reshape(-1, 5)
-    w = cp.Variable(5)
+    D = _pair_differences(X, y)
+    w = cp.Variable(X.shape[1])
+    # the pairwise mean as a quadratic in w, every pair written out
     F = cp.sum_squares(margin - D @ w) / len(D) + alpha / 2 * cp.sum_squares(w)
     prob = cp.Problem(cp.Minimize(F))
-    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-14, tol_gap_rel=1e-14, tol_feas=1e-14)
     assert res.objective == pytest.approx(prob.value, rel=1e-8)
+    assert res.objective == pytest.approx(_pair_mean(X, y, res.coef, margin)
+                                          + alpha / 2 * res.coef @ res.coef, rel=1e-12)
     np.testing.assert_allclose(res.coef, w.value, rtol=1e-5, atol=1e-7)
-    # the pairwise gradient vanishes there (brute force over the pairs)
     grad = -2 * D.T @ (margin - D @ res.coef) / len(D) + alpha * res.coef
-    assert np.max(np.abs(grad)) < 1e-10
+    assert np.max(np.abs(grad)) < 1e-10 * max(1.0, np.max(np.abs(D)) ** 2)
+    assert res.converged and res.n_iter == 1
 
 
-def test_closed_form_sparse_equals_dense_and_least_norm_when_singular():
+def test_closed_form_singular_is_least_norm_and_sparse_equals_dense():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(30, 4))
-    X = np.column_stack([X, X[:, 0]])  # a duplicated column: singular with alpha = 0
+    X = np.column_stack([X, X[:, 0], X[:, 1] - X[:, 2]])  # rank 4 of 6: singular with alpha = 0
     y = (rng.random(30) < 0.4).astype(int)
     dense = exact_square_auc(_objective(X, y, 0.0))
     sparse = exact_square_auc(_objective(sp.csr_matrix(X), y, 0.0))
-    np.testing.assert_allclose(sparse.coef, dense.coef, rtol=1e-10, atol=1e-12)
-    assert dense.coef[0] == pytest.approx(dense.coef[4])  # least norm splits the weight
-    assert dense.objective == pytest.approx(_pair_mean(X, y, dense.coef, 1.0), rel=1e-12)
+    assert dense.info["method"] == "least-norm"
+    np.testing.assert_allclose(sparse.coef, dense.coef, rtol=1e-9, atol=1e-12)
+    # least squares on the pairs, least-norm solution, independently
+    D = _pair_differences(X, y)
+    np.testing.assert_allclose(dense.coef, np.linalg.pinv(D) @ np.ones(len(D)), rtol=1e-8,
+                               atol=1e-10)
+    with_ridge = exact_square_auc(_objective(sp.csr_matrix(X), y, 1e-2))
+    assert with_ridge.info["method"] == "cholesky"
+    np.testing.assert_allclose(with_ridge.coef, exact_square_auc(_objective(X, y, 1e-2)).coef,
+                               rtol=1e-9)
 
 
-def test_min_max_identity_of_proposition_1():
-    rng = np.random.default_rng(4)
-    X = rng.normal(size=(50, 3))
-    y = (rng.random(50) < 0.35).astype(int)
-    w = rng.normal(size=3)
-    c = 0.7
+# --- the min-max form and the kernel's formulas --------------------------------------------
+
+@pytest.mark.parametrize("margin, alpha", [(1.0, 0.0), (0.7, 0.3)])
+def test_min_max_identity_of_proposition_1(margin, alpha):
+    X, y = _random_problem(4, n=50, d=3, share=0.35)
+    w = np.random.default_rng(5).normal(size=3)
+    obj = _objective(X, y, alpha, margin)
+    pos = y == 1
+    p = pos.mean()
     h = X @ w
-    p = y.mean()
-    a, b = h[y == 1].mean(), h[y == 0].mean()
-    dual = b - a
-    F = ((1 - p) * (h - a) ** 2 * (y == 1) + p * (h - b) ** 2 * (y == 0)
-         + 2 * (c + dual) * (p * h * (y == 0) - (1 - p) * h * (y == 1)) - p * (1 - p) * dual**2)
-    assert c**2 + F.mean() / (p * (1 - p)) == pytest.approx(_pair_mean(X, y, w, c), rel=1e-12)
+    a, b = h[pos].mean(), h[~pos].mean()
+    saddle = saddle_objective(X, pos, w, a, b, b - a, p, margin, alpha)
+    brute = _pair_mean(X, y, w, margin) + alpha / 2 * w @ w
+    assert margin**2 + saddle == pytest.approx(brute, rel=1e-12)
+    assert obj.value(w) == pytest.approx(brute, rel=1e-12)
+    # a minimum in (a, b), a maximum in the dual
+    for e in (0.1, -0.1):
+        assert saddle_objective(X, pos, w, a + e, b, b - a, p, margin, alpha) > saddle
+        assert saddle_objective(X, pos, w, a, b + e, b - a, p, margin, alpha) > saddle
+        assert saddle_objective(X, pos, w, a, b, b - a + e, p, margin, alpha) < saddle
 
+
+def test_saddle_gradients_match_finite_differences():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(17, 4))
+    pos = rng.random(17) < 0.4
+    w, (a, b, dual) = rng.normal(size=4), rng.normal(size=3)
+    for p, q, c, alpha in [(0.3, None, 1.0, 0.0), (0.8, 0.1, 0.6, 0.2)]:
+        g_w, g_a, g_b, g_d = stochastic_gradient(X, pos, w, a, b, dual, p, c, alpha, q)
+        u = np.concatenate([w, [a, b, dual]])
+
+        def f(u):
+            return saddle_objective(X, pos, u[:4], u[4], u[5], u[6], p, c, alpha, q)
+
+        eps = 1e-5
+        fd = np.array([(f(u + eps * e) - f(u - eps * e)) / (2 * eps) for e in np.eye(7)])
+        np.testing.assert_allclose(np.concatenate([g_w, [g_a, g_b, g_d]]), fd, rtol=1e-7,
+                                   atol=1e-7)
+
+
+@pytest.mark.parametrize("adagrad, sparse", [(False, False), (True, False), (False, True)])
+def test_one_stage_step_is_the_stated_update(adagrad, sparse):
+    """Two steps of the compiled stage against a replay in NumPy (same draws)."""
+    rng = np.random.default_rng(7)
+    n, n_pos, d, B = 30, 11, 4, 5
+    X = rng.normal(size=(n, d))
+    X[rng.random((n, d)) < 0.3] = 0.0
+    w0, (a0, b0, dual0) = rng.normal(size=d), rng.normal(size=3)
+    eta, eta_s, ig, ig_s, dl, dl_s = 0.05, 0.2, 0.3, 0.7, 0.01, 0.02
+    p, c, alpha = n_pos / n, 0.9, 0.05
+    state = state_from_random_state(3)
+    replay = state.copy()
+    if sparse:
+        S = sp.csr_matrix(X)
+        args = (np.zeros((1, 1)), S.indptr.astype(np.int64), S.indices.astype(np.int64), S.data)
+    else:
+        args = (X, np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1))
+    v, gw, w_avg, G, S2, out = (np.empty(d), np.empty(d), np.empty(d), np.empty(d + 3),
+                                np.empty(d + 3), np.empty(5))
+    _stage(*args, sparse, n_pos, w0, a0, b0, dual0, 2, eta, eta_s, ig, ig_s, dl, dl_s, adagrad,
+           B, p, c, alpha, False, np.zeros(4), state, v, gw, G, S2, w_avg, out)
+
+    u0 = np.concatenate([w0, [a0, b0, dual0]])
+    u, iterates = u0.copy(), [u0.copy()]
+    G_sum, S2_sum = np.zeros(d + 3), np.zeros(d + 3)
+    step = np.array([eta] * d + [eta_s] * 3)
+    dlt = np.array([dl] * d + [dl_s] * 3)
+    prox = np.array([ig] * d + [ig_s] * 2 + [0.0])
+    for _ in range(2):
+        idx = [min(int(_uniform(replay) * n), n - 1) for _ in range(B)]
+        g_w, g_a, g_b, g_d = stochastic_gradient(X[idx], np.array(idx) < n_pos, u[:d], u[d],
+                                                 u[d + 1], u[d + 2], p, c, alpha)
+        g = np.concatenate([g_w, [g_a, g_b, -g_d]]) + prox * (u - u0)  # descent direction
+        if adagrad:
+            G_sum += g
+            S2_sum += g * g
+            u = u0 - step * G_sum / (dlt + np.sqrt(S2_sum))
+        else:
+            u = u - step * g
+        iterates.append(u.copy())
+    np.testing.assert_allclose(v, u[:d], rtol=1e-10)
+    np.testing.assert_allclose(out[2:], u[d:], rtol=1e-10)
+    average = np.mean(iterates[:2], axis=0)  # the points where gradients were taken
+    np.testing.assert_allclose(w_avg, average[:d], rtol=1e-10)
+    np.testing.assert_allclose(out[:2], average[d:d + 2], rtol=1e-10)
+
+
+# --- PPD-SG and PPD-AdaGrad against the closed form ---------------------------------------
 
 def _tables():
     X, y = make_classification(2000, 20, weights=[0.9], random_state=0)
-    yield "make_classification", StandardScaler().fit_transform(X), y
+    yield "make_classification 90/10", StandardScaler().fit_transform(X), y
     X, digit = load_digits(return_X_y=True)
-    yield "digits", StandardScaler().fit_transform(X), (digit >= 5).astype(int)
+    yield "digits 0-4 vs 5-9", StandardScaler().fit_transform(X), (digit >= 5).astype(int)
+
+
+TABLES = list(_tables())
 
 
 @pytest.mark.parametrize("solver", [ppd_sg, ppd_adagrad])
-def test_ppd_within_one_percent_of_the_closed_form(solver):
-    for name, X, y in _tables():
-        obj = _objective(X, y)
-        best = exact_square_auc(obj).objective
-        w0 = np.zeros(X.shape[1])
-        res = solver(obj, coef_init=w0, random_state=0)
-        assert res.objective <= 1.01 * best, name
-        assert res.objective < obj.value(w0)
-        again = solver(obj, coef_init=w0, random_state=0)
-        np.testing.assert_array_equal(res.coef, again.coef)
-
-
-def test_online_class_ratio_lands_close_too():
-    name, X, y = next(_tables())
+@pytest.mark.parametrize("table", range(len(TABLES)), ids=[t[0] for t in TABLES])
+def test_ppd_defaults_within_one_percent_of_the_closed_form(solver, table):
+    _, X, y = TABLES[table]
     obj = _objective(X, y)
     best = exact_square_auc(obj).objective
-    res = ppd_sg(obj, coef_init=np.zeros(X.shape[1]), class_ratio="online", random_state=1)
-    assert res.objective <= 1.02 * best
+    res = solver(obj, random_state=0)
+    assert res.objective <= 1.01 * best
+    assert res.objective == pytest.approx(obj.value(res.coef), rel=1e-12)
+    # lowers F from the start (w = 0, F = c^2), at every accepted stage but noise
+    history = res.objective_history
+    assert history[0] == pytest.approx(1.0) and history[1] < 0.5 * history[0]
+    assert np.all(history[1:] <= history[:-1] * (1 + 1e-2))
+    assert res.info["passes"] > 0 and res.info["time"] > 0
+    again = solver(obj, random_state=0)
+    np.testing.assert_array_equal(res.coef, again.coef)
+    other = solver(obj, random_state=1)
+    assert not np.array_equal(res.coef, other.coef)
+    assert other.objective <= 1.01 * best
+
+
+@pytest.mark.parametrize("solver", [ppd_sg, ppd_adagrad])
+def test_online_class_ratio_lands_close_too(solver):
+    _, X, y = TABLES[0]
+    obj = _objective(X, y)
+    best = exact_square_auc(obj).objective
+    res = solver(obj, class_ratio="online", random_state=1)
+    assert res.objective <= 1.01 * best
+    p = y.mean()
+    assert res.info["p"] == pytest.approx(p, abs=5e-3)
+    assert res.info["q"] == pytest.approx(p * (1 - p), abs=5e-3)
+    known = solver(obj, random_state=1)  # same draws, other ratio in the steps
+    assert not np.array_equal(res.coef, known.coef)
+
+
+def test_sparse_input_warm_start_and_margin():
+    X, y = make_classification(600, 30, weights=[0.8], random_state=2)
+    X = StandardScaler().fit_transform(X)
+    X[np.abs(X) < 0.8] = 0.0
+    dense, sparse = _objective(X, y, 1e-2, 0.5), _objective(sp.csr_matrix(X), y, 1e-2, 0.5)
+    best = exact_square_auc(sparse)
+    assert best.objective == pytest.approx(exact_square_auc(dense).objective, rel=1e-10)
+    r_dense = ppd_sg(dense, random_state=0)
+    r_sparse = ppd_sg(sparse, random_state=0)
+    assert r_sparse.objective <= 1.01 * best.objective
+    assert r_sparse.objective == pytest.approx(r_dense.objective, rel=1e-6)
+    # started at the solution with the dual reset to its optimum, a short
+    # small-step stage stays there (a wrong dual drifts by ~0.5%)
+    warm = ppd_sg(sparse, coef_init=best.coef, max_iter=1, inner_iter0=20, step=0.02,
+                  random_state=0)
+    assert warm.objective_history[0] == pytest.approx(best.objective, rel=1e-12)
+    assert warm.objective <= (1 + 1e-3) * best.objective
+    h_pos, h_neg = sparse.scores(warm.coef)
+    assert warm.info["dual"] == pytest.approx(h_neg.mean() - h_pos.mean(), rel=1e-10)
+    warm = ppd_adagrad(sparse, coef_init=best.coef, max_iter=2, inner_iter0=200, random_state=0)
+    assert warm.objective <= 1.01 * best.objective
+
+
+def test_bad_arguments_are_named():
+    _, X, y = TABLES[0]
+    obj = _objective(X, y)
+    with pytest.raises(ValueError, match="class_ratio"):
+        ppd_sg(obj, class_ratio="stream")
+    with pytest.raises(ValueError, match="coef_init"):
+        ppd_adagrad(obj, coef_init=np.zeros(3))
 
 
 def test_estimator_full_auc_solvers_agree():
-    _, X, y = next(_tables())
+    _, X, y = TABLES[0]
     fits = {s: PartialAUCClassifier(solver=s, fpr_range=(0, 1), loss="squared",
                                     random_state=0).fit(X, y) for s in ("exact", "ppd-sg",
                                                                         "ppd-adagrad")}

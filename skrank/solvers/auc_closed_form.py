@@ -1,40 +1,102 @@
 """Closed-form minimiser of the full-AUC square loss for a linear score.
 
-For ``h = X w`` and the pairwise square loss of seed 001 (Liu, Yuan, Ying
-and Yang 2020, eq. (1)) with margin ``c`` and an l2 penalty,
+For ``h = X w`` (no intercept: it cancels in ``h_i - h_j``) and the pairwise
+square loss of seed 001 (Liu, Yuan, Ying and Yang 2020, eq. (1)) with
+margin ``c`` and an l2 penalty,
 
-    F(w) = mean_{i positive, j negative} (c - (x_i - x_j).w)^2 + alpha ||w||^2 / 2
-         = c^2 - 2 c w.dmu + w' (S+ + S- + dmu dmu') w + alpha ||w||^2 / 2,
+    F(w) = mean_{i positive, j negative} (c - (x_i - x_j)' w)^2 + alpha ||w||^2 / 2.
 
-with ``dmu`` the difference of the class means and ``S+``, ``S-`` the class
-covariances (normalised by the class sizes): the mean over pairs of
-``(x_i - x_j)(x_i - x_j)'`` is ``S+ + S- + dmu dmu'``.  Setting the gradient
-to zero gives
+With the pairs independent draws of one positive and one negative,
+``E[x_i - x_j] = dmu`` (the difference of the class means) and
+``E[(x_i - x_j)(x_i - x_j)'] = S+ + S- + dmu dmu'`` (``S+``, ``S-`` the class
+covariances normalised by the class sizes: the cross terms
+``mu+ mu-' + mu- mu+'`` complete ``mu+ mu+' + mu- mu-'`` to ``dmu dmu'``), so
 
-    (2 S + alpha I) w = 2 c dmu,    S = S+ + S- + dmu dmu'.
+    F(w) = c^2 - 2 c w' dmu + w' S w + alpha ||w||^2 / 2,   S = S+ + S- + dmu dmu',
 
-One pass over the data and a ``d x d`` solve.  With ``alpha = 0`` and a
-singular ``S`` (fewer samples than features, duplicated columns) the
-minimisers form an affine set; the least-norm one is returned.
+and the gradient ``2 S w - 2 c dmu + alpha w`` vanishes at
+
+    (2 S + alpha I) w = 2 c dmu.
+
+One pass over the data, a ``d x d`` matrix and a ``d x d`` factorisation.
+The system is always consistent (``dmu`` lies in the range of ``S``); with
+``alpha = 0`` and a singular ``S`` (fewer samples than features, duplicated
+columns) the minimisers form an affine set and the least-norm one is
+returned (pseudo-inverse from an eigendecomposition).
 """
 
 import time
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 
 from ._result import SolverResult
 
 
-def _mean_and_scatter(X):
-    """Column means and ``X' X / n - mean mean'`` (dense d x d), sparse or dense."""
+def class_moments(X):
+    """Column means and covariance (normalised by ``n``) of one class.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n, d)
+
+    Returns
+    -------
+    mean : ndarray of shape (d,)
+    cov : ndarray of shape (d, d)
+        ``(X - mean)' (X - mean) / n``.  Dense input is centred first;
+        sparse input is never densified beyond ``d x d``: the covariance is
+        ``X' X / n - mean mean'``, which loses about ``eps ||mean||^2``
+        absolute accuracy to cancellation (harmless unless the features'
+        means dwarf their spreads).
+    """
     n = X.shape[0]
-    mean = np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
     if sp.issparse(X):
-        gram = np.asarray((X.T @ X).toarray(), dtype=np.float64) / n
-        return mean, gram - np.outer(mean, mean)
+        X = X.astype(np.float64)
+        mean = np.asarray(X.mean(axis=0)).ravel()
+        gram = (X.T @ X).toarray() / n
+        cov = gram - np.outer(mean, mean)
+        return mean, 0.5 * (cov + cov.T)
+    X = np.asarray(X, dtype=np.float64)
+    mean = X.mean(axis=0)
     centred = X - mean
     return mean, centred.T @ centred / n
+
+
+def square_auc_system(objective):
+    """The normal equations ``A w = r`` of the full-AUC square loss.
+
+    Parameters
+    ----------
+    objective : skrank.partial_auc_objective.PartialAUCObjective
+        With ``fpr_range=(0, 1)`` and the ``"squared"`` loss.
+
+    Returns
+    -------
+    A : ndarray of shape (d, d)
+        ``2 (S+ + S- + dmu dmu') + alpha I``, the (constant) Hessian of ``F``.
+    r : ndarray of shape (d,)
+        ``2 c dmu``.
+    """
+    mu_pos, s_pos = class_moments(objective.X_pos)
+    mu_neg, s_neg = class_moments(objective.X_neg)
+    dmu = mu_pos - mu_neg
+    A = 2.0 * (s_pos + s_neg + np.outer(dmu, dmu))
+    A[np.diag_indices_from(A)] += objective.alpha
+    return A, 2.0 * objective.loss.margin * dmu
+
+
+def _least_norm_solve(A, r):
+    """``pinv(A) r`` for symmetric positive semidefinite ``A``.
+
+    Eigenvalues below ``d * eps * lambda_max`` are treated as zero (the
+    numerical rank of ``A``), as in ``numpy.linalg.pinv``.
+    """
+    lam, V = np.linalg.eigh(A)
+    cutoff = max(A.shape[0], 1) * np.finfo(np.float64).eps * max(float(lam[-1]), 0.0)
+    keep = lam > cutoff
+    return V[:, keep] @ ((V[:, keep].T @ r) / lam[keep])
 
 
 def exact_square_auc(objective):
@@ -43,32 +105,35 @@ def exact_square_auc(objective):
     Parameters
     ----------
     objective : skrank.partial_auc_objective.PartialAUCObjective
-        With ``fpr_range=(0, 1)`` and the ``"squared"`` pairwise loss; its
-        ``X_pos``, ``X_neg``, ``alpha`` and ``loss.margin`` are used.
+        With ``fpr_range=(0, 1)`` and the ``"squared"`` pairwise loss (not
+        checked here); its ``X_pos``, ``X_neg`` (dense or sparse), ``alpha``
+        and ``loss.margin`` are used.
 
     Returns
     -------
     SolverResult
-        ``n_iter = 1``; ``objective_history`` holds ``F`` at the solution;
-        ``stop_criterion`` is the largest entry of the gradient of ``F``
-        there (round-off only).
+        ``coef`` solves ``(2 S + alpha I) w = 2 c dmu`` (module docstring):
+        by a Cholesky factorisation when ``alpha > 0``, and as the
+        least-norm solution (eigendecomposition pseudo-inverse) when
+        ``alpha = 0`` or the factorisation fails.  ``n_iter = 1``,
+        ``converged = True``; ``objective_history`` holds ``F`` at the
+        solution (``objective.value``); ``stop_criterion`` is the largest
+        entry of the gradient of ``F`` there (round-off only); ``info`` has
+        ``passes`` (1), ``time`` and ``method`` (``"cholesky"`` or
+        ``"least-norm"``).
     """
     start = time.perf_counter()
-    mu_pos, s_pos = _mean_and_scatter(objective.X_pos)
-    mu_neg, s_neg = _mean_and_scatter(objective.X_neg)
-    dmu = mu_pos - mu_neg
-    c = objective.loss.margin
-    A = 2.0 * (s_pos + s_neg + np.outer(dmu, dmu))
-    A[np.diag_indices_from(A)] += objective.alpha
-    rhs = 2.0 * c * dmu
-    try:
-        if objective.alpha > 0:
-            w = np.linalg.solve(A, rhs)
-        else:
-            raise np.linalg.LinAlgError
-    except np.linalg.LinAlgError:
-        w = np.linalg.lstsq(A, rhs, rcond=None)[0]
-    grad = A @ w - rhs
+    A, r = square_auc_system(objective)
+    w, method = None, "least-norm"
+    if objective.alpha > 0:
+        try:
+            w = scipy.linalg.cho_solve(scipy.linalg.cho_factor(A), r)
+            method = "cholesky"
+        except np.linalg.LinAlgError:
+            w = None
+    if w is None:
+        w = _least_norm_solve(A, r)
+    grad = A @ w - r
     return SolverResult(
         coef=w,
         intercept=0.0,
@@ -76,5 +141,5 @@ def exact_square_auc(objective):
         objective_history=np.asarray([objective.value(w)]),
         stop_criterion=float(np.max(np.abs(grad))) if grad.size else 0.0,
         converged=True,
-        info={"passes": 1, "time": time.perf_counter() - start},
+        info={"passes": 1, "time": time.perf_counter() - start, "method": method},
     )
