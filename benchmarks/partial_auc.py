@@ -219,7 +219,7 @@ def imbalance_section():
     y = (digit >= 5).astype(int)
     print("\nSeed 001 imbalance experiment: load_digits, 5-9 positive; test AUROC "
           "(balanced test half, 5 seeds)")
-    print(f"{'train pos%':>10s} " + " ".join(f"{s:>12s}" for s in
+    print(f"{'train pos%':>10s} " + " ".join(f"{s:>14s}" for s in
                                               ("ppd-sg", "ppd-adagrad", "exact", "LogReg")))
     for frac in (0.09, 0.17, 0.29):
         scores = {k: [] for k in ("ppd-sg", "ppd-adagrad", "exact", "LogReg")}
@@ -241,7 +241,7 @@ def imbalance_section():
             _fit(lr, Xtr, y[tr])
             scores["LogReg"].append(roc_auc_score(y[te], lr.decision_function(Xte)))
         print(f"{100 * frac:10.0f} " + " ".join(
-            f"{np.mean(v):7.4f}+-{np.std(v):.3f}"[:12].rjust(12) for v in scores.values()))
+            f"{np.mean(v):.4f}+-{np.std(v):.4f}".rjust(14) for v in scores.values()))
 
 
 def speed_section():
