@@ -9,8 +9,6 @@ from ..risks import BaseRisk, RankedRange
 from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RankLinearModel
 
 _SOLVERS = ("admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd")
-#: Outer iterations of solver="agd" at most: iteration k costs 50 (k+1)^2 steps.
-_AGD_MAX_OUTER = 12
 _RISK_NAMES = {
     "erm", "mean", "superquantile", "cvar", "extremile", "exponential", "topk",
     "ranked_range", "aorr", "human_aligned", "cpt",
@@ -80,8 +78,8 @@ class _RankADMMModel(_RankLinearModel):
         if self.solver == "agd":
             from ..solvers.sorr_agd import sorr_agd
 
-            return sorr_agd(X, y, risk, loss, penalty, max_iter=min(self.max_iter, _AGD_MAX_OUTER),
-                            tol=self.tol, random_state=self.random_state, **common)
+            return sorr_agd(X, y, risk, loss, penalty, max_iter=self.max_iter, tol=self.tol,
+                            random_state=self.random_state, **common)
         stochastic = dict(max_epochs=self.max_iter, tol=self.tol, random_state=self.random_state)
         if self.solver == "sgd":
             from ..solvers.sgd import sgd
@@ -128,15 +126,25 @@ _PARAMS_DOC = """
         (LSVRG with uniform and non-uniform sampling,
         :func:`skrank.solvers.lsvrg.lsvrg`), and ``"dca"`` for ranked-range
         risks only (Hu et al. 2020, :func:`skrank.solvers.dca.dca`), and
-        ``"agd"`` for ranked-range risks only: AGD with stochastic inner
-        loops for the sum of ranked range (Yao, Lin and Yang 2022,
-        Algorithm 3, :func:`skrank.solvers.sorr_agd.sorr_agd`; ``max_iter``
-        bounds its outer iterations, at most 12 since iteration ``k`` runs
-        ``50 (k+1)^2`` steps).  For the SGD and LSVRG
-        baselines ``max_iter`` counts epochs.
+        ``"agd"`` for ranked-range risks only: approximate gradient descent
+        on the Moreau-smoothed top-``k`` minus top-``m`` sums, with SGD
+        inner loops on their LP-dual form (Yao, Lin and Yang 2022,
+        Algorithms 2 and 3, :func:`skrank.solvers.sorr_agd.sorr_agd`, with
+        its defaults: ``mu``, ``gamma`` and the inner step in units of the
+        mini-batch smoothness, the penalty applied by its prox inside the
+        inner steps, the best exact objective kept).  Stochastic: seeded
+        by ``random_state``; it ends within about 1% of the ADMM's
+        objective (typically 0.1%) on standardised tables, sometimes at a
+        better stationary point.  For the SGD and LSVRG baselines
+        ``max_iter`` counts epochs.
     max_iter : int, default=1000
-        Maximum number of ADMM iterations (DCA: outer iterations;
-        SGD/LSVRG: epochs).  Non-convex risks with ``solver="admm"``: the
+        Maximum number of ADMM iterations (DCA and AGD: outer iterations;
+        SGD/LSVRG: epochs).  AGD's outer iteration ``k`` runs
+        ``20 (k+1)^2`` inner steps, so its work grows like ``max_iter^3``;
+        its stopping rule (no relative decrease of the best objective
+        above ``tol`` in 3 outer iterations, from the 10th on) usually ends
+        it within 20 to 80 outer iterations, and ``max_iter=30`` is a good
+        budget.  Non-convex risks with ``solver="admm"``: the
         bound of each ADMM run (the ERM warm start, the run from each start,
         each trimming step), and ``n_iter_`` counts all of them.
     tol : float, default=1e-7
@@ -162,7 +170,8 @@ _PARAMS_DOC = """
     warm_start : bool, default=False
         Start from the previous solution when refitting.
     random_state : int, RandomState instance or None, default=None
-        Seed of the stochastic baselines (the ADMM is deterministic).
+        Seed of the stochastic solvers ("sgd", "lsvrg", "lsvrg_nu", "agd";
+        the ADMM and DCA are deterministic).
     verbose : int, default=0
         Print progress when positive.
 """
