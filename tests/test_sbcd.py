@@ -31,7 +31,7 @@ def _run(Xp, Xn, v, center, lam, level_frac, T, eta, theta, prox, batch, loss, s
     return out, perm_p, perm_n
 
 
-def _exact_prox(Xp, Xn, w, level, mu, margin):
+def _exact_prox(Xp, Xn, w, level, mu, loss_name, margin=1.0):
     """argmin_v phi^l(v) + ||v - w||^2 / (2 mu), phi^l = f^l / (N+ N-), through the LP dual (12)."""
     n_pos, n_neg = len(Xp), len(Xn)
     v = cp.Variable(Xp.shape[1])
@@ -39,41 +39,48 @@ def _exact_prox(Xp, Xn, w, level, mu, margin):
     terms = []
     for i in range(n_pos):
         z = (Xp[i] - Xn) @ v
-        s = cp.square(cp.pos(margin - z))
+        s = cp.logistic(-z) if loss_name == "logistic" else cp.square(cp.pos(margin - z))
         terms.append(level * lam[i] + cp.sum(cp.pos(s - lam[i])))
     obj = cp.sum(cp.hstack(terms)) / (n_pos * n_neg) + cp.sum_squares(v - w) / (2 * mu)
     cp.Problem(cp.Minimize(obj)).solve(solver=cp.CLARABEL)
     return v.value
 
 
+@pytest.mark.parametrize("loss_name, mu", [("squared_hinge", 0.5), ("logistic", 2.0)])
 @pytest.mark.parametrize("level", [3.0, 5.5])
-def test_inner_loop_converges_to_the_exact_prox(level):
+def test_inner_loop_converges_to_the_exact_prox(level, loss_name, mu):
+    # eq. (13): SBCD's averaged iterate -> prox_{mu phi^l}(w), error O(1/sqrt(T)) (Prop. 4)
     Xp, Xn = _tiny()
-    loss = get_pairwise_loss("squared_hinge")
+    loss = get_pairwise_loss(loss_name)
     w = np.array([0.2, -0.1, 0.3])
-    mu = 0.5
-    v_star = _exact_prox(Xp, Xn, w, level, mu, 1.0)
+    v_star = _exact_prox(Xp, Xn, w, level, mu, loss_name)
     errors = []
     for T in (100, 1000, 10000, 100000):
         lam = np.ones(len(Xp))
         (v_avg, _, _), _, _ = _run(Xp, Xn, w.copy(), w, lam, level / len(Xn), T,
-                                   0.3 / np.sqrt(T) * 10, 3.0 / np.sqrt(T), 1.0 / mu, 4, loss, 1)
+                                   3.0 / np.sqrt(T), 3.0 / np.sqrt(T), 1.0 / mu, 4, loss, 1)
         errors.append(np.linalg.norm(v_avg - v_star))
     assert errors[-1] < 0.2 * errors[0]
-    assert errors[-1] < 0.02 * max(1.0, np.linalg.norm(v_star - w))
+    assert errors[-1] < 0.5 * errors[1]
+    # small next to how far the prox moves from w
+    assert errors[-1] < 0.1 * np.linalg.norm(v_star - w)
 
 
 @pytest.mark.parametrize("name", ["squared_hinge", "logistic", "squared"])
 @pytest.mark.parametrize("average", [True, False])
-def test_one_kernel_step_equals_a_numpy_step(name, average):
+@pytest.mark.parametrize("spread", [1.0, 1e4])
+def test_one_kernel_step_equals_a_numpy_step(name, average, spread):
+    # spread = 1e4: the block's scores span more than 1400, so the logistic
+    # loss takes the unfactored path
     Xp, Xn = _tiny(3, 10, 15, 4)
     loss = get_pairwise_loss(name, margin=0.8)
     rng = np.random.default_rng(0)
-    v0 = rng.normal(size=4)
+    v0 = rng.normal(size=4) * spread
     center = rng.normal(size=4)
     xi = rng.normal(size=4) * 0.1
     lam0 = rng.uniform(0.0, 1.5, size=10)
-    lam0[:3] = 0.0  # threshold -inf for the logistic loss: every pair active
+    if spread == 1.0:  # (at large spread the reference's loss(z) > 0 underflows)
+        lam0[:3] = 0.0  # threshold -inf for the logistic loss: every pair active
     eta, theta, prox, reg, level = 0.3, 0.2, 0.7, 0.05, 0.4
     v, lam = v0.copy(), lam0.copy()
     (v_out, lam_out, _), perm_p, perm_n = _run(Xp, Xn, v, center, lam, level, 1, eta, theta,
@@ -81,6 +88,8 @@ def test_one_kernel_step_equals_a_numpy_step(name, average):
     I, J = perm_p[:6], perm_n[:6]
     assert len(set(I)) == 6 and len(set(J)) == 6  # without replacement
     Z = (Xp[I] @ v0)[:, None] - (Xn[J] @ v0)[None, :]
+    span = np.ptp(np.r_[Xp[I] @ v0 - loss.shift, Xn[J] @ v0])
+    assert (span > 1400.0) == (spread > 1.0)
     act = loss.value(Z) > lam0[I][:, None]
     D = loss.derivative(Z) * act
     G = (Xp[I].T @ D.sum(1) - Xn[J].T @ D.sum(0)) / 36
@@ -144,3 +153,31 @@ def test_agd_skips_the_m_call_when_fpr_min_is_zero():
     res = agd_sbcd(obj, coef_init=w0, max_iter=3, random_state=1)
     assert res.objective < obj.value(w0)
     assert np.all(np.isfinite(res.coef))
+
+
+@pytest.mark.parametrize("solver", [agd_sbcd, dca_partial_auc, prox_dca_partial_auc])
+def test_default_start_and_pass_count(solver):
+    obj = _objective(3)
+    res = solver(obj, max_iter=2, tol=0.0, random_state=0)
+    assert res.n_iter == 2
+    assert res.objective < obj.value(np.zeros(obj.X_pos.shape[1]))
+    I, J = min(64, obj.n_pos), min(64, obj.n_neg)
+    steps = (2 if solver is agd_sbcd else 1) * sum(
+        (50 if solver is agd_sbcd else 100) * (k + 1) ** 2 for k in range(2))
+    # exact F at the start and after each outer iteration, the thresholds
+    # (both levels for AGD), DCA's full subgradients of f^m
+    full = 3 + 2 if solver is agd_sbcd else 3 + 1 + 2
+    expected = steps * (I + J) / (obj.n_pos + obj.n_neg) + full
+    assert res.info["passes"] == pytest.approx(expected)
+
+
+def test_agd_safeguard_recovers_from_a_diverging_step():
+    obj = _objective(1)
+    w0 = np.full(obj.X_pos.shape[1], 0.05)
+    F0 = obj.value(w0)
+    # gamma / mu = 20 (the paper's grid) overshoots from the start
+    res = agd_sbcd(obj, coef_init=w0, max_iter=6, tol=0.0, mu=1000.0, gamma=20000.0,
+                   random_state=0)
+    assert np.max(res.objective_history) > F0  # a step did diverge ...
+    assert res.info["gamma"] < 20000.0  # ... so gamma was halved
+    assert res.objective < 0.8 * F0  # and the run still lowered F

@@ -28,14 +28,16 @@ from ._outer import OuterLoop
 from .sbcd import PairSampler
 
 
-def dca_partial_auc(objective, *, coef_init, max_iter=10, tol=1e-4, batch_size=64, step=1.0,
+def dca_partial_auc(objective, *, coef_init=None, max_iter=10, tol=1e-4, batch_size=64, step=1.0,
                     inner_iter0=100, random_state=None, verbose=0):
     """Minimise the partial-AUC objective by DCA with SBCD subproblem steps.
 
     Parameters
     ----------
     objective : skrank.partial_auc_objective.PartialAUCObjective
-    coef_init : ndarray of shape (d,)
+    coef_init : ndarray of shape (d,), default=None
+        Start ``w^(0)``; None: the class-mean difference of
+        :meth:`skrank.solvers.sbcd.PairSampler.default_start`.
     max_iter : int, default=10
         Outer (DCA) iterations.
     tol : float, default=1e-4
@@ -52,13 +54,15 @@ def dca_partial_auc(objective, *, coef_init, max_iter=10, tol=1e-4, batch_size=6
     Returns
     -------
     SolverResult
-        As :func:`skrank.solvers.sbcd.agd_sbcd`.
+        As :func:`skrank.solvers.sbcd.agd_sbcd` (no safeguard, no
+        ``info["gamma"]``); ``info["passes"]`` also counts one pass per
+        full subgradient of ``f^m``.
     """
     return _dca(objective, coef_init, max_iter, tol, batch_size, step, inner_iter0,
                 random_state, verbose, prox=0.0, name="dca")
 
 
-def prox_dca_partial_auc(objective, *, coef_init, max_iter=10, tol=1e-4, batch_size=64,
+def prox_dca_partial_auc(objective, *, coef_init=None, max_iter=10, tol=1e-4, batch_size=64,
                          step=1.0, inner_iter0=100, prox=0.01, random_state=None, verbose=0):
     """Minimise the partial-AUC objective by proximal DCA with SBCD subproblem steps.
 
@@ -85,15 +89,15 @@ def _dca(objective, coef_init, max_iter, tol, batch_size, step, inner_iter0, ran
     L = sampler.smoothness
     alpha_fpr, beta_fpr = objective.fpr_range
     width = beta_fpr - alpha_fpr
-    w = np.array(coef_init, dtype=np.float64)
+    w = sampler.default_start() if coef_init is None else np.array(coef_init, dtype=np.float64)
     lam = sampler.initial_thresholds(w, objective.n)
     loop = OuterLoop(w, objective.value(w), tol, verbose, name)
-    passes = 1
+    sampler.full_passes += 1
     for k in range(max_iter):
         # grad of phi^m = f^m / (N+ N-): the objective's subgradient is per N+ (n - m)
         if objective.m > 0:
             xi = objective.top_subgradient(w, objective.m)[1] * width
-            passes += 1
+            sampler.full_passes += 1
         else:
             xi = np.zeros_like(w)
         T = int(inner_iter0 * (k + 1) ** 2)
@@ -101,7 +105,7 @@ def _dca(objective, coef_init, max_iter, tol, batch_size, step, inner_iter0, ran
         theta = step / (k + 1)
         w, lam, _ = sampler.run(w.copy(), w.copy(), xi, lam, beta_fpr, T, eta, theta, prox * L,
                                 width * objective.alpha, False)
-        passes += 1
+        sampler.full_passes += 1
         if loop.step(w, objective.value(w), f"inner {T:6d}"):
             break
-    return loop.result({"passes": sampler.passes + passes, "time": time.perf_counter() - start})
+    return loop.result({"passes": sampler.passes, "time": time.perf_counter() - start})

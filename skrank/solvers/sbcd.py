@@ -34,6 +34,11 @@ Decisions where the paper is silent or wrong (spec 000 sections 7 and 9):
 * The returned point is the outer iterate of lowest exact ``F`` (the
   paper's practical output is ``w^(K)``; the exact ``F`` is computed after
   every outer iteration anyway, for the history).
+* Safeguard (not in the paper): an outer step whose exact ``F`` exceeds
+  ``F(w^(0))`` (or is not finite) is undone: the loop goes back to the
+  best iterate, halves ``gamma`` and restarts the thresholds there.  Large
+  ``gamma / mu`` (10 and more, the paper's grid) diverges on standardised
+  tables without it.
 * For ``m = 0`` the ``m``-call is skipped (``v_m = w``).
 """
 
@@ -78,6 +83,16 @@ class PairSampler:
                    + np.einsum("ij,ij->", self.Xn, self.Xn) / self.n_neg
                    - 2.0 * float(self.Xp.mean(axis=0) @ self.Xn.mean(axis=0)))
         self.smoothness = max(self.loss.smoothness * mean_sq, 1e-12)
+        self.full_passes = 0
+
+    def default_start(self):
+        """``w = delta / ||delta||^2``, ``delta`` the difference of the class means.
+
+        The mean positive score then exceeds the mean negative score by one;
+        ``w = 0`` would tie every score (spec 000 pitfall 4).
+        """
+        delta = self.Xp.mean(axis=0) - self.Xn.mean(axis=0)
+        return delta / max(float(delta @ delta), 1e-12)
 
     def run(self, v, center, xi, lam, level_frac, n_steps, eta, theta, prox, reg, average):
         """``n_steps`` kernel steps; see :func:`skrank.solvers._sbcd_kernel.sbcd_steps`."""
@@ -92,11 +107,16 @@ class PairSampler:
 
     @property
     def passes(self):
-        """Data points touched divided by ``N+ + N-`` (spec 000 section 3.7)."""
-        return self.points_touched / (self.n_pos + self.n_neg)
+        """Data points touched divided by ``N+ + N-`` (spec 000 section 3.7).
+
+        The kernel's rows plus one per full pass counted in ``full_passes``
+        (exact objective values, thresholds, full subgradients).
+        """
+        return self.points_touched / (self.n_pos + self.n_neg) + self.full_passes
 
     def initial_thresholds(self, w, level):
         """``lambda_i = loss(h_i - q_(ceil(l)))`` at ``w`` (one pass)."""
+        self.full_passes += 1
         h_pos, h_neg = self.Xp @ w, self.Xn @ w
         k = min(max(int(np.ceil(level)), 1), self.n_neg)
         tau = np.partition(h_neg, self.n_neg - k)[self.n_neg - k]
@@ -106,7 +126,7 @@ class PairSampler:
 def agd_sbcd(
     objective,
     *,
-    coef_init,
+    coef_init=None,
     max_iter=10,
     tol=1e-4,
     batch_size=64,
@@ -122,8 +142,9 @@ def agd_sbcd(
     Parameters
     ----------
     objective : skrank.partial_auc_objective.PartialAUCObjective
-    coef_init : ndarray of shape (d,)
-        Starting point ``w^(0)``.
+    coef_init : ndarray of shape (d,), default=None
+        Starting point ``w^(0)``; None starts from the class-mean
+        difference ``delta / ||delta||^2`` (:meth:`PairSampler.default_start`).
     max_iter : int, default=10
         Outer iterations ``K``; the inner loops of iteration ``k`` take
         ``inner_iter0 (k+1)^2`` steps each, ``2 * 50 * 385 = 38,500`` steps
@@ -141,8 +162,10 @@ def agd_sbcd(
         paper's features have unit norm; dividing by ``L`` makes the
         defaults independent of the feature scale.  The defaults lowered
         ``F`` fastest of a grid (``mu`` 1 to 100, ``gamma / mu`` 1 to 10,
-        ``c`` 0.3 and 1) on two standardised tables; the paper's own
-        ``gamma / mu`` of 10 and more diverged there.
+        ``c`` 0.3 to 3) on a ``make_classification`` table and three
+        real tables with the logistic and squared-hinge losses; the paper's
+        own ``gamma / mu`` of 10 and more diverged there (see the safeguard
+        in the module notes).
     step : float, default=1.0
         ``c`` of the step sizes ``eta~ = c / ((k+1) L)`` (primal) and
         ``theta~ = c / (k+1)`` (dual, in loss units).
@@ -154,19 +177,36 @@ def agd_sbcd(
     Returns
     -------
     SolverResult
-        ``objective_history`` has the exact ``F`` at ``w^(0)`` and after
-        each outer iteration, then at the returned point;
-        ``stop_criterion`` is the last relative change of ``F``.  ``info``
-        has ``passes`` (points touched / ``(N+ + N-)``) and ``time``.
+        ``coef`` is the outer iterate of lowest exact ``F`` (usually the
+        last, ``w^(K)``).  ``objective_history`` has the exact ``F`` at
+        ``w^(0)`` and after each outer iteration, then at the returned
+        point; ``stop_criterion`` is the last relative change
+        ``|F_k - F_{k+1}| / max(1, |F_{k+1}|)``.  ``info`` has ``passes``
+        (points touched / ``(N+ + N-)``: the sampled rows plus one pass per
+        exact ``F`` and per threshold initialisation), ``time`` and
+        ``gamma`` (the final ``gamma``, below the input when the safeguard
+        fired).
+
+    Notes
+    -----
+    The l2 penalty ``alpha ||w||^2 / 2`` of the objective enters the outer
+    step only, as its proximal map (a division by
+    ``1 + gamma (beta - alpha_fpr) alpha``); the inner SBCD loops estimate
+    the proximal points of the unpenalised top-``l`` sums.
     """
     start = time.perf_counter()
     sampler = PairSampler(objective, batch_size, random_state)
     alpha_fpr, beta_fpr = objective.fpr_range
-    w = np.array(coef_init, dtype=np.float64)
+    w = sampler.default_start() if coef_init is None else np.array(coef_init, dtype=np.float64)
     zeros = np.zeros_like(w)
-    lam = {beta_fpr: sampler.initial_thresholds(w, objective.n)}
-    if objective.m > 0:
-        lam[alpha_fpr] = sampler.initial_thresholds(w, objective.m)
+    lam = {}
+
+    def reset_thresholds(w_):
+        lam[beta_fpr] = sampler.initial_thresholds(w_, objective.n)
+        if objective.m > 0:
+            lam[alpha_fpr] = sampler.initial_thresholds(w_, objective.m)
+
+    reset_thresholds(w)
 
     def prox_point(w_, level_frac, T, eta, theta, prox):
         v, lam[level_frac], _ = sampler.run(w_.copy(), w_, zeros, lam[level_frac], level_frac,
@@ -176,16 +216,20 @@ def agd_sbcd(
     def penalty_prox(v, step_):
         return v / (1.0 + step_ * objective.alpha)
 
-    result = agd_loop(prox_point, objective.value, penalty_prox, w, alpha_fpr, beta_fpr,
+    def value(w_):
+        sampler.full_passes += 1
+        return objective.value(w_)
+
+    result = agd_loop(prox_point, value, penalty_prox, w, alpha_fpr, beta_fpr,
                       sampler.smoothness, max_iter=max_iter, tol=tol, mu=mu, gamma=gamma,
-                      step=step, inner_iter0=inner_iter0, verbose=verbose, name="agd-sbcd")
-    result.info = {"passes": sampler.passes + len(result.objective_history),
-                   "time": time.perf_counter() - start}
+                      step=step, inner_iter0=inner_iter0, verbose=verbose, name="agd-sbcd",
+                      on_restart=reset_thresholds)
+    result.info.update(passes=sampler.passes, time=time.perf_counter() - start)
     return result
 
 
 def agd_loop(prox_point, value, penalty_prox, w, low, high, L, *, max_iter, tol, mu, gamma, step,
-             inner_iter0, verbose, name):
+             inner_iter0, verbose, name, on_restart=None):
     """Outer loop of Algorithm 2, shared by the pAUC and ranked-range solvers.
 
     Parameters
@@ -207,11 +251,17 @@ def agd_loop(prox_point, value, penalty_prox, w, low, high, L, *, max_iter, tol,
         Smoothness unit of ``mu``, ``gamma`` and the primal step.
     max_iter, tol, mu, gamma, step, inner_iter0, verbose, name
         As :func:`agd_sbcd`.
+    on_restart : callable or None, default=None
+        Enables the safeguard: an outer step whose exact ``F`` exceeds the
+        start's (or is not finite) is undone, ``gamma`` is halved and
+        ``on_restart(w_best)`` resets the thresholds at the best iterate,
+        from which the loop continues.  None: no safeguard.
 
     Returns
     -------
     SolverResult
-        The outer iterate of lowest exact ``F``.
+        The outer iterate of lowest exact ``F``; ``info["gamma"]`` is the
+        final ``gamma`` (in the input's units).
 
     Notes
     -----
@@ -222,7 +272,8 @@ def agd_loop(prox_point, value, penalty_prox, w, low, high, L, *, max_iter, tol,
     """
     width = high - low
     mu, gamma = mu / L, gamma / L
-    loop = OuterLoop(w, value(w), tol, verbose, name)
+    F_start = value(w)
+    loop = OuterLoop(w, F_start, tol, verbose, name)
     for k in range(max_iter):
         T = int(inner_iter0 * (k + 1) ** 2)
         eta = step / ((k + 1) * L)
@@ -230,6 +281,17 @@ def agd_loop(prox_point, value, penalty_prox, w, low, high, L, *, max_iter, tol,
         v_n = prox_point(w, high, T, eta, theta, 1.0 / mu)
         v_m = prox_point(w, low, T, eta, theta, 1.0 / mu) if low > 0 else w
         w = penalty_prox(w - gamma * (v_m - v_n) / mu, gamma * width)
-        if loop.step(w, value(w), f"inner {T:6d}"):
+        F = value(w)
+        stop = loop.step(w, F, f"inner {T:6d}")
+        if on_restart is not None and not F <= F_start:
+            gamma *= 0.5
+            w = loop.restart_from_best()
+            loop.converged = False
+            on_restart(w)
+            if verbose:
+                print(f"[{name}] F rose above its start: back to the best iterate, "
+                      f"gamma halved to {gamma * L:.4g}")
+            continue
+        if stop:
             break
-    return loop.result({})
+    return loop.result({"gamma": gamma * L})
