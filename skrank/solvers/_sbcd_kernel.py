@@ -34,7 +34,7 @@ more than 1400 (where a factor could overflow) take the plain path.
 import numpy as np
 from numba import njit
 
-from ..losses import LOGISTIC, loss_derivative, loss_value
+from ..losses import LOGISTIC
 from ..pairwise_losses import pair_derivative, pair_level, pair_value_and_derivative
 from ._sampling import _uniform
 
@@ -218,58 +218,3 @@ def sbcd_steps(Xp, Xn, v, center, xi, lam, level_frac, n_steps, eta, theta, prox
             lam_sum[i] += lam[i] * (n_steps - last[i])
         return v_sum / n_steps, lam_sum / n_steps, active_total / n_steps
     return v.copy(), lam.copy(), active_total / max(n_steps, 1)
-
-
-@njit(cache=True)
-def sorr_steps(X, s, c, v, center, lam, level_frac, n_steps, eta, theta, prox, batch, code,
-               param, state, perm, average, lam_floor, intercept):
-    """SBCD steps for a ranked range of individual losses (Algorithm 3, ``N+ = 1``).
-
-    The losses are ``l(t_j)``, ``t_j = s_j (x_j.w + b) + c_j``
-    (:func:`skrank.objective.affine_map`); ``v`` holds ``(w, b)`` (length
-    ``d + 1``, the intercept last, left at zero when ``intercept`` is
-    False).  ``lam`` is an array of length one.  Same
-    update as :func:`sbcd_steps`:
-    ``v <- (v + eta P centre - eta G) / (1 + eta P)`` with ``G`` the batch
-    mean of ``1(l_j > lam) l'(t_j) s_j (x_j, 1)`` and
-    ``lam <- lam - theta (l / N - frac)``.  Returns the averages of
-    ``v^(0..T-1)`` and ``lam`` (or the last iterates).
-    """
-    n, d = X.shape
-    J = min(batch, n)
-    grad = np.empty(d + 1)
-    v_sum = np.zeros(d + 1)
-    lam_sum = 0.0
-    denom = 1.0 + eta * prox
-    inv_j = 1.0 / J
-    for t in range(n_steps):
-        if average:
-            for f in range(d + 1):
-                v_sum[f] += v[f]
-            lam_sum += lam[0]
-        _sample_block(perm, J, state)
-        for f in range(d + 1):
-            grad[f] = 0.0
-        cnt = 0
-        lam0 = lam[0]
-        for r in range(J):
-            j = perm[r]
-            row = X[j]
-            h = v[d]
-            for f in range(d):
-                h += row[f] * v[f]
-            tj = s[j] * h + c[j]
-            if loss_value(code, tj, param) > lam0:
-                cnt += 1
-                g = loss_derivative(code, tj, param) * s[j]
-                for f in range(d):
-                    grad[f] += g * row[f]
-                if intercept:
-                    grad[d] += g
-        for f in range(d + 1):
-            v[f] = (v[f] + eta * prox * center[f] - eta * grad[f] * inv_j) / denom
-        new = lam0 - theta * (level_frac - cnt * inv_j)
-        lam[0] = new if new > lam_floor else lam_floor
-    if average and n_steps > 0:
-        return v_sum / n_steps, np.array([lam_sum / n_steps])
-    return v.copy(), lam.copy()

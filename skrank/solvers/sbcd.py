@@ -230,7 +230,7 @@ def agd_sbcd(
 
 def agd_loop(prox_point, value, penalty_prox, w, low, high, L, *, max_iter, tol, mu, gamma, step,
              inner_iter0, verbose, name, on_restart=None):
-    """Outer loop of Algorithm 2, shared by the pAUC and ranked-range solvers.
+    """Outer loop of Algorithm 2 (AGD) around a proximal-point estimator.
 
     Parameters
     ----------
