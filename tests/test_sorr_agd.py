@@ -17,8 +17,8 @@ from skrank.solvers.dca import dca
 from skrank.solvers.sorr_agd import sorr_agd, sorr_sgd
 
 # Relative gap to the best of ADMM and DCA that the default AGD holds on these
-# problems: the largest seen over random_state = 0..19 was 2.2e-3 (hinge),
-# the median 1e-5 to 5e-4.
+# problems: over random_state = 0..19 the largest was 7.5e-3 (hinge, one seed),
+# the medians 4e-5 to 8e-4 (1e-5 for m = 0).
 GAP = 1e-2
 
 
@@ -74,9 +74,9 @@ def test_agd_lowers_F_and_ends_near_admm_and_dca(case):
 
 def test_l1_path_finds_the_zeros_of_the_admm():
     X, y = _classification()
-    risk, loss, pen = RankedRange(0.05, 0.8), get_loss("logistic"), get_penalty("l1", 1e-2)
+    risk, loss, pen = RankedRange(0.05, 0.8), get_loss("logistic"), get_penalty("l1", 3e-2)
     ref = admm(X, y, risk, loss, pen, max_iter=1000, tol=1e-7)
-    assert np.sum(ref.coef == 0.0) >= 2
+    assert np.sum(ref.coef == 0.0) >= 3
     res = sorr_agd(X, y, risk, loss, pen, random_state=1)
     # the final proximal-gradient step gives exact zeros, the averaged iterates never do
     np.testing.assert_array_equal(res.coef == 0.0, ref.coef == 0.0)
