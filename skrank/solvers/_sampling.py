@@ -49,6 +49,23 @@ def _uniform(state):
 
 
 @njit(cache=True, inline="always")
+def sample_block(perm, size, state):
+    """Partial Fisher-Yates: ``perm[:size]`` becomes a uniform subset without replacement.
+
+    ``perm`` is any permutation (kept between calls); one uniform draw per
+    element, in order.
+    """
+    n = perm.shape[0]
+    for a in range(size):
+        j = a + int(_uniform(state) * (n - a))
+        if j >= n:
+            j = n - 1
+        tmp = perm[a]
+        perm[a] = perm[j]
+        perm[j] = tmp
+
+
+@njit(cache=True, inline="always")
 def _pack_alias(i, alias_i):
     """Entry ``i`` of the packed alias table: ``i`` in the low, ``alias_i`` in the high 32 bits."""
     return np.int64(i) | (np.int64(alias_i) << np.int64(32))

@@ -36,20 +36,7 @@ from numba import njit
 
 from ..losses import LOGISTIC
 from ..pairwise_losses import pair_derivative, pair_level, pair_value_and_derivative
-from ._sampling import _uniform
-
-
-@njit(cache=True, inline="always")
-def _sample_block(perm, size, state):
-    """Partial Fisher-Yates: ``perm[:size]`` becomes a uniform subset without replacement."""
-    n = perm.shape[0]
-    for a in range(size):
-        j = a + int(_uniform(state) * (n - a))
-        if j >= n:
-            j = n - 1
-        tmp = perm[a]
-        perm[a] = perm[j]
-        perm[j] = tmp
+from ._sampling import sample_block
 
 
 # reassociation lets the dot products and row updates vectorise; infinities
@@ -125,8 +112,8 @@ def sbcd_steps(Xp, Xn, v, center, xi, lam, level_frac, n_steps, eta, theta, prox
         if average:
             for f in range(d):
                 v_sum[f] += v[f]
-        _sample_block(perm_pos, I, state)
-        _sample_block(perm_neg, J, state)
+        sample_block(perm_pos, I, state)
+        sample_block(perm_neg, J, state)
         for a in range(I):
             row = Xp[perm_pos[a]]
             s = 0.0

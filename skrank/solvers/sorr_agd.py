@@ -33,7 +33,7 @@ from numba import njit
 from ..losses import loss_value_and_derivative
 from ..objective import rank_objective
 from ._result import SolverResult
-from ._sampling import _seed_state, _uniform
+from ._sampling import _seed_state, sample_block
 from ._stepsize import _soft, make_rng, prepare_data
 
 #: Consecutive outer iterations whose relative decrease must be at most ``tol``.
@@ -134,13 +134,9 @@ def sorr_sgd(
         lam_sum += lam
         gb = 0.0
         active = 0
+        sample_block(perm, batch, state)
         for r in range(batch):
-            q = r + int(_uniform(state) * (n - r))
-            if q >= n:
-                q = n - 1
-            i = perm[q]
-            perm[q] = perm[r]
-            perm[r] = i
+            i = perm[r]
             f = b
             for j in range(d):
                 f += X[i, j] * v[j]
