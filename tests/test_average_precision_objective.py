@@ -47,3 +47,29 @@ def test_perfect_separation_by_more_than_the_margin_gives_minus_one():
     value, grad = ap_surrogate_and_score_gradients(h, y, get_pairwise_loss("squared_hinge", 1.0))
     assert value == pytest.approx(-1.0)
     np.testing.assert_allclose(grad, 0.0, atol=1e-12)
+
+
+def test_objective_gradient_and_an_lbfgs_fit_raise_training_ap():
+    from sklearn.datasets import make_classification
+    from sklearn.metrics import average_precision_score
+    from sklearn.preprocessing import StandardScaler
+
+    from skrank.average_precision_objective import AveragePrecisionObjective
+    from skrank.solvers.lbfgs import lbfgs
+
+    X, y01 = make_classification(400, 6, n_informative=3, weights=[0.9], flip_y=0.05,
+                                 random_state=0)
+    X = StandardScaler().fit_transform(X)
+    y = np.where(y01 == 1, 1.0, -1.0)
+    obj = AveragePrecisionObjective(X, y, get_pairwise_loss("squared_hinge"), 1e-3)
+    rng = np.random.default_rng(1)
+    w = rng.normal(size=6) * 0.3
+    _, grad = obj.value_and_grad(w)
+    eps = 1e-6
+    fd = [(obj.value(w + eps * e) - obj.value(w - eps * e)) / (2 * eps) for e in np.eye(6)]
+    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-8)
+    res = lbfgs(obj, coef_init=w)
+    assert res.objective < obj.value(w)
+    assert average_precision_score(y01, X @ res.coef) > average_precision_score(y01, X @ w)
+    with pytest.raises(ValueError, match="positive"):
+        AveragePrecisionObjective(X, -np.ones(400), get_pairwise_loss("squared_hinge"), 0.0)
