@@ -1,6 +1,7 @@
 """skrank: rank-based learning objectives for scikit-learn linear models."""
 
 from .estimators import (
+    AveragePrecisionClassifier,
     PartialAUCClassifier,
     RankADMMClassifier,
     RankADMMRegressor,
@@ -21,6 +22,7 @@ from .risks import (
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "AveragePrecisionClassifier",
     "ERM",
     "CVaR",
     "ExponentialSpectral",

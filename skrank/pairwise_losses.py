@@ -12,7 +12,13 @@ name              ``loss(z)``                     as an individual loss
 ``squared_hinge``  ``max(0, margin - z)^2``        ``sq_hinge(t = margin - 1 - z)``
 ``logistic``       ``log(1 + exp(-z))``            ``logistic(t = -z)``
 ``squared``        ``(margin - z)^2``              ``2 * squared(t = margin - z)``
+``sigmoid``        ``1 / (1 + exp(z))``            ``sigmoid(t = -z)``
 ================  ==============================  ==========================
+
+The first three are convex (the AUC objectives, :data:`PAIRWISE_LOSSES`);
+the sigmoid is a bounded, non-convex surrogate of ``1(z <= 0)`` used by the
+average-precision objective of seed 002 (its ablation, with ``c = 1``: for a
+linear score ``c`` only rescales ``w``).
 
 exactly as the papers write them (no factor 1/2).  Kernels take the triple
 ``(code, shift, scale)`` and use :func:`pair_value` / :func:`pair_derivative`,
@@ -26,6 +32,7 @@ from numba import njit
 
 from .losses import (
     LOGISTIC,
+    SIGMOID,
     SQUARED,
     SQUARED_HINGE,
     loss_derivative,
@@ -34,7 +41,11 @@ from .losses import (
     loss_value_and_derivative,
 )
 
+#: the convex pairwise losses (AUC and partial AUC)
 PAIRWISE_LOSSES = ("squared_hinge", "logistic", "squared")
+#: the surrogates of the average-precision objective (seed 002, eq. (2) and its ablation)
+AVERAGE_PRECISION_LOSSES = ("squared_hinge", "logistic", "sigmoid")
+_ALL_PAIRWISE_LOSSES = PAIRWISE_LOSSES + ("sigmoid",)
 
 
 @njit(cache=True, inline="always")
@@ -69,10 +80,10 @@ class PairwiseLoss:
     Attributes
     ----------
     name : str
-        ``"squared_hinge"``, ``"logistic"`` or ``"squared"``.
+        ``"squared_hinge"``, ``"logistic"``, ``"squared"`` or ``"sigmoid"``.
     margin : float
         The margin of the squared hinge and squared losses (unused by the
-        logistic loss).
+        logistic and sigmoid losses).
     code, shift, scale : int, float, float
         ``loss(z) = scale * l_code(shift - z)`` for the individual loss
         ``l_code`` of :mod:`skrank.losses`.
@@ -80,7 +91,7 @@ class PairwiseLoss:
         The loss is the quadratic ``(margin - z)^2`` for ``z < threshold``
         and zero above it (``margin`` for the squared hinge, ``inf`` for the
         squared loss), or ``nan`` when it is not such a one-sided quadratic
-        (logistic).  Quadratic losses have sorted-prefix-sum evaluators.
+        (logistic, sigmoid).  Quadratic losses have sorted-prefix-sum evaluators.
     smoothness : float
         Lipschitz constant of ``d loss / dz``.
     """
@@ -144,7 +155,7 @@ def get_pairwise_loss(name, margin=1.0):
 
     Parameters
     ----------
-    name : {"squared_hinge", "logistic", "squared"}
+    name : {"squared_hinge", "logistic", "squared", "sigmoid"}
     margin : float, default=1.0
         Positive margin of the squared hinge and squared losses.
 
@@ -152,13 +163,18 @@ def get_pairwise_loss(name, margin=1.0):
     -------
     PairwiseLoss
     """
-    if name not in PAIRWISE_LOSSES:
-        raise ValueError(f"Unknown pairwise loss {name!r}; expected one of {list(PAIRWISE_LOSSES)}.")
+    if name not in _ALL_PAIRWISE_LOSSES:
+        raise ValueError(
+            f"Unknown pairwise loss {name!r}; expected one of {list(_ALL_PAIRWISE_LOSSES)}."
+        )
     margin = float(margin)
-    if name != "logistic" and not (np.isfinite(margin) and margin > 0):
+    if name in ("squared_hinge", "squared") and not (np.isfinite(margin) and margin > 0):
         raise ValueError(f"loss={name!r} needs a positive finite margin, got margin={margin!r}.")
     if name == "squared_hinge":
         return PairwiseLoss(name, margin, SQUARED_HINGE, margin - 1.0, 1.0, margin, 2.0)
     if name == "squared":
         return PairwiseLoss(name, margin, SQUARED, margin, 2.0, np.inf, 2.0)
+    if name == "sigmoid":
+        # |d^2/dz^2 sigmoid(-z)| <= 1 / (6 sqrt(3))
+        return PairwiseLoss(name, margin, SIGMOID, 0.0, 1.0, np.nan, 1.0 / (6.0 * np.sqrt(3.0)))
     return PairwiseLoss(name, margin, LOGISTIC, 0.0, 1.0, np.nan, 0.25)

@@ -14,14 +14,19 @@ def _brute(h, y, name, margin):
         A = B = 0.0
         for s in range(len(h)):
             z = h[i] - h[s]
-            v = max(0.0, margin - z) ** 2 if name == "squared_hinge" else np.log1p(np.exp(-z))
+            if name == "squared_hinge":
+                v = max(0.0, margin - z) ** 2
+            elif name == "logistic":
+                v = np.log1p(np.exp(-z))
+            else:  # sigmoid, the paper's sigmoid(c (h_s - h_i)) with c = 1
+                v = 1.0 / (1.0 + np.exp(z))
             B += v
             A += v if y[s] > 0 else 0.0
         total -= A / B
     return total / n_pos
 
 
-@pytest.mark.parametrize("name", ["squared_hinge", "logistic"])
+@pytest.mark.parametrize("name", ["squared_hinge", "logistic", "sigmoid"])
 def test_value_and_gradient_equal_brute_force(name):
     rng = np.random.default_rng(0)
     for case in range(60):
@@ -63,13 +68,21 @@ def test_objective_gradient_and_an_lbfgs_fit_raise_training_ap():
     y = np.where(y01 == 1, 1.0, -1.0)
     obj = AveragePrecisionObjective(X, y, get_pairwise_loss("squared_hinge"), 1e-3)
     rng = np.random.default_rng(1)
-    w = rng.normal(size=6) * 0.3
-    _, grad = obj.value_and_grad(w)
+    theta = rng.normal(size=7) * 0.3  # (w, b)
+    value, grad = obj.value_and_grad(theta)
+    assert value == pytest.approx(obj.value(theta), rel=1e-12)
+    h = 1.0 / (1.0 + np.exp(-(X @ theta[:6] + theta[6])))
+    ref, _ = ap_surrogate_and_score_gradients(h, y, get_pairwise_loss("squared_hinge"))
+    assert value == pytest.approx(ref + 0.5e-3 * theta[:6] @ theta[:6], rel=1e-12)
     eps = 1e-6
-    fd = [(obj.value(w + eps * e) - obj.value(w - eps * e)) / (2 * eps) for e in np.eye(6)]
+    fd = [(obj.value(theta + eps * e) - obj.value(theta - eps * e)) / (2 * eps) for e in np.eye(7)]
     np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-8)
-    res = lbfgs(obj, coef_init=w)
-    assert res.objective < obj.value(w)
-    assert average_precision_score(y01, X @ res.coef) > average_precision_score(y01, X @ w)
+    res = lbfgs(obj, coef_init=theta)
+    assert res.objective < obj.value(theta)
+    assert (average_precision_score(y01, X @ res.coef[:6])
+            > average_precision_score(y01, X @ theta[:6]))
+    start = obj.start()
+    assert np.std(X @ start[:6]) == pytest.approx(1.0)
+    assert np.mean(X @ start[:6] + start[6]) == pytest.approx(0.0, abs=1e-12)
     with pytest.raises(ValueError, match="positive"):
         AveragePrecisionObjective(X, -np.ones(400), get_pairwise_loss("squared_hinge"), 0.0)

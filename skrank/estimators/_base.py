@@ -130,7 +130,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
         for j, positive in enumerate(targets):
             y_pm = np.where(y == positive, 1.0, -1.0)
             coef0 = self.coef_[j].copy() if warm else None
-            b0 = float(self.intercept_[j]) if warm else None
+            b0 = self._warm_start_intercept(j) if warm else None
             result = self._run_solver(X, y_pm, coef0, b0)
             coefs.append(result.coef)
             intercepts.append(result.intercept)
@@ -154,6 +154,10 @@ class RankLinearClassifierMixin(ClassifierMixin):
 
     def _store_results(self, results):
         """Hook: keep solver extras of each binary problem (``results[j].info``)."""
+
+    def _warm_start_intercept(self, j):
+        """Hook: the solver's starting intercept of problem ``j`` on a warm start."""
+        return float(self.intercept_[j])
 
     def decision_function(self, X):
         """Signed scores: positive means ``classes_[1]`` (binary).

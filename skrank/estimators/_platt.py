@@ -13,6 +13,7 @@ left unchanged.
 
 import numpy as np
 from scipy.special import expit, log_expit
+from sklearn.utils.validation import check_is_fitted
 
 
 def fit_platt(scores, y, *, max_iter=100):
@@ -69,3 +70,74 @@ def fit_platt(scores, y, *, max_iter=100):
     A = a / spread
     B = b - a * s.mean() / spread
     return float(A), float(B)
+
+
+def platt_calibrate(result, X, y):
+    """Fit the Platt map on the training scores ``X @ result.coef``, in place.
+
+    Sets ``result.intercept`` to the threshold ``B / A`` on the scores and
+    ``result.info["calibration"] = (A, B)``.  When the scores carry no
+    ranking to calibrate (constant, or ranking the classes worse than
+    chance, ``A <= 0``) the model predicts the majority class: ``A = 1``
+    and an intercept that puts every training score on that side.
+
+    Parameters
+    ----------
+    result : skrank.solvers.SolverResult
+    X : {ndarray, sparse matrix} of shape (n, d)
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}.
+
+    Returns
+    -------
+    result
+    """
+    scores = np.asarray(X @ result.coef, dtype=np.float64).ravel()
+    A, B = fit_platt(scores, y)
+    if A > 0:
+        result.intercept = B / A
+    else:
+        A = 1.0
+        result.intercept = (1.0 - scores.min()) if B > 0 else -(1.0 + scores.max())
+        B = result.intercept
+    result.info["calibration"] = (A, B)
+    return result
+
+
+class PlattRankingMixin:
+    """Prediction for ranking classifiers whose intercept is a Platt fit.
+
+    The estimator's ``_solve`` ends with :func:`platt_calibrate`; this mixin
+    keeps the Platt coefficients as ``calibration_`` and makes
+    ``decision_function`` the Platt logit, ``predict_proba`` its sigmoid.
+    """
+
+    def _store_results(self, results):
+        self.calibration_ = np.array([r.info["calibration"] for r in results], dtype=np.float64)
+        self._solver_info = [r.info for r in results]
+
+    def decision_function(self, X):
+        """Platt logits ``A (X coef_ + intercept_)``: the ranking scores, positively rescaled.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            Positive means ``classes_[1]`` (binary); every column ranks the
+            samples as ``X @ coef_.T`` does.
+        """
+        check_is_fitted(self)
+        logits = np.asarray(self._linear_predict(X)) * self.calibration_[:, 0]
+        return logits.ravel() if logits.shape[1] == 1 else logits
+
+    def _has_proba(self):
+        # sigmoid(decision_function) is the Platt probability
+        return True
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags

@@ -4,13 +4,12 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
 
 from ..metrics import _check_fpr_range
 from ..pairwise_losses import PAIRWISE_LOSSES, get_pairwise_loss
 from ..partial_auc_objective import PartialAUCObjective
 from ._base import RankLinearClassifierMixin, _RankLinearModel
-from ._platt import fit_platt
+from ._platt import PlattRankingMixin, platt_calibrate
 
 _SOLVERS = ("auto", "lbfgs", "exact", "agd-sbcd", "dca", "prox-dca", "ppd-sg", "ppd-adagrad")
 _FULL_RANGE_ONLY = ("exact", "ppd-sg", "ppd-adagrad")
@@ -23,7 +22,7 @@ _CLOSED_FORM_START_MAX_FEATURES = 2000
 _AUTO_MAX_LOGISTIC_PAIRS = 50_000_000
 
 
-class PartialAUCClassifier(RankLinearClassifierMixin, _RankLinearModel):
+class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLinearModel):
     """Linear classifier that maximises the partial AUC over a range of false-positive rates.
 
     Minimises the pairwise surrogate of the normalised partial AUC over the
@@ -234,9 +233,11 @@ class PartialAUCClassifier(RankLinearClassifierMixin, _RankLinearModel):
         if self._solver in ("ppd-sg", "ppd-adagrad"):
             return np.zeros(d)  # the paper's start; the closed form would be the answer
         if d <= _CLOSED_FORM_START_MAX_FEATURES:
-            from ..solvers.auc_closed_form import exact_square_auc
+            from ..solvers.auc_closed_form import solve_square_auc_system, square_auc_system
 
-            return exact_square_auc(objective).coef
+            A, r = square_auc_system(objective.X_pos, objective.X_neg, objective.alpha,
+                                     objective.loss.margin)
+            return solve_square_auc_system(A, r, objective.alpha)[0]
         diff = np.asarray(objective.X_pos.mean(axis=0) - objective.X_neg.mean(axis=0)).ravel()
         return diff / max(float(np.linalg.norm(diff)) ** 2, 1e-12)
 
@@ -246,18 +247,7 @@ class PartialAUCClassifier(RankLinearClassifierMixin, _RankLinearModel):
         objective = PartialAUCObjective(X, y, self._fpr_range, self._pair_loss, self.alpha)
         with _blas_threads(X):
             result = self._run(objective, coef_init)
-        scores = np.asarray(X @ result.coef, dtype=np.float64).ravel()
-        A, B = fit_platt(scores, y)
-        if A > 0:
-            result.intercept = B / A
-        else:
-            # no ranking left to calibrate (constant or reversed scores):
-            # predict the majority class
-            A = 1.0
-            result.intercept = (1.0 - scores.min()) if B > 0 else -(1.0 + scores.max())
-            B = result.intercept
-        result.info["calibration"] = (A, B)
-        return result
+        return platt_calibrate(result, X, y)
 
     def _run(self, objective, coef_init):
         solver = self._solver
@@ -294,34 +284,3 @@ class PartialAUCClassifier(RankLinearClassifierMixin, _RankLinearModel):
         from ..solvers.ppd import ppd_adagrad, ppd_sg
 
         return (ppd_sg if solver == "ppd-sg" else ppd_adagrad)(objective, **stochastic)
-
-    def _store_results(self, results):
-        self.calibration_ = np.array([r.info["calibration"] for r in results], dtype=np.float64)
-        self._solver_info = [r.info for r in results]
-
-    # --- prediction ----------------------------------------------------------------------
-    def decision_function(self, X):
-        """Platt logits ``A (X coef_ + intercept_)``: the ranking scores, positively rescaled.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) or (n_samples, n_classes)
-            Positive means ``classes_[1]`` (binary); every column ranks the
-            samples as ``X @ coef_.T`` does.
-        """
-        check_is_fitted(self)
-        logits = np.asarray(self._linear_predict(X)) * self.calibration_[:, 0]
-        return logits.ravel() if logits.shape[1] == 1 else logits
-
-    def _has_proba(self):
-        # sigmoid(decision_function) is the Platt probability (see Notes)
-        return True
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags

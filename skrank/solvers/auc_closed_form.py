@@ -64,13 +64,17 @@ def class_moments(X):
     return mean, centred.T @ centred / n
 
 
-def square_auc_system(objective):
+def square_auc_system(X_pos, X_neg, alpha, margin):
     """The normal equations ``A w = r`` of the full-AUC square loss.
 
     Parameters
     ----------
-    objective : skrank.partial_auc_objective.PartialAUCObjective
-        With ``fpr_range=(0, 1)`` and the ``"squared"`` loss.
+    X_pos, X_neg : {ndarray, sparse matrix}
+        The positives' and the negatives' rows.
+    alpha : float
+        Strength of the l2 penalty.
+    margin : float
+        The margin ``c``.
 
     Returns
     -------
@@ -79,12 +83,12 @@ def square_auc_system(objective):
     r : ndarray of shape (d,)
         ``2 c dmu``.
     """
-    mu_pos, s_pos = class_moments(objective.X_pos)
-    mu_neg, s_neg = class_moments(objective.X_neg)
+    mu_pos, s_pos = class_moments(X_pos)
+    mu_neg, s_neg = class_moments(X_neg)
     dmu = mu_pos - mu_neg
     A = 2.0 * (s_pos + s_neg + np.outer(dmu, dmu))
-    A[np.diag_indices_from(A)] += objective.alpha
-    return A, 2.0 * objective.loss.margin * dmu
+    A[np.diag_indices_from(A)] += alpha
+    return A, 2.0 * margin * dmu
 
 
 def _least_norm_solve(A, r):
@@ -97,6 +101,42 @@ def _least_norm_solve(A, r):
     cutoff = max(A.shape[0], 1) * np.finfo(np.float64).eps * max(float(lam[-1]), 0.0)
     keep = lam > cutoff
     return V[:, keep] @ ((V[:, keep].T @ r) / lam[keep])
+
+
+def solve_square_auc_system(A, r, alpha):
+    """``w`` with ``A w = r`` and the method used (``"cholesky"`` or ``"least-norm"``).
+
+    Cholesky when ``alpha > 0`` and it succeeds, otherwise the least-norm
+    solution (:func:`_least_norm_solve`).
+    """
+    if alpha > 0:
+        try:
+            return scipy.linalg.cho_solve(scipy.linalg.cho_factor(A), r), "cholesky"
+        except np.linalg.LinAlgError:
+            pass
+    return _least_norm_solve(A, r), "least-norm"
+
+
+def square_auc_coef(X, y, alpha, margin=1.0):
+    """The minimiser of the full-AUC square loss of the data ``(X, y)``.
+
+    Used as a start by the ranking estimators: it ranks well and does not
+    tie the scores as ``w = 0`` does.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n, d)
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}, both present.
+    alpha, margin : float
+
+    Returns
+    -------
+    ndarray of shape (d,)
+    """
+    pos = np.asarray(y) > 0
+    A, r = square_auc_system(X[pos], X[~pos], alpha, margin)
+    return solve_square_auc_system(A, r, alpha)[0]
 
 
 def exact_square_auc(objective):
@@ -123,16 +163,9 @@ def exact_square_auc(objective):
         ``"least-norm"``).
     """
     start = time.perf_counter()
-    A, r = square_auc_system(objective)
-    w, method = None, "least-norm"
-    if objective.alpha > 0:
-        try:
-            w = scipy.linalg.cho_solve(scipy.linalg.cho_factor(A), r)
-            method = "cholesky"
-        except np.linalg.LinAlgError:
-            w = None
-    if w is None:
-        w = _least_norm_solve(A, r)
+    A, r = square_auc_system(objective.X_pos, objective.X_neg, objective.alpha,
+                             objective.loss.margin)
+    w, method = solve_square_auc_system(A, r, objective.alpha)
     grad = A @ w - r
     return SolverResult(
         coef=w,

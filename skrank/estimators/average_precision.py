@@ -1,0 +1,239 @@
+"""Linear classifier that maximises a surrogate of average precision (seed 002)."""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ..average_precision_objective import AveragePrecisionObjective
+from ..pairwise_losses import AVERAGE_PRECISION_LOSSES, get_pairwise_loss
+from ..solvers.soap import OPTIMIZERS
+from ._base import RankLinearClassifierMixin, _RankLinearModel
+from ._platt import PlattRankingMixin, platt_calibrate
+from .partial_auc import _AUTO_MAX_LOGISTIC_PAIRS
+
+_SOLVERS = ("auto", "lbfgs", "soap")
+
+
+class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLinearModel):
+    """Linear classifier that maximises a surrogate of average precision (AUPRC).
+
+    Minimises the negative surrogate average precision of Qi, Luo, Xu, Ji
+    and Yang ("Stochastic Optimization of Areas Under Precision-Recall
+    Curves with Provable Convergence", NeurIPS 2021, eq. (2)) with an l2
+    penalty:
+
+        F(w, b) = -(1/N+) sum_{i positive} A_i / B_i + alpha ||w||^2 / 2,
+        A_i = sum_{s positive} l(h_i - h_s),   B_i = sum_{s} l(h_i - h_s),
+
+    on the scores ``h = sigmoid(X w + b)``.  ``A_i / B_i`` replaces the
+    indicator ``1(h_s >= h_i)`` of the precision at positive ``i``'s
+    threshold by the surrogate ``l``, so ``-F`` (without the penalty) is a
+    smooth stand-in for the average precision of the training set.  The
+    sigmoid is the paper's: it bounds the score differences to (-1, 1), so
+    that the margin means the same whatever the scale of ``X w`` (see
+    :class:`skrank.average_precision_objective.AveragePrecisionObjective`
+    for the measurement that chose it).
+
+    The objective is not convex; every solver returns a stationary point.
+    ``objective_`` is always the exact full-data ``F`` at the returned
+    coefficients, whatever the solver, so fits by different solvers
+    compare.
+
+    Parameters
+    ----------
+    loss : {"squared_hinge", "logistic", "sigmoid"}, default="squared_hinge"
+        The surrogate ``l(z)`` of ``1(z <= 0)``, ``z = h_i - h_s``:
+        ``max(0, margin - z)^2`` (the paper's main choice),
+        ``log(1 + exp(-z))`` or ``1 / (1 + exp(z))`` (its ablation, with
+        ``c = 1``).  The squared hinge is evaluated exactly in
+        ``O(n log n + n d)`` per pass; the other two in ``O(N+ n + n d)``.
+    margin : float, default=0.5
+        Margin of the squared hinge, on the scale of the sigmoid scores;
+        must be positive for it (the other surrogates ignore it).  With
+        ``margin >= 1`` the hinge is never reached (score differences are
+        below one) and the surrogate is a plain square.
+    gamma : float, default=0.9
+        SOAP's moving-average weight of the newest mini-batch estimate,
+        ``u <- (1 - gamma) u + gamma g`` (the paper's convention), in
+        (0, 1].
+    alpha : float, default=1e-4
+        Strength of the l2 penalty ``alpha ||w||^2 / 2``.
+    solver : {"auto", "lbfgs", "soap"}, default="auto"
+        - ``"lbfgs"``: L-BFGS on the exact full-batch ``F`` and its
+          gradient (:func:`skrank.solvers.lbfgs.lbfgs`); deterministic.
+        - ``"soap"``: the paper's Algorithms 1-3 (:func:`skrank.solvers.soap.soap`),
+          one moving average per positive and a sampler with
+          ``positives_per_batch`` positives per batch.
+        - ``"auto"``: ``"lbfgs"``, except for the logistic and sigmoid
+          surrogates when one pass would cost more than 5e7 pair terms
+          (``N+ n``), where it takes ``"soap"``.  On tables that fit in
+          memory L-BFGS reaches a lower ``F`` than SOAP in less time
+          (``benchmarks/average_precision.py``).
+    optimizer : {"sgd", "momentum", "adam"}, default="adam"
+        SOAP's update (Algorithm 3): plain SGD, momentum, or the paper's
+        Adam-style step.
+    learning_rate : float or None, default=None
+        SOAP's step size.  None: 1e-2 for Adam, and ``10 / mean ||(x, 1)||^2``
+        for SGD and momentum (the value given is divided by the mean squared
+        row norm for those two).
+    batch_size : int, default=64
+        SOAP's samples per step.
+    positives_per_batch : int, default=8
+        Positives per SOAP step, below ``batch_size``.
+    max_iter : int or None, default=None
+        L-BFGS iterations (default 500) or SOAP epochs (default 100).
+    tol : float, default=1e-4
+        L-BFGS: the largest gradient entry relative to
+        ``max(1, |F(w_0)|)``.  SOAP: the best exact ``F`` improved by less
+        than ``tol * max(1, |F|)`` over 5 epochs.
+    random_state : int, RandomState instance or None, default=None
+        Seed of SOAP's sampler.
+    warm_start : bool, default=False
+        Start from the previous ``coef_`` when refitting.
+    verbose : int, default=0
+        Print the objective after each iteration (L-BFGS) or epoch (SOAP).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+        The ranking direction ``w`` (one row per one-vs-rest problem).
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+        The decision threshold ``B / A`` of the Platt fit (see Notes).
+    calibration_ : ndarray of shape (n_problems, 2)
+        The Platt coefficients ``(A, B)``: ``decision_function`` is
+        ``A X coef_ + B`` and ``predict_proba`` its sigmoid.
+    score_intercept_ : ndarray of shape (n_problems,)
+        The ``b`` of the objective's scores ``sigmoid(X w + b)``.
+    n_iter_ : int or ndarray
+    objective_ : float or ndarray
+        Exact ``F`` at ``(coef_, score_intercept_)``.
+    objective_history_ : ndarray or list of ndarray
+        ``F`` after each iteration of the solver.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+
+    Notes
+    -----
+    The ranking is ``X coef_``; ``b`` only places the scores on the
+    sigmoid.  After the ranking is fitted, a one-dimensional logistic
+    regression of the labels on ``s = X coef_`` (Platt scaling) gives
+    ``decision_function = A s + B``, ``intercept_ = B / A``,
+    ``predict_proba`` its sigmoid and ``predict`` its sign; none of them
+    changes the ranking.  ``score`` is accuracy, as for every scikit-learn
+    classifier; tune with ``scoring="average_precision"`` (scikit-learn's
+    scorer, which is average precision as eq. (1) of the paper defines it).
+
+    The default start is the closed-form full-AUC square-loss direction,
+    scaled so that ``X w`` has unit spread, with ``b`` centring it.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn.metrics import average_precision_score
+    >>> from skrank.estimators import AveragePrecisionClassifier
+    >>> X, y = make_classification(500, weights=[0.9], random_state=0)
+    >>> clf = AveragePrecisionClassifier().fit(X, y)
+    >>> average_precision_score(y, clf.decision_function(X)) > 0.8
+    True
+    """
+
+    _parameter_constraints = {
+        "loss": [StrOptions(set(AVERAGE_PRECISION_LOSSES))],
+        "margin": [Real],
+        "gamma": [Interval(Real, 0, 1, closed="right")],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "solver": [StrOptions(set(_SOLVERS))],
+        "optimizer": [StrOptions(set(OPTIMIZERS))],
+        "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
+        "batch_size": [Interval(Integral, 2, None, closed="left")],
+        "positives_per_batch": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
+        "warm_start": ["boolean"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        *,
+        loss="squared_hinge",
+        margin=0.5,
+        gamma=0.9,
+        alpha=1e-4,
+        solver="auto",
+        optimizer="adam",
+        learning_rate=None,
+        batch_size=64,
+        positives_per_batch=8,
+        max_iter=None,
+        tol=1e-4,
+        random_state=None,
+        warm_start=False,
+        verbose=0,
+    ):
+        self.loss = loss
+        self.margin = margin
+        self.gamma = gamma
+        self.alpha = alpha
+        self.solver = solver
+        self.optimizer = optimizer
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.positives_per_batch = positives_per_batch
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.verbose = verbose
+
+    def _check_before_solve(self, X):
+        self._pair_loss = get_pairwise_loss(self.loss, self.margin)
+        if self.positives_per_batch >= self.batch_size:
+            raise ValueError(
+                f"positives_per_batch={self.positives_per_batch} must be smaller than "
+                f"batch_size={self.batch_size}: every SOAP batch needs negatives too."
+            )
+
+    def _solve(self, X, y, coef_init, intercept_init):
+        from ..solvers.admm import _blas_threads
+
+        objective = AveragePrecisionObjective(X, y, self._pair_loss, self.alpha)
+        if coef_init is None:
+            theta0 = objective.start()
+        else:
+            theta0 = np.append(coef_init, intercept_init)
+        with _blas_threads(X):
+            result = self._run(objective, theta0)
+        theta = result.coef
+        result.coef, result.info["score_intercept"] = theta[:-1], float(theta[-1])
+        return platt_calibrate(result, X, y)
+
+    def _run(self, objective, theta0):
+        solver = self.solver
+        if solver == "auto":
+            n_pairs = np.sum(objective.y > 0) * objective.y.shape[0]
+            costly = not objective.loss.is_quadratic and n_pairs > _AUTO_MAX_LOGISTIC_PAIRS
+            solver = "soap" if costly else "lbfgs"
+        common = dict(coef_init=theta0, tol=self.tol, verbose=self.verbose)
+        if self.max_iter is not None:
+            common["max_iter"] = self.max_iter
+        if solver == "lbfgs":
+            from ..solvers.lbfgs import lbfgs
+
+            return lbfgs(objective, **common)
+        from ..solvers.soap import soap
+
+        return soap(objective, batch_size=self.batch_size,
+                    positives_per_batch=self.positives_per_batch, gamma=self.gamma,
+                    optimizer=self.optimizer, learning_rate=self.learning_rate,
+                    random_state=self.random_state, **common)
+
+    def _store_results(self, results):
+        super()._store_results(results)
+        self.score_intercept_ = np.array([r.info["score_intercept"] for r in results])
+
+    def _warm_start_intercept(self, j):
+        return float(self.score_intercept_[j])
