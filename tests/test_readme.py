@@ -18,3 +18,4 @@ def test_readme_quick_start_runs():
     # the quick start fits a classifier and a regressor
     assert hasattr(namespace["clf"][-1], "coef_")
     assert hasattr(namespace["reg"][-1], "coef_")
+    assert hasattr(namespace["ap"][-1], "calibration_")
