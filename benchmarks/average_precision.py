@@ -27,10 +27,7 @@ Sections (spec 002 section 6, small-scale plan):
 
 import argparse
 import os
-import subprocess
 import sys
-import tempfile
-import textwrap
 import time
 import warnings
 
@@ -45,6 +42,7 @@ from sklearn.model_selection import StratifiedShuffleSplit
 from sklearn.preprocessing import StandardScaler
 
 from skrank.average_precision_objective import AveragePrecisionObjective
+from _first_fit import print_first_fit
 from skrank.datasets import load_tabular
 from skrank.estimators import AveragePrecisionClassifier, PartialAUCClassifier
 from skrank.pairwise_losses import get_pairwise_loss
@@ -277,29 +275,9 @@ def speed_section():
     t = time.perf_counter()
     obj.value(theta0)
     print(f"  one exact objective (per SOAP epoch): {1e3 * (time.perf_counter() - t):.2f} ms")
-    code = textwrap.dedent("""
-        import time
-        t0 = time.perf_counter()
-        import numpy as np
-        from sklearn.datasets import make_classification
-        from skrank import AveragePrecisionClassifier
-        X, y = make_classification(2000, 20, weights=[0.9], random_state=0)
-        t1 = time.perf_counter()
-        AveragePrecisionClassifier(loss=LOSS, solver=SOLVER, random_state=0).fit(X, y)
-        print(f"{time.perf_counter() - t1:.2f} {t1 - t0:.2f}")
-    """)
     for loss, solver in (("squared_hinge", "auto"), ("logistic", "auto"),
                          ("squared_hinge", "soap")):
-        with tempfile.TemporaryDirectory() as cache:
-            env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-            src = code.replace("LOSS", repr(loss)).replace("SOLVER", repr(solver))
-            cold = subprocess.run([sys.executable, "-c", src], env=env, capture_output=True,
-                                  text=True).stdout.split()
-            warm = subprocess.run([sys.executable, "-c", src], env=env, capture_output=True,
-                                  text=True).stdout.split()
-        print(f"  first fit in a fresh process, loss={loss}, solver={solver}: "
-              f"{cold[0]} s with an empty Numba cache, {warm[0]} s with the cache "
-              f"(import {cold[1]} s); goal < 5 s")
+        print_first_fit("AveragePrecisionClassifier", loss=loss, solver=solver, random_state=0)
 
 
 def plot_section(table):

@@ -30,7 +30,6 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 import warnings
@@ -42,6 +41,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedShuffleSplit
 from sklearn.preprocessing import StandardScaler
 
+from _first_fit import print_first_fit
 from skrank.datasets import load_tabular
 from skrank.estimators import PartialAUCClassifier, RankADMMClassifier
 from skrank.metrics import partial_auc_score
@@ -260,29 +260,9 @@ def speed_section():
     if os.path.exists(step):
         out = subprocess.run([sys.executable, step], capture_output=True, text=True)
         print(textwrap.indent(out.stdout.strip(), "  "))
-    code = textwrap.dedent("""
-        import time
-        t0 = time.perf_counter()
-        import numpy as np
-        from sklearn.datasets import make_classification
-        from skrank import PartialAUCClassifier
-        X, y = make_classification(2000, 20, weights=[0.9], random_state=0)
-        t1 = time.perf_counter()
-        PartialAUCClassifier(loss=LOSS, solver=SOLVER, random_state=0).fit(X, y)
-        print(f"{time.perf_counter() - t1:.2f} {t1 - t0:.2f}")
-    """)
     for loss, solver in (("squared_hinge", "auto"), ("logistic", "auto"),
                          ("squared_hinge", "agd-sbcd")):
-        with tempfile.TemporaryDirectory() as cache:
-            env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-            src = code.replace("LOSS", repr(loss)).replace("SOLVER", repr(solver))
-            cold = subprocess.run([sys.executable, "-c", src], env=env, capture_output=True,
-                                  text=True).stdout.split()
-            warm = subprocess.run([sys.executable, "-c", src], env=env, capture_output=True,
-                                  text=True).stdout.split()
-        print(f"  first fit in a fresh process, loss={loss}, solver={solver}: "
-              f"{cold[0]} s with an empty Numba cache, {warm[0]} s with the cache "
-              f"(import {cold[1]} s); goal < 5 s")
+        print_first_fit("PartialAUCClassifier", loss=loss, solver=solver, random_state=0)
 
 
 def main(argv=None):
