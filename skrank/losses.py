@@ -64,11 +64,12 @@ def loss_value(code, t, param):
         return abs(t)
     if code == SIGMOID:
         return _sigmoid(t)
-    # HUBER
-    a = abs(t)
-    if a <= param:
-        return 0.5 * t * t
-    return param * (a - 0.5 * param)
+    if code == HUBER:
+        a = abs(t)
+        if a <= param:
+            return 0.5 * t * t
+        return param * (a - 0.5 * param)
+    raise ValueError("unknown loss code")
 
 
 @njit(cache=True)
@@ -91,12 +92,13 @@ def loss_derivative(code, t, param):
     if code == SIGMOID:
         s = _sigmoid(t)
         return s * (1.0 - s)
-    # HUBER
-    if t > param:
-        return param
-    if t < -param:
-        return -param
-    return t
+    if code == HUBER:
+        if t > param:
+            return param
+        if t < -param:
+            return -param
+        return t
+    raise ValueError("unknown loss code")
 
 
 @njit(cache=True)
@@ -123,7 +125,9 @@ def loss_level(code, v, param):
         if v >= 1.0:
             return np.inf
         return np.log(v) - np.log1p(-v)
-    return np.nan
+    if code == SQUARED or code == ABSOLUTE or code == HUBER:
+        return np.nan
+    raise ValueError("unknown loss code")
 
 
 @njit(cache=True)
@@ -192,12 +196,13 @@ def loss_prox(code, v, c, param):
         if v < -c:
             return v + c
         return 0.0
-    # HUBER: quadratic zone when |v| <= delta (1 + c)
-    if abs(v) <= param * (1.0 + c):
-        return v / (1.0 + c)
-    if v > 0.0:
-        return v - c * param
-    return v + c * param
+    if code == HUBER:  # quadratic zone when |v| <= delta (1 + c)
+        if abs(v) <= param * (1.0 + c):
+            return v / (1.0 + c)
+        if v > 0.0:
+            return v - c * param
+        return v + c * param
+    raise ValueError("unknown loss code")
 
 
 @njit(cache=True)

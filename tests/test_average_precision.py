@@ -17,7 +17,7 @@ from skrank.average_precision_objective import AveragePrecisionObjective
 from skrank.datasets import load_tabular
 from skrank.pairwise_losses import AVERAGE_PRECISION_LOSSES, get_pairwise_loss
 from skrank.solvers._sampling import state_from_random_state
-from skrank.solvers._soap_kernel import ADAM, MOMENTUM, SGD, soap_steps
+from skrank.solvers._soap_kernel import SGD, soap_steps
 from skrank.solvers.soap import soap
 
 

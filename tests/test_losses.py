@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
-from skrank.losses import get_loss
+from skrank.losses import get_loss, loss_derivative, loss_level, loss_prox, loss_value
 
 NAMES = ["logistic", "hinge", "squared_hinge", "squared", "absolute", "huber"]
 rng = np.random.default_rng(1)
@@ -91,3 +91,12 @@ def test_loss_level_is_the_threshold_of_the_monotone_losses():
         for v in (-0.5, 0.0, 1e-3, 0.3, 0.6931, 2.0, 35.0):
             level = loss_level(loss.code, v, 0.0)
             np.testing.assert_array_equal(values > v, t > level)
+
+
+@pytest.mark.parametrize("kernel", [loss_value, loss_derivative, loss_level])
+def test_an_unknown_loss_code_raises(kernel):
+    # a compiled dispatcher must not fall through to some other loss
+    with pytest.raises(ValueError, match="unknown loss code"):
+        kernel(99, 0.5, 1.0)
+    with pytest.raises(ValueError, match="unknown loss code"):
+        loss_prox(99, 0.5, 1.0, 1.0)

@@ -8,7 +8,6 @@ derivatives written here (not skrank's).
 
 import itertools
 
-import cvxpy as cp
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -78,29 +77,8 @@ def ref_subgradient(code, t, p=HUBER_EPS):
     return g, g
 
 
-def cvx_loss(code, z, p=HUBER_EPS):
-    if code == LOGISTIC:
-        return cp.logistic(z)
-    if code == HINGE:
-        return cp.pos(1 + z)
-    if code == SQUARED_HINGE:
-        return cp.square(cp.pos(1 + z))
-    if code == SQUARED:
-        return cp.square(z) / 2
-    if code == ABSOLUTE:
-        return cp.abs(z)
-    return cp.huber(z, p) / 2  # cvxpy's huber is twice ours
-
-
 def param_of(code):
     return HUBER_EPS if code == HUBER else 0.0
-
-
-def solve_cvx(objective, constraints):
-    prob = cp.Problem(cp.Minimize(objective), constraints)
-    prob.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
-    assert prob.status == cp.OPTIMAL, prob.status
-    return prob.value
 
 
 def chain_objective(z, m, sigma, code, rho):
@@ -110,13 +88,6 @@ def chain_objective(z, m, sigma, code, rho):
 def rank_objective(z, m, sigma, code, rho):
     losses = np.sort(ref_loss(code, z, param_of(code)))
     return float(sigma @ losses + rho / 2 * np.sum((z - m) ** 2))
-
-
-def cvx_rank_term(losses, sigma):
-    """sum_i sigma_i losses_(i) for nondecreasing sigma >= 0 (convex), via sum_largest."""
-    n = sigma.shape[0]
-    steps = np.diff(np.concatenate([[0.0], sigma]))
-    return sum(steps[k] * cp.sum_largest(losses, n - k) for k in range(n) if steps[k] > 0)
 
 
 def make_sigma(kind, n, rng):
@@ -212,15 +183,16 @@ def test_isotonic_zero_weights_are_optimal():
 @pytest.mark.parametrize("code", MONOTONE)
 @pytest.mark.parametrize("kind", ["monotone", "range", "random"])
 @pytest.mark.parametrize("n, seed", [(7, 0), (40, 1)])
-def test_zstep_sorted_matches_cvxpy(code, kind, n, seed):
+def test_zstep_sorted_matches_cvxpy(code, kind, n, seed, referee):
+    cp = referee.cp
     rng = np.random.default_rng(seed)
     m = np.sort(rng.normal(scale=2.0, size=n))
     sigma = make_sigma(kind, n, rng)
     rho = 0.3
     z_var = cp.Variable(n)
-    f_ref = solve_cvx(
-        sigma @ cvx_loss(code, z_var) + rho / 2 * cp.sum_squares(z_var - m),
-        [cp.diff(z_var) >= 0],
+    f_ref = referee.solve(
+        sigma @ referee.loss(code, z_var, HUBER_EPS) + rho / 2 * cp.sum_squares(z_var - m),
+        [cp.diff(z_var) >= 0], tol=1e-10,
     )
     for method in ("stack", "sweep"):
         z = zstep_sorted(m, sigma, code, 0.0, rho, method=method)
@@ -299,7 +271,8 @@ def test_zstep_is_sorted_solve_scattered(problem):
 
 @pytest.mark.parametrize("code", MONOTONE)
 @pytest.mark.parametrize("method", ["stack", "sweep"])
-def test_zstep_unsorted_matches_cvxpy_rank_problem(code, method):
+def test_zstep_unsorted_matches_cvxpy_rank_problem(code, method, referee):
+    cp = referee.cp
     # Convex (nondecreasing sigma) rank-weighted problem on unsorted m.
     rng = np.random.default_rng(10 + code)
     n = 25
@@ -308,48 +281,50 @@ def test_zstep_unsorted_matches_cvxpy_rank_problem(code, method):
     sigma[: n // 2] = 0.0  # superquantile-like
     rho = 0.2
     z_var = cp.Variable(n)
-    f_ref = solve_cvx(
-        cvx_rank_term(cvx_loss(code, z_var), sigma) + rho / 2 * cp.sum_squares(z_var - m), []
+    f_ref = referee.solve(
+        referee.rank_term(referee.loss(code, z_var, HUBER_EPS), sigma)[0] + rho / 2 * cp.sum_squares(z_var - m), [],
+        tol=1e-10,
     )
     z = zstep(m, sigma, code, 0.0, rho, method=method)
     f = rank_objective(z, m, sigma, code, rho)
     assert abs(f - f_ref) <= 1e-8 * max(1.0, abs(f_ref)), (f, f_ref)
 
 
-def _brute_force_rank_problem(m, sigma, code, rho, signs=None):
+def _brute_force_rank_problem(referee, m, sigma, code, rho, signs=None):
     """min over z of sum_i sigma_i l(z)_[i] + rho/2 ||z - m||^2 for ANY sigma >= 0.
 
     For each ordering pi of the samples, impose l(z_pi1) <= ... <= l(z_pin) through a
     convex chain (on z for nondecreasing losses, on |z| with fixed signs for even
     ones) and solve with cvxpy; the best ordering is the global optimum.
     """
+    cp = referee.cp
     n = m.shape[0]
     best = np.inf
     for pi in itertools.permutations(range(n)):
         for sg in signs if signs is not None else [None]:
             z = cp.Variable(n)
             if sg is None:
-                terms = cvx_loss(code, z[list(pi)])
+                terms = referee.loss(code, z[list(pi)], HUBER_EPS)
                 cons = [cp.diff(z[list(pi)]) >= 0]
                 obj = sigma @ terms + rho / 2 * cp.sum_squares(z - m)
             else:  # z = sg * u, u >= 0 sorted along pi
                 u = z
                 cons = [u >= 0, cp.diff(u[list(pi)]) >= 0]
-                obj = sigma @ cvx_loss(code, u[list(pi)]) + rho / 2 * cp.sum_squares(
+                obj = sigma @ referee.loss(code, u[list(pi)], HUBER_EPS) + rho / 2 * cp.sum_squares(
                     cp.multiply(sg, u) - m
                 )
-            best = min(best, solve_cvx(obj, cons))
+            best = min(best, referee.solve(obj, cons, tol=1e-10))
     return best
 
 
 @pytest.mark.parametrize("code", [LOGISTIC, HINGE])
-def test_zstep_nonconvex_ranked_range_is_global(code):
+def test_zstep_nonconvex_ranked_range_is_global(code, referee):
     # Non-monotone weights: the rank problem is nonconvex, yet sort + PAVA is exact.
     rng = np.random.default_rng(5)
     m = rng.normal(scale=2.0, size=4)
     sigma = np.array([0.0, 2.5, 2.5, 0.0])
     rho = 0.3
-    f_ref = _brute_force_rank_problem(m, sigma, code, rho)
+    f_ref = _brute_force_rank_problem(referee, m, sigma, code, rho)
     for method in ("stack", "sweep"):
         z = zstep(m, sigma, code, 0.0, rho, method=method)
         assert abs(rank_objective(z, m, sigma, code, rho) - f_ref) <= 1e-8 * max(1, abs(f_ref))
@@ -405,7 +380,8 @@ def test_logistic_prox_hard_case_through_pava():
 # --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("code", EVEN)
 @pytest.mark.parametrize("method", ["stack", "sweep"])
-def test_zstep_even_matches_cvxpy(code, method):
+def test_zstep_even_matches_cvxpy(code, method, referee):
+    cp = referee.cp
     rng = np.random.default_rng(20 + code)
     n = 30
     m = rng.normal(scale=2.0, size=n)
@@ -414,8 +390,9 @@ def test_zstep_even_matches_cvxpy(code, method):
     sigma[: n // 3] = 0.0
     rho = 0.4
     z_var = cp.Variable(n)
-    f_ref = solve_cvx(
-        cvx_rank_term(cvx_loss(code, z_var), sigma) + rho / 2 * cp.sum_squares(z_var - m), []
+    f_ref = referee.solve(
+        referee.rank_term(referee.loss(code, z_var, HUBER_EPS), sigma)[0] + rho / 2 * cp.sum_squares(z_var - m), [],
+        tol=1e-10,
     )
     z = zstep_even(m, sigma, code, param_of(code), rho, method=method)
     f = rank_objective(z, m, sigma, code, rho)
@@ -424,14 +401,14 @@ def test_zstep_even_matches_cvxpy(code, method):
 
 
 @pytest.mark.parametrize("code", EVEN)
-def test_zstep_even_nonconvex_is_global(code):
+def test_zstep_even_nonconvex_is_global(code, referee):
     # Non-monotone weights, n = 3: brute force over orderings and sign patterns.
     rng = np.random.default_rng(30 + code)
     m = rng.normal(scale=2.0, size=3)
     sigma = np.array([0.0, 3.0, 0.0])
     rho = 0.5
     signs = [np.array(s) for s in itertools.product([-1.0, 1.0], repeat=3)]
-    f_ref = _brute_force_rank_problem(m, sigma, code, rho, signs=signs)
+    f_ref = _brute_force_rank_problem(referee, m, sigma, code, rho, signs=signs)
     z = zstep_even(m, sigma, code, param_of(code), rho)
     assert abs(rank_objective(z, m, sigma, code, rho) - f_ref) <= 1e-8 * max(1, abs(f_ref))
 
@@ -624,13 +601,14 @@ def test_permutahedron_invariants(v, data):
     v=hnp.arrays(np.float64, st.integers(1, 7), elements=st.floats(-3, 3)),
     data=st.data(),
 )
-def test_permutahedron_matches_cvxpy(v, data):
+def test_permutahedron_matches_cvxpy(v, data, referee):
+    cp = referee.cp
     n = v.shape[0]
     s = np.sort(data.draw(hnp.arrays(np.float64, n, elements=st.floats(0, 1))))
     lam_var = cp.Variable(n)
     cons = [cp.sum(lam_var) == s.sum()]
     cons += [cp.sum_smallest(lam_var, k) >= s[:k].sum() for k in range(1, n)]
-    f_ref = solve_cvx(cp.sum_squares(lam_var - v), cons)
+    f_ref = referee.solve(cp.sum_squares(lam_var - v), cons, tol=1e-10)
     lam = project_permutahedron(v, s[::-1])  # sigma in any order
     # ours is exactly feasible (test_permutahedron_invariants); the interior-point
     # reference may sit ~1e-6 inside or outside the boundary

@@ -10,10 +10,6 @@ from skrank.solvers._polish import Polisher
 from skrank.solvers._stepsize import prepare_data
 from skrank.solvers.sorel import sorel
 
-from test_spectral_risk import cvxpy_optimum
-
-cp = pytest.importorskip("cvxpy")
-
 
 def _data(loss_name, n=80, d=5, seed=0):
     rng = np.random.default_rng(seed)
@@ -36,13 +32,13 @@ CASES = [("squared", Superquantile(0.8), 150), ("squared", TopK(0.15), 150),
 
 
 @pytest.mark.parametrize("loss_name,risk,epochs", CASES, ids=[f"{c[0]}-{type(c[1]).__name__}" for c in CASES])
-def test_from_iterate_certifies_the_optimum(loss_name, risk, epochs):
+def test_from_iterate_certifies_the_optimum(loss_name, risk, epochs, referee):
     # A short SOREL run (no polishing) leaves the tail's tie block unresolved;
     # the walk from its iterate finds the face, solved exactly: cvxpy's optimum.
     X, y = _data(loss_name)
     loss, pen = get_loss(loss_name), get_penalty("l2", 1e-3)
     rough = sorel(X, y, risk, loss, pen, max_epochs=epochs, random_state=0, polish=False)
-    f_star = cvxpy_optimum(X, y, risk.weights(X.shape[0]), 1e-3, loss_name)
+    f_star = referee.optimum(X, y, risk, loss_name, 1e-3)
     assert rough.objective - f_star > 1e-8 * abs(f_star)  # the rough point is not optimal yet
     P, s, c = _polisher(X, y, risk, loss, pen)
     t = s * (X @ rough.coef + rough.intercept) + c
@@ -65,13 +61,13 @@ def test_certificate_rejects_a_suboptimal_point():
     assert P._certificate(weights * loss.derivative(t_bad), t_bad, w_bad) > 1e-3
 
 
-def test_sorel_polishes_and_stops():
+def test_sorel_polishes_and_stops(referee):
     # The default SOREL run ends on a certified face solve when the tail is thin.
     X, y = _data("squared", n=90, d=8, seed=4)
     risk, loss, pen = Superquantile(0.85), get_loss("squared"), get_penalty("l2", 1e-3)
     res = sorel(X, y, risk, loss, pen, max_epochs=1000, random_state=0)
     plain = sorel(X, y, risk, loss, pen, max_epochs=res.n_iter, random_state=0, polish=False)
-    f_star = cvxpy_optimum(X, y, risk.weights(90), 1e-3, "squared")
+    f_star = referee.optimum(X, y, risk, "squared", 1e-3)
     assert res.converged and res.info["polished"]
     assert abs(res.objective - f_star) <= 1e-8 * abs(f_star)
     assert plain.objective - f_star > 1e-9 * abs(f_star)  # SOREL alone was not there yet
@@ -79,7 +75,7 @@ def test_sorel_polishes_and_stops():
 
 
 @pytest.mark.parametrize("loss_name", ["squared", "huber"])
-def test_admm_regression_fits_are_certified(loss_name):
+def test_admm_regression_fits_are_certified(loss_name, referee):
     # The ADMM's z-step puts z exactly on the ties; with the even smooth losses
     # the polisher turns its iterate into a certified optimum.
     from skrank.solvers.admm import admm
@@ -87,7 +83,7 @@ def test_admm_regression_fits_are_certified(loss_name):
     X, y = _data(loss_name, n=90, d=6, seed=7)
     risk, loss, pen = Superquantile(0.8), get_loss(loss_name), get_penalty("l2", 1e-3)
     res = admm(X, y, risk, loss, pen)
-    f_star = cvxpy_optimum(X, y, risk.weights(90), 1e-3, loss_name)
+    f_star = referee.optimum(X, y, risk, loss_name, 1e-3)
     assert res.info["polished"]
     assert abs(res.objective - f_star) <= 1e-8 * abs(f_star)
 
@@ -103,25 +99,11 @@ def _hinge_data(n, d, seed):
     return scale(X), np.where(y == 1, 1.0, -1.0)
 
 
-def _hinge_cvxpy(X, y, risk, pen):
-    """cvxpy's ``(w, b)`` for the hinge loss with intercept (CLARABEL, tight tolerances)."""
-    n, d = X.shape
-    w, b = cp.Variable(d), cp.Variable()
-    L = cp.pos(1 - cp.multiply(y, X @ w + b))
-    sigma = risk.weights(n)
-    jumps = np.diff(np.concatenate([[0.0], sigma]))
-    obj = sum(jumps[k] * cp.sum_largest(L, n - k) for k in range(n) if jumps[k] > 1e-14)
-    obj = obj + pen.l1 * cp.norm1(w) + 0.5 * pen.l2 * cp.sum_squares(w)
-    cp.Problem(cp.Minimize(obj)).solve(solver="CLARABEL", tol_gap_abs=1e-11, tol_gap_rel=1e-11,
-                                       tol_feas=1e-11)
-    return w.value, float(b.value)
-
-
 HINGE_CASES = [("l2", 1e-2, 0), ("l1", 5e-3, 1), ("l2", 1e-2, 4), ("elasticnet", 1e-2, 3)]
 
 
 @pytest.mark.parametrize("pen_name,alpha,seed", HINGE_CASES)
-def test_admm_superquantile_hinge_fits_are_certified(pen_name, alpha, seed):
+def test_admm_superquantile_hinge_fits_are_certified(pen_name, alpha, seed, referee):
     # Superquantile + hinge: the optimum has fewer positive losses than the
     # tail holds (the quantile loss is 0) and its kink points are an
     # over-determined face of the z-step's reading; the fit must still end on
@@ -132,12 +114,12 @@ def test_admm_superquantile_hinge_fits_are_certified(pen_name, alpha, seed):
     risk, loss, pen = Superquantile(0.8), get_loss("hinge"), get_penalty(pen_name, alpha, 0.5)
     res = admm(X, y, risk, loss, pen, max_iter=1000, tol=1e-7, l1_solver="cd")
     P, s, c = _polisher(X, y, risk, loss, pen)
-    f_star = P.objective(*_hinge_cvxpy(X, y, risk, pen))
+    f_star = referee.optimum(X, y, risk, "hinge", pen)
     assert res.converged and res.info["polished"]
     assert abs(res.objective - f_star) <= 1e-8 * abs(f_star)
 
 
-def test_polisher_resolves_an_overdetermined_kink_set():
+def test_polisher_resolves_an_overdetermined_kink_set(referee):
     # cvxpy's optimum with extra points put on the kink (the points just
     # below it, as the z-step leaves them): more kink rows than the rank of [X, 1].
     # The walk drops the right ones and the face solve certifies the optimum;
@@ -145,7 +127,7 @@ def test_polisher_resolves_an_overdetermined_kink_set():
     X, y = _hinge_data(300, 20, 0)
     risk, loss, pen = Superquantile(0.8), get_loss("hinge"), get_penalty("l2", 1e-2)
     P, s, c = _polisher(X, y, risk, loss, pen)
-    w, b = _hinge_cvxpy(X, y, risk, pen)
+    _, w, b = referee.optimum(X, y, risk, "hinge", pen, return_solution=True)
     t = s * (X @ w + b) + c
     kink = np.abs(t + 1.0) <= 1e-7
     rank = np.linalg.matrix_rank(np.hstack([X, np.ones((X.shape[0], 1))]))

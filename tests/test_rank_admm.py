@@ -138,23 +138,6 @@ def test_bad_input():
 
 
 # ---------------------------------------------------------------- defaults vs cvxpy
-def _cvxpy_F(X, y, risk, loss_name, pen, fit_intercept):
-    cp = pytest.importorskip("cvxpy")
-    n, d = X.shape
-    w = cp.Variable(d)
-    b = cp.Variable() if fit_intercept else 0.0
-    t = cp.multiply(-y, X @ w + b)
-    L = cp.logistic(t) if loss_name == "logistic" else cp.pos(1 + t)
-    sigma = risk.weights(n)
-    jumps = np.diff(np.concatenate([[0.0], sigma]))
-    obj = sum(jumps[k] * cp.sum_largest(L, n - k) for k in range(n) if jumps[k] > 1e-14)
-    obj = obj + pen.l1 * cp.norm1(w) + 0.5 * pen.l2 * cp.sum_squares(w)
-    cp.Problem(cp.Minimize(obj)).solve(solver="CLARABEL", tol_gap_abs=1e-11, tol_gap_rel=1e-11,
-                                       tol_feas=1e-11)
-    bv = float(b.value) if fit_intercept else 0.0
-    return rank_objective(X, y, w.value, bv, risk, get_loss(loss_name), pen)
-
-
 def _default_fit_F(X, y, risk, loss_name, penalty, alpha, fit_intercept):
     clf = RankADMMClassifier(risk=risk, loss=loss_name, penalty=penalty, alpha=alpha,
                              fit_intercept=fit_intercept)
@@ -166,7 +149,7 @@ def _default_fit_F(X, y, risk, loss_name, penalty, alpha, fit_intercept):
 @pytest.mark.filterwarnings("error::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("shape", [(200, 100), (250, 50)], ids=["200x100", "250x50"])
 @pytest.mark.parametrize("loss_name", ["logistic", "hinge"])
-def test_defaults_small_erm_l1_reach_cvxpy(shape, loss_name):
+def test_defaults_small_erm_l1_reach_cvxpy(shape, loss_name, referee):
     # Issue 3, problem 2: rho="paper" started at 1e-5 << 1/n, the first l1
     # w-step blew w up (F = 1.23 and 3.46 against optima 0.09 and 0.03).
     from sklearn.model_selection import train_test_split
@@ -179,13 +162,13 @@ def test_defaults_small_erm_l1_reach_cvxpy(shape, loss_name):
     X, _, y, _ = train_test_split(X, y, test_size=0.4, random_state=17)
     pen = get_penalty("l1", 5e-3)
     F = _default_fit_F(X, y, ERM(), loss_name, "l1", 5e-3, False)
-    F_opt = _cvxpy_F(X, y, ERM(), loss_name, pen, False)
+    F_opt = referee.optimum(X, y, ERM(), loss_name, pen, fit_intercept=False)
     assert F <= F_opt * (1 + 1e-6), (F, F_opt)
 
 
 @pytest.mark.filterwarnings("error::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("risk_name", ["superquantile", "erm"])
-def test_defaults_hinge_l2_n500_reach_cvxpy(risk_name):
+def test_defaults_hinge_l2_n500_reach_cvxpy(risk_name, referee):
     # Issue 3, problems 1 and 3: the residual-balancing change of b713ba4 left
     # these at 3.4e-3 and 4.1e-4 relative; polishing makes them exact.
     from sklearn.preprocessing import scale
@@ -197,12 +180,12 @@ def test_defaults_hinge_l2_n500_reach_cvxpy(risk_name):
     X, y = scale(X), np.where(y == 1, 1.0, -1.0)
     risk = Superquantile(0.8) if risk_name == "superquantile" else ERM()
     F = _default_fit_F(X, y, risk, "hinge", "l2", 1e-2, True)
-    F_opt = _cvxpy_F(X, y, risk, "hinge", get_penalty("l2", 1e-2), True)
+    F_opt = referee.optimum(X, y, risk, "hinge", get_penalty("l2", 1e-2), fit_intercept=True)
     assert F <= F_opt * (1 + 1e-6), (F, F_opt)
 
 
 @pytest.mark.filterwarnings("error::sklearn.exceptions.ConvergenceWarning")
-def test_defaults_erm_hinge_l1_n2000_reach_cvxpy():
+def test_defaults_erm_hinge_l1_n2000_reach_cvxpy(referee):
     # Polishing regression of 8e8e0c0: the vectorised face solve rejected
     # over-determined faces (more kink points than free unknowns, as the
     # z-step gives near convergence), so no polish landed and the fit ended
@@ -215,5 +198,5 @@ def test_defaults_erm_hinge_l1_n2000_reach_cvxpy():
                                random_state=17)
     X, y = scale(X), np.where(y == 1, 1.0, -1.0)
     F = _default_fit_F(X, y, ERM(), "hinge", "l1", 5e-3, True)
-    F_opt = _cvxpy_F(X, y, ERM(), "hinge", get_penalty("l1", 5e-3), True)
+    F_opt = referee.optimum(X, y, ERM(), "hinge", get_penalty("l1", 5e-3), fit_intercept=True)
     assert F <= F_opt * (1 + 1e-6), (F, F_opt)

@@ -12,8 +12,6 @@ from skrank.solvers._stepsize import rank_weights
 from skrank.solvers.lsvrg import lsvrg
 from skrank.solvers.sgd import sgd
 
-cp = pytest.importorskip("cvxpy")
-from test_spectral_risk import cvxpy_optimum  # noqa: E402
 
 
 def _standardised(n=128, d=3, seed=0):
@@ -50,11 +48,11 @@ def test_lsvrg_erm_matches_ridge(sampling, fit_intercept, batch_size):
 
 
 @pytest.mark.parametrize("solver", [sgd, lsvrg])
-def test_superquantile_decreases_to_near_optimum(solver):
+def test_superquantile_decreases_to_near_optimum(solver, referee):
     X, y = _standardised()
     n = X.shape[0]
     risk, loss, pen = Superquantile(0.5), get_loss("squared"), get_penalty("l2", 1.0 / n)
-    f_star = cvxpy_optimum(X, y, risk.weights(n), 1.0 / n, "squared")
+    f_star = referee.optimum(X, y, risk, "squared", 1.0 / n)
     res = solver(X, y, risk, loss, pen, max_epochs=100, tol=0.0, random_state=0)
     hist = res.objective_history
     assert hist[-1] < 0.5 * hist[0]
@@ -64,7 +62,7 @@ def test_superquantile_decreases_to_near_optimum(solver):
     assert len(res.info["passes"]) == len(hist) and np.all(np.diff(res.info["times"]) >= 0)
 
 
-def test_sgd_bias_is_visible():
+def test_sgd_bias_is_visible(referee):
     # Started AT the optimum with a small step, SGD stays there for the mean
     # (uniform batch weights: unbiased) but drifts away for a superquantile.
     X, y = _standardised()
@@ -72,7 +70,7 @@ def test_sgd_bias_is_visible():
     loss, pen = get_loss("squared"), get_penalty("l2", 1.0 / n)
     gaps = {}
     for risk in (ERM(), Superquantile(0.5)):
-        f_star, w, b = cvxpy_optimum(X, y, risk.weights(n), 1.0 / n, "squared", return_solution=True)
+        f_star, w, b = referee.optimum(X, y, risk, "squared", 1.0 / n, return_solution=True)
         res = sgd(
             X, y, risk, loss, pen, batch_size=16, learning_rate=1e-3, max_epochs=150, tol=0.0,
             coef_init=w, intercept_init=b, random_state=0,

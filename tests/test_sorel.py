@@ -107,11 +107,26 @@ def test_step_rules_positive():
     L = np.array([1.0, 2.0, 5.0])
     sigma = Superquantile(0.5).weights(3)
     assert svrg_step_size(L, sigma, 1, "importance") > svrg_step_size(L, sigma, 1, "uniform")
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(30, 2))
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_dual_smoothness_is_the_norm_of_J_Hinv_JT(fit_intercept):
+    # The squared loss has l'' = 1, l'(t) = t: the constant is the largest
+    # eigenvalue of J H^-1 J^T, J = diag(t) [X 1], H = [X 1]^T diag(lam) [X 1] + reg.
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(30, 3))
     t = rng.normal(size=30)
-    lam = ERM().weights(30)
-    assert dual_smoothness(X, np.ones(30), t, lam, get_loss("squared"), 0.1, True) > 0
+    lam = Superquantile(0.6).weights(30)
+    Xt = np.hstack([X, np.ones((30, 1))]) if fit_intercept else X
+    H = Xt.T @ (lam[:, None] * Xt)
+    reg = np.full(Xt.shape[1], 0.1)
+    if fit_intercept:
+        reg[-1] = 1e-12 * max(1.0, np.trace(H))
+    H += np.diag(reg)
+    J = t[:, None] * Xt
+    expected = np.linalg.eigvalsh(J @ np.linalg.solve(H, J.T)).max()
+    got = dual_smoothness(X, np.ones(30), t, lam, get_loss("squared"), 0.1, fit_intercept)
+    assert got == pytest.approx(expected, rel=1e-6)
 
 
 def test_paper_rules_reference():

@@ -11,10 +11,6 @@ from skrank.solvers._stepsize import prepare_data
 from skrank.solvers._tie_walk import _design, _first_crossing, _QuadraticFace, _violated_cuts, tie_walk
 from skrank.solvers.sorel import sorel
 
-from test_spectral_risk import cvxpy_optimum
-
-cp = pytest.importorskip("cvxpy")
-
 
 def _brute_crossing(uo, do, go, jumps):
     best = (1.0, -1, -1)
@@ -126,18 +122,17 @@ WALK_CASES = [
 
 @pytest.mark.parametrize("loss_name,risk,fit_intercept,seed", WALK_CASES,
                          ids=[f"{c[0]}-{type(c[1]).__name__}-{c[2]}" for c in WALK_CASES])
-def test_walk_from_a_rough_point_reaches_cvxpy_optimum(loss_name, risk, fit_intercept, seed):
+def test_walk_from_a_rough_point_reaches_cvxpy_optimum(loss_name, risk, fit_intercept, seed, referee):
     if loss_name == "logistic":
         X, y = _classification(seed=seed)
     else:
         X, y = _regression(seed=seed)
     # duplicated rows: their losses are always equal, the walk must cope
     X, y = np.vstack([X, X[:5]]), np.concatenate([y, y[:5]])
-    n = X.shape[0]
     loss, pen = get_loss(loss_name), get_penalty("l2", 1e-2)
     rough = sorel(X, y, risk, loss, pen, fit_intercept=fit_intercept, max_epochs=30,
                   random_state=0, polish=False)
-    f_star = cvxpy_optimum(X, y, risk.weights(n), 1e-2, loss_name, fit_intercept=fit_intercept,
+    f_star = referee.optimum(X, y, risk, loss_name, 1e-2, fit_intercept=fit_intercept,
                            epsilon=loss.param if loss_name == "huber" else 1.0)
     P, s, c = _polisher(X, y, risk, loss, pen, fit_intercept)
     t = s * (X @ rough.coef + rough.intercept) + c
@@ -158,11 +153,10 @@ L1_CASES = [  # loss, risk, penalty, alpha, fit_intercept, seed, ADMM iterations
 @pytest.mark.parametrize("loss_name,risk,pen_name,alpha,fit_intercept,seed,iters,zeros", L1_CASES,
                          ids=[f"{c[0]}-{type(c[1]).__name__}-{c[2]}" for c in L1_CASES])
 def test_walk_with_l1_reaches_cvxpy_optimum(loss_name, risk, pen_name, alpha, fit_intercept, seed,
-                                            iters, zeros):
+                                            iters, zeros, referee):
     # from a rough ADMM iterate: the walk moves the zero set (coefficients
     # reaching zero are held, held ones with a large gradient are released)
     from skrank.solvers.admm import admm
-    from test_admm import cvxpy_optimum as referee
 
     if loss_name == "logistic":
         X, y = _classification(n=120, d=6, seed=seed)
@@ -170,7 +164,7 @@ def test_walk_with_l1_reaches_cvxpy_optimum(loss_name, risk, pen_name, alpha, fi
         X, y = _regression(n=120, d=6, seed=seed)
     loss, pen = get_loss(loss_name), get_penalty(pen_name, alpha)
     rough = admm(X, y, risk, loss, pen, fit_intercept=fit_intercept, max_iter=iters, polish=False)
-    f_star = referee(X, y, risk, loss, pen, fit_intercept)
+    f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=fit_intercept)
     assert rough.objective - f_star > 1e-6 * abs(f_star)  # the start is not optimal
     P, s, c = _polisher(X, y, risk, loss, pen, fit_intercept)
     t = s * (X @ rough.coef + rough.intercept) + c

