@@ -321,3 +321,26 @@ def test_topk_hinge_fit_with_an_extra_tie_member_is_certified(referee):
     assert res.converged and res.info["polished"]
     f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=fit_intercept)
     assert abs(res.objective - f_star) <= 1e-8 * abs(f_star)
+
+
+def pytest_generate_tests(metafunc):
+    # `pytest --sweep full` runs the whole randomized sweep; `make test` a fast subset
+    if "sweep_case" in metafunc.fixturenames:
+        count = 60 if metafunc.config.getoption("--sweep") == "full" else 8
+        # Known misses of the ADMM at max_iter=1000, measured 2026-11-24: the
+        # absolute loss with a superquantile (case 45, 1.2e-6 above) and the
+        # squared hinge with top-k and l1 (case 46, 1.7e-4 above).
+        missed = {45, 46}
+        cases = [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="known ADMM miss"))
+                 if c in missed else c for c in range(count)]
+        metafunc.parametrize("sweep_case", cases)
+
+
+def test_randomized_sweep_of_convex_fits_reaches_cvxpy(sweep_case, referee):
+    # Random sizes, scales, duplicated rows, risks, losses and penalties: the
+    # kind of sweep that found the tie-walk and kink-set bugs.
+    # The estimators' budget (max_iter=1000); the solver's own default is 300.
+    X, y, risk, loss, pen, fit_intercept = _sweep_case(1, sweep_case)
+    res = admm(X, y, risk, loss, pen, fit_intercept=fit_intercept, max_iter=1000)
+    f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=fit_intercept)
+    assert res.objective <= f_star + 1e-6 * abs(f_star), (res.objective, f_star)
