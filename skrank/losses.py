@@ -16,10 +16,12 @@ others).  The three primitives are
     the loss ``l(t)``;
 ``loss_derivative(code, t, param)``
     ``l'(t)`` (the right derivative where ``l`` has a kink);
+``loss_second_derivative(code, t, param)``
+    ``l''(t)`` (0 on linear pieces; the right limit where ``l''`` jumps);
 ``loss_prox(code, v, c, param)``
     ``argmin_z c * l(z) + (z - v)**2 / 2`` for ``c >= 0``.
 
-All three are stable for ``|t|`` up to 1e6 and beyond (no overflow, no NaN).
+All are stable for ``|t|`` up to 1e6 and beyond (no overflow, no NaN).
 """
 
 from dataclasses import dataclass
@@ -98,6 +100,26 @@ def loss_derivative(code, t, param):
         if t < -param:
             return -param
         return t
+    raise ValueError("unknown loss code")
+
+
+@njit(cache=True)
+def loss_second_derivative(code, t, param):
+    """``l''(t)``: 0 on the linear pieces, the right limit at a jump of ``l''``."""
+    if code == LOGISTIC:
+        s = _sigmoid(t)
+        return s * (1.0 - s)
+    if code == HINGE or code == ABSOLUTE:
+        return 0.0
+    if code == SQUARED_HINGE:
+        return 2.0 if t > -1.0 else 0.0
+    if code == SQUARED:
+        return 1.0
+    if code == SIGMOID:
+        s = _sigmoid(t)
+        return s * (1.0 - s) * (1.0 - 2.0 * s)
+    if code == HUBER:
+        return 1.0 if abs(t) < param else 0.0
     raise ValueError("unknown loss code")
 
 
@@ -221,6 +243,14 @@ def loss_derivatives(code, t, param, out):
     return out
 
 
+@njit(cache=True)
+def loss_derivatives_upto2(code, t, param, value, first, second):
+    """Fill ``value``, ``first`` and ``second`` with ``l``, ``l'`` and ``l''`` at ``t``."""
+    for i in range(t.shape[0]):
+        value[i], first[i] = loss_value_and_derivative(code, t[i], param)
+        second[i] = loss_second_derivative(code, t[i], param)
+
+
 @dataclass(frozen=True)
 class Loss:
     """Description of one loss for the Python layer.
@@ -259,6 +289,18 @@ class Loss:
         """Loss derivatives (subgradients at kinks) at the array ``t``."""
         t = np.ascontiguousarray(t, dtype=np.float64)
         return loss_derivatives(self.code, t, self.param, np.empty_like(t))
+
+    @property
+    def even(self):
+        """True for the regression losses, which are even in the residual."""
+        return self.task == "regression"
+
+    def derivatives(self, t):
+        """``(l(t), l'(t), l''(t))`` at the array ``t`` in one pass."""
+        t = np.ascontiguousarray(t, dtype=np.float64)
+        out = np.empty_like(t), np.empty_like(t), np.empty_like(t)
+        loss_derivatives_upto2(self.code, t, self.param, *out)
+        return out
 
     def prox(self, v, c):
         """Elementwise ``argmin_z c * l(z) + (z - v)**2 / 2``."""

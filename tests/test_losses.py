@@ -100,3 +100,15 @@ def test_an_unknown_loss_code_raises(kernel):
         kernel(99, 0.5, 1.0)
     with pytest.raises(ValueError, match="unknown loss code"):
         loss_prox(99, 0.5, 1.0, 1.0)
+
+
+@pytest.mark.parametrize("name", ["logistic", "squared_hinge", "squared", "huber", "hinge", "absolute"])
+def test_second_derivative_matches_finite_differences_of_the_derivative(name):
+    loss = get_loss(name, epsilon=0.7) if name == "huber" else get_loss(name)
+    # away from the kinks (-1 for the hinges, 0 and +-0.7 for the regression losses)
+    t = np.array([-3.1, -1.6, -0.4, 0.3, 0.55, 1.3, 2.9])
+    value, first, second = loss.derivatives(t)
+    h = 1e-6
+    fd = (loss.derivative(t + h) - loss.derivative(t - h)) / (2 * h)
+    assert np.allclose(second, fd, atol=1e-6)
+    assert np.allclose(value, loss.value(t)) and np.allclose(first, loss.derivative(t))

@@ -1,0 +1,75 @@
+"""Products with the design ``[X, 1]`` of a linear model, dense or sparse, without copying ``X``."""
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg.blas import dsyrk
+
+#: Entries of ``X`` gathered per block when a weighted Gram matrix is formed.
+_CHUNK_ENTRIES = 1 << 20
+
+
+class Design:
+    """The design ``[X, 1]`` (the column of ones only when ``fit_intercept``).
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n, d)
+        float64 data, used as given.
+    fit_intercept : bool
+        Whether ``theta`` ends with an intercept.
+    """
+
+    def __init__(self, X, fit_intercept):
+        self.X = X
+        self.sparse = sp.issparse(X)
+        self.n, self.d = X.shape
+        self.fit_intercept = bool(fit_intercept)
+        self.p = self.d + self.fit_intercept
+        #: Products ``[X, 1] theta`` or ``[X, 1]^T r`` computed so far.
+        self.passes = 0
+
+    def split(self, theta):
+        """``(w, b)`` from ``theta``."""
+        return theta[: self.d], (float(theta[self.d]) if self.fit_intercept else 0.0)
+
+    def matvec(self, theta):
+        """``[X, 1] theta``."""
+        self.passes += 1
+        f = np.asarray(self.X @ theta[: self.d], dtype=np.float64).ravel()
+        return f + theta[self.d] if self.fit_intercept else f
+
+    def rmatvec(self, r):
+        """``[X, 1]^T r``."""
+        self.passes += 1
+        g = np.asarray(self.X.T @ r, dtype=np.float64).ravel()
+        return np.append(g, r.sum()) if self.fit_intercept else g
+
+    def rows(self, idx):
+        """The rows ``idx`` of ``[X, 1]`` as a dense array."""
+        Xi = self.X[idx]
+        Xi = Xi.toarray() if self.sparse else np.asarray(Xi)
+        return np.hstack([Xi, np.ones((len(idx), 1))]) if self.fit_intercept else Xi
+
+    def gram(self, h):
+        """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0``, skipping the rows where ``h == 0``."""
+        nz = np.flatnonzero(h > 0.0)
+        root = np.sqrt(h[nz])
+        G = np.zeros((self.p, self.p))
+        if self.sparse:
+            Xs = sp.csr_matrix(self.X[nz].multiply(root[:, None]))
+            G[: self.d, : self.d] = (Xs.T @ Xs).toarray()
+            if self.fit_intercept:
+                G[: self.d, self.d] = np.asarray(Xs.T @ root).ravel()
+        else:
+            step = max(1, _CHUNK_ENTRIES // max(self.p, 1))
+            for a in range(0, nz.size, step):
+                rows = self.rows(nz[a:a + step]) * root[a:a + step, None]
+                G = dsyrk(1.0, rows, beta=1.0, c=G, trans=1, lower=0, overwrite_c=1)
+            G = np.triu(G) + np.triu(G, 1).T
+            self.passes += 1
+            return G
+        if self.fit_intercept:
+            G[self.d, : self.d] = G[: self.d, self.d]
+            G[self.d, self.d] = root @ root
+        self.passes += 1
+        return G

@@ -1,0 +1,116 @@
+"""The Moreau-smoothed spectral risk and its gradient weights, by one PAVA.
+
+For nondecreasing rank weights ``sigma`` (a convex spectral risk) the risk is
+the support function of the permutahedron ``P(sigma)``:
+``Omega(l) = sum_i sigma_i l_(i) = max_{q in P(sigma)} q . l``.  Subtracting
+``mu/2 ||q - sigma_bar||^2`` (``sigma_bar`` the mean weight, the centre of
+``P``) gives a smooth lower approximation
+
+    Omega_mu(l) = max_{q in P(sigma)} q . l - mu/2 ||q - sigma_bar||^2,
+
+with ``Omega - mu D/2 <= Omega_mu <= Omega``, ``D = ||sigma - sigma_bar||^2``
+(Nesterov 2005, section 2); with the centre moved to the last maximiser,
+minimising in ``theta`` and updating the centre is the proximal point
+method on the dual weights (Rockafellar 1976), exact for a fixed ``mu``.  Its gradient is the maximiser
+``q = proj_P(sigma_bar + l / mu)``.  With ``l`` sorted ascending, the projection
+is ``q = (l - iso(l - mu sigma)) / mu`` (Blondel, Teboul, Berthet and Djolonga
+2020, Proposition 3, with ``iso`` the nondecreasing isotonic regression): on a
+block ``B`` that the isotonic regression pools, ``q_i = mean_B(sigma) +
+(l_i - mean_B(l)) / mu``; a sample alone in its block gets its rank weight.
+The Jacobian of ``q`` in ``l`` is ``(I - 1 1^T / |B|) / mu`` on each pooled
+block and zero elsewhere.
+"""
+
+import numpy as np
+from numba import njit
+
+from .._sorting import resort
+from ..losses import loss_second_derivative, loss_value_and_derivative
+
+
+@njit(cache=True)
+def pooled_projection(u, sigma, mu, q, block_start):
+    """``q = proj_P(u / mu)`` for ``u`` sorted ascending, and the pooled blocks.
+
+    ``P`` is the permutahedron of the nondecreasing ``sigma``.  The
+    projection is ``u / mu - iso(u / mu - sigma)``; computed as
+    ``(u_i - mean_B(u)) / mu + mean_B(sigma)`` on each block ``B`` of the
+    isotonic regression of ``u - mu sigma``, so that ``mu`` may be tiny.
+
+    Parameters
+    ----------
+    u : ndarray of shape (n,)
+        The point times ``mu``, sorted ascending.
+    sigma : ndarray of shape (n,)
+        Nondecreasing weights.
+    mu : float
+        ``mu > 0``.
+    q : ndarray of shape (n,)
+        Output: the projection, in the order of ``u``.
+    block_start : ndarray of shape (n + 1,), int64
+        Output: the first positions of the blocks, then ``n``.
+
+    Returns
+    -------
+    n_blocks : int
+        Number of blocks (``block_start[:n_blocks + 1]`` is filled).
+    """
+    n = u.shape[0]
+    b_sum = np.empty(n)  # sum of (u - mu sigma) over the block
+    b_cnt = np.empty(n, dtype=np.int64)
+    top = -1
+    for i in range(n):
+        top += 1
+        b_sum[top] = u[i] - mu * sigma[i]
+        b_cnt[top] = 1
+        block_start[top] = i
+        # pool while the block below has a mean >= this block's mean
+        while top > 0 and b_sum[top - 1] * b_cnt[top] >= b_sum[top] * b_cnt[top - 1]:
+            b_sum[top - 1] += b_sum[top]
+            b_cnt[top - 1] += b_cnt[top]
+            top -= 1
+    n_blocks = top + 1
+    block_start[n_blocks] = n
+    for b in range(n_blocks):
+        lo, hi = block_start[b], block_start[b + 1]
+        if hi - lo == 1:
+            q[lo] = sigma[lo]
+            continue
+        mean_u = 0.0
+        mean_s = 0.0
+        for i in range(lo, hi):
+            mean_u += u[i]
+            mean_s += sigma[i]
+        mean_u /= hi - lo
+        mean_s /= hi - lo
+        for i in range(lo, hi):
+            q[i] = mean_s + (u[i] - mean_u) / mu
+    return n_blocks
+
+
+@njit(cache=True)
+def smoothed_state(t, code, param, mu, center, sigma, order, value, d1, d2, q, block_start):
+    """Losses, their derivatives and the weights ``q`` of ``Omega_mu(.; center)`` at ``t``.
+
+    The centre ``center`` replaces ``sigma_bar`` in ``Omega_mu``.  Fills
+    ``value``, ``d1``, ``d2`` (``l``, ``l'``, ``l''`` at ``t``) and ``q``
+    (sample order), re-sorts ``order`` so that it sorts ``mu center + l``,
+    and fills ``block_start`` as :func:`pooled_projection` does.  Returns
+    ``(q . l - mu/2 ||q - center||^2, n_blocks)``.
+    """
+    n = t.shape[0]
+    u = np.empty(n)
+    for i in range(n):
+        value[i], d1[i] = loss_value_and_derivative(code, t[i], param)
+        d2[i] = loss_second_derivative(code, t[i], param)
+        u[i] = mu * center[i] + value[i]
+    u_sorted = resort(u, order)
+    q_sorted = np.empty(n)
+    n_blocks = pooled_projection(u_sorted, sigma, mu, q_sorted, block_start)
+    total = 0.0
+    for j in range(n):
+        i = order[j]
+        q[i] = q_sorted[j]
+        diff = q_sorted[j] - center[i]
+        total += q_sorted[j] * value[i] - 0.5 * mu * diff * diff
+    return total, n_blocks

@@ -1,0 +1,136 @@
+"""The certified Newton solver for convex spectral risks with smooth losses."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skrank._pava import project_permutahedron
+from skrank.losses import get_loss
+from skrank.penalties import get_penalty
+from skrank.risks import ERM, ExponentialSpectral, Extremile, HumanAligned, Superquantile, TopK
+from skrank.solvers._smoothed_risk import pooled_projection, smoothed_state
+from skrank.solvers.newton import _Problem, smoothed_newton
+
+RISKS = [ERM(), Superquantile(q=0.5), Superquantile(q=0.9), Extremile(r=2.0),
+         ExponentialSpectral(rho=2.0), TopK(k=0.3)]
+
+
+def _data(task, n=60, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X[5] = X[6]  # a duplicated row: its losses always tie
+    f = X @ rng.normal(size=d)
+    if task == "classification":
+        return X, np.where(f + rng.normal(size=n) > 0, 1.0, -1.0)
+    return X, f + rng.standard_t(3, size=n)
+
+
+@pytest.mark.parametrize("mu", [10.0, 1.0, 1e-2, 1e-6])
+def test_pooled_projection_is_the_projection_onto_the_permutahedron(mu):
+    rng = np.random.default_rng(1)
+    n = 40
+    sigma = np.sort(Extremile(r=3.0).weights(n))
+    v = np.round(rng.normal(size=n), 1)  # ties in v
+    u = np.sort(mu * v)
+    q, starts = np.empty(n), np.empty(n + 1, dtype=np.int64)
+    nb = pooled_projection(u, sigma, mu, q, starts)
+    assert np.allclose(q, project_permutahedron(u / mu, sigma), atol=1e-12)
+    assert starts[0] == 0 and starts[nb] == n and np.all(np.diff(starts[: nb + 1]) > 0)
+    # outside the pooled blocks a sorted sample keeps its rank weight
+    singles = starts[:nb][np.diff(starts[: nb + 1]) == 1]
+    assert np.array_equal(q[singles], sigma[singles])
+
+
+@pytest.mark.parametrize("loss_name", ["logistic", "squared_hinge", "squared", "huber"])
+def test_smoothed_objective_gradient_matches_finite_differences(loss_name):
+    loss = get_loss(loss_name)
+    X, y = _data(loss.task, n=30, d=3, seed=2)
+    risk = Superquantile(q=0.6)
+    problem = _Problem(X, y, risk.weights(30), loss, 0.1, True)
+    rng = np.random.default_rng(3)
+    center = project_permutahedron(rng.random(30) / 30, problem.sigma)
+    theta = rng.normal(size=4) * 0.5
+    mu = 0.05
+    F, state = problem.smoothed(theta, mu, center)
+    g = problem.gradient(theta, state["q"], state["d1"])
+    h = 1e-6
+    fd = [(problem.smoothed(theta + h * e, mu, center)[0] - problem.smoothed(theta - h * e, mu, center)[0])
+          / (2 * h) for e in np.eye(4)]
+    assert np.allclose(g, fd, rtol=1e-5, atol=1e-7)
+
+
+def test_smoothed_state_value_is_the_smoothed_risk():
+    rng = np.random.default_rng(4)
+    n, mu = 25, 0.3
+    loss = get_loss("logistic")
+    sigma = np.sort(Superquantile(q=0.5).weights(n))
+    t = rng.normal(size=n)
+    center = np.full(n, sigma.mean())
+    out = [np.empty(n) for _ in range(4)]
+    value, _ = smoothed_state(t, loss.code, loss.param, mu, center, sigma, np.arange(n), *out,
+                              np.empty(n + 1, dtype=np.int64))
+    ell = loss.value(t)
+    q = project_permutahedron(center + ell / mu, sigma)
+    assert np.isclose(value, q @ ell - 0.5 * mu * np.sum((q - center) ** 2), rtol=1e-12)
+    # a lower bound on the risk within mu D / 2
+    risk = np.sort(ell) @ sigma
+    assert risk - 0.5 * mu * np.sum((sigma - sigma.mean()) ** 2) - 1e-12 <= value <= risk + 1e-12
+
+
+@pytest.mark.parametrize("risk", RISKS, ids=lambda r: repr(r))
+@pytest.mark.parametrize("loss_name", ["logistic", "squared_hinge", "squared", "huber"])
+def test_certified_fit_reaches_cvxpy(referee, risk, loss_name):
+    loss = get_loss(loss_name)
+    X, y = _data(loss.task)
+    pen = get_penalty("l2", 0.05)
+    res = smoothed_newton(X, y, risk, loss, pen, tol=1e-8)
+    assert res.converged and res.info["certified"]
+    f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=True)
+    assert abs(res.objective - f_star) <= 1e-7 * abs(f_star)
+    # the certificate bounds the true gap
+    assert res.objective - f_star <= res.info["gap"] + 1e-9 * abs(f_star)
+
+
+def test_an_early_stop_certifies_an_upper_bound_on_the_gap(referee):
+    loss = get_loss("logistic")
+    X, y = _data("classification", n=200, d=5, seed=5)
+    risk, pen = Superquantile(q=0.7), get_penalty("l2", 1e-2)
+    f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=True)
+    for max_iter in (3, 6, 9):
+        res = smoothed_newton(X, y, risk, loss, pen, max_iter=max_iter, tol=1e-14)
+        assert res.objective - f_star <= res.info["gap"] * (1 + 1e-6) + 1e-12
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_sparse_input_gives_the_dense_fit(fit_intercept):
+    loss = get_loss("squared_hinge")
+    X, y = _data("classification", n=80, d=6, seed=6)
+    X[np.abs(X) < 0.8] = 0.0
+    args = (y, Extremile(r=2.0), loss, get_penalty("l2", 0.01))
+    dense = smoothed_newton(X, *args, fit_intercept=fit_intercept)
+    sparse = smoothed_newton(sp.csr_matrix(X), *args, fit_intercept=fit_intercept)
+    assert dense.converged and sparse.converged
+    assert np.isclose(dense.objective, sparse.objective, rtol=1e-9)
+    assert np.allclose(dense.coef, sparse.coef, atol=1e-6)
+
+
+def test_warm_start_from_the_solution_needs_fewer_steps():
+    loss = get_loss("logistic")
+    X, y = _data("classification", n=100, seed=7)
+    args = (X, y, Superquantile(q=0.5), loss, get_penalty("l2", 0.01))
+    cold = smoothed_newton(*args)
+    warm = smoothed_newton(*args, coef_init=cold.coef, intercept_init=cold.intercept)
+    assert warm.converged and warm.n_iter < cold.n_iter
+    assert np.isclose(warm.objective, cold.objective, rtol=1e-9)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(penalty=get_penalty("l1", 0.1)), "l2 penalty"),
+    (dict(loss=get_loss("hinge")), "smooth loss"),
+    (dict(risk=HumanAligned()), "nondecreasing"),
+])
+def test_unsupported_problems_are_refused(bad, match):
+    X, y = _data("classification", n=20)
+    kw = dict(risk=ERM(), loss=get_loss("logistic"), penalty=get_penalty("l2", 0.1)) | bad
+    with pytest.raises(ValueError, match=match):
+        smoothed_newton(X, y, kw["risk"], kw["loss"], kw["penalty"])
