@@ -80,9 +80,10 @@ class _Problem:
         losses = self.loss.value(self.arguments(theta))
         return float(np.sort(losses) @ self.sigma) + self.penalty(theta)
 
-    def smoothed(self, theta, mu, center):
-        """``F_mu(theta; center)`` and what its derivatives need."""
-        t = self.arguments(theta)
+    def smoothed(self, theta, mu, center, t=None):
+        """``F_mu(theta; center)`` and what its derivatives need (``t``: the loss arguments at ``theta``)."""
+        if t is None:
+            t = self.arguments(theta)
         n = t.size
         value, d1, d2, q = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
         omega, nb = smoothed_state(t, self.loss.code, self.loss.param, mu, center, self.sigma,
@@ -133,6 +134,58 @@ def _solve_spd(H, g):
     except (np.linalg.LinAlgError, ValueError):
         ridge = 1e-12 * max(float(np.trace(H)), 1e-300) + 1e-300
         return np.linalg.lstsq(H + ridge * np.eye(H.shape[0]), g, rcond=None)[0]
+
+
+def _line_search(problem, theta, step, F0, state0, mu, center, max_evals=12):
+    """Step length along a descent direction of ``F_mu``: ``(alpha, F_mu, state)``.
+
+    Along ``theta + alpha step`` the loss arguments are ``t + alpha dt``
+    (one product with ``X``), so that each trial costs one sort and one PAVA.
+    ``F_mu`` is convex and differentiable along the line: the full step is
+    taken when it satisfies the Armijo and curvature conditions, otherwise
+    the root of the directional derivative is bracketed and found by the
+    Illinois variant of regula falsi.  ``state`` is None when no trial lowers
+    ``F_mu`` (rounding).
+    """
+    dt = problem.s * problem.design.matvec(step)
+    t0 = state0["t"]
+    reg_step = problem.reg * step
+
+    def trial(alpha):
+        F, st = problem.smoothed(theta + alpha * step, mu, center, t0 + alpha * dt)
+        slope = float(st["q"] @ (st["d1"] * dt)) + float(reg_step @ (theta + alpha * step))
+        return F, st, slope
+
+    slope0 = float(state0["q"] @ (state0["d1"] * dt)) + float(reg_step @ theta)
+    lo, s_lo = 0.0, slope0
+    hi, s_hi = None, None
+    alpha, best = 1.0, None
+    side = 0
+    for _ in range(max_evals):
+        F, st, slope = trial(alpha)
+        if F < F0 and F <= F0 + 1e-4 * alpha * slope0 and (best is None or F < best[1]):
+            best = (alpha, F, st)
+            if abs(slope) <= 0.1 * abs(slope0):
+                break
+        if slope < 0.0:
+            lo, s_lo = alpha, slope
+            if side == -1 and hi is not None:
+                s_hi *= 0.5
+            side = -1
+        else:
+            hi, s_hi = alpha, slope
+            if side == 1:
+                s_lo *= 0.5
+            side = 1
+        if hi is None:
+            if best is not None:
+                break  # still descending at the full step: take it
+            alpha *= 2.0
+            continue
+        alpha = lo - s_lo * (hi - lo) / (s_hi - s_lo)
+    if best is None:
+        return 0.0, F0, None
+    return best
 
 
 def _newton_fixed_weights(problem, theta, q, rel_tol, max_iter):
@@ -265,19 +318,11 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
         step = -_solve_spd(H if scatter is None else H + scatter, g)
         decrement = -float(g @ step)
         steps += 1
-        alpha = 1.0
-        while True:
-            trial = theta + alpha * step
-            F_trial, state_trial = problem.smoothed(trial, mu, center)
-            if F_trial <= F_mu - 1e-4 * alpha * decrement and F_trial < F_mu:
-                break
-            alpha *= 0.5
-            if alpha < 1e-10:
-                stalled = True
-                break
-        if stalled:
+        alpha, F_trial, state_trial = _line_search(problem, theta, step, F_mu, state, mu, center)
+        if state_trial is None:
+            stalled = True
             continue
-        theta, F_mu, state = trial, F_trial, state_trial
+        theta, F_mu, state = theta + alpha * step, F_trial, state_trial
         if verbose > 1:
             print(f"[newton] step {steps}: F_mu={F_mu:.12g} decrement={decrement:.3g} alpha={alpha:.3g}")
 
