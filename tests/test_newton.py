@@ -8,7 +8,7 @@ from skrank._pava import project_permutahedron
 from skrank.losses import get_loss
 from skrank.penalties import get_penalty
 from skrank.risks import ERM, ExponentialSpectral, Extremile, HumanAligned, Superquantile, TopK
-from skrank.solvers._smoothed_risk import pooled_projection, smoothed_state
+from skrank.solvers._smoothed_risk import pooled_projection
 from skrank.solvers.newton import _Problem, smoothed_newton
 
 RISKS = [ERM(), Superquantile(q=0.5), Superquantile(q=0.9), Extremile(r=2.0),
@@ -59,20 +59,22 @@ def test_smoothed_objective_gradient_matches_finite_differences(loss_name):
     assert np.allclose(g, fd, rtol=1e-5, atol=1e-7)
 
 
-def test_smoothed_state_value_is_the_smoothed_risk():
+def test_smoothed_value_is_the_smoothed_risk():
     rng = np.random.default_rng(4)
     n, mu = 25, 0.3
     loss = get_loss("logistic")
-    sigma = np.sort(Superquantile(q=0.5).weights(n))
-    t = rng.normal(size=n)
-    center = np.full(n, sigma.mean())
-    out = [np.empty(n) for _ in range(4)]
-    value, _ = smoothed_state(t, loss.code, loss.param, mu, center, sigma, np.arange(n), *out,
-                              np.empty(n + 1, dtype=np.int64))
-    ell = loss.value(t)
+    X, y = _data("classification", n=n, d=3, seed=8)
+    problem = _Problem(X, y, Superquantile(q=0.5).weights(n), loss, 0.0, False)
+    sigma = problem.sigma
+    center = project_permutahedron(rng.random(n), sigma)
+    theta = rng.normal(size=3)
+    value, state = problem.smoothed(theta, mu, center)
+    ell = loss.value(problem.arguments(theta))
     q = project_permutahedron(center + ell / mu, sigma)
+    assert np.allclose(state["q"], q, atol=1e-12)
     assert np.isclose(value, q @ ell - 0.5 * mu * np.sum((q - center) ** 2), rtol=1e-12)
-    # a lower bound on the risk within mu D / 2
+    # with the centre at the mean weight: a lower bound on the risk within mu D / 2
+    value, _ = problem.smoothed(theta, mu, np.full(n, sigma.mean()))
     risk = np.sort(ell) @ sigma
     assert risk - 0.5 * mu * np.sum((sigma - sigma.mean()) ** 2) - 1e-12 <= value <= risk + 1e-12
 

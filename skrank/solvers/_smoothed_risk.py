@@ -24,7 +24,6 @@ block and zero elsewhere.
 import numpy as np
 from numba import njit
 
-from .._sorting import resort
 from ..losses import loss_second_derivative, loss_value_and_derivative
 
 
@@ -89,28 +88,9 @@ def pooled_projection(u, sigma, mu, q, block_start):
 
 
 @njit(cache=True)
-def smoothed_state(t, code, param, mu, center, sigma, order, value, d1, d2, q, block_start):
-    """Losses, their derivatives and the weights ``q`` of ``Omega_mu(.; center)`` at ``t``.
-
-    The centre ``center`` replaces ``sigma_bar`` in ``Omega_mu``.  Fills
-    ``value``, ``d1``, ``d2`` (``l``, ``l'``, ``l''`` at ``t``) and ``q``
-    (sample order), re-sorts ``order`` so that it sorts ``mu center + l``,
-    and fills ``block_start`` as :func:`pooled_projection` does.  Returns
-    ``(q . l - mu/2 ||q - center||^2, n_blocks)``.
-    """
-    n = t.shape[0]
-    u = np.empty(n)
-    for i in range(n):
+def losses_and_keys(t, code, param, mu, center, value, d1, d2, keys):
+    """Fill ``value``, ``d1``, ``d2`` with ``l``, ``l'``, ``l''`` at ``t``, and ``keys = mu center + l``."""
+    for i in range(t.shape[0]):
         value[i], d1[i] = loss_value_and_derivative(code, t[i], param)
         d2[i] = loss_second_derivative(code, t[i], param)
-        u[i] = mu * center[i] + value[i]
-    u_sorted = resort(u, order)
-    q_sorted = np.empty(n)
-    n_blocks = pooled_projection(u_sorted, sigma, mu, q_sorted, block_start)
-    total = 0.0
-    for j in range(n):
-        i = order[j]
-        q[i] = q_sorted[j]
-        diff = q_sorted[j] - center[i]
-        total += q_sorted[j] * value[i] - 0.5 * mu * diff * diff
-    return total, n_blocks
+        keys[i] = mu * center[i] + value[i]

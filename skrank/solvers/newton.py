@@ -41,7 +41,7 @@ import scipy.linalg
 from ..objective import affine_map
 from ._design import Design
 from ._result import SolverResult
-from ._smoothed_risk import smoothed_state
+from ._smoothed_risk import losses_and_keys, pooled_projection
 
 #: ``mu`` at the start, in units of (objective at the mean-risk fit) / (n max sigma).
 _MU_SCALE = 100.0
@@ -85,10 +85,18 @@ class _Problem:
         if t is None:
             t = self.arguments(theta)
         n = t.size
-        value, d1, d2, q = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-        omega, nb = smoothed_state(t, self.loss.code, self.loss.param, mu, center, self.sigma,
-                                   self._order, value, d1, d2, q, self._starts)
-        state = dict(t=t, value=value, d1=d1, d2=d2, order=self._order.copy(), q=q,
+        value, d1, d2, keys = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+        losses_and_keys(t, self.loss.code, self.loss.param, mu, center, value, d1, d2, keys)
+        # the last order nearly sorts the keys: a stable sort (timsort) of them is fast
+        order = self._order[np.argsort(keys[self._order], kind="stable")]
+        self._order = order
+        q_sorted = np.empty(n)
+        nb = pooled_projection(keys[order], self.sigma, mu, q_sorted, self._starts)
+        q = np.empty(n)
+        q[order] = q_sorted
+        diff = q - center
+        omega = float(q @ value) - 0.5 * mu * float(diff @ diff)
+        state = dict(t=t, value=value, d1=d1, d2=d2, order=order, q=q,
                      starts=self._starts[: nb + 1].copy())
         return omega + self.penalty(theta), state
 
