@@ -114,7 +114,7 @@ def test_non_spectral_risk_points_to_rankadmm(risk):
 def test_alpha_zero_with_sorel_points_to_rankadmm():
     X = np.random.default_rng(0).normal(size=(20, 2))
     with pytest.raises(ValueError, match="RankADMM"):
-        SpectralRiskClassifier(alpha=0.0).fit(X, (X[:, 0] > 0).astype(int))
+        SpectralRiskClassifier(alpha=0.0, solver="sorel").fit(X, (X[:, 0] > 0).astype(int))
     with pytest.raises(ValueError, match="alpha"):
         SpectralRiskRegressor(alpha=-1.0).fit(X, X[:, 0])
 

@@ -8,7 +8,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..risks import BaseRisk, RankedRange
 from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RankLinearModel
 
-_SOLVERS = ("admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd")
+_SOLVERS = ("auto", "newton", "admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd")
 #: Most outer iterations of solver="agd": iteration k runs 20 (k+1)^2 inner steps, so the
 #: work grows like max_iter^3 and the default max_iter=1000 (sized for the ADMM) never ends.
 _AGD_MAX_OUTER = 50
@@ -54,6 +54,17 @@ class _RankADMMModel(_RankLinearModel):
         self._risk = risk
         self._loss_obj = self._get_loss()
         self._penalty_obj = self._get_penalty()
+        newton_fits = risk.is_convex and self._loss_obj.smooth and self._penalty_obj.l1 == 0.0
+        if self.solver == "newton" and not newton_fits:
+            raise ValueError(
+                "solver='newton' needs a convex spectral risk (nondecreasing weights), a smooth "
+                "loss (logistic, squared_hinge, squared, huber) and an l2 penalty or none; got "
+                f"risk {type(risk).__name__}, loss {self._loss_obj.name!r}, penalty "
+                f"{self.penalty!r}. Use solver='admm'."
+            )
+        self._solver = self.solver
+        if self.solver == "auto":
+            self._solver = "newton" if newton_fits else "admm"
 
     def _solve(self, X, y, coef_init, intercept_init):
         risk, loss, penalty = self._risk, self._loss_obj, self._penalty_obj
@@ -63,7 +74,12 @@ class _RankADMMModel(_RankLinearModel):
             intercept_init=intercept_init,
             verbose=self.verbose,
         )
-        if self.solver == "admm":
+        if self._solver == "newton":
+            from ..solvers.newton import smoothed_newton
+
+            return smoothed_newton(X, y, risk, loss, penalty, max_iter=self.max_iter, tol=self.tol,
+                                   **common)
+        if self._solver == "admm":
             from ..solvers.admm import admm
 
             return admm(
@@ -71,26 +87,26 @@ class _RankADMMModel(_RankLinearModel):
                 rho=self.rho, zstep_method=self.zstep_method, l1_solver=self.l1_solver,
                 **common,
             )
-        if self.solver == "dca":
+        if self._solver == "dca":
             from ..solvers.dca import dca
 
             return dca(
                 X, y, risk, loss, penalty, max_iter=self.max_iter, tol=self.tol,
                 zstep_method=self.zstep_method, l1_solver=self.l1_solver, **common,
             )
-        if self.solver == "agd":
+        if self._solver == "agd":
             from ..solvers.sorr_agd import sorr_agd
 
             return sorr_agd(X, y, risk, loss, penalty, max_iter=min(self.max_iter, _AGD_MAX_OUTER),
                             tol=self.tol, random_state=self.random_state, **common)
         stochastic = dict(max_epochs=self.max_iter, tol=self.tol, random_state=self.random_state)
-        if self.solver == "sgd":
+        if self._solver == "sgd":
             from ..solvers.sgd import sgd
 
             return sgd(X, y, risk, loss, penalty, **stochastic, **common)
         from ..solvers.lsvrg import lsvrg
 
-        sampling = "nonuniform" if self.solver == "lsvrg_nu" else "uniform"
+        sampling = "nonuniform" if self._solver == "lsvrg_nu" else "uniform"
         return lsvrg(X, y, risk, loss, penalty, sampling=sampling, **stochastic, **common)
 
     def __sklearn_tags__(self):
@@ -113,7 +129,12 @@ _PARAMS_DOC = """
     fit_intercept : bool, default=True
         Fit an unpenalised intercept (the paper appends a penalised column
         of ones instead).
-    solver : {"admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd"}, default="admm"
+    solver : {"auto", "newton", "admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd"}, default="auto"
+        ``"auto"`` picks ``"newton"`` for a convex spectral risk with a smooth
+        loss and an l2 penalty (or none), and ``"admm"`` otherwise.
+        ``"newton"``: the full-batch proximal Newton method of
+        :func:`skrank.solvers.newton.smoothed_newton`, which stops when it has
+        certified that ``F`` is within ``tol |F|`` of the optimum.
         ``"admm"``: Algorithm 1 of Xiao et al. (2023),
         :func:`skrank.solvers.admm.admm`; any risk.  For the non-convex
         risks it differs from the paper: Algorithm 1 runs from the start
@@ -142,8 +163,8 @@ _PARAMS_DOC = """
         and up to 7% above on weakly penalised ones (``alpha = 1e-4``).
         For the SGD and LSVRG baselines ``max_iter`` counts epochs.
     max_iter : int, default=1000
-        Maximum number of ADMM iterations (DCA and AGD: outer iterations;
-        SGD/LSVRG: epochs).  AGD's outer iteration ``k`` runs
+        Maximum number of ADMM iterations (Newton: Newton steps; DCA and
+        AGD: outer iterations; SGD/LSVRG: epochs).  AGD's outer iteration ``k`` runs
         ``20 (k+1)^2`` inner steps, so its work grows like ``max_iter^3``:
         ``max_iter`` is capped at 50 for it (about 27 s on 500 x 500
         features, 3 s on 1000 x 20), and ``max_iter=30`` is a good
@@ -154,7 +175,8 @@ _PARAMS_DOC = """
         each trimming step), and ``n_iter_`` counts all of them.
     tol : float, default=1e-7
         Tolerance on the scaled KKT residual of the ADMM (see
-        :func:`skrank.solvers.admm.admm`); for the other solvers their own
+        :func:`skrank.solvers.admm.admm`); for ``"newton"`` on the certified
+        relative gap ``(F - F*) / |F|``; for the other solvers their own
         stopping criterion.
     rho : {"paper", "table6", "adaptive"} or float, default="paper"
         ADMM penalty schedule (:class:`skrank.solvers.admm.RhoSchedule`):
@@ -253,7 +275,7 @@ class RankADMMClassifier(RankLinearClassifierMixin, _RankADMMModel):
         alpha=1e-2,
         l1_ratio=0.5,
         fit_intercept=True,
-        solver="admm",
+        solver="auto",
         max_iter=1000,
         tol=1e-7,
         rho="paper",
@@ -332,7 +354,7 @@ class RankADMMRegressor(RankLinearRegressorMixin, _RankADMMModel):
         alpha=1e-2,
         l1_ratio=0.5,
         fit_intercept=True,
-        solver="admm",
+        solver="auto",
         max_iter=1000,
         tol=1e-7,
         rho="paper",

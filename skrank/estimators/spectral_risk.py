@@ -8,7 +8,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..risks import BaseRisk
 from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RankLinearModel
 
-_SOLVERS = ("sorel", "sgd", "lsvrg", "prospect", "admm")
+_SOLVERS = ("auto", "newton", "sorel", "sgd", "lsvrg", "prospect", "admm")
 _RISK_NAMES = {"erm", "mean", "superquantile", "cvar", "extremile", "exponential", "topk",
                "ranked_range", "aorr", "human_aligned", "cpt"}
 
@@ -42,7 +42,8 @@ class _SpectralRiskModel(_RankLinearModel):
         risk.weights(X.shape[0])  # validates the risk's parameters for this n
         if not np.isfinite(self.alpha) or self.alpha < 0:
             raise ValueError(f"alpha must be a nonnegative finite number, got {self.alpha!r}.")
-        if self.solver == "sorel" and self.alpha <= 0:
+        self._solver = "newton" if self.solver == "auto" else self.solver
+        if self._solver == "sorel" and self.alpha <= 0:
             raise ValueError(
                 "solver='sorel' needs a strongly convex penalty, alpha > 0 "
                 f"(got alpha={self.alpha!r}). For alpha = 0 use solver='sgd', 'lsvrg' or "
@@ -67,19 +68,24 @@ class _SpectralRiskModel(_RankLinearModel):
         )
         if self.batch_size is not None:
             stochastic["batch_size"] = self.batch_size
-        if self.solver == "sorel":
+        if self._solver == "newton":
+            from ..solvers.newton import smoothed_newton
+
+            return smoothed_newton(X, y, risk, loss, penalty, max_iter=self.max_epochs, tol=self.tol,
+                                   **common)
+        if self._solver == "sorel":
             from ..solvers.sorel import sorel
 
             return sorel(X, y, risk, loss, penalty, **common, **stochastic)
-        if self.solver == "sgd":
+        if self._solver == "sgd":
             from ..solvers.sgd import sgd
 
             return sgd(X, y, risk, loss, penalty, **common, **stochastic)
-        if self.solver == "lsvrg":
+        if self._solver == "lsvrg":
             from ..solvers.lsvrg import lsvrg
 
             return lsvrg(X, y, risk, loss, penalty, **common, **stochastic)
-        if self.solver == "prospect":
+        if self._solver == "prospect":
             from ..solvers.prospect import prospect
 
             return prospect(X, y, risk, loss, penalty, **common, **stochastic)
@@ -101,7 +107,10 @@ _COMMON_PARAMS_DOC = """
         penalised).  SOREL needs ``alpha > 0``.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept.
-    solver : {"sorel", "sgd", "lsvrg", "prospect", "admm"}, default="sorel"
+    solver : {"auto", "newton", "sorel", "sgd", "lsvrg", "prospect", "admm"}, default="auto"
+        ``"auto"`` is ``"newton"``: the full-batch proximal Newton method of
+        :func:`skrank.solvers.newton.smoothed_newton`, which stops when it
+        has certified that ``F`` is within ``tol |F|`` of the optimum.
         ``"sorel"``: the stochastic primal-dual method of Ge and Jiang (2024),
         which converges to the exact minimiser.  The baselines of that
         paper: ``"sgd"`` (biased mini-batch subgradient,
@@ -111,9 +120,11 @@ _COMMON_PARAMS_DOC = """
         the optimum.  ``"admm"`` delegates to the RankADMM solver
         (``max_epochs`` is its ``max_iter``).
     max_epochs : int, default=1000
-        Maximum number of passes (outer iterations of SOREL).
+        Maximum number of passes (outer iterations of SOREL, Newton steps of
+        ``"newton"``).
     tol : float, default=1e-9
-        Tolerance of the solver's stopping criterion (for SOREL the largest
+        Tolerance of the solver's stopping criterion (for ``"newton"`` the
+        certified relative gap ``(F - F*) / |F|``; for SOREL the largest
         of the relative objective change, the relative gradient norm and the
         change of the dual weights over one epoch).
     batch_size : int or None, default=None
@@ -136,8 +147,9 @@ class SpectralRiskRegressor(RankLinearRegressorMixin, _SpectralRiskModel):
 
     Minimises ``F(w, b) = sum_i sigma_i l_(i) + alpha ||w||^2 / 2`` where
     ``l_(1) <= ... <= l_(n)`` are the sorted losses ``l(x_i . w + b - y_i)``
-    and ``sigma`` the risk's nondecreasing weights, by default with SOREL
-    (Ge and Jiang, 2024).
+    and ``sigma`` the risk's nondecreasing weights, by default with a
+    certified full-batch Newton method (SOREL of Ge and Jiang (2024) and its
+    baselines on request).
 
     Parameters
     ----------
@@ -156,11 +168,12 @@ class SpectralRiskRegressor(RankLinearRegressorMixin, _SpectralRiskModel):
     coef_ : ndarray of shape (n_features,)
     intercept_ : float
     n_iter_ : int
-        Epochs run.
+        Newton steps (``"newton"``) or epochs run.
     objective_ : float
         Final value of ``F``.
     objective_history_ : ndarray
-        ``F`` at the start and after every epoch.
+        ``F`` at the start and after every epoch (``"newton"``: after every
+        outer iteration).
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined when ``X`` has string feature names.
@@ -191,7 +204,7 @@ class SpectralRiskRegressor(RankLinearRegressorMixin, _SpectralRiskModel):
         epsilon=1.0,
         alpha=1e-3,
         fit_intercept=True,
-        solver="sorel",
+        solver="auto",
         max_epochs=1000,
         tol=1e-9,
         batch_size=None,
@@ -224,7 +237,7 @@ class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
 
     Minimises ``F(w, b) = sum_i sigma_i l_(i) + alpha ||w||^2 / 2`` with
     ``l_i = l(-y_i (x_i . w + b))``, ``y_i`` in {-1, +1}, by default with
-    SOREL.  Two classes give one problem; more classes give one-vs-rest
+    a certified full-batch Newton method.  Two classes give one problem; more classes give one-vs-rest
     problems.
 
     Parameters
@@ -242,7 +255,7 @@ class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
     intercept_ : ndarray of shape (1,) or (n_classes,)
     n_iter_ : int or ndarray
-        Epochs run (per one-vs-rest problem).
+        Newton steps or epochs run (per one-vs-rest problem).
     objective_ : float or ndarray
         Final value of ``F`` (per problem).
     objective_history_ : ndarray or list of ndarray
@@ -273,7 +286,7 @@ class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
         *,
         alpha=1e-3,
         fit_intercept=True,
-        solver="sorel",
+        solver="auto",
         max_epochs=1000,
         tol=1e-9,
         batch_size=None,

@@ -45,6 +45,8 @@ from ._smoothed_risk import losses_and_keys, pooled_projection
 
 #: ``mu`` at the start, in units of (objective at the mean-risk fit) / (n max sigma).
 _MU_SCALE = 100.0
+#: ... times this from a warm start, whose losses give the centre.
+_MU_WARM = 1e-3
 #: ``mu`` falls by ``_MU_DECREASE`` after an outer iteration that shrank the gap by less
 #: than the factor ``_SLOW_OUTER``.
 _MU_DECREASE = 0.2
@@ -290,6 +292,8 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
     history = [F]
     best = (F, theta.copy(), np.inf)
     mu = _MU_SCALE * max(abs(F), 1e-12) / max(n * sigma[-1], 1e-300)
+    if coef_init is not None:
+        mu *= _MU_WARM
     outer, certified = 0, False
     inner_tol = 1e-2 * abs(F)
     last_gap = np.inf
