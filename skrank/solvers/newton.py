@@ -122,9 +122,10 @@ class _Problem:
         pos = np.arange(size.sum()) - np.repeat(first - starts[pooled], size)
         idx = state["order"][pos]
         G = self.design.rows(idx) * (state["d1"][idx] * self.s[idx])[:, None]
-        means = np.add.reduceat(G, first, axis=0) / size[:, None]
-        G -= np.repeat(means, size, axis=0)
-        return (G.T @ G) / mu
+        # sum_i g_i g_i^T - sum_B |B| mean_B mean_B^T, the block sums from running sums
+        running = np.vstack([np.zeros((1, G.shape[1])), np.cumsum(G, axis=0)])
+        sums = running[first + size] - running[first]
+        return (G.T @ G - (sums.T / size) @ sums) / mu
 
     def certificate(self, theta, state, decrement):
         """``(F(theta), bound on F(theta) - F*)`` from the state's weights ``q``.
