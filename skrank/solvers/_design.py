@@ -27,6 +27,7 @@ class Design:
         self.p = self.d + self.fit_intercept
         #: Products ``[X, 1] theta`` or ``[X, 1]^T r`` computed so far.
         self.passes = 0
+        self._gram, self._h, self._updates = None, None, 0
 
     def split(self, theta):
         """``(w, b)`` from ``theta``."""
@@ -51,25 +52,44 @@ class Design:
         return np.hstack([Xi, np.ones((len(idx), 1))]) if self.fit_intercept else Xi
 
     def gram(self, h):
-        """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0``, skipping the rows where ``h == 0``."""
+        """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0``.
+
+        Rows with ``h == 0`` are skipped.  When few weights changed since the
+        last call (losses with a piecewise constant ``l''``: squared, Huber,
+        squared hinge) the last matrix is updated with the changed rows only,
+        and recomputed after :attr:`max_updates` updates.
+        """
+        h = np.asarray(h, dtype=np.float64)
+        if self._gram is not None and self._updates < self.max_updates:
+            changed = np.flatnonzero(h != self._h)
+            if changed.size <= 0.25 * max(np.count_nonzero(h), 1):
+                if changed.size:
+                    delta = h[changed] - self._h[changed]
+                    rows = self.rows(changed)
+                    self._gram = self._gram + (rows.T * delta) @ rows
+                    self._h = h.copy()
+                    self._updates += 1
+                return self._gram.copy()
+        self._gram, self._h, self._updates = self._full_gram(h), h.copy(), 0
+        return self._gram.copy()
+
+    #: Low-rank updates of :meth:`gram` before a full recomputation.
+    max_updates = 20
+
+    def _full_gram(self, h):
         nz = np.flatnonzero(h > 0.0)
         root = np.sqrt(h[nz])
         G = np.zeros((self.p, self.p))
+        self.passes += 1
         if self.sparse:
             Xs = sp.csr_matrix(self.X[nz].multiply(root[:, None]))
             G[: self.d, : self.d] = (Xs.T @ Xs).toarray()
             if self.fit_intercept:
-                G[: self.d, self.d] = np.asarray(Xs.T @ root).ravel()
-        else:
-            step = max(1, _CHUNK_ENTRIES // max(self.p, 1))
-            for a in range(0, nz.size, step):
-                rows = self.rows(nz[a:a + step]) * root[a:a + step, None]
-                G = dsyrk(1.0, rows, beta=1.0, c=G, trans=1, lower=0, overwrite_c=1)
-            G = np.triu(G) + np.triu(G, 1).T
-            self.passes += 1
+                G[: self.d, self.d] = G[self.d, : self.d] = np.asarray(Xs.T @ root).ravel()
+                G[self.d, self.d] = root @ root
             return G
-        if self.fit_intercept:
-            G[self.d, : self.d] = G[: self.d, self.d]
-            G[self.d, self.d] = root @ root
-        self.passes += 1
-        return G
+        step = max(1, _CHUNK_ENTRIES // max(self.p, 1))
+        for a in range(0, nz.size, step):
+            rows = self.rows(nz[a:a + step]) * root[a:a + step, None]
+            G = dsyrk(1.0, rows, beta=1.0, c=G, trans=1, lower=0, overwrite_c=1)
+        return np.triu(G) + np.triu(G, 1).T
