@@ -136,3 +136,28 @@ def test_unsupported_problems_are_refused(bad, match):
     kw = dict(risk=ERM(), loss=get_loss("logistic"), penalty=get_penalty("l2", 0.1)) | bad
     with pytest.raises(ValueError, match=match):
         smoothed_newton(X, y, kw["risk"], kw["loss"], kw["penalty"])
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_weighted_gram_updates_stay_within_their_slack(sparse, fit_intercept):
+    from skrank.solvers._design import Design
+
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(300, 5))
+    X[np.abs(X) < 0.5] = 0.0
+    A = np.hstack([X, np.ones((300, 1))]) if fit_intercept else X
+    design = Design(sp.csr_matrix(X) if sparse else X, fit_intercept)
+    h = rng.random(300)
+    h[:50] = 0.0
+    assert np.allclose(design.gram(h), A.T @ (A * h[:, None]))
+    for slack in (0.0, 0.0, 0.1, 0.1, 0.1):
+        h = h * (1 + 0.15 * rng.normal(size=300) * (rng.random(300) < 0.1))  # a few rows move
+        h[rng.integers(300)] = 0.0
+        G = design.gram(np.maximum(h, 0.0), slack)
+        exact = A.T @ (A * np.maximum(h, 0.0)[:, None])
+        if slack == 0.0:
+            assert np.allclose(G, exact)
+        V = rng.normal(size=(6, A.shape[1]))
+        for v in V:
+            assert (1 - slack) * (v @ G @ v) - 1e-9 <= v @ exact @ v <= (1 + slack) * (v @ G @ v) + 1e-9

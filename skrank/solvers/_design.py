@@ -51,28 +51,32 @@ class Design:
         Xi = Xi.toarray() if self.sparse else np.asarray(Xi)
         return np.hstack([Xi, np.ones((len(idx), 1))]) if self.fit_intercept else Xi
 
-    def gram(self, h):
-        """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0``.
+    def gram(self, h, slack=0.0):
+        """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0``, up to a relative ``slack`` per row.
 
-        Rows with ``h == 0`` are skipped.  When few weights changed since the
-        last call (losses with a piecewise constant ``l''``: squared, Huber,
-        squared hinge) the last matrix is updated with the changed rows only,
-        and recomputed after :attr:`max_updates` updates.
+        Rows with ``h == 0`` are skipped.  When few weights changed by more
+        than ``slack`` (relative) since they were last used, the last matrix
+        is updated with those rows only, and recomputed after
+        :attr:`max_updates` updates.  The result ``G`` then satisfies
+        ``(1 - slack) G <= [X, 1]^T diag(h) [X, 1] <= (1 + slack) G``.
+        ``slack = 0`` (exact) still saves work for losses with a piecewise
+        constant ``l''`` (squared, Huber, squared hinge).
         """
         h = np.asarray(h, dtype=np.float64)
         if self._gram is not None and self._updates < self.max_updates:
-            changed = np.flatnonzero(h != self._h)
+            changed = np.flatnonzero(np.abs(h - self._h) > slack * self._h)
             if changed.size <= 0.25 * max(np.count_nonzero(h), 1):
                 if changed.size:
                     delta = h[changed] - self._h[changed]
                     rows = self.rows(changed)
                     self._gram = self._gram + (rows.T * delta) @ rows
-                    self._h = h.copy()
+                    self._h[changed] = h[changed]
                     self._updates += 1
                 return self._gram.copy()
         self._gram, self._h, self._updates = self._full_gram(h), h.copy(), 0
         return self._gram.copy()
 
+    rel_change = 0.2
     #: Low-rank updates of :meth:`gram` before a full recomputation.
     max_updates = 20
 

@@ -51,6 +51,9 @@ _MU_WARM = 1e-3
 #: than the factor ``_SLOW_OUTER``.
 _MU_DECREASE = 0.2
 _SLOW_OUTER = 0.3
+#: Rows of the weighted Gram matrix are recomputed when their weight moved by more than
+#: this fraction (the certificate accounts for it).
+_HESSIAN_SLACK = 0.05
 #: An inner solve ends when its decrement is this fraction of the last certified gap.
 _INNER_FRACTION = 0.1
 
@@ -106,7 +109,8 @@ class _Problem:
         return self.design.rmatvec(self.s * q * d1) + self.reg * theta
 
     def hessian(self, q, d2):
-        H = self.design.gram(q * d2)
+        """Hessian of the ``q``-weighted problem, within a factor ``1 +- _HESSIAN_SLACK``."""
+        H = self.design.gram(q * d2, _HESSIAN_SLACK)
         H[np.diag_indices_from(H)] += self.reg
         return H
 
@@ -130,11 +134,12 @@ class _Problem:
     def certificate(self, theta, state, decrement):
         """``(F(theta), bound on F(theta) - F*)`` from the state's weights ``q``.
 
-        ``decrement`` is ``g^T H_q^{-1} g`` of the weighted problem at ``theta``.
+        ``decrement`` is ``g^T H^{-1} g`` with the Hessian ``H`` of
+        :meth:`hessian`; ``H_q >= (1 - slack) H`` bounds the exact one.
         """
         value = state["value"]
         omega = float(np.sort(value) @ self.sigma)
-        return omega + self.penalty(theta), max(omega - float(state["q"] @ value), 0.0) + 0.5 * decrement
+        return omega + self.penalty(theta), max(omega - float(state["q"] @ value), 0.0) + 0.5 * decrement / (1.0 - _HESSIAN_SLACK)
 
 
 def _solve_spd(H, g):
