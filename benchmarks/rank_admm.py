@@ -264,7 +264,7 @@ def fit_baseline(method, X_tr, y_tr, X_te, y_te, risk, loss, pen, alpha, fit_int
         batch_risk = RankedRange(m=m / n if m > 0 else 0, k=k / n if k < n else 1 - 1e-9)
     best = None
     for lr in lr_grid(n, d):
-        common = dict(fit_intercept=fit_intercept, learning_rate=lr, max_epochs=epochs,
+        common = dict(fit_intercept=fit_intercept, learning_rate=lr, max_iter=epochs,
                       epoch_length=100, tol=1e-10, random_state=seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -145,13 +145,13 @@ def run_methods(X, y, risk, batch, passes, seed):
     common = dict(fit_intercept=False, tol=0.0, random_state=seed)
     two_pass = max(1, int(passes / 2))  # SOREL and LSVRG: two passes per epoch
     runs = {
-        "SOREL": lambda: sorel(X, y, risk, loss, pen, batch_size=batch, max_epochs=two_pass, **common),
-        "SOREL-plain": lambda: sorel(X, y, risk, loss, pen, batch_size=batch, max_epochs=two_pass,
+        "SOREL": lambda: sorel(X, y, risk, loss, pen, batch_size=batch, max_iter=two_pass, **common),
+        "SOREL-plain": lambda: sorel(X, y, risk, loss, pen, batch_size=batch, max_iter=two_pass,
                                      polish=False, **common),
-        "SGD": lambda: sgd(X, y, risk, loss, pen, batch_size=64, max_epochs=int(passes), **common),
-        "LSVRG": lambda: lsvrg(X, y, risk, loss, pen, batch_size=batch, max_epochs=two_pass, **common),
+        "SGD": lambda: sgd(X, y, risk, loss, pen, batch_size=64, max_iter=int(passes), **common),
+        "LSVRG": lambda: lsvrg(X, y, risk, loss, pen, batch_size=batch, max_iter=two_pass, **common),
         "Prospect": lambda: prospect(X, y, risk, loss, pen, batch_size=batch,
-                                     max_epochs=int(passes), **common),
+                                     max_iter=int(passes), **common),
     }
     out = {}
     for name, fn in runs.items():
@@ -182,7 +182,7 @@ def paper_grid(X, y, risk, batch, passes, seed):
     for C in GRID_C:
         for lr in GRID_LR:
             res = sorel_paper(X, y, risk, loss, pen, learning_rate=lr, dual_scale=C, batch_size=batch,
-                              max_epochs=epochs, random_state=seed)
+                              max_iter=epochs, random_state=seed)
             hist = res.objective_history
             score = np.inf if res.info["diverged"] else float(np.mean(hist[-10:]))
             table[(C, lr)] = float(hist[-1])
@@ -215,7 +215,7 @@ def sorel_epoch_seconds(X, y, repeats=5):
     args = (Superquantile(0.5), get_loss("squared"), get_penalty("l2", 1.0 / n))
     per = []
     for k in range(repeats):
-        res = sorel(X, y, *args, fit_intercept=False, max_epochs=50, tol=0.0, random_state=k, polish=False)
+        res = sorel(X, y, *args, fit_intercept=False, max_iter=50, tol=0.0, random_state=k, polish=False)
         per.append(res.info["times"][-1] / res.n_iter)
     return float(np.median(per))
 
@@ -226,7 +226,7 @@ def warm_up():
     for batch in (1, 8):
         run_methods(X, y, Superquantile(0.5), batch, 4, 0)
         sorel_paper(X, y, Superquantile(0.5), get_loss("squared"), get_penalty("l2", 1 / 70),
-                    learning_rate=0.01, dual_scale=0.1, batch_size=batch, max_epochs=2)
+                    learning_rate=0.01, dual_scale=0.1, batch_size=batch, max_iter=2)
 
 
 def fmt(v, kind):
@@ -282,7 +282,7 @@ def main(argv=None):
                     grid_seconds += secs
                     loss, pen = get_loss("squared"), get_penalty("l2", 1.0 / n)
                     full = sorel_paper(X, y, risk, loss, pen, learning_rate=pair[1], dual_scale=pair[0],
-                                       batch_size=batch, max_epochs=max(1, int(passes / 2)),
+                                       batch_size=batch, max_iter=max(1, int(passes / 2)),
                                        random_state=args.seed)
                     res["SOREL-grid"] = (full.objective_history, full.info["passes"], full.info["times"], full)
                 f_best = min(float(np.nanmin(h[0])) for h in res.values())

@@ -81,14 +81,14 @@ def _spectral_risk_classifier():
     from skrank.estimators import SpectralRiskClassifier
     from skrank.risks import Superquantile
 
-    return SpectralRiskClassifier(risk=Superquantile(q=FIT_LEVEL_BINARY), max_epochs=100, tol=1e-6)
+    return SpectralRiskClassifier(risk=Superquantile(q=FIT_LEVEL_BINARY))
 
 
 def _spectral_risk_regressor():
     from skrank.estimators import SpectralRiskRegressor
     from skrank.risks import Superquantile
 
-    return SpectralRiskRegressor(risk=Superquantile(q=CVAR_LEVEL), max_epochs=300, tol=1e-6)
+    return SpectralRiskRegressor(risk=Superquantile(q=CVAR_LEVEL))
 
 
 def _rank_admm_cvar():

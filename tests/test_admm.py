@@ -157,10 +157,10 @@ def test_nonconvex_stationary_and_not_worse_than_baselines(risk, loss_name, rho,
     bound = 10 * tol
     assert primal <= bound and dual <= bound and pen <= bound, (primal, dual, pen)
     baselines = {
-        "sgd": sgd(X, y, risk, loss, penalty, max_epochs=200, random_state=0),
-        "lsvrg": lsvrg(X, y, risk, loss, penalty, sampling="uniform", max_epochs=200,
+        "sgd": sgd(X, y, risk, loss, penalty, max_iter=200, random_state=0),
+        "lsvrg": lsvrg(X, y, risk, loss, penalty, sampling="uniform", max_iter=200,
                        random_state=0),
-        "lsvrg_nu": lsvrg(X, y, risk, loss, penalty, sampling="nonuniform", max_epochs=200,
+        "lsvrg_nu": lsvrg(X, y, risk, loss, penalty, sampling="nonuniform", max_iter=200,
                           random_state=0),
     }
     if isinstance(risk, RankedRange):

@@ -37,7 +37,7 @@ def test_from_iterate_certifies_the_optimum(loss_name, risk, epochs, referee):
     # the walk from its iterate finds the face, solved exactly: cvxpy's optimum.
     X, y = _data(loss_name)
     loss, pen = get_loss(loss_name), get_penalty("l2", 1e-3)
-    rough = sorel(X, y, risk, loss, pen, max_epochs=epochs, random_state=0, polish=False)
+    rough = sorel(X, y, risk, loss, pen, max_iter=epochs, random_state=0, polish=False)
     f_star = referee.optimum(X, y, risk, loss_name, 1e-3)
     assert rough.objective - f_star > 1e-8 * abs(f_star)  # the rough point is not optimal yet
     P, s, c = _polisher(X, y, risk, loss, pen)
@@ -65,8 +65,8 @@ def test_sorel_polishes_and_stops(referee):
     # The default SOREL run ends on a certified face solve when the tail is thin.
     X, y = _data("squared", n=90, d=8, seed=4)
     risk, loss, pen = Superquantile(0.85), get_loss("squared"), get_penalty("l2", 1e-3)
-    res = sorel(X, y, risk, loss, pen, max_epochs=1000, random_state=0)
-    plain = sorel(X, y, risk, loss, pen, max_epochs=res.n_iter, random_state=0, polish=False)
+    res = sorel(X, y, risk, loss, pen, max_iter=1000, random_state=0)
+    plain = sorel(X, y, risk, loss, pen, max_iter=res.n_iter, random_state=0, polish=False)
     f_star = referee.optimum(X, y, risk, "squared", 1e-3)
     assert res.converged and res.info["polished"]
     assert abs(res.objective - f_star) <= 1e-8 * abs(f_star)

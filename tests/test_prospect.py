@@ -43,7 +43,7 @@ def test_prospect_matches_cvxpy(risk, rtol, batch_size, referee):
     n = X.shape[0]
     loss, pen = get_loss("squared"), get_penalty("l2", 1.0 / n)
     f_star = referee.optimum(X, y, risk, "squared", 1.0 / n)
-    res = prospect(X, y, risk, loss, pen, batch_size=batch_size, max_epochs=300, tol=0.0,
+    res = prospect(X, y, risk, loss, pen, batch_size=batch_size, max_iter=300, tol=0.0,
                    random_state=0)
     assert res.objective == pytest.approx(rank_objective(X, y, res.coef, res.intercept, risk, loss, pen))
     assert abs(res.objective - f_star) <= rtol * f_star
@@ -53,7 +53,7 @@ def test_prospect_matches_cvxpy(risk, rtol, batch_size, referee):
 def test_prospect_superquantile_and_l1_run():
     X, y = _problem(80, 1)
     res = prospect(X, y, Superquantile(0.5), get_loss("huber"), get_penalty("elasticnet", 0.05),
-                   max_epochs=40, random_state=0)
+                   max_iter=40, random_state=0)
     assert res.objective < 0.5 * res.objective_history[0]
 
 

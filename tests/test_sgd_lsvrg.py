@@ -40,7 +40,7 @@ def test_lsvrg_erm_matches_ridge(sampling, fit_intercept, batch_size):
     y = X @ rng.normal(size=d) + 1.5 + 0.3 * rng.normal(size=n)
     res = lsvrg(
         X, y, ERM(), get_loss("squared"), get_penalty("l2", mu), fit_intercept=fit_intercept,
-        sampling=sampling, batch_size=batch_size, max_epochs=300, tol=1e-15, random_state=0,
+        sampling=sampling, batch_size=batch_size, max_iter=300, tol=1e-15, random_state=0,
     )
     coef, intercept = _ridge(X, y, mu, fit_intercept)
     np.testing.assert_allclose(res.coef, coef, atol=1e-6)
@@ -53,7 +53,7 @@ def test_superquantile_decreases_to_near_optimum(solver, referee):
     n = X.shape[0]
     risk, loss, pen = Superquantile(0.5), get_loss("squared"), get_penalty("l2", 1.0 / n)
     f_star = referee.optimum(X, y, risk, "squared", 1.0 / n)
-    res = solver(X, y, risk, loss, pen, max_epochs=100, tol=0.0, random_state=0)
+    res = solver(X, y, risk, loss, pen, max_iter=100, tol=0.0, random_state=0)
     hist = res.objective_history
     assert hist[-1] < 0.5 * hist[0]
     assert res.objective == pytest.approx(rank_objective(X, y, res.coef, res.intercept, risk, loss, pen))
@@ -72,7 +72,7 @@ def test_sgd_bias_is_visible(referee):
     for risk in (ERM(), Superquantile(0.5)):
         f_star, w, b = referee.optimum(X, y, risk, "squared", 1.0 / n, return_solution=True)
         res = sgd(
-            X, y, risk, loss, pen, batch_size=16, learning_rate=1e-3, max_epochs=150, tol=0.0,
+            X, y, risk, loss, pen, batch_size=16, learning_rate=1e-3, max_iter=150, tol=0.0,
             coef_init=w, intercept_init=b, random_state=0,
         )
         gaps[type(risk).__name__] = (np.mean(res.objective_history[-30:]) - f_star) / f_star
@@ -96,7 +96,7 @@ def test_sgd_step_uses_batch_rank_weights(risk, task):
         s, c = -y, np.zeros(n)
     pen = get_penalty("elasticnet", 0.1)
     w0, b0, lr = rng.normal(size=d), 0.3, 0.05
-    res = sgd(X, y, risk, loss, pen, batch_size=n, epoch_length=1, max_epochs=1, learning_rate=lr,
+    res = sgd(X, y, risk, loss, pen, batch_size=n, epoch_length=1, max_iter=1, learning_rate=lr,
               coef_init=w0, intercept_init=b0, random_state=0)
     t = s * (X @ w0 + b0) + c
     lam = rank_weights(risk, loss.value(t))
@@ -114,7 +114,7 @@ def test_any_risk_loss_penalty(solver, risk, loss, penalty):
     X = rng.normal(size=(100, 4))
     y = np.where(X @ [1.0, -1.0, 0.5, 0.0] + 0.5 * rng.normal(size=100) > 0, 1.0, -1.0)
     loss, pen = get_loss(loss), get_penalty(penalty, 0.02)
-    res = solver(X, y, risk, loss, pen, max_epochs=20, tol=0.0, random_state=0, epoch_length=100)
+    res = solver(X, y, risk, loss, pen, max_iter=20, tol=0.0, random_state=0, epoch_length=100)
     assert np.all(np.isfinite(res.objective_history))
     assert res.objective < res.objective_history[0]
     assert res.objective == pytest.approx(rank_objective(X, y, res.coef, res.intercept, risk, loss, pen))
@@ -125,7 +125,7 @@ def test_l1_gives_sparse_coefficients():
     X = rng.normal(size=(150, 6))
     y = X[:, 0] - X[:, 1] + 0.1 * rng.normal(size=150)
     res = lsvrg(X, y, Superquantile(0.5), get_loss("squared"), get_penalty("l1", 0.2),
-                max_epochs=60, tol=0.0, random_state=0)
+                max_iter=60, tol=0.0, random_state=0)
     assert np.sum(res.coef == 0.0) >= 3
 
 
@@ -133,8 +133,8 @@ def test_same_seed_same_result():
     X, y = _standardised(60)
     args = (Superquantile(0.5), get_loss("squared"), get_penalty("l2", 0.01))
     for solver in (sgd, lsvrg):
-        a = solver(X, y, *args, max_epochs=5, random_state=4)
-        b = solver(X, y, *args, max_epochs=5, random_state=4)
+        a = solver(X, y, *args, max_iter=5, random_state=4)
+        b = solver(X, y, *args, max_iter=5, random_state=4)
         np.testing.assert_array_equal(a.coef, b.coef)
 
 
@@ -150,11 +150,11 @@ def test_bad_options():
 @pytest.mark.parametrize("solver", ["sgd", "lsvrg", "prospect"])
 def test_estimators_accept_baselines(solver):
     X, y = _standardised(80)
-    reg = SpectralRiskRegressor(solver=solver, alpha=0.0, max_epochs=30, random_state=0)
+    reg = SpectralRiskRegressor(solver=solver, alpha=0.0, max_iter=30, random_state=0)
     with pytest.warns(Warning):  # the baselines rarely meet tol=1e-9 in 30 epochs
         reg.fit(X, y)
     assert reg.objective_ < reg.objective_history_[0]
-    clf = SpectralRiskClassifier(risk="extremile", solver=solver, alpha=0.01, max_epochs=10, random_state=0)
+    clf = SpectralRiskClassifier(risk="extremile", solver=solver, alpha=0.01, max_iter=10, random_state=0)
     with pytest.warns(Warning):
         clf.fit(X, (y > 0).astype(int))
     assert clf.objective_ < clf.objective_history_[0]

@@ -70,7 +70,7 @@ def test_classifier_matches_cvxpy(loss, risk, referee):
     assert abs(clf.objective_ - f_star) <= 1e-6 * abs(f_star)
 
 
-@parametrize_with_checks([SpectralRiskRegressor(max_epochs=30), SpectralRiskClassifier(max_epochs=30)])
+@parametrize_with_checks([SpectralRiskRegressor(max_iter=30), SpectralRiskClassifier(max_iter=30)])
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -80,7 +80,7 @@ def test_sklearn_compatible(estimator, check):
 def test_pipeline_grid_search():
     X, y = load_diabetes(return_X_y=True)
     X, y = X[:120], y[:120]
-    pipe = make_pipeline(StandardScaler(), SpectralRiskRegressor(risk=Superquantile(), max_epochs=60))
+    pipe = make_pipeline(StandardScaler(), SpectralRiskRegressor(risk=Superquantile(), max_iter=60))
     grid = GridSearchCV(
         pipe,
         {"spectralriskregressor__alpha": [1e-3, 1e-1], "spectralriskregressor__risk__q": [0.5, 0.8]},
@@ -133,7 +133,7 @@ def test_bad_input_errors():
 
 def test_warm_start_continues():
     _, X, y = REAL[0]
-    reg = SpectralRiskRegressor(max_epochs=5, warm_start=True, random_state=0)
+    reg = SpectralRiskRegressor(max_iter=5, warm_start=True, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         reg.fit(X, y)

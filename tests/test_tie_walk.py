@@ -130,7 +130,7 @@ def test_walk_from_a_rough_point_reaches_cvxpy_optimum(loss_name, risk, fit_inte
     # duplicated rows: their losses are always equal, the walk must cope
     X, y = np.vstack([X, X[:5]]), np.concatenate([y, y[:5]])
     loss, pen = get_loss(loss_name), get_penalty("l2", 1e-2)
-    rough = sorel(X, y, risk, loss, pen, fit_intercept=fit_intercept, max_epochs=30,
+    rough = sorel(X, y, risk, loss, pen, fit_intercept=fit_intercept, max_iter=30,
                   random_state=0, polish=False)
     f_star = referee.optimum(X, y, risk, loss_name, 1e-2, fit_intercept=fit_intercept,
                            epsilon=loss.param if loss_name == "huber" else 1.0)
@@ -178,7 +178,7 @@ def test_walk_with_l1_reaches_cvxpy_optimum(loss_name, risk, pen_name, alpha, fi
 def test_walk_stops_at_its_work_budget():
     X, y = _regression(n=200, seed=7)
     risk, loss, pen = Superquantile(0.7), get_loss("squared"), get_penalty("l2", 1e-2)
-    rough = sorel(X, y, risk, loss, pen, max_epochs=10, random_state=0, polish=False)
+    rough = sorel(X, y, risk, loss, pen, max_iter=10, random_state=0, polish=False)
     P, s, c = _polisher(X, y, risk, loss, pen)
     t = s * (X @ rough.coef + rough.intercept) + c
     free = tie_walk(P, t, rough.coef, rough.intercept, 1e-8)

@@ -99,7 +99,7 @@ class _RankADMMModel(_RankLinearModel):
 
             return sorr_agd(X, y, risk, loss, penalty, max_iter=min(self.max_iter, _AGD_MAX_OUTER),
                             tol=self.tol, random_state=self.random_state, **common)
-        stochastic = dict(max_epochs=self.max_iter, tol=self.tol, random_state=self.random_state)
+        stochastic = dict(max_iter=self.max_iter, tol=self.tol, random_state=self.random_state)
         if self._solver == "sgd":
             from ..solvers.sgd import sgd
 
@@ -269,6 +269,7 @@ class RankADMMClassifier(RankLinearClassifierMixin, _RankADMMModel):
 
     def __init__(
         self,
+        *,
         risk="erm",
         loss="logistic",
         penalty="l2",
@@ -347,6 +348,7 @@ class RankADMMRegressor(RankLinearRegressorMixin, _RankADMMModel):
 
     def __init__(
         self,
+        *,
         risk="erm",
         loss="squared",
         epsilon=1.0,

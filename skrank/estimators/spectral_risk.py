@@ -21,7 +21,7 @@ class _SpectralRiskModel(_RankLinearModel):
         "alpha": [Interval(Real, None, None, closed="neither")],
         "fit_intercept": ["boolean"],
         "solver": [StrOptions(set(_SOLVERS))],
-        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
         "learning_rate": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
@@ -61,7 +61,7 @@ class _SpectralRiskModel(_RankLinearModel):
             verbose=self.verbose,
         )
         stochastic = dict(
-            max_epochs=self.max_epochs,
+            max_iter=self.max_iter,
             tol=self.tol,
             learning_rate=self.learning_rate,
             random_state=self.random_state,
@@ -71,7 +71,7 @@ class _SpectralRiskModel(_RankLinearModel):
         if self._solver == "newton":
             from ..solvers.newton import smoothed_newton
 
-            return smoothed_newton(X, y, risk, loss, penalty, max_iter=self.max_epochs, tol=self.tol,
+            return smoothed_newton(X, y, risk, loss, penalty, max_iter=self.max_iter, tol=self.tol,
                                    **common)
         if self._solver == "sorel":
             from ..solvers.sorel import sorel
@@ -93,7 +93,7 @@ class _SpectralRiskModel(_RankLinearModel):
             from ..solvers.admm import admm
         except ImportError as exc:  # pragma: no cover - depends on issue 3
             raise ValueError("solver='admm' needs skrank.solvers.admm, which is not available.") from exc
-        return admm(X, y, risk, loss, penalty, max_iter=self.max_epochs, tol=self.tol, **common)
+        return admm(X, y, risk, loss, penalty, max_iter=self.max_iter, tol=self.tol, **common)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -118,8 +118,8 @@ _COMMON_PARAMS_DOC = """
         (:func:`skrank.solvers.lsvrg.lsvrg`) and ``"prospect"``
         (:func:`skrank.solvers.prospect.prospect`); they may stall above
         the optimum.  ``"admm"`` delegates to the RankADMM solver
-        (``max_epochs`` is its ``max_iter``).
-    max_epochs : int, default=1000
+        (``max_iter`` is its number of ADMM iterations).
+    max_iter : int, default=1000
         Maximum number of passes (outer iterations of SOREL, Newton steps of
         ``"newton"``).
     tol : float, default=1e-9
@@ -198,14 +198,14 @@ class SpectralRiskRegressor(RankLinearRegressorMixin, _SpectralRiskModel):
 
     def __init__(
         self,
+        *,
         risk="superquantile",
         loss="squared",
-        *,
         epsilon=1.0,
         alpha=1e-3,
         fit_intercept=True,
         solver="auto",
-        max_epochs=1000,
+        max_iter=1000,
         tol=1e-9,
         batch_size=None,
         learning_rate="auto",
@@ -219,7 +219,7 @@ class SpectralRiskRegressor(RankLinearRegressorMixin, _SpectralRiskModel):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.solver = solver
-        self.max_epochs = max_epochs
+        self.max_iter = max_iter
         self.tol = tol
         self.batch_size = batch_size
         self.learning_rate = learning_rate
@@ -281,13 +281,13 @@ class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
 
     def __init__(
         self,
+        *,
         risk="superquantile",
         loss="logistic",
-        *,
         alpha=1e-3,
         fit_intercept=True,
         solver="auto",
-        max_epochs=1000,
+        max_iter=1000,
         tol=1e-9,
         batch_size=None,
         learning_rate="auto",
@@ -300,7 +300,7 @@ class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.solver = solver
-        self.max_epochs = max_epochs
+        self.max_iter = max_iter
         self.tol = tol
         self.batch_size = batch_size
         self.learning_rate = learning_rate

@@ -110,7 +110,7 @@ def _sorel_paper_epochs(X, s, c, sigma, code, param, w, b, t, losses, losses_pre
     return ran
 
 
-def sorel_paper(X, y, risk, loss, penalty, *, learning_rate, dual_scale, max_epochs=50,
+def sorel_paper(X, y, risk, loss, penalty, *, learning_rate, dual_scale, max_iter=50,
                 batch_size=1, tau_scale=20.0, fit_intercept=False, random_state=None,
                 divergence=1.5):
     """The paper's practical SOREL with given ``lr`` and ``C`` (spec 003 section 2.3).
@@ -139,19 +139,19 @@ def sorel_paper(X, y, risk, loss, penalty, *, learning_rate, dual_scale, max_epo
     losses_prev = losses.copy()
     lam = rank_weights(risk, losses)
     obj0 = risk.value(losses)
-    hist = np.full(max_epochs + 1, np.inf)
+    hist = np.full(max_iter + 1, np.inf)
     hist[0] = obj0
     perm = np.argsort(losses, kind="stable")
     fpar = np.array([float(learning_rate), float(dual_scale), mu, float(tau_scale), divergence * obj0])
     rng_state = _seed_state(rng)
     scratch = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(d), np.empty(d),
                np.empty(batch, dtype=np.int64), np.empty(d))
-    times = np.full(max_epochs + 1, np.nan)
+    times = np.full(max_iter + 1, np.nan)
     times[0] = 0.0
     done = 0
     elapsed = 0.0
-    while done < max_epochs:
-        ran_now = min(max_epochs - done, max(1, 200000 // (n * 2)))
+    while done < max_iter:
+        ran_now = min(max_iter - done, max(1, 200000 // (n * 2)))
         ipar = np.array([done, ran_now, batch, int(bool(fit_intercept))], dtype=np.int64)
         start = time.perf_counter()
         ran = _sorel_paper_epochs(X, s, c, sigma, loss.code, loss.param, w, b, t, losses, losses_prev,

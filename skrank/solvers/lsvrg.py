@@ -43,7 +43,7 @@ def lsvrg(
     fit_intercept=True,
     sampling="uniform",
     learning_rate="auto",
-    max_epochs=100,
+    max_iter=100,
     epoch_length=None,
     batch_size=1,
     tol=1e-6,
@@ -84,7 +84,7 @@ def lsvrg(
         the checkpoint: with the larger step the iterate crosses many rank
         changes within an epoch and the method oscillates far from the
         optimum of a superquantile.
-    max_epochs : int, default=100
+    max_iter : int, default=100
         Number of checkpoints (epochs).
     epoch_length : int or None, default=None
         Steps per epoch; ``None`` means ``ceil(n / batch_size)`` (spec 003:
@@ -145,7 +145,7 @@ def lsvrg(
     gref, idx, work = np.empty(n), np.empty(steps * batch, dtype=np.int64), np.empty(d)
     sampler = WeightedSampler(n) if sampling == "nonuniform" else None
     crit, converged = np.inf, False
-    for epoch in range(max_epochs):
+    for epoch in range(max_iter):
         start = time.perf_counter()
         if epoch > 0:
             rank_weights(risk, losses, out=q)

@@ -118,7 +118,7 @@ def prospect(
     fit_intercept=True,
     batch_size=1,
     learning_rate="auto",
-    max_epochs=100,
+    max_iter=100,
     epoch_length=None,
     tol=1e-6,
     random_state=None,
@@ -149,7 +149,7 @@ def prospect(
         :func:`skrank.solvers._stepsize.svrg_step_size` with uniform
         sampling, ``1 / (3 (n max(sigma) max_i L_i / B + Lbar))``, the
         SAGA step for the scaled terms ``n q_i l_i``.
-    max_epochs : int, default=100
+    max_iter : int, default=100
         Number of epochs.
     epoch_length : int or None, default=None
         Steps per epoch; ``None`` means ``ceil(n / batch_size)``.
@@ -215,7 +215,7 @@ def prospect(
     log = EpochLog(risk.value(ltab) + penalty.value(w), "Prospect", verbose)
     log.times[0], log.passes[0] = setup, 1.0
     crit, converged = np.inf, False
-    for _ in range(max_epochs):
+    for _ in range(max_iter):
         start = time.perf_counter()
         prospect_epoch(
             X, s, c, loss.code, loss.param, w, b, steps, batch, sigma, lr, penalty.l1,

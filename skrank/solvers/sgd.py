@@ -99,7 +99,7 @@ def sgd(
     fit_intercept=True,
     batch_size=64,
     learning_rate="auto",
-    max_epochs=100,
+    max_iter=100,
     epoch_length=None,
     tol=1e-6,
     random_state=None,
@@ -128,7 +128,7 @@ def sgd(
         Samples per step, drawn without replacement (capped at ``n``).
     learning_rate : "auto" or float, default="auto"
         Constant step; "auto" is :func:`sgd_step_size`.
-    max_epochs : int, default=100
+    max_iter : int, default=100
         Number of epochs.
     epoch_length : int or None, default=None
         Steps per epoch; ``None`` means ``n // batch_size`` (one pass).
@@ -177,7 +177,7 @@ def sgd(
     pos = np.zeros(1, dtype=np.int64)
     t_buf, l_buf, work = np.empty(batch), np.empty(batch), np.empty(d)
     crit, converged = np.inf, False
-    for _ in range(max_epochs):
+    for _ in range(max_iter):
         start = time.perf_counter()
         sgd_epoch(
             X, s, c, loss.code, loss.param, w, b, perm, pos, batch, steps, sig_a, sig_b,

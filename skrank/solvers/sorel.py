@@ -110,7 +110,7 @@ def sorel(
     penalty,
     *,
     fit_intercept=True,
-    max_epochs=200,
+    max_iter=200,
     tol=1e-9,
     batch_size=1,
     learning_rate="auto",
@@ -142,7 +142,7 @@ def sorel(
         handled by its prox.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept.
-    max_epochs : int, default=200
+    max_iter : int, default=200
         Outer iterations (one dual update and about one pass each).
     tol : float, default=1e-9
         Stop when the stopping criterion (see Notes) falls below ``tol``.
@@ -286,10 +286,10 @@ def sorel(
                      float(dual_growth), float(dual_safety)])
     state = np.array([0.0, C * mu, np.inf, 0.0, obj0, 0.0, -1.0, 0.0])
     rng_state = _seed_state(rng)
-    hist = np.full(max_epochs + 1, np.nan)
+    hist = np.full(max_iter + 1, np.nan)
     hist[0] = obj0
-    crits = np.full(max_epochs, np.nan)
-    etas = np.full(max_epochs, np.nan)
+    crits = np.full(max_iter, np.nan)
+    etas = np.full(max_iter, np.nan)
     scratch = dict(
         H=np.zeros((p, p)), work_n=np.empty(n), work_n2=np.empty(n),
         gref=np.empty(n), mult=np.empty(n), prob=np.empty(n), packed=np.empty(n, dtype=np.int64),
@@ -299,7 +299,7 @@ def sorel(
         z_sorted=np.empty(n), pav_wy=np.empty(n), pav_end=np.empty(n, dtype=np.int64),
         rows=np.empty((n, p)),
     )
-    times = np.zeros(max_epochs + 1)
+    times = np.zeros(max_iter + 1)
     polisher = None
     if polish and p <= Polisher.max_features and Polisher.applies(risk, loss, "srm"):
         polisher = Polisher(X, s, c, sigma, loss, penalty, fit_intercept)
@@ -312,8 +312,8 @@ def sorel(
     elapsed = 0.0
     done = 0
     chunk = 1
-    while done < max_epochs and state[5] == 0.0:
-        ipar[0] = min(chunk, max_epochs - done)
+    while done < max_iter and state[5] == 0.0:
+        ipar[0] = min(chunk, max_iter - done)
         if polisher is not None and early_polish and next_polish > done:
             ipar[0] = min(ipar[0], next_polish - done)  # stop at the next attempt
         start = time.perf_counter()
@@ -341,10 +341,10 @@ def sorel(
         # left of that budget, and starts only when it is at least _POLISH_COST p passes
         budget = 0.5 * per_epoch_passes * done - polisher.work / (2 * n * p)
         affordable = budget >= _POLISH_COST * p
-        if affordable and (done >= max_epochs or (early_polish and done >= next_polish)):
+        if affordable and (done >= max_iter or (early_polish and done >= next_polish)):
             next_polish = max(int(np.ceil(_POLISH_GROWTH * done)), done + 1, _POLISH_FIRST)
             start = time.perf_counter()
-            kept, polished = _try_polish(polisher, X, s, c, w, b, hist[done], done >= max_epochs,
+            kept, polished = _try_polish(polisher, X, s, c, w, b, hist[done], done >= max_iter,
                                          max_work=budget * 2 * n * p)
             elapsed += time.perf_counter() - start
             times[done] = elapsed

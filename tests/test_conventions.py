@@ -1,0 +1,20 @@
+"""The conventions every estimator shares."""
+
+import inspect
+
+import pytest
+
+import skrank
+
+ESTIMATORS = ["SpectralRiskClassifier", "SpectralRiskRegressor", "RankADMMClassifier",
+              "RankADMMRegressor", "PartialAUCClassifier", "AveragePrecisionClassifier"]
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_estimator_is_exported_with_a_keyword_only_constructor(name):
+    assert name in skrank.__all__
+    params = list(inspect.signature(getattr(skrank, name).__init__).parameters.values())[1:]
+    assert params and all(p.kind is p.KEYWORD_ONLY for p in params)
+    shared = {"max_iter", "tol", "alpha", "random_state", "warm_start", "verbose"}
+    assert shared <= {p.name for p in params}
+    assert "max_epochs" not in {p.name for p in params}
