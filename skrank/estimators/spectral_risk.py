@@ -122,7 +122,7 @@ _COMMON_PARAMS_DOC = """
     max_iter : int, default=1000
         Maximum number of passes (outer iterations of SOREL, Newton steps of
         ``"newton"``).
-    tol : float, default=1e-9
+    tol : float, default=1e-7
         Tolerance of the solver's stopping criterion (for ``"newton"`` the
         certified relative gap ``(F - F*) / |F|``; for SOREL the largest
         of the relative objective change, the relative gradient norm and the
@@ -206,7 +206,7 @@ class SpectralRiskRegressor(RankLinearRegressorMixin, _SpectralRiskModel):
         fit_intercept=True,
         solver="auto",
         max_iter=1000,
-        tol=1e-9,
+        tol=1e-7,
         batch_size=None,
         learning_rate="auto",
         random_state=None,
@@ -288,7 +288,7 @@ class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
         fit_intercept=True,
         solver="auto",
         max_iter=1000,
-        tol=1e-9,
+        tol=1e-7,
         batch_size=None,
         learning_rate="auto",
         random_state=None,
