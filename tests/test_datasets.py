@@ -31,14 +31,20 @@ def test_list_tabular_contents():
 @pytest.mark.parametrize("info", TABLES, ids=NAMES)
 def test_every_table_loads(info):
     X, y = load_tabular(info["name"])
+    assert sp.issparse(X) == info["sparse"]
+    if info["sparse"]:
+        assert X.format == "csr"
+        values, col_max, col_min = X.data, X.max(axis=0).toarray(), X.min(axis=0).toarray()
+    else:
+        values, col_max, col_min = X, X.max(axis=0), X.min(axis=0)
     assert X.dtype == np.float64 and y.dtype == np.float64
     assert X.ndim == 2 and y.ndim == 1
     assert X.shape == info["shape"]
     assert X.shape[0] == y.shape[0] >= 100
     assert X.shape[1] >= 2
-    assert np.all(np.isfinite(X)) and np.all(np.isfinite(y))
+    assert np.all(np.isfinite(values)) and np.all(np.isfinite(y))
     # constant columns were removed
-    assert np.all(X.max(axis=0) > X.min(axis=0))
+    assert np.all(col_max > col_min)
     if info["task"] == "binary":
         assert set(np.unique(y)) == {0.0, 1.0}
         assert 0.0 < y.mean() < 0.5, "the positive class must be the minority"
@@ -58,6 +64,43 @@ def test_known_table_details():
     assert "logwage" not in bunch.feature_names
     assert bunch.target_name == "wage"
     assert "black" not in load_tabular("boston", return_X_y=False).feature_names
+
+
+def test_large_tables():
+    X, y = load_tabular("diamonds")
+    assert X.shape == (53940, 23)
+    bunch = load_tabular("diamonds", return_X_y=False)
+    assert bunch.target_name == "price" and "price" not in bunch.feature_names
+    assert y.min() == pytest.approx(np.log(326)) and y.max() == pytest.approx(np.log(18823))
+    assert {"cut_Ideal", "color_J", "clarity_VVS2"} <= set(bunch.feature_names)
+
+    X, y = load_tabular("fertility")
+    assert X.shape == (254654, 7)
+    assert int(y.sum()) == 96912  # morekids == "yes"
+
+    X, y = load_tabular("flights")
+    assert sp.issparse(X) and X.format == "csr"
+    assert X.shape == (327346, 150)
+    assert set(np.unique(y)) == {0.0, 1.0}
+    assert 0.2 < y.mean() < 0.3  # arr_delay > 15
+    assert X.nnz < 0.05 * X.shape[0] * X.shape[1]
+    names = load_tabular("flights", return_X_y=False).feature_names
+    assert "distance" in names and "dep_delay" not in names and "arr_delay" not in names
+    assert {"origin_JFK", "origin_LGA", "carrier_UA", "hour_6", "month_12"} <= set(names)
+
+
+def test_sparse_option():
+    X_csr, y = load_tabular("hmda", sparse=True)
+    X_dense, y2 = load_tabular("hmda")
+    assert sp.issparse(X_csr) and X_csr.format == "csr" and isinstance(X_dense, np.ndarray)
+    np.testing.assert_array_equal(X_csr.toarray(), X_dense)
+    np.testing.assert_array_equal(y, y2)
+    X, _ = load_tabular("flights")
+    X_dense, _ = load_tabular("flights", sparse=False)
+    assert isinstance(X_dense, np.ndarray) and X_dense.shape == X.shape
+    np.testing.assert_array_equal(X_dense[:1000], X[:1000].toarray())
+    X.data[:] = -1.0
+    assert load_tabular("flights")[0].data.min() > 0.0
 
 
 def test_bunch_and_copies():
