@@ -40,9 +40,10 @@ the budget is killed and reported as ``timeout``.  Columns:
 * ``iter``: ``n_iter_``.
 * ``conv``: the solver's ``SolverResult.converged`` (stopping criterion
   below ``tol``); for the reference, no ``ConvergenceWarning``.
-* ``cert``: ``yes`` when the solver's polisher certified an exact optimum
-  (``SolverResult.info["polished"]`` with ``converged``), ``no`` when it
-  did not, ``-`` for solvers without a certificate.  The results are read
+* ``cert``: ``yes`` when the solver certified its optimum (the Newton
+  solver's ``info["certified"]``: gap bound below ``tol |F|``; the ADMM's
+  and SOREL's polisher, ``info["polished"]``, with ``converged``), ``no``
+  when it did not, ``-`` for solvers without a certificate.  The results are read
   by wrapping the instance's ``_run_solver``; no estimator is modified.
 * ``warnings``: warnings raised by the timed fit, counted by class.
 * ``peak MiB``: peak resident memory of the fit above the resident memory
@@ -242,8 +243,10 @@ def _timed_fit(est, X, y, budget):
     n_iter = getattr(est, "n_iter_", None)
     if results:
         converged = all(r.converged for r in results)
-        has_cert = any("polished" in r.info for r in results)
-        cert = all(r.converged and r.info.get("polished") for r in results) if has_cert else None
+        marks = ("polished", "certified")
+        has_cert = any(m in r.info for r in results for m in marks)
+        cert = (all(r.converged and any(r.info.get(m) for m in marks) for r in results)
+                if has_cert else None)
     else:
         converged, cert = "ConvergenceWarning" not in names, None
     return dict(seconds=seconds, objective=getattr(est, "objective_", None),

@@ -158,9 +158,9 @@ def _line_search(problem, theta, step, F0, state0, mu, center, max_evals=12):
     Along ``theta + alpha step`` the loss arguments are ``t + alpha dt``
     (one product with ``X``), so that each trial costs one sort and one PAVA.
     ``F_mu`` is convex and differentiable along the line: the full step is
-    taken when it satisfies the Armijo and curvature conditions, otherwise
-    the root of the directional derivative is bracketed and found by the
-    Illinois variant of regula falsi.  ``state`` is None when no trial lowers
+    taken when it satisfies the Armijo condition, otherwise the root of the
+    directional derivative is bracketed and found by the Illinois variant of
+    regula falsi.  ``state`` is None when no trial lowers
     ``F_mu`` (rounding).
     """
     dt = problem.s * problem.design.matvec(step)
@@ -181,7 +181,7 @@ def _line_search(problem, theta, step, F0, state0, mu, center, max_evals=12):
         F, st, slope = trial(alpha)
         if F < F0 and F <= F0 + 1e-4 * alpha * slope0 and (best is None or F < best[1]):
             best = (alpha, F, st)
-            if abs(slope) <= 0.1 * abs(slope0):
+            if alpha == 1.0 or abs(slope) <= 0.1 * abs(slope0):
                 break
         if slope < 0.0:
             lo, s_lo = alpha, slope
