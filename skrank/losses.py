@@ -269,6 +269,10 @@ class Loss:
     smoothness : float
         Lipschitz constant of ``l'`` (``inf`` when not smooth), used by the
         stochastic solvers to pick step sizes.
+    linear_pieces : bool
+        Whether the loss is linear with a nonzero slope somewhere (hinge,
+        absolute, Huber's tails): there ``l'' = 0`` gives a Newton model
+        no curvature.
     param : float
         The loss's parameter (Huber's ``delta``), 0 when unused.
     """
@@ -278,6 +282,7 @@ class Loss:
     task: str
     smooth: bool
     smoothness: float
+    linear_pieces: bool
     param: float = 0.0
 
     def value(self, t):
@@ -312,12 +317,17 @@ class Loss:
 
 
 _LOSSES = {
-    "logistic": dict(code=LOGISTIC, task="classification", smooth=True, smoothness=0.25),
-    "hinge": dict(code=HINGE, task="classification", smooth=False, smoothness=np.inf),
-    "squared_hinge": dict(code=SQUARED_HINGE, task="classification", smooth=True, smoothness=2.0),
-    "squared": dict(code=SQUARED, task="regression", smooth=True, smoothness=1.0),
-    "absolute": dict(code=ABSOLUTE, task="regression", smooth=False, smoothness=np.inf),
-    "huber": dict(code=HUBER, task="regression", smooth=True, smoothness=1.0),
+    "logistic": dict(code=LOGISTIC, task="classification", smooth=True, smoothness=0.25,
+                     linear_pieces=False),
+    "hinge": dict(code=HINGE, task="classification", smooth=False, smoothness=np.inf,
+                  linear_pieces=True),
+    "squared_hinge": dict(code=SQUARED_HINGE, task="classification", smooth=True, smoothness=2.0,
+                          linear_pieces=False),
+    "squared": dict(code=SQUARED, task="regression", smooth=True, smoothness=1.0,
+                    linear_pieces=False),
+    "absolute": dict(code=ABSOLUTE, task="regression", smooth=False, smoothness=np.inf,
+                     linear_pieces=True),
+    "huber": dict(code=HUBER, task="regression", smooth=True, smoothness=1.0, linear_pieces=True),
 }
 
 CLASSIFICATION_LOSSES = tuple(k for k, v in _LOSSES.items() if v["task"] == "classification")

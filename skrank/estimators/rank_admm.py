@@ -54,12 +54,14 @@ class _RankADMMModel(_RankLinearModel):
         self._risk = risk
         self._loss_obj = self._get_loss()
         self._penalty_obj = self._get_penalty()
-        newton_fits = risk.is_convex and self._loss_obj.smooth and self._penalty_obj.l1 == 0.0
+        loss, penalty = self._loss_obj, self._penalty_obj
+        newton_fits = (risk.is_convex and loss.smooth
+                       and not (loss.linear_pieces and penalty.l2 == 0.0))
         if self.solver == "newton" and not newton_fits:
             raise ValueError(
-                "solver='newton' needs a convex spectral risk (nondecreasing weights), a smooth "
-                "loss (logistic, squared_hinge, squared, huber) and an l2 penalty or none; got "
-                f"risk {type(risk).__name__}, loss {self._loss_obj.name!r}, penalty "
+                "solver='newton' needs a convex spectral risk (nondecreasing weights) and a smooth "
+                "loss (logistic, squared_hinge, squared, huber; huber with an l2 part in the "
+                f"penalty); got risk {type(risk).__name__}, loss {loss.name!r}, penalty "
                 f"{self.penalty!r}. Use solver='admm'."
             )
         self._solver = self.solver
@@ -131,7 +133,9 @@ _PARAMS_DOC = """
         of ones instead).
     solver : {"auto", "newton", "admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd"}, default="auto"
         ``"auto"`` picks ``"newton"`` for a convex spectral risk with a smooth
-        loss and an l2 penalty (or none), and ``"admm"`` otherwise.
+        loss (Huber: with an l2 part in the penalty), and ``"admm"``
+        otherwise (the hinge and absolute losses, ranked-range and
+        human-aligned risks).
         ``"newton"``: the full-batch proximal Newton method of
         :func:`skrank.solvers.newton.smoothed_newton`, which stops when it has
         certified that ``F`` is within ``tol |F|`` of the optimum.

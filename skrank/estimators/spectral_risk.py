@@ -42,14 +42,17 @@ class _SpectralRiskModel(_RankLinearModel):
         risk.weights(X.shape[0])  # validates the risk's parameters for this n
         if not np.isfinite(self.alpha) or self.alpha < 0:
             raise ValueError(f"alpha must be a nonnegative finite number, got {self.alpha!r}.")
-        self._solver = "newton" if self.solver == "auto" else self.solver
+        self._loss_obj = self._get_loss()
+        self._solver = self.solver
+        if self.solver == "auto":
+            # Newton needs curvature: the Huber loss's linear tails need alpha > 0
+            self._solver = "admm" if self._loss_obj.linear_pieces and self.alpha == 0 else "newton"
         if self._solver == "sorel" and self.alpha <= 0:
             raise ValueError(
                 "solver='sorel' needs a strongly convex penalty, alpha > 0 "
                 f"(got alpha={self.alpha!r}). For alpha = 0 use solver='sgd', 'lsvrg' or "
                 "'prospect', or RankADMMClassifier / RankADMMRegressor (skrank.estimators)."
             )
-        self._loss_obj = self._get_loss()
         self._penalty_obj = self._get_penalty()
 
     def _solve(self, X, y, coef_init, intercept_init):
@@ -108,7 +111,8 @@ _COMMON_PARAMS_DOC = """
     fit_intercept : bool, default=True
         Fit an unpenalised intercept.
     solver : {"auto", "newton", "sorel", "sgd", "lsvrg", "prospect", "admm"}, default="auto"
-        ``"auto"`` is ``"newton"``: the full-batch proximal Newton method of
+        ``"auto"`` is ``"newton"`` (``"admm"`` for the Huber loss with
+        ``alpha=0``): the full-batch proximal Newton method of
         :func:`skrank.solvers.newton.smoothed_newton`, which stops when it
         has certified that ``F`` is within ``tol |F|`` of the optimum.
         ``"sorel"``: the stochastic primal-dual method of Ge and Jiang (2024),

@@ -1,36 +1,39 @@
 """Certified full-batch fits of convex spectral risks with smooth losses: proximal Newton on the weights.
 
-Minimises ``F(w, b) = sum_i sigma_i l(t)_(i) + l2/2 ||w||^2`` with
+Minimises ``F(w, b) = sum_i sigma_i l(t)_(i) + R(w)`` with
 ``t = s (X w + b) + c`` (:func:`skrank.objective.affine_map`), nondecreasing
-``sigma`` (a convex spectral risk) and a loss with a continuous derivative
-(logistic, squared hinge, squared, Huber).
+``sigma`` (a convex spectral risk), a loss with a continuous derivative
+(logistic, squared hinge, squared, Huber) and ``R(w) = l1 ||w||_1 + l2/2
+||w||^2``.
 
 The risk is ``Omega(l) = max_{q in P(sigma)} q . l`` over the permutahedron
 ``P(sigma)``.  The solver runs the proximal point method on the weights
 ``q`` (Rockafellar 1976): with a centre ``c`` (first the mean weight) it
 minimises the smoothed objective
 
-    F_mu(theta; c) = max_{q in P(sigma)} [q . l(theta) - mu/2 ||q - c||^2] + l2/2 ||w||^2
+    F_mu(theta; c) = max_{q in P(sigma)} [q . l(theta) - mu/2 ||q - c||^2] + R(w)
 
 in ``theta = (w, b)`` by Newton's method, then moves the centre to the
 maximising ``q``; the fixed point is the exact minimiser of ``F`` for any
 ``mu > 0``.  The maximiser is one projection onto ``P(sigma)`` (one sort and
-one PAVA, :mod:`skrank.solvers._smoothed_risk`), and the Hessian of ``F_mu``
-is exact: ``[X, 1]^T diag(q l'') [X, 1] + l2 I`` plus, for each block the
-projection pools, ``(1/mu)`` times the scatter of the members' loss gradients
-about their mean.  ``mu`` starts large (an easy, nearly mean-risk problem)
-and falls fivefold whenever an outer iteration shrinks the gap less than
-threefold.
+one PAVA, :mod:`skrank.solvers._smoothed_risk`), and the Hessian of the
+smooth part is exact: ``[X, 1]^T diag(q l'') [X, 1] + l2 I`` plus, for each
+block the projection pools, ``(1/mu)`` times the scatter of the members' loss
+gradients about their mean.  With an l1 part the step minimises that
+quadratic model plus ``l1 ||w + d||_1`` by coordinate descent (proximal
+Newton, Lee, Sun and Saunders 2014).  ``mu`` starts large (an easy, nearly
+mean-risk problem) and falls fivefold whenever an outer iteration shrinks
+the gap less than threefold.
 
 Certificate: for every ``q`` in ``P(sigma)``, ``F* >= min_theta q . l(theta)
-+ l2/2 ||w||^2``, so at ``theta``
++ R(w) =: min G_q``, so at ``theta``
 
-    F(theta) - F* <= [Omega(l) - q . l] + g^T H_q^{-1} g / 2,
+    F(theta) - F* <= [Omega(l) - q . l] + (G_q(theta) - min G_q),
 
-with ``g`` and ``H_q`` the gradient and Hessian of the ``q``-weighted problem
-at ``theta`` (the second term is its Newton decrement: exact for the squared
-loss, the usual local estimate otherwise).  The fit stops when this bound is
-below ``tol |F|``.
+and the second term is estimated by the decrease of ``G_q``'s Newton model
+(``g^T H_q^{-1} g / 2`` without l1: exact for the squared loss, the usual
+local estimate otherwise).  The fit stops when this bound is below
+``tol |F|``.
 """
 
 import time
@@ -41,7 +44,7 @@ import scipy.linalg
 from ..objective import affine_map
 from ._design import Design
 from ._result import SolverResult
-from ._smoothed_risk import losses_and_keys, pooled_projection
+from ._smoothed_risk import l1_newton_direction, losses_and_keys, pooled_projection
 
 #: ``mu`` at the start, in units of (objective at the mean-risk fit) / (n max sigma).
 _MU_SCALE = 100.0
@@ -54,18 +57,22 @@ _SLOW_OUTER = 0.3
 #: Rows of the weighted Gram matrix are recomputed when their weight moved by more than
 #: this fraction (the certificate accounts for it).
 _HESSIAN_SLACK = 0.05
-#: An inner solve ends when its decrement is this fraction of the last certified gap.
+#: Relative ridge of a Newton model without curvature in some direction.
+_RIDGE = 1e-6
+#: Coordinate-descent sweeps of one l1 Newton direction.
+_CD_SWEEPS = 100
+#: An inner solve ends when its model decrease is this fraction of the last certified gap.
 _INNER_FRACTION = 0.1
 
 
 class _Problem:
     """Data, weights and loss of one fit; evaluates ``F``, ``F_mu`` and their derivatives."""
 
-    def __init__(self, X, y, sigma, loss, l2, fit_intercept):
+    def __init__(self, X, y, sigma, loss, penalty, fit_intercept):
         self.design = Design(X, fit_intercept)
         self.s, self.c = affine_map(y, loss.task)
         self.sigma = np.sort(np.asarray(sigma, dtype=np.float64))
-        self.loss, self.l2 = loss, float(l2)
+        self.loss, self.l1, self.l2 = loss, float(penalty.l1), float(penalty.l2)
         n = self.sigma.size
         self.spread = float(np.sum((self.sigma - self.sigma.mean()) ** 2))
         self.reg = np.ones(self.design.p) * self.l2
@@ -79,7 +86,21 @@ class _Problem:
 
     def penalty(self, theta):
         w = theta[: self.design.d]
-        return 0.5 * self.l2 * float(w @ w)
+        return self.l1 * float(np.abs(w).sum()) + 0.5 * self.l2 * float(w @ w)
+
+    def direction(self, K, g, theta):
+        """Newton direction of the smooth part's model ``K``, ``g`` plus the l1 term.
+
+        Returns ``(d, decrease)``: the minimiser of
+        ``g.d + d^T K d / 2 + l1 (||w + d||_1 - ||w||_1)`` and minus its
+        minimum (for ``l1 = 0``: ``d = -K^{-1} g``, the decrease is half the
+        Newton decrement).
+        """
+        if self.l1 == 0.0:
+            d = -_solve_spd(K, g)
+            return d, -0.5 * float(g @ d)
+        d, model = l1_newton_direction(K, g, theta, self.l1, self.design.d, _CD_SWEEPS, 1e-10)
+        return d, -model
 
     def objective(self, theta):
         losses = self.loss.value(self.arguments(theta))
@@ -131,15 +152,17 @@ class _Problem:
         sums = running[first + size] - running[first]
         return (G.T @ G - (sums.T / size) @ sums) / mu
 
-    def certificate(self, theta, state, decrement):
+    def certificate(self, theta, state, decrease):
         """``(F(theta), bound on F(theta) - F*)`` from the state's weights ``q``.
 
-        ``decrement`` is ``g^T H^{-1} g`` with the Hessian ``H`` of
-        :meth:`hessian`; ``H_q >= (1 - slack) H`` bounds the exact one.
+        ``decrease`` is the decrease of the ``q``-weighted problem's Newton
+        model (:meth:`direction`) with the Hessian ``H`` of :meth:`hessian`;
+        as ``H_q >= (1 - slack) H``, ``decrease / (1 - slack)`` bounds the
+        exact model's.
         """
         value = state["value"]
         omega = float(np.sort(value) @ self.sigma)
-        return omega + self.penalty(theta), max(omega - float(state["q"] @ value), 0.0) + 0.5 * decrement / (1.0 - _HESSIAN_SLACK)
+        return omega + self.penalty(theta), max(omega - float(state["q"] @ value), 0.0) + decrease / (1.0 - _HESSIAN_SLACK)
 
 
 def _solve_spd(H, g):
@@ -155,7 +178,8 @@ def _solve_spd(H, g):
 def _line_search(problem, theta, step, F0, state0, mu, center, max_evals=12):
     """Step length along a descent direction of ``F_mu``: ``(alpha, F_mu, state)``.
 
-    Along ``theta + alpha step`` the loss arguments are ``t + alpha dt``
+    ``F_mu`` includes the penalty, its l1 part too.  Along ``theta + alpha
+    step`` the loss arguments are ``t + alpha dt``
     (one product with ``X``), so that each trial costs one sort and one PAVA.
     ``F_mu`` is convex and differentiable along the line: the full step is
     taken when it satisfies the Armijo condition, otherwise the root of the
@@ -167,12 +191,22 @@ def _line_search(problem, theta, step, F0, state0, mu, center, max_evals=12):
     t0 = state0["t"]
     reg_step = problem.reg * step
 
+    d_w = step[: problem.design.d]
+
+    def l1_slope(alpha):
+        # right derivative of l1 ||w + alpha d_w||_1 in alpha
+        if problem.l1 == 0.0:
+            return 0.0
+        w = theta[: problem.design.d] + alpha * d_w
+        return problem.l1 * float(np.sum(np.where(w != 0.0, np.sign(w) * d_w, np.abs(d_w))))
+
     def trial(alpha):
         F, st = problem.smoothed(theta + alpha * step, mu, center, t0 + alpha * dt)
-        slope = float(st["q"] @ (st["d1"] * dt)) + float(reg_step @ (theta + alpha * step))
+        slope = (float(st["q"] @ (st["d1"] * dt)) + float(reg_step @ (theta + alpha * step))
+                 + l1_slope(alpha))
         return F, st, slope
 
-    slope0 = float(state0["q"] @ (state0["d1"] * dt)) + float(reg_step @ theta)
+    slope0 = float(state0["q"] @ (state0["d1"] * dt)) + float(reg_step @ theta) + l1_slope(0.0)
     lo, s_lo = 0.0, slope0
     hi, s_hi = None, None
     alpha, best = 1.0, None
@@ -205,33 +239,48 @@ def _line_search(problem, theta, step, F0, state0, mu, center, max_evals=12):
 
 
 def _newton_fixed_weights(problem, theta, q, rel_tol, max_iter):
-    """Newton's method on ``q . l(theta) + l2/2 ||w||^2`` until the decrement is ``rel_tol`` relative."""
+    """Newton's method on ``q . l(theta) + penalty(w)`` until the model decrease is ``rel_tol`` relative."""
     steps = 0
     t = problem.arguments(theta)
     while steps < max_iter:
         value, d1, d2 = problem.loss.derivatives(t)
         G = float(q @ value) + problem.penalty(theta)
         g = problem.gradient(theta, q, d1)
-        step = -_solve_spd(problem.hessian(q, d2), g)
-        decrement = -float(g @ step)
+        step, decrease = problem.direction(problem.hessian(q, d2), g, theta)
         steps += 1
-        if 0.5 * decrement <= rel_tol * abs(G):
+        if decrease <= rel_tol * abs(G):
             break
         alpha = 1.0
         while True:
             trial = theta + alpha * step
             t = problem.arguments(trial)
             if (float(q @ problem.loss.value(t)) + problem.penalty(trial)
-                    <= G - 1e-4 * alpha * decrement or alpha < 1e-10):
+                    <= G - 1e-4 * alpha * decrease or alpha < 1e-10):
                 break
             alpha *= 0.5
         theta = trial
     return theta, steps
 
 
+def _zero_small_coefficients(problem, theta, F):
+    """Set the coefficients below ``1e-5 (1 + max |w|)`` to zero when ``F`` does not rise.
+
+    The proximal point iterates stop within the tolerance, not exactly on
+    the zero set of the l1 term.
+    """
+    w = theta[: problem.design.d]
+    small = np.abs(w) <= 1e-5 * (1.0 + np.abs(w).max())
+    if not np.any(small & (w != 0.0)):
+        return theta, F
+    trial = theta.copy()
+    trial[: problem.design.d][small] = 0.0
+    F_trial = problem.objective(trial)
+    return (trial, F_trial) if F_trial <= F else (theta, F)
+
+
 def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=None,
                     intercept_init=None, max_iter=200, tol=1e-9, verbose=0):
-    """Minimise a convex spectral risk with a smooth loss and an l2 penalty, certified.
+    """Minimise a convex spectral risk with a smooth loss and a penalty, certified.
 
     Parameters
     ----------
@@ -243,7 +292,7 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
     loss : skrank.losses.Loss
         Logistic, squared hinge, squared or Huber.
     penalty : skrank.penalties.Penalty
-        An l2 penalty (``penalty.l1 == 0``).
+        l2, l1 or elastic net; the Huber loss needs an l2 part.
     fit_intercept : bool, default=True
     coef_init, intercept_init : ndarray and float, optional
         Starting point (zeros by default).
@@ -267,16 +316,17 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
         transpose, a weighted Gram matrix counted as one) and ``time``.
     """
     start = time.perf_counter()
-    if penalty.l1 != 0.0:
-        raise ValueError("smoothed_newton supports the l2 penalty only (penalty.l1 == 0).")
     if not loss.smooth:
         raise ValueError(f"smoothed_newton needs a smooth loss; got {loss.name!r}.")
+    if loss.linear_pieces and penalty.l2 == 0.0:
+        raise ValueError(f"smoothed_newton needs an l2 part in the penalty with the {loss.name!r} "
+                         "loss, whose linear pieces give its Newton model no curvature.")
     if not risk.is_convex:
         raise ValueError(f"smoothed_newton needs nondecreasing rank weights; {type(risk).__name__} "
                          "has none.")
     X = X if hasattr(X, "tocsr") else np.asarray(X, dtype=np.float64)
     n = X.shape[0]
-    problem = _Problem(X, y, risk.weights(n), loss, penalty.l2, fit_intercept)
+    problem = _Problem(X, y, risk.weights(n), loss, penalty, fit_intercept)
     design = problem.design
     theta = np.zeros(design.p)
     if coef_init is not None:
@@ -308,14 +358,14 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
     while steps < max_iter and outer < max_iter:
         g = problem.gradient(theta, state["q"], state["d1"])
         H = problem.hessian(state["q"], state["d2"])
-        decrement_q = float(g @ _solve_spd(H, g))
-        if 0.5 * decrement_q <= inner_tol or stalled:
+        _, decrease_q = problem.direction(H, g, theta)
+        if decrease_q <= inner_tol or stalled:
             if stalled and outer_stalls >= 2:
                 break  # rounding: no step lowers F_mu any more
             outer_stalls = outer_stalls + 1 if stalled else 0
             stalled = False
             outer += 1
-            F, gap = problem.certificate(theta, state, decrement_q)
+            F, gap = problem.certificate(theta, state, decrease_q)
             if gap < best[2]:
                 best = (F, theta.copy(), gap)
             history.append(F)
@@ -333,8 +383,11 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
             F_mu, state = problem.smoothed(theta, mu, center)
             continue
         scatter = problem.block_scatter(state, mu)
-        step = -_solve_spd(H if scatter is None else H + scatter, g)
-        decrement = -float(g @ step)
+        K = H if scatter is None else H + scatter
+        step, decrease = problem.direction(K, g, theta)
+        if not np.isfinite(decrease):  # directions without curvature: a small ridge
+            step, _ = problem.direction(K + _RIDGE * np.mean(np.diag(K)) * np.eye(K.shape[0]), g,
+                                        theta)
         steps += 1
         alpha, F_trial, state_trial = _line_search(problem, theta, step, F_mu, state, mu, center)
         if state_trial is None:
@@ -342,9 +395,11 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
             continue
         theta, F_mu, state = theta + alpha * step, F_trial, state_trial
         if verbose > 1:
-            print(f"[newton] step {steps}: F_mu={F_mu:.12g} decrement={decrement:.3g} alpha={alpha:.3g}")
+            print(f"[newton] step {steps}: F_mu={F_mu:.12g} alpha={alpha:.3g}")
 
     F, theta, gap = best
+    if problem.l1 > 0.0:
+        theta, F = _zero_small_coefficients(problem, theta, F)
     coef, intercept = design.split(theta)
     return SolverResult(
         coef=coef.copy(), intercept=intercept, n_iter=steps,
