@@ -11,22 +11,6 @@ at most two for a superquantile).
 import numpy as np
 
 
-def _cvxpy_loss(cp, loss, t):
-    if loss.name == "logistic":
-        return cp.logistic(t)
-    if loss.name == "hinge":
-        return cp.pos(1 + t)
-    if loss.name == "squared_hinge":
-        return cp.square(cp.pos(1 + t))
-    if loss.name == "squared":
-        return 0.5 * cp.square(t)
-    if loss.name == "absolute":
-        return cp.abs(t)
-    if loss.name == "huber":
-        return 0.5 * cp.huber(t, loss.param)
-    raise ValueError(f"no cvxpy form for the loss {loss.name!r}")
-
-
 def jumps(sigma):
     """Indices ``k`` and sizes of the jumps of the nondecreasing weights ``sigma``.
 
@@ -85,7 +69,7 @@ def cvxpy_optimum(X, y, risk, loss, penalty, *, fit_intercept=True, tol=1e-9):
     b = cp.Variable() if fit_intercept else 0.0
     f = X @ w + b
     t = cp.multiply(-y, f) if loss.task == "classification" else f - y
-    losses = _cvxpy_loss(cp, loss, t)
+    losses = loss.cvxpy_expression(cp, t)
     rank_term = sum(h * cp.sum_largest(losses, n - k) for k, h in zip(*jumps(sigma)))
     objective = rank_term + penalty.l1 * cp.norm1(w) + 0.5 * penalty.l2 * cp.sum_squares(w)
     problem = cp.Problem(cp.Minimize(objective))

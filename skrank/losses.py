@@ -307,6 +307,16 @@ class Loss:
         loss_derivatives_upto2(self.code, t, self.param, *out)
         return out
 
+    def cvxpy_expression(self, cp, t):
+        """The loss of the cvxpy affine expression ``t`` (for reference solutions).
+
+        ``cp`` is the ``cvxpy`` module, passed in so that skrank does not
+        import it.
+        """
+        if self.name not in _CVXPY_FORMS:
+            raise ValueError(f"no cvxpy form for the loss {self.name!r}")
+        return _CVXPY_FORMS[self.name](cp, t, self.param)
+
     def prox(self, v, c):
         """Elementwise ``argmin_z c * l(z) + (z - v)**2 / 2``."""
         v = np.ascontiguousarray(v, dtype=np.float64)
@@ -328,6 +338,16 @@ _LOSSES = {
     "absolute": dict(code=ABSOLUTE, task="regression", smooth=False, smoothness=np.inf,
                      linear_pieces=True),
     "huber": dict(code=HUBER, task="regression", smooth=True, smoothness=1.0, linear_pieces=True),
+}
+
+# cvxpy's huber is twice skrank's
+_CVXPY_FORMS = {
+    "logistic": lambda cp, t, param: cp.logistic(t),
+    "hinge": lambda cp, t, param: cp.pos(1 + t),
+    "squared_hinge": lambda cp, t, param: cp.square(cp.pos(1 + t)),
+    "squared": lambda cp, t, param: 0.5 * cp.square(t),
+    "absolute": lambda cp, t, param: cp.abs(t),
+    "huber": lambda cp, t, param: 0.5 * cp.huber(t, param),
 }
 
 CLASSIFICATION_LOSSES = tuple(k for k, v in _LOSSES.items() if v["task"] == "classification")

@@ -55,21 +55,7 @@ class CvxpyReferee:
 
     def loss(self, loss, t, epsilon=1.0):
         """The loss of the affine expression ``t`` (skrank's definitions)."""
-        cp = self.cp
-        loss = self.as_loss(loss, epsilon)
-        if loss.name == "logistic":
-            return cp.logistic(t)
-        if loss.name == "hinge":
-            return cp.pos(1 + t)
-        if loss.name == "squared_hinge":
-            return cp.square(cp.pos(1 + t))
-        if loss.name == "squared":
-            return 0.5 * cp.square(t)
-        if loss.name == "absolute":
-            return cp.abs(t)
-        if loss.name == "huber":
-            return 0.5 * cp.huber(t, loss.param)  # cvxpy's huber is twice skrank's
-        raise ValueError(f"the referee does not know the loss {loss.name!r}")
+        return self.as_loss(loss, epsilon).cvxpy_expression(self.cp, t)
 
     def rank_term(self, losses, sigma, form="jumps"):
         """``sum_i sigma_i losses_(i)`` for nondecreasing ``sigma >= 0``: ``(expression, constraints)``.

@@ -112,3 +112,11 @@ def test_second_derivative_matches_finite_differences_of_the_derivative(name):
     fd = (loss.derivative(t + h) - loss.derivative(t - h)) / (2 * h)
     assert np.allclose(second, fd, atol=1e-6)
     assert np.allclose(value, loss.value(t)) and np.allclose(first, loss.derivative(t))
+
+
+@pytest.mark.parametrize("name", ["logistic", "squared_hinge", "squared", "huber", "hinge", "absolute"])
+def test_cvxpy_expression_is_the_loss(name):
+    cp = pytest.importorskip("cvxpy")
+    loss = get_loss(name, epsilon=0.7) if name == "huber" else get_loss(name)
+    t = np.array([-3.1, -1.0, -0.4, 0.0, 0.55, 1.3, 2.9])
+    assert np.allclose(loss.cvxpy_expression(cp, cp.Constant(t)).value, loss.value(t))
