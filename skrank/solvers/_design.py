@@ -73,14 +73,22 @@ class Design:
                     self._h[changed] = h[changed]
                     self._updates += 1
                 return self._gram.copy()
-        self._gram, self._h, self._updates = self._full_gram(h), h.copy(), 0
+        self._gram, self._h, self._updates = self.weighted_gram(h), h.copy(), 0
         return self._gram.copy()
 
     rel_change = 0.2
     #: Low-rank updates of :meth:`gram` before a full recomputation.
     max_updates = 20
 
-    def _full_gram(self, h):
+    def left_product(self, M):
+        """``M [X, 1]`` as a dense array, for a sparse ``M`` with ``n`` columns."""
+        self.passes += 1
+        P = M @ self.X
+        P = P.toarray() if sp.issparse(P) else np.asarray(P)
+        return np.hstack([P, np.asarray(M.sum(axis=1))]) if self.fit_intercept else P
+
+    def weighted_gram(self, h):
+        """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0``, computed afresh."""
         nz = np.flatnonzero(h > 0.0)
         root = np.sqrt(h[nz])
         G = np.zeros((self.p, self.p))

@@ -40,6 +40,7 @@ import time
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse as sp
 
 from ..objective import affine_map
 from ._design import Design
@@ -136,7 +137,12 @@ class _Problem:
         return H
 
     def block_scatter(self, state, mu):
-        """``(1/mu) sum_B sum_{i in B} (g_i - g_B)(g_i - g_B)^T``, ``g_i = l'_i s_i [x_i, 1]``."""
+        """``(1/mu) sum_B sum_{i in B} (g_i - g_B)(g_i - g_B)^T``, ``g_i = l'_i s_i [x_i, 1]``.
+
+        Computed as ``sum_i g_i g_i^T - sum_B S_B S_B^T / |B|`` with the block
+        sums ``S_B``: a weighted Gram matrix of the members and one product
+        with a sparse block-indicator matrix, without gathering rows.
+        """
         starts = state["starts"]
         sizes = np.diff(starts)
         pooled = np.flatnonzero(sizes > 1)
@@ -146,11 +152,13 @@ class _Problem:
         first = np.cumsum(size) - size
         pos = np.arange(size.sum()) - np.repeat(first - starts[pooled], size)
         idx = state["order"][pos]
-        G = self.design.rows(idx) * (state["d1"][idx] * self.s[idx])[:, None]
-        # sum_i g_i g_i^T - sum_B |B| mean_B mean_B^T, the block sums from running sums
-        running = np.vstack([np.zeros((1, G.shape[1])), np.cumsum(G, axis=0)])
-        sums = running[first + size] - running[first]
-        return (G.T @ G - (sums.T / size) @ sums) / mu
+        coef = state["d1"][idx] * self.s[idx]
+        h = np.zeros(self.s.size)
+        h[idx] = coef * coef
+        block = sp.csr_matrix((coef, (np.repeat(np.arange(pooled.size), size), idx)),
+                              shape=(pooled.size, self.s.size))
+        sums = self.design.left_product(block)
+        return (self.design.weighted_gram(h) - (sums.T / size) @ sums) / mu
 
     def certificate(self, theta, state, decrease):
         """``(F(theta), bound on F(theta) - F*)`` from the state's weights ``q``.
