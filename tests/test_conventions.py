@@ -18,3 +18,16 @@ def test_estimator_is_exported_with_a_keyword_only_constructor(name):
     shared = {"max_iter", "tol", "alpha", "random_state", "warm_start", "verbose"}
     assert shared <= {p.name for p in params}
     assert "max_epochs" not in {p.name for p in params}
+
+
+def test_api_reference_names_resolve_and_list_every_estimator():
+    import importlib
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).parents[1] / "doc" / "api.rst").read_text()
+    names = re.findall(r"^\.\. auto(?:class|function):: (\S+)$", text, flags=re.M)
+    for name in names:
+        module, _, attr = name.rpartition(".")
+        assert hasattr(importlib.import_module(module), attr), name
+    assert {f"skrank.{e}" for e in ESTIMATORS} <= set(names)
