@@ -18,6 +18,7 @@ $(VENV)/.demo-installed: $(PY) pyproject.toml
 	touch $@
 
 test: $(VENV)/.test-installed
+	$(VENV)/bin/ruff check skrank tests benchmarks
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 demo: $(VENV)/.demo-installed

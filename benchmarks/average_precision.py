@@ -32,8 +32,9 @@ import time
 import warnings
 
 import numpy as np
+from _first_fit import print_first_fit
 from scipy.optimize import minimize
-from scipy.special import expit, log_expit
+from scipy.special import log_expit
 from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
@@ -42,7 +43,6 @@ from sklearn.model_selection import StratifiedShuffleSplit
 from sklearn.preprocessing import StandardScaler
 
 from skrank.average_precision_objective import AveragePrecisionObjective
-from _first_fit import print_first_fit
 from skrank.datasets import load_tabular
 from skrank.estimators import AveragePrecisionClassifier, PartialAUCClassifier
 from skrank.pairwise_losses import get_pairwise_loss

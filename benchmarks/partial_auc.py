@@ -35,13 +35,13 @@ import time
 import warnings
 
 import numpy as np
+from _first_fit import print_first_fit
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedShuffleSplit
 from sklearn.preprocessing import StandardScaler
 
-from _first_fit import print_first_fit
 from skrank.datasets import load_tabular
 from skrank.estimators import PartialAUCClassifier, RankADMMClassifier
 from skrank.metrics import partial_auc_score

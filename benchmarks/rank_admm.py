@@ -350,7 +350,7 @@ def print_rows(title, rows, methods, paper_note=None):
 # part 1: paper tables
 # ----------------------------------------------------------------------------------
 def table1(real, epochs, seed):
-    rows, gaps = [], []
+    rows = []
     risk = Superquantile(q=0.8)
     for name, (X, y) in real.items():
         X_tr, X_te, y_tr, y_te = split_srm(X, y, seed)

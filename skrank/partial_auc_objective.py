@@ -35,8 +35,8 @@ element of the Clarke subdifferential otherwise.
 import numpy as np
 from numba import njit
 
-from .metrics import _check_fpr_range
 from ._sorting import _insertion_keyed
+from .metrics import _check_fpr_range
 from .pairwise_losses import pair_value_and_derivative
 
 

@@ -10,7 +10,6 @@ from skrank.risks import ERM, ExponentialSpectral, Extremile, HumanAligned, Supe
 from skrank.solvers.prospect import prospect, rerank
 
 
-
 def test_rerank_keeps_the_order():
     rng = np.random.default_rng(0)
     n = 50

@@ -13,7 +13,6 @@ from skrank.solvers.lsvrg import lsvrg
 from skrank.solvers.sgd import sgd
 
 
-
 def _standardised(n=128, d=3, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))

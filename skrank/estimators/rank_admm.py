@@ -2,7 +2,6 @@
 
 from numbers import Integral, Real
 
-import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..risks import BaseRisk, RankedRange

@@ -15,9 +15,9 @@ smoothness on the current face of the permutahedron
 import numpy as np
 from numba import njit
 
+from .._sorting import _FAR, _gather_keys, _keyed_scratch, _sort_keyed
 from ..losses import HUBER, LOGISTIC, SQUARED, SQUARED_HINGE, loss_derivative, loss_value
 from ._sampling import _INV53, _LOW32, _MULT, _U5, _U11, _U12, _U25, _U27, _build_alias, _draw, _uniform
-from .._sorting import _FAR, _gather_keys, _keyed_scratch, _sort_keyed
 from ._stepsize import _soft, vr_batch_direction
 
 # The face cap dual_safety / L_F assumes an exact primal step.  When the dual

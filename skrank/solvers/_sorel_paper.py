@@ -12,10 +12,10 @@ import numpy as np
 from numba import njit
 
 from .._pava import _isotonic_kernel
+from .._sorting import _gather_keys, _keyed_scratch, _sort_keyed
 from ..losses import loss_derivative, loss_value
 from ._result import SolverResult
 from ._sampling import _seed_state, _uniform
-from .._sorting import _gather_keys, _keyed_scratch, _sort_keyed
 from ._stepsize import loss_arguments_dense, make_rng, prepare_data, rank_weights
 
 

@@ -15,8 +15,8 @@ import numpy as np
 
 from ._stepsize import (
     EpochLog,
-    check_learning_rate,
     WeightedSampler,
+    check_learning_rate,
     draw_uniform,
     initial_point,
     loss_arguments_dense,
