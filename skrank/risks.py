@@ -29,6 +29,9 @@ class BaseRisk(BaseEstimator):
     is_convex = True
     #: True when the weights depend on the loss values (human-aligned risk).
     depends_on_values = False
+    #: True when the risk is a difference of two top-k sums (ranked range),
+    #: the form the DCA and AGD solvers and the ADMM's trimming steps use.
+    difference_of_top_sums = False
 
     def weights(self, n):  # pragma: no cover - abstract
         """Weights ``sigma_1..sigma_n`` of the ascending order statistics."""
@@ -255,6 +258,7 @@ class RankedRange(BaseRisk):
     """
 
     is_convex = False
+    difference_of_top_sums = True
 
     def __init__(self, m=0.05, k=0.5):
         self.m = m

@@ -4,7 +4,7 @@ from numbers import Integral, Real
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..risks import BaseRisk, RankedRange
+from ..risks import BaseRisk
 from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RankLinearModel
 
 _SOLVERS = ("auto", "newton", "admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd")
@@ -41,11 +41,11 @@ class _RankADMMModel(_RankLinearModel):
         risk = self._get_risk()
         n = X.shape[0]
         # Validate the risk's parameters for this sample count (clear ValueError).
-        if getattr(risk, "depends_on_values", False):
+        if risk.depends_on_values:
             risk.weight_pieces(n)
         else:
             risk.weights(n)
-        if self.solver in ("dca", "agd") and type(risk) is not RankedRange:
+        if self.solver in ("dca", "agd") and not risk.difference_of_top_sums:
             raise ValueError(
                 f"solver={self.solver!r} minimises ranked-range risks (a difference of two "
                 f"convex top-k sums); got risk {type(risk).__name__}. Use solver='admm' for it."

@@ -128,7 +128,7 @@ class Polisher:
 
     @staticmethod
     def applies(risk, loss, framework):
-        return framework == "srm" and loss.code in _POLISHED and getattr(risk, "is_convex", True)
+        return framework == "srm" and loss.code in _POLISHED and risk.is_convex
 
     def _signs(self, t):
         """``sign(t)`` (+1 at 0) for the even losses, whose ties are on ``|t|``; else ones."""

@@ -85,7 +85,7 @@ def weight_pieces(risk, n):
     pieces and its reference point, so that the result equals
     ``risk.weights(n, losses)``.
     """
-    if getattr(risk, "depends_on_values", False):
+    if risk.depends_on_values:
         sigma_a, sigma_b = risk.weight_pieces(n)
         return (np.ascontiguousarray(sigma_a, dtype=np.float64),
                 np.ascontiguousarray(sigma_b, dtype=np.float64), float(risk.reference))

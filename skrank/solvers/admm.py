@@ -36,7 +36,7 @@ from .._pava import zstep, zstep_even, zstep_sorted
 from .._sorting import resort
 from ..losses import ABSOLUTE, HINGE, LOGISTIC, SQUARED, SQUARED_HINGE
 from ..objective import affine_map, rank_objective
-from ..risks import ERM, HumanAligned, RankedRange, TopK
+from ..risks import ERM, TopK
 from ._polish import Polisher
 from ._result import SolverResult
 from ._tie_walk import tie_walk
@@ -65,9 +65,9 @@ def _blas_threads(X):
 # rho schedules
 # ------------------------------------------------------------------------------------
 def _framework(risk):
-    if isinstance(risk, HumanAligned) or getattr(risk, "depends_on_values", False):
+    if risk.depends_on_values:
         return "ehrm"
-    if isinstance(risk, RankedRange) or not getattr(risk, "is_convex", True):
+    if not risk.is_convex:
         return "aorr"
     return "srm"
 
@@ -314,7 +314,7 @@ def make_zstep(loss, sigma, sigma_b=None, threshold=np.inf, method="stack"):
 
 def risk_pieces(risk, loss, n):
     """``(sigma, sigma_b, threshold)`` of a risk for the z-step."""
-    if getattr(risk, "depends_on_values", False):
+    if risk.depends_on_values:
         sigma_a, sigma_b = risk.weight_pieces(n)
         return sigma_a, sigma_b, reference_to_z(loss, risk.reference)
     return np.ascontiguousarray(risk.weights(n), dtype=np.float64), None, np.inf
@@ -324,7 +324,7 @@ def rank_subgradient(risk, loss, t):
     """``sigma_rank(i) l'(t_i)``: a subgradient of ``Omega`` at ``t``."""
     L = loss.value(t)
     order = np.argsort(L, kind="stable")
-    if getattr(risk, "depends_on_values", False):
+    if risk.depends_on_values:
         sigma = risk.weights(t.shape[0], L)
     else:
         sigma = risk.weights(t.shape[0])
@@ -730,7 +730,7 @@ def _admm(
         return rank_objective(X, y, w, b, risk, loss, penalty)
 
     # the losses' order changes little per iteration: re-sorted from the last one
-    sigma_obj = None if getattr(risk, "depends_on_values", False) else risk.weights(n)
+    sigma_obj = None if risk.depends_on_values else risk.weights(n)
     obj_order = np.arange(n, dtype=np.int64)
 
     def objective_t(t, penalty_value):
@@ -852,7 +852,7 @@ def _nonconvex_admm(
         # the start itself is a candidate
         cand = [(objective(w, b), name, w, b, t, -rank_subgradient(risk, loss, t), 1.0, None)]
         # ranked range: segments of SEGMENT iterations, each followed by trimming
-        segment = SEGMENT if isinstance(risk, RankedRange) else max(max_iter, 1)
+        segment = SEGMENT if risk.difference_of_top_sums else max(max_iter, 1)
         for seg in range(0, max(max_iter, 1), segment):
             res = run(w, b, min(segment, max_iter - seg))
             n_iter += res.n_iter
@@ -860,7 +860,7 @@ def _nonconvex_admm(
             w, b, info = res.coef, res.intercept, res.info
             cand.append((res.objective, f"admm from {name}", w, b, info["z"], info["lambda"],
                          info["rho"], res.stop_criterion if res.converged else None))
-            if isinstance(risk, RankedRange):
+            if risk.difference_of_top_sums:
                 # trimming steps from this point, once per top-m set
                 top = _top_set(loss.value(s * (np.asarray(X @ w).ravel() + b) + c), risk)
                 if top not in tried:

@@ -180,7 +180,7 @@ def prospect(
     ``sum_i q_i grad l_i(w)`` with the current table ranking; as the table
     converges to ``l(w)`` the weights converge to the ranked ``sigma``.
     """
-    if getattr(risk, "depends_on_values", False):
+    if risk.depends_on_values:
         raise ValueError(
             f"prospect needs rank weights that depend on n only; {type(risk).__name__}'s "
             "depend on the loss values. Use sgd, lsvrg or the RankADMM solver."
