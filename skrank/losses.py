@@ -125,11 +125,11 @@ def loss_second_derivative(code, t, param):
 
 @njit(cache=True)
 def loss_level(code, v, param):
-    """``sup {t : l(t) <= v}`` for the nondecreasing classification losses.
+    """``sup {t : l(t) <= v}``: a threshold on the losses as one on their arguments.
 
-    So ``l(t) > v`` exactly when ``t > loss_level(code, v)``: a threshold on
-    the losses is a threshold on their arguments.  ``-inf`` when no ``t``
-    qualifies; NaN for the even (regression) losses, which are not monotone.
+    For the nondecreasing classification losses ``l(t) > v`` exactly when
+    ``t > loss_level(code, v)``; for the even regression losses exactly when
+    ``|t| > loss_level(code, v)``.  ``-inf`` when no ``t`` qualifies.
     """
     if code == LOGISTIC:
         if v <= 0.0:
@@ -147,8 +147,16 @@ def loss_level(code, v, param):
         if v >= 1.0:
             return np.inf
         return np.log(v) - np.log1p(-v)
-    if code == SQUARED or code == ABSOLUTE or code == HUBER:
-        return np.nan
+    if v < 0.0:
+        return -np.inf
+    if code == SQUARED:
+        return np.sqrt(2.0 * v)
+    if code == ABSOLUTE:
+        return v
+    if code == HUBER:
+        if v <= 0.5 * param * param:
+            return np.sqrt(2.0 * v)
+        return v / param + 0.5 * param
     raise ValueError("unknown loss code")
 
 

@@ -91,6 +91,12 @@ def test_loss_level_is_the_threshold_of_the_monotone_losses():
         for v in (-0.5, 0.0, 1e-3, 0.3, 0.6931, 2.0, 35.0):
             level = loss_level(loss.code, v, 0.0)
             np.testing.assert_array_equal(values > v, t > level)
+    for name in ("squared", "absolute", "huber"):
+        loss = get_loss(name, epsilon=0.7)
+        values = loss.value(t)
+        for v in (-0.5, 0.0, 1e-3, 0.2, 0.245, 0.3, 2.0):
+            level = loss_level(loss.code, v, loss.param)
+            np.testing.assert_array_equal(values > v, np.abs(t) > level)
 
 
 @pytest.mark.parametrize("kernel", [loss_value, loss_derivative, loss_level])

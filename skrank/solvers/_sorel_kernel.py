@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from .._sorting import _FAR, _gather_keys, _keyed_scratch, _sort_keyed
-from ..losses import HUBER, LOGISTIC, SQUARED, SQUARED_HINGE, loss_derivative, loss_value
+from ..losses import loss_derivative, loss_second_derivative, loss_value
 from ._sampling import _INV53, _LOW32, _MULT, _U5, _U11, _U12, _U25, _U27, _build_alias, _draw, _uniform
 from ._stepsize import _soft, vr_batch_direction
 
@@ -136,20 +136,6 @@ def _project_sorted(z, sigma, perm, lam, dlam, losses, b_wy, b_start, multi):
     return nm, dual_turn, lam_l
 
 
-@njit(cache=True, inline="always")
-def _second_derivative(code, t, param):
-    if code == SQUARED:
-        return 1.0
-    if code == HUBER:
-        return 1.0 if abs(t) <= param else 0.0
-    if code == LOGISTIC:
-        e = 1.0 / (1.0 + np.exp(-abs(t)))
-        return e * (1.0 - e)
-    if code == SQUARED_HINGE:
-        return 2.0 if t > -1.0 else 0.0
-    return 0.0
-
-
 @njit(cache=True)
 def _gram(rows, m, out):
     """``out = rows[:m].T @ rows[:m]`` (BLAS; ``out`` zero for ``m = 0``)."""
@@ -169,7 +155,7 @@ def _primal_curvature(X, t, lam, code, param, fit_intercept, H, rows):
     n, d = X.shape
     m = 0
     for i in range(n):
-        h = lam[i] * _second_derivative(code, t[i], param)
+        h = lam[i] * loss_second_derivative(code, t[i], param)
         if h <= 0.0:
             continue
         r = np.sqrt(h)

@@ -34,7 +34,7 @@ import numpy as np
 
 from .._pava import zstep, zstep_even, zstep_sorted
 from .._sorting import resort
-from ..losses import ABSOLUTE, HINGE, LOGISTIC, SQUARED, SQUARED_HINGE
+from ..losses import HINGE, loss_level
 from ..objective import affine_map, rank_objective
 from ..risks import ERM, TopK
 from ._polish import Polisher
@@ -263,24 +263,7 @@ def reference_to_z(loss, reference):
     losses, nondecreasing) or ``|z| <= B_z`` (even regression losses).
     ``-inf`` when no argument has a loss that small.
     """
-    B = float(reference)
-    code = loss.code
-    if code == LOGISTIC:
-        return float(np.log(np.expm1(B))) if B > 0 else -np.inf
-    if code == HINGE:
-        return B - 1.0 if B >= 0 else -np.inf
-    if code == SQUARED_HINGE:
-        return float(np.sqrt(B)) - 1.0 if B >= 0 else -np.inf
-    if B < 0:
-        return -np.inf
-    if code == SQUARED:
-        return float(np.sqrt(2.0 * B))
-    if code == ABSOLUTE:
-        return B
-    eps = loss.param  # HUBER
-    if B <= 0.5 * eps * eps:
-        return float(np.sqrt(2.0 * B))
-    return B / eps + 0.5 * eps
+    return float(loss_level(loss.code, float(reference), loss.param))
 
 
 def make_zstep(loss, sigma, sigma_b=None, threshold=np.inf, method="stack"):
