@@ -31,3 +31,12 @@ def test_api_reference_names_resolve_and_list_every_estimator():
         module, _, attr = name.rpartition(".")
         assert hasattr(importlib.import_module(module), attr), name
     assert {f"skrank.{e}" for e in ESTIMATORS} <= set(names)
+
+
+@pytest.mark.parametrize("module", ["spectral_risk", "rank_admm", "partial_auc", "average_precision"])
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(f"skrank.estimators.{module}"))
+    assert result.attempted > 0 and result.failed == 0

