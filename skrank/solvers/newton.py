@@ -347,7 +347,7 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
     if coef_init is None:
         # the mean risk first (its weights are the centre): all losses tie at theta = 0
         center = np.full(n, sigma.mean())
-        theta, steps = _newton_fixed_weights(problem, theta, center, 1e-3, max_iter)
+        theta, steps = _newton_fixed_weights(problem, theta, center, 1e-1, max_iter)
     else:
         # a warm start: the rank weights of its losses
         center = np.empty(n)
