@@ -34,7 +34,18 @@ class BaseRisk(BaseEstimator):
     difference_of_top_sums = False
 
     def weights(self, n):  # pragma: no cover - abstract
-        """Weights ``sigma_1..sigma_n`` of the ascending order statistics."""
+        """Return the weights ``sigma_1..sigma_n`` of the ascending order statistics.
+
+        Parameters
+        ----------
+        n : int
+            Number of losses.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            ``sigma_i`` is the weight of the i-th smallest loss.
+        """
         raise NotImplementedError
 
     def value(self, losses):
@@ -48,6 +59,7 @@ class BaseRisk(BaseEstimator):
         Returns
         -------
         float
+            The weighted sum of the sorted losses.
         """
         losses = _as_losses(losses)
         sorted_losses = np.sort(losses)
@@ -99,7 +111,7 @@ class _SpectralRisk(BaseRisk):
         raise NotImplementedError
 
     def weights(self, n):
-        """Weights ``sigma_i = Phi(i/n) - Phi((i-1)/n)``, ascending order.
+        """Return the weights ``sigma_i = Phi(i/n) - Phi((i-1)/n)``, ascending order.
 
         Parameters
         ----------
@@ -124,7 +136,18 @@ class ERM(_SpectralRisk):
         pass
 
     def weights(self, n):
-        """Uniform weights ``1/n``."""
+        """Return the uniform weights ``1/n``.
+
+        Parameters
+        ----------
+        n : int
+            Number of losses.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            Every entry is ``1/n``.
+        """
         n = _check_n(n)
         return np.full(n, 1.0 / n)
 
@@ -195,7 +218,18 @@ class ExponentialSpectral(_SpectralRisk):
         _check_real("rho", self.rho, low=0.0, low_open=True)
 
     def weights(self, n):
-        """Exponential weights, ascending, summing to one."""
+        """Return the exponential weights, ascending, summing to one.
+
+        Parameters
+        ----------
+        n : int
+            Number of losses.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            ``sigma_i`` is the weight of the i-th smallest loss.
+        """
         n = _check_n(n)
         self._validate()
         rho = float(self.rho)
@@ -228,7 +262,18 @@ class TopK(BaseRisk):
         self.k = k
 
     def weights(self, n):
-        """Weights ``1/k`` on the ``k`` largest losses, zero elsewhere."""
+        """Return the weights ``1/k`` on the ``k`` largest losses, zero elsewhere.
+
+        Parameters
+        ----------
+        n : int
+            Number of losses.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            Zero on the ``n - k`` smallest losses, ``1/k`` on the others.
+        """
         n = _check_n(n)
         k = _count("k", self.k, n)
         if not isinstance(self.k, numbers.Integral):
@@ -265,7 +310,20 @@ class RankedRange(BaseRisk):
         self.k = k
 
     def counts(self, n):
-        """The integer ranks ``(m, k)`` for ``n`` losses, validated."""
+        """Return the integer ranks ``(m, k)`` for ``n`` losses, validated.
+
+        Parameters
+        ----------
+        n : int
+            Number of losses; fractional ``m`` and ``k`` are taken of it.
+
+        Returns
+        -------
+        m : int
+            Number of largest losses left out.
+        k : int
+            Rank (from the largest) of the last loss included.
+        """
         n = _check_n(n)
         m = _count("m", self.m, n)
         k = _count("k", self.k, n)
@@ -277,7 +335,18 @@ class RankedRange(BaseRisk):
         return m, k
 
     def weights(self, n):
-        """Weights ``1/(k-m)`` on ascending positions ``n-k+1 .. n-m``."""
+        """Return the weights ``1/(k-m)`` on ascending positions ``n-k+1 .. n-m``.
+
+        Parameters
+        ----------
+        n : int
+            Number of losses.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            ``1/(k-m)`` on the (m+1)-th to k-th largest losses, zero elsewhere.
+        """
         m, k = self.counts(n)
         w = np.zeros(n)
         w[n - k : n - m] = 1.0 / (k - m)
@@ -326,10 +395,22 @@ class HumanAligned(BaseRisk):
         _check_real("reference", self.reference)
 
     def weight_pieces(self, n):
-        """The two weight sequences ``(sigma_a, sigma_b)`` for ``n`` losses.
+        """Return the two weight sequences ``(sigma_a, sigma_b)`` for ``n`` losses.
 
         ``sigma_a[i]`` applies when the i-th smallest loss is at or below
         the reference, ``sigma_b[i]`` when it is above.
+
+        Parameters
+        ----------
+        n : int
+            Number of losses.
+
+        Returns
+        -------
+        sigma_a : ndarray of shape (n,)
+            Weights of the losses at or below the reference.
+        sigma_b : ndarray of shape (n,)
+            Weights of the losses above the reference.
         """
         n = _check_n(n)
         self._validate()
@@ -355,6 +436,7 @@ class HumanAligned(BaseRisk):
         Returns
         -------
         ndarray of shape (n,)
+            Weights of the ascending order statistics of ``losses``.
         """
         if losses is None:
             raise ValueError(
@@ -387,7 +469,7 @@ _RISKS = {
 
 
 def check_risk(risk):
-    """Turn ``risk`` (a name or a risk object) into a validated risk object.
+    """Turn ``risk`` (a name or a risk object) into a risk object.
 
     Parameters
     ----------
@@ -400,6 +482,9 @@ def check_risk(risk):
     Returns
     -------
     BaseRisk
+        ``risk`` itself when it is a risk object (its parameters are checked
+        when its weights are computed), else a new instance of the named
+        class.
     """
     if isinstance(risk, str):
         key = risk.lower()
