@@ -545,6 +545,7 @@ def zstep(m, sigma, loss_code, loss_param, rho, sigma_b=None, threshold=np.inf, 
     Returns
     -------
     z : ndarray of shape (n,)
+        The minimiser, in the order of ``m``.
     """
     m = _as_vector(m, "m")
     loss_code, loss_param = _check_loss(
@@ -609,6 +610,7 @@ def zstep_even(m, sigma, loss_code, loss_param, rho, method="stack", order=None)
     Returns
     -------
     z : ndarray of shape (n,)
+        The minimiser, in the order of ``m``; ``z_i`` has the sign of ``m_i``.
     """
     m = _as_vector(m, "m")
     loss_code, loss_param = _check_loss(
@@ -678,6 +680,7 @@ def sorted_weighted_sum(values, sigma):
     Returns
     -------
     total : float
+        ``sum_i sigma[i] * sort(values)[i]``.
     """
     values = _as_vector(values, "values")
     sigma = _as_vector(sigma, "sigma")

@@ -404,8 +404,9 @@ def subsample_positive_fraction(X, y, positive_fraction, *, random_state=None):
     Returns
     -------
     X_sub : same type as ``X``
+        The kept rows of ``X``.
     y_sub : ndarray
-        The kept rows; ``y_sub.mean()`` equals ``positive_fraction`` up to
+        The kept labels; ``y_sub.mean()`` equals ``positive_fraction`` up to
         rounding the kept count to an integer.
 
     Raises

@@ -107,7 +107,7 @@ def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=No
 
     See Also
     --------
-    sklearn.metrics.roc_auc_score : the full area, and McClish's standardised
+    sklearn.metrics.roc_auc_score : The full area, and McClish's standardised
         partial area for ``max_fpr``.
 
     Examples

@@ -11,7 +11,20 @@ import numpy as np
 
 
 def soft_threshold(v, t):
-    """Elementwise ``sign(v) * max(|v| - t, 0)``."""
+    """Soft-threshold elementwise: ``sign(v) * max(|v| - t, 0)``.
+
+    Parameters
+    ----------
+    v : array-like
+        Values to shrink towards zero.
+    t : float or array-like
+        Threshold, nonnegative; an array broadcasts against ``v``.
+
+    Returns
+    -------
+    ndarray
+        The shrunk values, of the broadcast shape of ``v`` and ``t``.
+    """
     return np.sign(v) * np.maximum(np.abs(v) - t, 0.0)
 
 
@@ -34,19 +47,58 @@ class Penalty:
     l2: float
 
     def value(self, w):
-        """Penalty value at ``w``."""
+        """Return the penalty value at ``w``.
+
+        Parameters
+        ----------
+        w : array-like of shape (d,)
+            Coefficients (without the intercept).
+
+        Returns
+        -------
+        float
+            ``l1 * ||w||_1 + l2 / 2 * ||w||^2``.
+        """
         w = np.asarray(w, dtype=np.float64)
         return float(self.l1 * np.abs(w).sum() + 0.5 * self.l2 * (w @ w))
 
     def prox(self, v, step):
-        """``argmin_w step * R(w) + ||w - v||^2 / 2``."""
+        """Apply the proximal operator ``argmin_w step * R(w) + ||w - v||^2 / 2``.
+
+        Parameters
+        ----------
+        v : array-like of shape (d,)
+            Point at which the operator is evaluated.
+        step : float
+            Step size, nonnegative.
+
+        Returns
+        -------
+        ndarray of shape (d,)
+            The minimiser: ``v`` soft-thresholded at ``step * l1``, divided by
+            ``1 + step * l2``.
+        """
         v = np.asarray(v, dtype=np.float64)
         return soft_threshold(v, step * self.l1) / (1.0 + step * self.l2)
 
     def subgradient_distance(self, w, g):
-        """Distance from ``g`` to the subdifferential of the penalty at ``w``.
+        """Return the distance from ``g`` to the subdifferential of the penalty at ``w``.
 
         Used by the stopping rules: ``dist(-grad_smooth, dR(w))``.
+
+        Parameters
+        ----------
+        w : array-like of shape (d,)
+            Coefficients at which the subdifferential is taken.
+        g : array-like of shape (d,)
+            Vector whose distance is measured (the stopping rules pass
+            minus the gradient of the smooth part).
+
+        Returns
+        -------
+        float
+            Euclidean distance, zero when ``g`` is a subgradient of the
+            penalty at ``w``.
         """
         w = np.asarray(w, dtype=np.float64)
         g = np.asarray(g, dtype=np.float64) - self.l2 * w
@@ -70,6 +122,13 @@ def get_penalty(penalty, alpha, l1_ratio=0.5):
         Overall strength, ``alpha >= 0``.
     l1_ratio : float, default=0.5
         Mixing parameter of the elastic net, in [0, 1].
+
+    Returns
+    -------
+    Penalty
+        Its ``l1`` and ``l2`` strengths: ``(0, alpha)`` for "l2",
+        ``(alpha, 0)`` for "l1", ``(alpha * l1_ratio, alpha * (1 - l1_ratio))``
+        for "elasticnet", ``(0, 0)`` for None.
     """
     if not (np.isfinite(alpha) and alpha >= 0):
         raise ValueError(f"alpha must be a nonnegative finite number, got {alpha!r}.")

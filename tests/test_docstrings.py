@@ -3,6 +3,11 @@
 The objects checked are those a user reads about:
 
 * everything in ``skrank.__all__``;
+* everything ``doc/api.rst`` documents, read from the file itself
+  (``autoclass``/``autofunction`` targets and the members of each
+  ``automodule``, resolved the way autodoc does: the ``:members:`` list,
+  else the module's ``__all__``, else the public classes and functions the
+  module defines);
 * the public methods and properties of those classes that skrank defines
   (``fit``, ``predict``, ``decision_function``, ``predict_proba``, a risk's
   ``weights`` ...), inherited ones included, but not those that come from
@@ -28,6 +33,8 @@ has to remove them from the list.
 
 import importlib
 import inspect
+import pathlib
+import re
 
 import pytest
 from numpydoc.validate import validate
@@ -60,7 +67,20 @@ _PENDING = {
     "skrank.SpectralRiskClassifier.predict_proba",
     "skrank.SpectralRiskRegressor.fit",
     "skrank.SpectralRiskRegressor.predict",
+    # skrank/losses.py
+    "skrank.losses.get_loss",
+    "skrank.losses.Loss",
+    "skrank.losses.Loss.cvxpy_expression",
+    "skrank.losses.Loss.derivative",
+    "skrank.losses.Loss.derivatives",
+    "skrank.losses.Loss.prox",
+    "skrank.losses.Loss.value",
+    # skrank/solvers/newton.py, skrank/solvers/admm.py
+    "skrank.solvers.newton.smoothed_newton",
+    "skrank.solvers.admm.admm",
 }
+
+_ROOT = pathlib.Path(__file__).parents[1]
 
 
 def _resolve(name):
@@ -75,6 +95,34 @@ def _resolve(name):
             obj = getattr(obj, attr)
         return obj
     raise ImportError(name)
+
+
+def _module_members(module_name, members):
+    module = importlib.import_module(module_name)
+    if not members:
+        members = getattr(module, "__all__", None)
+    if not members:
+        members = [
+            name
+            for name, obj in vars(module).items()
+            if not name.startswith("_")
+            and (inspect.isclass(obj) or inspect.isfunction(obj))
+            and obj.__module__ == module_name
+        ]
+    return [f"{module_name}.{name}" for name in members]
+
+
+def _api_rst_names():
+    text = (_ROOT / "doc" / "api.rst").read_text()
+    names = re.findall(r"^\.\. auto(?:class|function):: (\S+)$", text, flags=re.M)
+    automodules = re.findall(r"^\.\. automodule:: (\S+)\n((?:[ \t]+:.*\n)*)", text, flags=re.M)
+    for module_name, options in automodules:
+        found = re.search(r":members:(.*)", options)
+        if found is None:
+            continue
+        members = [m.strip() for m in found.group(1).split(",") if m.strip()]
+        names += _module_members(module_name, members)
+    return names
 
 
 def _own_methods(class_name, cls):
@@ -98,7 +146,7 @@ def _own_methods(class_name, cls):
 
 
 def _public_names():
-    names = [f"skrank.{name}" for name in skrank.__all__]
+    names = [f"skrank.{name}" for name in skrank.__all__] + _api_rst_names()
     first_name = {}
     for name in names:  # one entry per object (skrank.ERM is skrank.risks.ERM)
         first_name.setdefault(id(_resolve(name)), name)
@@ -115,12 +163,15 @@ def _public_names():
 PUBLIC_NAMES = _public_names()
 
 
-def test_the_collection_covers_the_estimators():
+def test_the_collection_covers_the_estimators_and_the_api_reference():
     assert len(PUBLIC_NAMES) == len(set(PUBLIC_NAMES))
     for method in ["fit", "predict", "decision_function", "predict_proba"]:
         assert f"skrank.SpectralRiskClassifier.{method}" in PUBLIC_NAMES
     assert "skrank.SpectralRiskClassifier.score" not in PUBLIC_NAMES  # scikit-learn's
     assert "skrank.SpectralRiskRegressor.predict_proba" not in PUBLIC_NAMES
+    documented = {id(_resolve(name)) for name in PUBLIC_NAMES}
+    for name in _api_rst_names():
+        assert id(_resolve(name)) in documented, name
 
 
 def test_pending_names_are_collected():

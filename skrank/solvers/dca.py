@@ -55,12 +55,17 @@ def dca(
     Parameters
     ----------
     X : {ndarray, sparse matrix} of shape (n, d)
+        Design matrix.
     y : ndarray of shape (n,)
         Labels in {-1, +1} (classification loss) or targets (regression).
     risk : skrank.risks.RankedRange
+        Its ``counts(n)`` gives the integer ranks ``m < k``.
     loss : skrank.losses.Loss
+        A convex loss (DCA needs the two parts to be convex).
     penalty : skrank.penalties.Penalty
+        The l1, l2 or elastic-net penalty, handled by the inner ADMM's w-step.
     fit_intercept : bool, default=True
+        Fit an unpenalised intercept.
     max_iter : int, default=50
         Maximum number of DCA (outer) iterations.
     tol : float, default=1e-7
@@ -73,6 +78,7 @@ def dca(
     coef_init, intercept_init : ndarray, float, default=None
         Starting point (zero by default).
     verbose : int, default=0
+        Print one line per outer iteration when positive.
 
     Returns
     -------

@@ -67,7 +67,7 @@ def lsvrg(
         Smooth losses carry the guarantees of SVRG; non-smooth ones run with
         a subgradient (a heuristic).
     penalty : skrank.penalties.Penalty
-        l1, l2 or elastic net, applied by its prox after every step.
+        The l1, l2 or elastic-net penalty, applied by its prox after every step.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept.
     sampling : {"uniform", "nonuniform"}, default="uniform"

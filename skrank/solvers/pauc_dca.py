@@ -35,6 +35,8 @@ def dca_partial_auc(objective, *, coef_init=None, max_iter=10, tol=1e-4, batch_s
     Parameters
     ----------
     objective : skrank.partial_auc_objective.PartialAUCObjective
+        The objective on the training set: its two classes, loss, FPR range
+        and l2 strength.
     coef_init : ndarray of shape (d,), default=None
         Start ``w^(0)``; None: the class-mean difference of
         :meth:`skrank.solvers.sbcd.PairSampler.default_start`.
@@ -44,12 +46,15 @@ def dca_partial_auc(objective, *, coef_init=None, max_iter=10, tol=1e-4, batch_s
         Stop when the exact ``F`` changes by at most ``tol * max(1, |F|)``
         over an outer iteration.
     batch_size : int, default=64
+        Positives and negatives per SBCD block.
     step : float, default=1.0
         ``c`` of the step sizes.
     inner_iter0 : int, default=100
         ``C`` of ``T_k = C (k+1)^2``.
-    random_state : int, RandomState, Generator or None
+    random_state : int, RandomState, Generator or None, default=None
+        Seed of the in-kernel generator (the blocks and permutations).
     verbose : int, default=0
+        Print one line per outer iteration when positive.
 
     Returns
     -------
@@ -68,15 +73,32 @@ def prox_dca_partial_auc(objective, *, coef_init=None, max_iter=10, tol=1e-4, ba
 
     Parameters
     ----------
-    objective, coef_init, max_iter, tol, batch_size, step, inner_iter0, random_state, verbose
+    objective : skrank.partial_auc_objective.PartialAUCObjective
+        As :func:`dca_partial_auc`.
+    coef_init : ndarray of shape (d,), default=None
+        As :func:`dca_partial_auc`.
+    max_iter : int, default=10
+        As :func:`dca_partial_auc`.
+    tol : float, default=1e-4
+        As :func:`dca_partial_auc`.
+    batch_size : int, default=64
+        As :func:`dca_partial_auc`.
+    step : float, default=1.0
+        As :func:`dca_partial_auc`.
+    inner_iter0 : int, default=100
         As :func:`dca_partial_auc`.
     prox : float, default=0.01
         Weight ``L`` of ``L/2 ||w - w^(k)||^2``, in units of the pair
         smoothness.
+    random_state : int, RandomState, Generator or None, default=None
+        As :func:`dca_partial_auc`.
+    verbose : int, default=0
+        As :func:`dca_partial_auc`.
 
     Returns
     -------
     SolverResult
+        As :func:`dca_partial_auc`.
     """
     return _dca(objective, coef_init, max_iter, tol, batch_size, step, inner_iter0,
                 random_state, verbose, prox=prox, name="prox-dca")

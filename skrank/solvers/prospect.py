@@ -139,7 +139,8 @@ def prospect(
     loss : skrank.losses.Loss
         A smooth loss (SAGA's guarantees need Lipschitz gradients).
     penalty : skrank.penalties.Penalty
-        l2 (the paper's setting), l1 or elastic net, applied by its prox.
+        The l2 (the paper's setting), l1 or elastic-net penalty, applied by
+        its prox.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept.
     batch_size : int, default=1

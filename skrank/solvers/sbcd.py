@@ -142,6 +142,8 @@ def agd_sbcd(
     Parameters
     ----------
     objective : skrank.partial_auc_objective.PartialAUCObjective
+        The objective on the training set: its two classes, loss, FPR range
+        and l2 strength.
     coef_init : ndarray of shape (d,), default=None
         Starting point ``w^(0)``; None starts from the class-mean
         difference ``delta / ||delta||^2`` (:meth:`PairSampler.default_start`).
@@ -171,8 +173,11 @@ def agd_sbcd(
         ``theta~ = c / (k+1)`` (dual, in loss units).
     inner_iter0 : int, default=50
         ``T0`` of ``T_k = T0 (k+1)^2``.
-    random_state : int, RandomState, Generator or None
+    random_state : int, RandomState, Generator or None, default=None
+        Seed of the in-kernel generator (the blocks and permutations).
     verbose : int, default=0
+        Print one line per outer iteration (and one per restart from the
+        best iterate) when positive.
 
     Returns
     -------

@@ -121,7 +121,7 @@ def sgd(
     loss : skrank.losses.Loss
         Any loss (non-smooth ones use a subgradient).
     penalty : skrank.penalties.Penalty
-        l1, l2 or elastic net, applied by its prox after every step.
+        The l1, l2 or elastic-net penalty, applied by its prox after every step.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept.
     batch_size : int, default=64

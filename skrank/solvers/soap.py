@@ -77,6 +77,8 @@ def soap(
     Parameters
     ----------
     objective : skrank.average_precision_objective.AveragePrecisionObjective
+        The objective on the training set: its data, surrogate loss and l2
+        strength.
     coef_init : ndarray of shape (d + 1,)
         Start ``(w, b)``.
     max_iter : int, default=100
@@ -91,6 +93,7 @@ def soap(
     gamma : float, default=0.9
         Weight of the new batch estimate in the moving averages, in (0, 1].
     optimizer : {"sgd", "momentum", "adam"}, default="adam"
+        Update rule of the steps.
     learning_rate : float or None, default=None
         Step size; None takes :data:`DEFAULT_LEARNING_RATES`.  For
         ``"sgd"`` and ``"momentum"`` the step is divided by the mean
@@ -99,8 +102,11 @@ def soap(
     beta1, beta2, eps : float
         Moment weights and the Adam constant.
     n_iter_no_change : int, default=5
-    random_state : int, RandomState, Generator or None
+        Number of epochs over which the improvement is measured (``tol``).
+    random_state : int, RandomState, Generator or None, default=None
+        Seed of the in-kernel generator (the batches).
     verbose : int, default=0
+        Print one line per epoch when positive.
 
     Returns
     -------

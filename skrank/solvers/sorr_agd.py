@@ -290,8 +290,8 @@ def sorr_agd(
     loss : skrank.losses.Loss
         Any loss; the hinge and absolute losses use a subgradient.
     penalty : skrank.penalties.Penalty
-        l1, l2 or elastic net, applied by its proximal map inside the inner
-        steps of the k-call (Notes).
+        The l1, l2 or elastic-net penalty, applied by its proximal map inside
+        the inner steps of the k-call (Notes).
     fit_intercept : bool, default=True
         Fit an unpenalised intercept.
     max_iter : int, default=30
