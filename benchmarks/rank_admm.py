@@ -321,8 +321,10 @@ def print_rows(title, rows, methods, paper_note=None):
     print(head)
     print("-" * len(head))
     for label, fits, paper in rows:
-        obj = "".join(f"{fnum(fits[m].obj, 13)}{'*' if fits[m].note == '*' else ' '}" if m in fits else " " * 14
-                      for m in methods)
+        obj = "".join(
+            f"{fnum(fits[m].obj, 13)}{'*' if fits[m].note == '*' else ' '}" if m in fits else " " * 14
+            for m in methods
+        )
         acc = "".join(f"{fnum(fits[m].acc, 14)}" if m in fits else " " * 14 for m in methods)
         sec = "".join(f"{fits[m].sec:14.2f}" if m in fits and np.isfinite(fits[m].sec)
                       else " " * 14 for m in methods)

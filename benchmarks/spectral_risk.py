@@ -240,7 +240,8 @@ def main(argv=None):
     parser.add_argument("--data-dir", default=None, help="folder holding uci-regression/ (../shared/data)")
     parser.add_argument("--quick", action="store_true", help="yacht only, 20 passes: a smoke test")
     parser.add_argument("--passes", type=float, default=200.0, help="pass budget of every method")
-    parser.add_argument("--settings", default="fig2,fig3", help="comma-separated: fig2 (batch 1), fig3 (batch 64)")
+    parser.add_argument("--settings", default="fig2,fig3",
+                        help="comma-separated: fig2 (batch 1), fig3 (batch 64)")
     parser.add_argument("--cvxpy-max-n", type=int, default=300,
                         help="largest n for cvxpy on ESRM/extremile (O(n^2) program)")
     parser.add_argument("--seed", type=int, default=0)
@@ -284,10 +285,12 @@ def main(argv=None):
                     full = sorel_paper(X, y, risk, loss, pen, learning_rate=pair[1], dual_scale=pair[0],
                                        batch_size=batch, max_iter=max(1, int(passes / 2)),
                                        random_state=args.seed)
-                    res["SOREL-grid"] = (full.objective_history, full.info["passes"], full.info["times"], full)
+                    res["SOREL-grid"] = (full.objective_history, full.info["passes"], full.info["times"],
+                                         full)
                 f_best = min(float(np.nanmin(h[0])) for h in res.values())
                 f_star = f_best if f_cvx is None else min(f_best, f_cvx)
-                bound = max(dual_bound(X, y, res[m][3].info["lambda"], 1.0 / n) for m in ("SOREL", "SOREL-plain"))
+                bound = max(dual_bound(X, y, res[m][3].info["lambda"], 1.0 / n)
+                            for m in ("SOREL", "SOREL-plain"))
                 cert = (f_star - bound) / abs(f_star)
                 f0 = res["SOREL"][0][0]
                 times_to = {}
@@ -307,7 +310,8 @@ def main(argv=None):
                 s["plain_reach"] += int(first_reach(sub_p, pas_p, 1e-8) <= 100)
                 others = [times_to[m] for m in BASELINES]
                 for key, m in (("fastest", "SOREL"), ("plain_fastest", "SOREL-plain")):
-                    if np.isfinite(times_to[m]) and all(not np.isfinite(o) or times_to[m] < o for o in others):
+                    beats_all = all(not np.isfinite(o) or times_to[m] < o for o in others)
+                    if np.isfinite(times_to[m]) and beats_all:
                         s[key] += 1
                 if args.paper_grid:
                     pas_g, _, sub_g = curves[(setting, name, risk_name, "SOREL-grid")]
@@ -345,7 +349,8 @@ def main(argv=None):
               f"{len(GRID_LR)} grid (C, lr) for {args.grid_passes:.0f} passes (pick: lowest mean "
               f"objective over the last 10 epochs); search time {grid_seconds:.1f} s in all")
         print("passes to 1e-8 ('-': not within the budget) and suboptimality at 100 passes")
-        print("setting data      risk            auto p@1e-8  auto@100  grid (C, lr)     grid p@1e-8  grid@100")
+        print("setting data      risk            auto p@1e-8  auto@100  "
+              "grid (C, lr)     grid p@1e-8  grid@100")
         for setting, name, risk_name, p_auto, s_auto, pair, p_grid, s_grid in grid_rows:
             print(f"{setting:7s} {name:9s} {risk_name:15s} {fmt(p_auto, 'passes'):12s} {s_auto:9.1e} "
                   f"({pair[0]:g}, {pair[1]:g}){'':{max(0, 10 - len(f'{pair[0]:g}, {pair[1]:g}'))}s}  "
@@ -371,7 +376,8 @@ def main(argv=None):
         print("matplotlib missing: no plot")
         return
     os.makedirs(args.output, exist_ok=True)
-    colors = {"SOREL": "C3", "SOREL-plain": "C5", "SGD": "C0", "LSVRG": "C2", "Prospect": "C1", "SOREL-grid": "C4"}
+    colors = {"SOREL": "C3", "SOREL-plain": "C5", "SGD": "C0", "LSVRG": "C2", "Prospect": "C1",
+              "SOREL-grid": "C4"}
     for setting in settings:
         fig, axes = plt.subplots(len(sets), 2 * len(RISKS), figsize=(4 * len(RISKS) * 2 / 1.6,
                                  2.6 * len(sets)), squeeze=False)
