@@ -170,7 +170,10 @@ def _sort_keyed(keys, perm, descents, far, pk, pk2, kbuf, pbuf, counts, hist):
 
 @njit(cache=True)
 def _gather_keys(vals, perm, out):
-    """``out[j] = vals[perm[j]]`` (the keys of :func:`_sort_keyed`); returns their descents and far descents."""
+    """``out[j] = vals[perm[j]]`` (the keys of :func:`_sort_keyed`).
+
+    Returns the number of descents and of far descents of the keys.
+    """
     n = out.shape[0]
     descents = 0
     far = 0

@@ -281,10 +281,8 @@ def test_zstep_unsorted_matches_cvxpy_rank_problem(code, method, referee):
     sigma[: n // 2] = 0.0  # superquantile-like
     rho = 0.2
     z_var = cp.Variable(n)
-    f_ref = referee.solve(
-        referee.rank_term(referee.loss(code, z_var, HUBER_EPS), sigma)[0] + rho / 2 * cp.sum_squares(z_var - m), [],
-        tol=1e-10,
-    )
+    rank_term = referee.rank_term(referee.loss(code, z_var, HUBER_EPS), sigma)[0]
+    f_ref = referee.solve(rank_term + rho / 2 * cp.sum_squares(z_var - m), [], tol=1e-10)
     z = zstep(m, sigma, code, 0.0, rho, method=method)
     f = rank_objective(z, m, sigma, code, rho)
     assert abs(f - f_ref) <= 1e-8 * max(1.0, abs(f_ref)), (f, f_ref)
@@ -390,10 +388,8 @@ def test_zstep_even_matches_cvxpy(code, method, referee):
     sigma[: n // 3] = 0.0
     rho = 0.4
     z_var = cp.Variable(n)
-    f_ref = referee.solve(
-        referee.rank_term(referee.loss(code, z_var, HUBER_EPS), sigma)[0] + rho / 2 * cp.sum_squares(z_var - m), [],
-        tol=1e-10,
-    )
+    rank_term = referee.rank_term(referee.loss(code, z_var, HUBER_EPS), sigma)[0]
+    f_ref = referee.solve(rank_term + rho / 2 * cp.sum_squares(z_var - m), [], tol=1e-10)
     z = zstep_even(m, sigma, code, param_of(code), rho, method=method)
     f = rank_objective(z, m, sigma, code, rho)
     assert abs(f - f_ref) <= 1e-8 * max(1.0, abs(f_ref)), (f, f_ref)

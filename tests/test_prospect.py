@@ -33,8 +33,11 @@ def _problem(n=60, seed=0):
     return (X - X.mean(0)) / X.std(0), (y - y.mean()) / y.std()
 
 
-@pytest.mark.parametrize("risk,rtol", [(ERM(), 1e-9), (ExponentialSpectral(2.0), 1e-5), (Extremile(2.5), 1e-5)],
-                         ids=lambda r: type(r).__name__ if not isinstance(r, float) else "")
+@pytest.mark.parametrize(
+    "risk,rtol",
+    [(ERM(), 1e-9), (ExponentialSpectral(2.0), 1e-5), (Extremile(2.5), 1e-5)],
+    ids=lambda r: type(r).__name__ if not isinstance(r, float) else "",
+)
 @pytest.mark.parametrize("batch_size", [1, 8])
 def test_prospect_matches_cvxpy(risk, rtol, batch_size, referee):
     # strictly increasing weights and distinct losses: the smooth case where Prospect converges

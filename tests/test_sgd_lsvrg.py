@@ -107,7 +107,9 @@ def test_sgd_step_uses_batch_rank_weights(risk, task):
 
 @pytest.mark.parametrize("solver", [sgd, lsvrg])
 @pytest.mark.parametrize("risk", [RankedRange(0.1, 0.6), HumanAligned()], ids=lambda r: type(r).__name__)
-@pytest.mark.parametrize("loss,penalty", [("logistic", "l1"), ("hinge", "l2"), ("squared_hinge", "elasticnet")])
+@pytest.mark.parametrize(
+    "loss,penalty", [("logistic", "l1"), ("hinge", "l2"), ("squared_hinge", "elasticnet")]
+)
 def test_any_risk_loss_penalty(solver, risk, loss, penalty):
     rng = np.random.default_rng(2)
     X = rng.normal(size=(100, 4))
