@@ -53,6 +53,19 @@ class _RankLinearModel(BaseEstimator):
     def _solve(self, X, y, coef_init, intercept_init):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _solve_registered(self, X, y, coef_init, intercept_init):
+        """Run ``self._solver_info`` (a :class:`skrank.solvers._registry.SolverInfo`).
+
+        With the shared keyword arguments, the estimator's own options for
+        that solver (``_solver_options``) and the entry's fixed options.
+        """
+        info = self._solver_info
+        options = dict(max_iter=self.max_iter, tol=self.tol, fit_intercept=self.fit_intercept,
+                       coef_init=coef_init, intercept_init=intercept_init, verbose=self.verbose)
+        options.update(self._solver_options().get(info.name, {}))
+        options.update(info.options)
+        return info.load()(X, y, self._risk, self._loss_obj, self._penalty_obj, **options)
+
     def _validate_fit_data(self, X, y):
         X, y = validate_data(
             self,

@@ -5,9 +5,12 @@ from numbers import Integral, Real
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..risks import _RISKS, BaseRisk
+from ..solvers._registry import choose_solver
 from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RankLinearModel
 
 _SOLVERS = ("auto", "newton", "admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd")
+#: ``solver="auto"``: the first that fits (skrank.solvers._registry); the ADMM fits every problem.
+_AUTO = ("newton", "admm")
 #: Most outer iterations of solver="agd": iteration k runs 20 (k+1)^2 inner steps, so the
 #: work grows like max_iter^3 and the default max_iter=1000 (sized for the ADMM) never ends.
 _AGD_MAX_OUTER = 50
@@ -42,70 +45,27 @@ class _RankADMMModel(_RankLinearModel):
             risk.weight_pieces(n)
         else:
             risk.weights(n)
-        if self.solver in ("dca", "agd") and not risk.difference_of_top_sums:
-            raise ValueError(
-                f"solver={self.solver!r} minimises ranked-range risks (a difference of two "
-                f"convex top-k sums); got risk {type(risk).__name__}. Use solver='admm' for it."
-            )
         self._risk = risk
         self._loss_obj = self._get_loss()
         self._penalty_obj = self._get_penalty()
-        loss, penalty = self._loss_obj, self._penalty_obj
-        newton_fits = (risk.is_convex and loss.smooth
-                       and not (loss.linear_pieces and penalty.l2 == 0.0))
-        if self.solver == "newton" and not newton_fits:
-            raise ValueError(
-                "solver='newton' needs a convex spectral risk (nondecreasing weights) and a smooth "
-                "loss (logistic, squared_hinge, squared, huber; huber with an l2 part in the "
-                f"penalty); got risk {type(risk).__name__}, loss {loss.name!r}, penalty "
-                f"{self.penalty!r}. Use solver='admm'."
-            )
-        self._solver = self.solver
-        if self.solver == "auto":
-            self._solver = "newton" if newton_fits else "admm"
+        self._solver_info = choose_solver(self.solver, _AUTO, risk, self._loss_obj, self._penalty_obj)
+        self._solver = self._solver_info.name
+
+    def _solver_options(self):
+        """Each solver's keyword arguments beyond the shared ones."""
+        zstep = dict(zstep_method=self.zstep_method, l1_solver=self.l1_solver)
+        seeded = dict(random_state=self.random_state)
+        return {
+            "admm": dict(rho=self.rho, **zstep),
+            "dca": zstep,
+            "agd": dict(seeded, max_iter=min(self.max_iter, _AGD_MAX_OUTER)),
+            "sgd": seeded,
+            "lsvrg": seeded,
+            "lsvrg_nu": seeded,
+        }
 
     def _solve(self, X, y, coef_init, intercept_init):
-        risk, loss, penalty = self._risk, self._loss_obj, self._penalty_obj
-        common = dict(
-            fit_intercept=self.fit_intercept,
-            coef_init=coef_init,
-            intercept_init=intercept_init,
-            verbose=self.verbose,
-        )
-        if self._solver == "newton":
-            from ..solvers.newton import smoothed_newton
-
-            return smoothed_newton(X, y, risk, loss, penalty, max_iter=self.max_iter, tol=self.tol,
-                                   **common)
-        if self._solver == "admm":
-            from ..solvers.admm import admm
-
-            return admm(
-                X, y, risk, loss, penalty, max_iter=self.max_iter, tol=self.tol,
-                rho=self.rho, zstep_method=self.zstep_method, l1_solver=self.l1_solver,
-                **common,
-            )
-        if self._solver == "dca":
-            from ..solvers.dca import dca
-
-            return dca(
-                X, y, risk, loss, penalty, max_iter=self.max_iter, tol=self.tol,
-                zstep_method=self.zstep_method, l1_solver=self.l1_solver, **common,
-            )
-        if self._solver == "agd":
-            from ..solvers.sorr_agd import sorr_agd
-
-            return sorr_agd(X, y, risk, loss, penalty, max_iter=min(self.max_iter, _AGD_MAX_OUTER),
-                            tol=self.tol, random_state=self.random_state, **common)
-        stochastic = dict(max_iter=self.max_iter, tol=self.tol, random_state=self.random_state)
-        if self._solver == "sgd":
-            from ..solvers.sgd import sgd
-
-            return sgd(X, y, risk, loss, penalty, **stochastic, **common)
-        from ..solvers.lsvrg import lsvrg
-
-        sampling = "nonuniform" if self._solver == "lsvrg_nu" else "uniform"
-        return lsvrg(X, y, risk, loss, penalty, sampling=sampling, **stochastic, **common)
+        return self._solve_registered(X, y, coef_init, intercept_init)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

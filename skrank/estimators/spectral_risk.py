@@ -6,9 +6,12 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..risks import _RISKS, BaseRisk
+from ..solvers._registry import choose_solver
 from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RankLinearModel
 
 _SOLVERS = ("auto", "newton", "sorel", "sgd", "lsvrg", "prospect", "admm")
+#: ``solver="auto"``: the first that fits (skrank.solvers._registry); the ADMM fits every problem.
+_AUTO = ("newton", "admm")
 _RISK_NAMES = set(_RISKS)  # the names skrank.risks.check_risk accepts
 
 
@@ -42,60 +45,19 @@ class _SpectralRiskModel(_RankLinearModel):
         if not np.isfinite(self.alpha) or self.alpha < 0:
             raise ValueError(f"alpha must be a nonnegative finite number, got {self.alpha!r}.")
         self._loss_obj = self._get_loss()
-        self._solver = self.solver
-        if self.solver == "auto":
-            # Newton needs curvature: the Huber loss's linear tails need alpha > 0
-            self._solver = "admm" if self._loss_obj.linear_pieces and self.alpha == 0 else "newton"
-        if self._solver == "sorel" and self.alpha <= 0:
-            raise ValueError(
-                "solver='sorel' needs a strongly convex penalty, alpha > 0 "
-                f"(got alpha={self.alpha!r}). For alpha = 0 use solver='sgd', 'lsvrg' or "
-                "'prospect', or RankADMMClassifier / RankADMMRegressor (skrank.estimators)."
-            )
         self._penalty_obj = self._get_penalty()
+        self._solver_info = choose_solver(self.solver, _AUTO, risk, self._loss_obj, self._penalty_obj)
+        self._solver = self._solver_info.name
 
-    def _solve(self, X, y, coef_init, intercept_init):
-        risk, loss, penalty = self._risk, self._loss_obj, self._penalty_obj
-        common = dict(
-            fit_intercept=self.fit_intercept,
-            coef_init=coef_init,
-            intercept_init=intercept_init,
-            verbose=self.verbose,
-        )
-        stochastic = dict(
-            max_iter=self.max_iter,
-            tol=self.tol,
-            learning_rate=self.learning_rate,
-            random_state=self.random_state,
-        )
+    def _solver_options(self):
+        """Each solver's keyword arguments beyond the shared ones."""
+        stochastic = dict(learning_rate=self.learning_rate, random_state=self.random_state)
         if self.batch_size is not None:
             stochastic["batch_size"] = self.batch_size
-        if self._solver == "newton":
-            from ..solvers.newton import smoothed_newton
+        return {name: stochastic for name in ("sorel", "sgd", "lsvrg", "prospect")}
 
-            return smoothed_newton(X, y, risk, loss, penalty, max_iter=self.max_iter, tol=self.tol,
-                                   **common)
-        if self._solver == "sorel":
-            from ..solvers.sorel import sorel
-
-            return sorel(X, y, risk, loss, penalty, **common, **stochastic)
-        if self._solver == "sgd":
-            from ..solvers.sgd import sgd
-
-            return sgd(X, y, risk, loss, penalty, **common, **stochastic)
-        if self._solver == "lsvrg":
-            from ..solvers.lsvrg import lsvrg
-
-            return lsvrg(X, y, risk, loss, penalty, **common, **stochastic)
-        if self._solver == "prospect":
-            from ..solvers.prospect import prospect
-
-            return prospect(X, y, risk, loss, penalty, **common, **stochastic)
-        try:
-            from ..solvers.admm import admm
-        except ImportError as exc:  # pragma: no cover - depends on issue 3
-            raise ValueError("solver='admm' needs skrank.solvers.admm, which is not available.") from exc
-        return admm(X, y, risk, loss, penalty, max_iter=self.max_iter, tol=self.tol, **common)
+    def _solve(self, X, y, coef_init, intercept_init):
+        return self._solve_registered(X, y, coef_init, intercept_init)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -44,6 +44,7 @@ import scipy.sparse as sp
 
 from ..objective import affine_map
 from ._design import Design
+from ._registry import SOLVERS
 from ._result import SolverResult
 from ._smoothed_risk import l1_newton_direction, losses_and_keys, pooled_projection
 
@@ -324,14 +325,9 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
         transpose, a weighted Gram matrix counted as one) and ``time``.
     """
     start = time.perf_counter()
-    if not loss.smooth:
-        raise ValueError(f"smoothed_newton needs a smooth loss; got {loss.name!r}.")
-    if loss.linear_pieces and penalty.l2 == 0.0:
-        raise ValueError(f"smoothed_newton needs an l2 part in the penalty with the {loss.name!r} "
-                         "loss, whose linear pieces give its Newton model no curvature.")
-    if not risk.is_convex:
-        raise ValueError(f"smoothed_newton needs nondecreasing rank weights; {type(risk).__name__} "
-                         "has none.")
+    reason = SOLVERS["newton"].unsupported(risk, loss, penalty)
+    if reason is not None:
+        raise ValueError(reason)
     X = X if hasattr(X, "tocsr") else np.asarray(X, dtype=np.float64)
     n = X.shape[0]
     problem = _Problem(X, y, risk.weights(n), loss, penalty, fit_intercept)
@@ -408,6 +404,8 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
     F, theta, gap = best
     if problem.l1 > 0.0:
         theta, F = _zero_small_coefficients(problem, theta, F)
+    if F != history[-1]:
+        history.append(F)  # the returned point's objective comes last
     coef, intercept = design.split(theta)
     return SolverResult(
         coef=coef.copy(), intercept=intercept, n_iter=steps,

@@ -1,0 +1,148 @@
+"""One table of the rank-risk solvers and what each fits.
+
+The estimators of :mod:`skrank.estimators.rank_admm` and
+:mod:`skrank.estimators.spectral_risk` check a problem against a solver's
+entry before they call it, and ``solver="auto"`` takes the first entry of
+the estimator's preference list that fits.  A solver states here, once,
+which risks, losses and penalties it handles; no estimator repeats it.
+"""
+
+from dataclasses import dataclass, field
+from importlib import import_module
+
+#: What a solver's ``risks`` field accepts, and how to say it when a risk is refused.
+_RISK_KINDS = {
+    "any": (lambda risk: True, "any rank risk"),
+    "convex": (lambda risk: risk.is_convex, "a convex spectral risk (nondecreasing rank weights)"),
+    "fixed_weights": (lambda risk: not risk.depends_on_values,
+                      "rank weights that depend on n only (not ranked-range or human-aligned risks)"),
+    "ranked_range": (lambda risk: risk.difference_of_top_sums,
+                     "a ranked-range risk (a difference of two convex top-k sums)"),
+}
+
+
+@dataclass(frozen=True)
+class SolverInfo:
+    """What one solver fits, and where its function lives.
+
+    Parameters
+    ----------
+    name : str
+        The estimators' name for it (``solver=name``).
+    function : str
+        ``"module:function"`` under :mod:`skrank.solvers`.
+    risks : {"any", "convex", "fixed_weights", "ranked_range"}
+        The risks it minimises.
+    smooth_loss : bool, default=False
+        Whether it needs a loss with a Lipschitz derivative.
+    curvature : bool, default=False
+        Whether a smooth loss with linear pieces (Huber) needs an l2 part
+        in the penalty (a Newton model needs curvature).
+    strongly_convex : bool, default=False
+        Whether it needs an l2 part in the penalty.
+    options : dict, default={}
+        Keyword arguments always passed to the function (a variant of
+        another solver).
+    """
+
+    name: str
+    function: str
+    risks: str
+    smooth_loss: bool = False
+    curvature: bool = False
+    strongly_convex: bool = False
+    options: dict = field(default_factory=dict)
+
+    def unsupported(self, risk, loss, penalty):
+        """Why this solver cannot fit the problem, or None when it can.
+
+        Parameters
+        ----------
+        risk : skrank.risks.BaseRisk
+            The rank risk.
+        loss : skrank.losses.Loss
+            The loss.
+        penalty : skrank.penalties.Penalty
+            The penalty.
+
+        Returns
+        -------
+        str or None
+            A sentence that names what is not supported, or None.
+        """
+        accepts, needs = _RISK_KINDS[self.risks]
+        if not accepts(risk):
+            return f"solver={self.name!r} needs {needs}; got {type(risk).__name__}."
+        if self.smooth_loss and not loss.smooth:
+            return f"solver={self.name!r} needs a smooth loss; got {loss.name!r}."
+        if self.curvature and loss.linear_pieces and penalty.l2 == 0.0:
+            return (f"solver={self.name!r} needs an l2 part in the penalty (alpha > 0) with the "
+                    f"{loss.name!r} loss, whose linear pieces give its Newton model no curvature.")
+        if self.strongly_convex and penalty.l2 == 0.0:
+            return f"solver={self.name!r} needs a strongly convex penalty: an l2 part with alpha > 0."
+        return None
+
+    def load(self):
+        """The solver function, imported on first use.
+
+        Returns
+        -------
+        callable
+            ``f(X, y, risk, loss, penalty, **options)`` returning a
+            :class:`skrank.solvers.SolverResult`.
+        """
+        module, function = self.function.split(":")
+        return getattr(import_module(f"skrank.solvers.{module}"), function)
+
+
+_TABLE = (
+    SolverInfo("newton", "newton:smoothed_newton", "convex", smooth_loss=True, curvature=True),
+    SolverInfo("admm", "admm:admm", "any"),
+    SolverInfo("sorel", "sorel:sorel", "convex", smooth_loss=True, strongly_convex=True),
+    SolverInfo("sgd", "sgd:sgd", "any"),
+    SolverInfo("lsvrg", "lsvrg:lsvrg", "any"),
+    SolverInfo("lsvrg_nu", "lsvrg:lsvrg", "any", options={"sampling": "nonuniform"}),
+    SolverInfo("prospect", "prospect:prospect", "fixed_weights"),
+    SolverInfo("dca", "dca:dca", "ranked_range"),
+    SolverInfo("agd", "sorr_agd:sorr_agd", "ranked_range"),
+)
+
+#: The rank-risk solvers by name.
+SOLVERS = {info.name: info for info in _TABLE}
+
+
+def choose_solver(requested, preference, risk, loss, penalty):
+    """The solver an estimator runs: ``requested``, or for ``"auto"`` the first of ``preference`` that fits.
+
+    Parameters
+    ----------
+    requested : str
+        The estimator's ``solver`` parameter.
+    preference : tuple of str
+        The estimator's order of preference for ``"auto"``; its last entry
+        must fit every problem the estimator accepts.
+    risk, loss, penalty : objects
+        The problem (see :meth:`SolverInfo.unsupported`).
+
+    Returns
+    -------
+    SolverInfo
+        The entry of the solver to run.
+
+    Raises
+    ------
+    ValueError
+        When the requested solver cannot fit the problem; the message names
+        one that can.
+    """
+    if requested == "auto":
+        for name in preference:
+            if SOLVERS[name].unsupported(risk, loss, penalty) is None:
+                return SOLVERS[name]
+        raise ValueError(f"no solver among {preference} fits this problem.")  # pragma: no cover
+    info = SOLVERS[requested]
+    reason = info.unsupported(risk, loss, penalty)
+    if reason is not None:
+        fits = [name for name in preference if SOLVERS[name].unsupported(risk, loss, penalty) is None]
+        raise ValueError(f"{reason} Use solver={fits[0]!r}." if fits else reason)
+    return info
