@@ -67,9 +67,8 @@ _PENDING = {
     "skrank.SpectralRiskClassifier.predict_proba",
     "skrank.SpectralRiskRegressor.fit",
     "skrank.SpectralRiskRegressor.predict",
-    # skrank/solvers/newton.py, skrank/solvers/admm.py
+    # skrank/solvers/newton.py
     "skrank.solvers.newton.smoothed_newton",
-    "skrank.solvers.admm.admm",
 }
 
 _ROOT = pathlib.Path(__file__).parents[1]
