@@ -10,14 +10,14 @@ Every loss is a function of one scalar ``t``:
 
 Inside kernels a loss is selected by a small integer code (``LOGISTIC``,
 ``HINGE``, ...) plus one float parameter (Huber's ``delta``; unused by the
-others).  The three primitives are
+others).  The primitives are
 
 ``loss_value(code, t, param)``
     the loss ``l(t)``;
 ``loss_derivative(code, t, param)``
-    ``l'(t)`` (the right derivative where ``l`` has a kink);
+    ``l'(t)`` (at a kink, the subgradient of least magnitude: 0);
 ``loss_second_derivative(code, t, param)``
-    ``l''(t)`` (0 on linear pieces; the right limit where ``l''`` jumps);
+    ``l''(t)`` (0 on linear pieces and where ``l''`` jumps);
 ``loss_prox(code, v, c, param)``
     ``argmin_z c * l(z) + (z - v)**2 / 2`` for ``c >= 0``.
 
@@ -105,7 +105,7 @@ def loss_derivative(code, t, param):
 
 @njit(cache=True)
 def loss_second_derivative(code, t, param):
-    """``l''(t)``: 0 on the linear pieces, the right limit at a jump of ``l''``."""
+    """``l''(t)``: 0 on the linear pieces and at a jump of ``l''``."""
     if code == LOGISTIC:
         s = _sigmoid(t)
         return s * (1.0 - s)
