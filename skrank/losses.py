@@ -10,14 +10,14 @@ Every loss is a function of one scalar ``t``:
 
 Inside kernels a loss is selected by a small integer code (``LOGISTIC``,
 ``HINGE``, ...) plus one float parameter (Huber's ``delta``; unused by the
-others).  The three primitives are
+others).  The primitives are
 
 ``loss_value(code, t, param)``
     the loss ``l(t)``;
 ``loss_derivative(code, t, param)``
-    ``l'(t)`` (the right derivative where ``l`` has a kink);
+    ``l'(t)`` (at a kink, the subgradient of least magnitude: 0);
 ``loss_second_derivative(code, t, param)``
-    ``l''(t)`` (0 on linear pieces; the right limit where ``l''`` jumps);
+    ``l''(t)`` (0 on linear pieces and where ``l''`` jumps);
 ``loss_prox(code, v, c, param)``
     ``argmin_z c * l(z) + (z - v)**2 / 2`` for ``c >= 0``.
 
@@ -105,7 +105,7 @@ def loss_derivative(code, t, param):
 
 @njit(cache=True)
 def loss_second_derivative(code, t, param):
-    """``l''(t)``: 0 on the linear pieces, the right limit at a jump of ``l''``."""
+    """``l''(t)``: 0 on the linear pieces and at a jump of ``l''``."""
     if code == LOGISTIC:
         s = _sigmoid(t)
         return s * (1.0 - s)
@@ -263,7 +263,9 @@ def loss_derivatives_upto2(code, t, param, value, first, second):
 class Loss:
     """Description of one loss for the Python layer.
 
-    Attributes
+    Build it with :func:`get_loss`; the fields are also its attributes.
+
+    Parameters
     ----------
     name : str
         Public name, as accepted by the estimators' ``loss`` parameter.
@@ -294,12 +296,37 @@ class Loss:
     param: float = 0.0
 
     def value(self, t):
-        """Loss values at the float64 array ``t``."""
+        """Return the loss values ``l(t)``.
+
+        Parameters
+        ----------
+        t : array-like of shape (n,)
+            Arguments of the loss (negative margins or residuals, see
+            :mod:`skrank.losses`), converted to float64.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            ``l(t_i)`` for each ``i``.
+        """
         t = np.ascontiguousarray(t, dtype=np.float64)
         return loss_values(self.code, t, self.param, np.empty_like(t))
 
     def derivative(self, t):
-        """Loss derivatives (subgradients at kinks) at the array ``t``."""
+        """Return the loss derivatives ``l'(t)`` (subgradients at kinks).
+
+        Parameters
+        ----------
+        t : array-like of shape (n,)
+            Arguments of the loss, converted to float64.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            ``l'(t_i)`` for each ``i``; at a kink of ``l`` (the hinge at
+            ``t = -1``, the absolute loss at 0) the subgradient of least
+            magnitude, 0.
+        """
         t = np.ascontiguousarray(t, dtype=np.float64)
         return loss_derivatives(self.code, t, self.param, np.empty_like(t))
 
@@ -309,24 +336,66 @@ class Loss:
         return self.task == "regression"
 
     def derivatives(self, t):
-        """``(l(t), l'(t), l''(t))`` at the array ``t`` in one pass."""
+        """Return the loss and its first two derivatives in one pass.
+
+        Parameters
+        ----------
+        t : array-like of shape (n,)
+            Arguments of the loss, converted to float64.
+
+        Returns
+        -------
+        value, first, second : ndarray of shape (n,)
+            ``l(t)``, ``l'(t)`` (as :meth:`derivative`) and ``l''(t)``:
+            0 on the linear pieces and where ``l''`` jumps or is undefined
+            (the squared hinge at ``t = -1``, Huber's loss at
+            ``|t| = epsilon``, the kinks of the hinge and absolute losses).
+        """
         t = np.ascontiguousarray(t, dtype=np.float64)
         out = np.empty_like(t), np.empty_like(t), np.empty_like(t)
         loss_derivatives_upto2(self.code, t, self.param, *out)
         return out
 
     def cvxpy_expression(self, cp, t):
-        """The loss of the cvxpy affine expression ``t`` (for reference solutions).
+        """Build the loss of a cvxpy expression, for reference solutions.
 
-        ``cp`` is the ``cvxpy`` module, passed in so that skrank does not
-        import it.
+        Parameters
+        ----------
+        cp : module
+            The ``cvxpy`` module, passed in so that skrank does not import it.
+        t : cvxpy.Expression
+            Affine expression of the loss's arguments.
+
+        Returns
+        -------
+        cvxpy.Expression
+            The elementwise loss ``l(t)``, convex, with the same shape as ``t``.
+
+        Raises
+        ------
+        ValueError
+            If the loss has no cvxpy form (``name`` is not one of
+            :func:`get_loss`'s names).
         """
         if self.name not in _CVXPY_FORMS:
             raise ValueError(f"no cvxpy form for the loss {self.name!r}")
         return _CVXPY_FORMS[self.name](cp, t, self.param)
 
     def prox(self, v, c):
-        """Elementwise ``argmin_z c * l(z) + (z - v)**2 / 2``."""
+        """Apply the proximal operator of ``c * l`` elementwise.
+
+        Parameters
+        ----------
+        v : array-like of shape (n,)
+            Points at which the operator is evaluated, converted to float64.
+        c : float
+            Scale of the loss, nonnegative (0 returns ``v``).
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            ``argmin_z c * l(z) + (z - v_i)**2 / 2`` for each ``i``.
+        """
         v = np.ascontiguousarray(v, dtype=np.float64)
         out = np.empty_like(v)
         for i in range(v.shape[0]):
@@ -373,7 +442,20 @@ def get_loss(name, *, epsilon=1.0):
         ``squared`` is ``t**2 / 2``; ``huber`` is ``t**2 / 2`` for
         ``|t| <= epsilon`` and ``epsilon * (|t| - epsilon / 2)`` beyond.
     epsilon : float, default=1.0
-        Huber's threshold; must be positive.
+        Huber's threshold; must be positive and finite.  Ignored by the
+        other losses.
+
+    Returns
+    -------
+    Loss
+        The loss, with ``param`` set to ``epsilon`` for ``"huber"`` and to 0
+        otherwise.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is unknown, or if ``name`` is ``"huber"`` and
+        ``epsilon`` is not a positive finite number.
     """
     if name not in _LOSSES:
         raise ValueError(f"Unknown loss {name!r}; expected one of {sorted(_LOSSES)}.")

@@ -295,7 +295,8 @@ def _sweep_case(seed, target):
             X = np.vstack([X, X[:10]])
             n = X.shape[0]
         risks = [Superquantile(float(rng.uniform(0.3, 0.95))), TopK(int(rng.integers(1, n // 3 + 2))),
-                 Extremile(float(rng.uniform(1.5, 4))), ExponentialSpectral(float(rng.uniform(0.5, 5))), ERM()]
+                 Extremile(float(rng.uniform(1.5, 4))), ExponentialSpectral(float(rng.uniform(0.5, 5))),
+                 ERM()]
         risk = risks[case % 5]
         fit_intercept = bool(rng.random() < 0.7)
         alpha = float(10 ** rng.uniform(-3, -0.5))

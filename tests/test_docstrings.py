@@ -67,17 +67,8 @@ _PENDING = {
     "skrank.SpectralRiskClassifier.predict_proba",
     "skrank.SpectralRiskRegressor.fit",
     "skrank.SpectralRiskRegressor.predict",
-    # skrank/losses.py
-    "skrank.losses.get_loss",
-    "skrank.losses.Loss",
-    "skrank.losses.Loss.cvxpy_expression",
-    "skrank.losses.Loss.derivative",
-    "skrank.losses.Loss.derivatives",
-    "skrank.losses.Loss.prox",
-    "skrank.losses.Loss.value",
-    # skrank/solvers/newton.py, skrank/solvers/admm.py
+    # skrank/solvers/newton.py
     "skrank.solvers.newton.smoothed_newton",
-    "skrank.solvers.admm.admm",
 }
 
 _ROOT = pathlib.Path(__file__).parents[1]

@@ -609,7 +609,10 @@ class Polisher:
                     dvec = np.zeros(k)
                 ad = R @ dvec
                 ad[inW] = 0.0
-                if np.max(np.abs(ad), initial=0.0) <= 1e-13 and np.abs(dvec @ g_s) <= 1e-15 * max(1.0, abs(float(q @ y))):
+                if (
+                    np.max(np.abs(ad), initial=0.0) <= 1e-13
+                    and np.abs(dvec @ g_s) <= 1e-15 * max(1.0, abs(float(q @ y)))
+                ):
                     # stationary on W: multipliers mu of g + R_W^T mu = 0 must lie in [lo, hi]
                     if not Wi.size:
                         break

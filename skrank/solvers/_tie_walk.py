@@ -433,7 +433,10 @@ class _QuadraticFace:
         self.omega = omega
 
     def gradient(self, face, t):
-        """``dOmega/dt`` at the face solution, on the rows where ``t`` is given (``omega t`` plus the ties)."""
+        """``dOmega/dt`` at the face solution, on the rows where ``t`` is given.
+
+        ``omega t`` plus the ties' terms.
+        """
         _, omega, tie_i, tie_r, nu = face
         grad = omega * t
         if nu is not None:

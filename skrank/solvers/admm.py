@@ -599,12 +599,20 @@ def admm(
     Parameters
     ----------
     X : {ndarray, sparse matrix} of shape (n, d)
+        Design matrix.
     y : ndarray of shape (n,)
         Labels in {-1, +1} (classification loss) or targets (regression).
     risk : skrank.risks.BaseRisk
+        Any risk of :mod:`skrank.risks`; the non-convex ones (ranked range,
+        human-aligned) are handled as described under ``refine``.
     loss : skrank.losses.Loss
+        Any loss of :mod:`skrank.losses`; its proximal map enters the z-step.
     penalty : skrank.penalties.Penalty
+        The penalty ``l1 ||w||_1 + l2/2 ||w||^2`` (l1, l2, elastic net or
+        none), handled by the w-step: in closed form without an l1 part,
+        else by ``l1_solver``.
     fit_intercept : bool, default=True
+        Fit an unpenalised intercept ``b`` (an extra column of the linear map).
     max_iter : int, default=300
         Maximum number of ADMM iterations.
     tol : float, default=1e-6

@@ -34,7 +34,8 @@ from ._stepsize import (
 
 __all__ = ["dual_smoothness", "sorel", "sorel_dual_scale", "sorel_paper"]
 
-_H_PERIOD = 16  # the primal curvature used by the dual step cap is refreshed at k = 2^j - 1 and every 16 epochs
+# the primal curvature used by the dual step cap is refreshed at k = 2^j - 1 and every 16 epochs
+_H_PERIOD = 16
 _CHUNK_SECONDS = 2e-3  # target length of one kernel call (several epochs)
 # Multiple of svrg_step_size's 1 / (3 (Lbar / B + Lbar)) for the automatic
 # importance-sampled primal step (still below SVRG's 1 / (4 Lbar / 3) bound
