@@ -104,7 +104,7 @@ def _rank_admm_aorr():
     from skrank.estimators import RankADMMClassifier
     from skrank.risks import RankedRange
 
-    return RankADMMClassifier(risk=RankedRange(m=0.01, k=0.5), rho="adaptive", max_iter=300)
+    return RankADMMClassifier(risk=RankedRange(m=0.01, k=0.5), solver="dca")
 
 
 #: Models of the demo: (row label, zero-argument factory, task).  ``task`` is

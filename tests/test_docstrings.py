@@ -43,33 +43,7 @@ import skrank
 
 IGNORED = frozenset({"ES01", "SA01", "EX01", "RT02"})
 
-_PENDING = {
-    # skrank/estimators/_base.py
-    "skrank.AveragePrecisionClassifier.fit",
-    "skrank.AveragePrecisionClassifier.predict",
-    "skrank.AveragePrecisionClassifier.predict_log_proba",
-    "skrank.AveragePrecisionClassifier.predict_proba",
-    "skrank.PartialAUCClassifier.fit",
-    "skrank.PartialAUCClassifier.predict",
-    "skrank.PartialAUCClassifier.predict_log_proba",
-    "skrank.PartialAUCClassifier.predict_proba",
-    "skrank.RankADMMClassifier.decision_function",
-    "skrank.RankADMMClassifier.fit",
-    "skrank.RankADMMClassifier.predict",
-    "skrank.RankADMMClassifier.predict_log_proba",
-    "skrank.RankADMMClassifier.predict_proba",
-    "skrank.RankADMMRegressor.fit",
-    "skrank.RankADMMRegressor.predict",
-    "skrank.SpectralRiskClassifier.decision_function",
-    "skrank.SpectralRiskClassifier.fit",
-    "skrank.SpectralRiskClassifier.predict",
-    "skrank.SpectralRiskClassifier.predict_log_proba",
-    "skrank.SpectralRiskClassifier.predict_proba",
-    "skrank.SpectralRiskRegressor.fit",
-    "skrank.SpectralRiskRegressor.predict",
-    # skrank/solvers/newton.py
-    "skrank.solvers.newton.smoothed_newton",
-}
+_PENDING = set()
 
 _ROOT = pathlib.Path(__file__).parents[1]
 

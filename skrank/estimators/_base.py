@@ -120,7 +120,8 @@ class RankLinearClassifierMixin(ClassifierMixin):
 
         Returns
         -------
-        self
+        self : object
+            The fitted estimator.
         """
         self._validate_params()
         X, y = self._validate_fit_data(X, y)
@@ -178,16 +179,32 @@ class RankLinearClassifierMixin(ClassifierMixin):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Samples.
 
         Returns
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
+            ``X @ coef_.T + intercept_``: one column for two classes, one
+            per class (one-vs-rest) for more.
         """
         scores = np.asarray(self._linear_predict(X))
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def predict(self, X):
-        """Predicted class labels."""
+        """Predicted class labels.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The class of each sample among ``classes_``: ``classes_[1]`` where
+            the decision function is positive (two classes), the class of
+            the largest score otherwise.
+        """
         scores = self.decision_function(X)
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
@@ -210,6 +227,16 @@ class RankLinearClassifierMixin(ClassifierMixin):
         probability scale rather than calibrated probabilities.
         PartialAUCClassifier's decision function is a Platt fit, so its
         probabilities are calibrated on the training scores.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            The probability of each class, in the order of ``classes_``.
         """
         scores = self.decision_function(X)
         if scores.ndim == 1:
@@ -220,7 +247,18 @@ class RankLinearClassifierMixin(ClassifierMixin):
 
     @available_if(_proba_available)
     def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`."""
+        """Logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            The log-probability of each class, in the order of ``classes_``.
+        """
         return np.log(self.predict_proba(X))
 
 
@@ -241,7 +279,8 @@ class RankLinearRegressorMixin(RegressorMixin):
 
         Returns
         -------
-        self
+        self : object
+            The fitted estimator.
         """
         self._validate_params()
         X, y = self._validate_fit_data(X, y)
@@ -263,5 +302,16 @@ class RankLinearRegressorMixin(RegressorMixin):
         return self
 
     def predict(self, X):
-        """Predicted targets ``X @ coef_ + intercept_``."""
+        """Predicted targets ``X @ coef_ + intercept_``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The predictions.
+        """
         return np.asarray(self._linear_predict(X)).ravel()

@@ -171,7 +171,8 @@ class _Problem:
         """
         value = state["value"]
         omega = float(np.sort(value) @ self.sigma)
-        return omega + self.penalty(theta), max(omega - float(state["q"] @ value), 0.0) + decrease / (1.0 - _HESSIAN_SLACK)
+        gap = max(omega - float(state["q"] @ value), 0.0) + decrease / (1.0 - _HESSIAN_SLACK)
+        return omega + self.penalty(theta), gap
 
 
 def _solve_spd(H, g):
@@ -301,8 +302,9 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
     loss : skrank.losses.Loss
         Logistic, squared hinge, squared or Huber.
     penalty : skrank.penalties.Penalty
-        l2, l1 or elastic net; the Huber loss needs an l2 part.
+        An l2, l1 or elastic-net penalty; the Huber loss needs an l2 part.
     fit_intercept : bool, default=True
+        Whether to fit an unpenalised intercept.
     coef_init, intercept_init : ndarray and float, optional
         Starting point (zeros by default).
     max_iter : int, default=200
