@@ -381,6 +381,27 @@ class Loss:
             raise ValueError(f"no cvxpy form for the loss {self.name!r}")
         return _CVXPY_FORMS[self.name](cp, t, self.param)
 
+    def conjugate(self, a):
+        """The convex conjugate ``l*(a) = sup_t a t - l(t)`` at the array ``a``.
+
+        Used for Fenchel dual bounds: ``l(t) >= a t - l*(a)`` for every
+        ``t``.  ``a = l'(t)`` always lies in the domain of ``l*``; entries
+        outside it give ``inf``.
+
+        Parameters
+        ----------
+        a : array-like of float
+            Dual points (slopes).
+
+        Returns
+        -------
+        ndarray
+            ``l*(a)``, ``inf`` outside the conjugate's domain.
+        """
+        a = np.asarray(a, dtype=np.float64)
+        value, low, high = _CONJUGATES[self.name](a, self.param)
+        return np.where((a >= low) & (a <= high), value, np.inf)
+
     def prox(self, v, c):
         """Apply the proximal operator of ``c * l`` elementwise.
 
@@ -425,6 +446,22 @@ _CVXPY_FORMS = {
     "squared": lambda cp, t, param: 0.5 * cp.square(t),
     "absolute": lambda cp, t, param: cp.abs(t),
     "huber": lambda cp, t, param: 0.5 * cp.huber(t, param),
+}
+
+
+def _xlogx(a):
+    a = np.clip(a, 0.0, 1.0)
+    return np.where(a > 0.0, a * np.log(np.where(a > 0.0, a, 1.0)), 0.0)
+
+
+# the conjugate of each loss and its domain [low, high]
+_CONJUGATES = {
+    "logistic": lambda a, p: (_xlogx(a) + _xlogx(1.0 - a), 0.0, 1.0),
+    "hinge": lambda a, p: (-a, 0.0, 1.0),
+    "squared_hinge": lambda a, p: (0.25 * a * a - a, 0.0, np.inf),
+    "squared": lambda a, p: (0.5 * a * a, -np.inf, np.inf),
+    "absolute": lambda a, p: (np.zeros_like(a), -1.0, 1.0),
+    "huber": lambda a, p: (0.5 * a * a, -p, p),
 }
 
 CLASSIFICATION_LOSSES = tuple(k for k, v in _LOSSES.items() if v["task"] == "classification")

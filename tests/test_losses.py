@@ -126,3 +126,18 @@ def test_cvxpy_expression_is_the_loss(name):
     loss = get_loss(name, epsilon=0.7) if name == "huber" else get_loss(name)
     t = np.array([-3.1, -1.0, -0.4, 0.0, 0.55, 1.3, 2.9])
     assert np.allclose(loss.cvxpy_expression(cp, cp.Constant(t)).value, loss.value(t))
+
+
+@pytest.mark.parametrize("name", ["logistic", "hinge", "squared_hinge", "squared", "absolute", "huber"])
+def test_conjugate_is_the_supremum_over_a_grid(name):
+    """``l*(a) = sup_t a t - l(t)``, by brute force over a fine grid of ``t``."""
+    loss = get_loss(name, epsilon=0.7)
+    t = np.linspace(-60.0, 60.0, 400001)
+    lt = loss.value(t)
+    for a in [-0.9, -0.3, 0.0, 0.2, 0.5, 0.99, 1.0, 1.7]:
+        brute = float(np.max(a * t - lt))
+        conj = float(loss.conjugate(np.array([a]))[0])
+        if np.isfinite(conj):
+            assert abs(brute - conj) <= 1e-3 * (1.0 + abs(conj))
+        else:  # outside the domain the supremum grows without bound
+            assert brute > 10.0

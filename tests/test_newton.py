@@ -168,3 +168,19 @@ def test_weighted_gram_updates_stay_within_their_slack(sparse, fit_intercept):
         V = rng.normal(size=(6, A.shape[1]))
         for v in V:
             assert (1 - slack) * (v @ G @ v) - 1e-9 <= v @ exact @ v <= (1 + slack) * (v @ G @ v) + 1e-9
+
+
+@pytest.mark.parametrize("loss_name", ["logistic", "squared_hinge", "squared", "huber"])
+@pytest.mark.parametrize("penalty", ["l2", "elasticnet"])
+def test_the_dual_bound_lies_below_the_optimum(referee, loss_name, penalty):
+    rng = np.random.default_rng(3)
+    loss = get_loss(loss_name)
+    X, y = _data(loss.task)
+    risk, pen = Superquantile(q=0.7), get_penalty(penalty, 0.05)
+    f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=True)
+    problem = _Problem(X, y, risk.weights(y.size), loss, pen, True)
+    for _ in range(5):  # any theta and any centre give weights in P(sigma) and slopes
+        theta = rng.normal(size=X.shape[1] + 1)
+        center = project_permutahedron(rng.random(y.size), problem.sigma)
+        _, state = problem.smoothed(theta, 0.1, center)
+        assert problem.dual_bound(state["q"], state["d1"]) <= f_star + 1e-9 * abs(f_star)

@@ -30,10 +30,12 @@ Certificate: for every ``q`` in ``P(sigma)``, ``F* >= min_theta q . l(theta)
 
     F(theta) - F* <= [Omega(l) - q . l] + (G_q(theta) - min G_q),
 
-and the second term is estimated by the decrease of ``G_q``'s Newton model
-(``g^T H_q^{-1} g / 2`` without l1: exact for the squared loss, the usual
-local estimate otherwise).  The fit stops when this bound is below
-``tol |F|``.
+and with an l2 part in the penalty ``min G_q`` is bounded below by Fenchel
+duality, ``l(t) >= a t - l*(a)`` at the slopes ``a = l'(t)``: the bound is
+a duality gap.  With an l1 term alone or no penalty, the second term is
+estimated by the decrease of ``G_q``'s Newton model (``g^T H_q^{-1} g / 2``
+without l1: exact for the squared loss, the usual local estimate
+otherwise).  The fit stops when this bound is below ``tol |F|``.
 """
 
 import time
@@ -162,17 +164,62 @@ class _Problem:
         return (self.design.weighted_gram(h) - (sums.T / size) @ sums) / mu
 
     def certificate(self, theta, state, decrease):
-        """``(F(theta), bound on F(theta) - F*)`` from the state's weights ``q``.
+        """``(F(theta), bound on F(theta) - F*, estimate of F(theta) - F*)`` from the state's weights ``q``.
 
-        ``decrease`` is the decrease of the ``q``-weighted problem's Newton
-        model (:meth:`direction`) with the Hessian ``H`` of :meth:`hessian`;
-        as ``H_q >= (1 - slack) H``, ``decrease / (1 - slack)`` bounds the
-        exact model's.
+        With an l2 part in the penalty, the bound is a duality gap:
+        ``F(theta)`` minus the Fenchel lower bound :meth:`dual_bound` at
+        ``q`` and the slopes ``l'(t)``.  Without one (the conjugate of an l1
+        term alone is an indicator, which the slopes at an iterate violate
+        slightly, and costs the bound a share of ``F`` as large as the
+        violation) it is
+        ``[Omega - q . l]`` plus the Newton model's estimate of the
+        ``q``-weighted problem's gap: ``decrease`` (:meth:`direction`, with
+        the Hessian of :meth:`hessian`, which is at least ``1 - slack``
+        times the exact one) divided by ``1 - slack``: the estimate, returned
+        too, which steers the inner solves (a duality gap from the slopes at
+        ``theta`` sees only the penalty's curvature and is far larger than
+        ``F(theta) - F*`` until the gradient is tiny).
         """
         value = state["value"]
         omega = float(np.sort(value) @ self.sigma)
-        gap = max(omega - float(state["q"] @ value), 0.0) + decrease / (1.0 - _HESSIAN_SLACK)
-        return omega + self.penalty(theta), gap
+        F = omega + self.penalty(theta)
+        estimate = max(omega - float(state["q"] @ value), 0.0) + decrease / (1.0 - _HESSIAN_SLACK)
+        if self.l2 > 0.0:
+            return F, max(F - self.dual_bound(state["q"], state["d1"]), 0.0), estimate
+        return F, estimate, estimate
+
+    def dual_bound(self, q, slope):
+        """A lower bound on ``F*`` from the weights ``q`` in ``P(sigma)`` and the slopes ``a``.
+
+        For every such ``q``, ``F* >= min_theta sum_i q_i l(t_i) + R(w)``,
+        and by ``l(t) >= a t - l*(a)`` that minimum is at least
+        ``sum_i q_i (a_i c_i - l*(a_i)) - R*(-z)`` with ``z = X^T (s q a)``,
+        when ``sum_i s_i q_i a_i = 0`` (the intercept).  ``a`` is first made
+        to satisfy this by shrinking the entries on the side of the excess
+        toward 0 and, without an l2 part, to satisfy ``||z||_inf <= l1`` by
+        shrinking all of it (0 lies in the domain of every loss's ``l*``).
+        ``R*(y) = sum_j (|y_j| - l1)_+^2 / (2 l2)`` with an l2 part.
+        """
+        a = np.array(slope, dtype=np.float64)
+        u = self.s * q * a
+        if self.design.fit_intercept:
+            excess = float(u.sum())
+            side = u > 0.0 if excess > 0.0 else u < 0.0
+            total = float(u[side].sum())
+            if total != 0.0:
+                shrink = max(1.0 - excess / total, 0.0)
+                a[side] *= shrink
+                u[side] *= shrink
+        z = self.design.rmatvec(u)[: self.design.d]
+        if self.l2 > 0.0:
+            excess = np.maximum(np.abs(z) - self.l1, 0.0)
+            conjugate_penalty = float(excess @ excess) / (2.0 * self.l2)
+        else:
+            largest = float(np.abs(z).max()) if z.size else 0.0
+            if largest > self.l1:
+                a *= self.l1 / largest
+            conjugate_penalty = 0.0
+        return float(q @ (a * self.c - self.loss.conjugate(a))) - conjugate_penalty
 
 
 def _solve_spd(H, g):
@@ -371,7 +418,7 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
             outer_stalls = outer_stalls + 1 if stalled else 0
             stalled = False
             outer += 1
-            F, gap = problem.certificate(theta, state, decrease_q)
+            F, gap, estimate = problem.certificate(theta, state, decrease_q)
             if gap < best[2]:
                 best = (F, theta.copy(), gap)
             history.append(F)
@@ -381,10 +428,10 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
             if best[2] <= tol * abs(best[0]):
                 certified = True
                 break
-            if gap > _SLOW_OUTER * last_gap:
+            if estimate > _SLOW_OUTER * last_gap:
                 mu *= _MU_DECREASE
-            last_gap = gap
-            inner_tol = _INNER_FRACTION * gap
+            last_gap = estimate
+            inner_tol = _INNER_FRACTION * min(estimate, gap)
             center = state["q"]
             F_mu, state = problem.smoothed(theta, mu, center)
             continue
