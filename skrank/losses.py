@@ -285,6 +285,13 @@ class Loss:
         no curvature.
     param : float
         The loss's parameter (Huber's ``delta``), 0 when unused.
+    kink : float
+        For the piecewise-linear losses (hinge, absolute), the argument at
+        the kink; NaN for the others.
+    slopes : tuple of float
+        For the piecewise-linear losses, the slopes left and right of the
+        kink, so that ``l(t) = max(a (t - kink) for a in slopes)``; empty
+        for the others.
     """
 
     name: str
@@ -294,6 +301,8 @@ class Loss:
     smoothness: float
     linear_pieces: bool
     param: float = 0.0
+    kink: float = np.nan
+    slopes: tuple = ()
 
     def value(self, t):
         """Return the loss values ``l(t)``.
@@ -428,13 +437,13 @@ _LOSSES = {
     "logistic": dict(code=LOGISTIC, task="classification", smooth=True, smoothness=0.25,
                      linear_pieces=False),
     "hinge": dict(code=HINGE, task="classification", smooth=False, smoothness=np.inf,
-                  linear_pieces=True),
+                  linear_pieces=True, kink=-1.0, slopes=(0.0, 1.0)),
     "squared_hinge": dict(code=SQUARED_HINGE, task="classification", smooth=True, smoothness=2.0,
                           linear_pieces=False),
     "squared": dict(code=SQUARED, task="regression", smooth=True, smoothness=1.0,
                     linear_pieces=False),
     "absolute": dict(code=ABSOLUTE, task="regression", smooth=False, smoothness=np.inf,
-                     linear_pieces=True),
+                     linear_pieces=True, kink=0.0, slopes=(-1.0, 1.0)),
     "huber": dict(code=HUBER, task="regression", smooth=True, smoothness=1.0, linear_pieces=True),
 }
 

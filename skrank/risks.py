@@ -32,6 +32,12 @@ class BaseRisk(BaseEstimator):
     #: True when the risk is a difference of two top-k sums (ranked range),
     #: the form the DCA and AGD solvers and the ADMM's trimming steps use.
     difference_of_top_sums = False
+    #: True when the weights, largest first, are one level ``c`` on the top
+    #: losses, at most ``c`` on the next and zero below (ERM, superquantile,
+    #: top-k), so that ``sum_i sigma_i l_(i) = min_tau (sum sigma) tau + c
+    #: sum_i (l_i - tau)_+`` (Rockafellar and Uryasev 2000), the form the
+    #: interior-point solver uses.
+    one_threshold = False
 
     def weights(self, n):  # pragma: no cover - abstract
         """Return the weights ``sigma_1..sigma_n`` of the ascending order statistics.
@@ -132,6 +138,8 @@ class _SpectralRisk(BaseRisk):
 class ERM(_SpectralRisk):
     """Empirical risk: the mean loss, ``sigma_i = 1/n``."""
 
+    one_threshold = True
+
     def _validate(self):
         pass
 
@@ -164,6 +172,8 @@ class Superquantile(_SpectralRisk):
     q : float, default=0.8
         Level in ``[0, 1)``; ``q = 0`` is the mean, ``q -> 1`` the maximum.
     """
+
+    one_threshold = True
 
     def __init__(self, q=0.8):
         self.q = q
@@ -257,6 +267,8 @@ class TopK(BaseRisk):
         An integer count ``1 <= k <= n``, or a fraction of ``n`` in (0, 1)
         (then ``k = floor(k n)``, at least 1).
     """
+
+    one_threshold = True
 
     def __init__(self, k=0.2):
         self.k = k

@@ -8,9 +8,9 @@ from ..risks import _RISKS, BaseRisk
 from ..solvers._registry import choose_solver
 from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RankLinearModel
 
-_SOLVERS = ("auto", "newton", "admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd")
+_SOLVERS = ("auto", "newton", "ipm", "admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd")
 #: ``solver="auto"``: the first that fits (skrank.solvers._registry); the ADMM fits every problem.
-_AUTO = ("newton", "admm")
+_AUTO = ("newton", "ipm", "admm")
 #: Most outer iterations of solver="agd": iteration k runs 20 (k+1)^2 inner steps, so the
 #: work grows like max_iter^3 and the default max_iter=1000 (sized for the ADMM) never ends.
 _AGD_MAX_OUTER = 50
@@ -87,14 +87,18 @@ _PARAMS_DOC = """
     fit_intercept : bool, default=True
         Fit an unpenalised intercept (the paper appends a penalised column
         of ones instead).
-    solver : {"auto", "newton", "admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd"}, default="auto"
+    solver : {"auto", "newton", "ipm", "admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd"}, default="auto"
         ``"auto"`` picks ``"newton"`` for a convex spectral risk with a smooth
-        loss (Huber: with an l2 part in the penalty), and ``"admm"``
-        otherwise (the hinge and absolute losses, ranked-range and
-        human-aligned risks).
+        loss (Huber: with an l2 part in the penalty), ``"ipm"`` for ERM, a
+        superquantile or a top-k average with the hinge or absolute loss,
+        and ``"admm"`` otherwise (the hinge and absolute losses with other
+        spectral risks, ranked-range and human-aligned risks).
         ``"newton"``: the full-batch proximal Newton method of
         :func:`skrank.solvers.newton.smoothed_newton`, which stops when it has
         certified that ``F`` is within ``tol |F|`` of the optimum.
+        ``"ipm"``: the primal-dual interior-point method of
+        :func:`skrank.solvers.interior_point.interior_point`, which stops
+        on the same certificate.
         ``"admm"``: Algorithm 1 of Xiao et al. (2023),
         :func:`skrank.solvers.admm.admm`; any risk.  For the non-convex
         risks it differs from the paper: Algorithm 1 runs from the start
@@ -123,7 +127,8 @@ _PARAMS_DOC = """
         and up to 7% above on weakly penalised ones (``alpha = 1e-4``).
         For the SGD and LSVRG baselines ``max_iter`` counts epochs.
     max_iter : int, default=1000
-        Maximum number of ADMM iterations (Newton: Newton steps; DCA and
+        Maximum number of ADMM iterations (Newton: Newton steps; IPM:
+        interior-point iterations; DCA and
         AGD: outer iterations; SGD/LSVRG: epochs).  AGD's outer iteration ``k`` runs
         ``20 (k+1)^2`` inner steps, so its work grows like ``max_iter^3``:
         ``max_iter`` is capped at 50 for it (about 27 s on 500 x 500

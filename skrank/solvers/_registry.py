@@ -18,6 +18,16 @@ _RISK_KINDS = {
                       "rank weights that depend on n only (not ranked-range or human-aligned risks)"),
     "ranked_range": (lambda risk: risk.difference_of_top_sums,
                      "a ranked-range risk (a difference of two convex top-k sums)"),
+    "one_threshold": (lambda risk: risk.one_threshold,
+                      "ERM, a superquantile or a top-k average (one level of rank weights)"),
+}
+
+#: What a solver's ``losses`` field accepts, and how to say it when a loss is refused.
+_LOSS_KINDS = {
+    "any": (lambda loss: True, "any loss"),
+    "smooth": (lambda loss: loss.smooth, "a smooth loss"),
+    "piecewise_linear": (lambda loss: len(loss.slopes) > 0,
+                         "a piecewise-linear loss (hinge or absolute)"),
 }
 
 
@@ -31,15 +41,17 @@ class SolverInfo:
         The estimators' name for it (``solver=name``).
     function : str
         ``"module:function"`` under :mod:`skrank.solvers`.
-    risks : {"any", "convex", "fixed_weights", "ranked_range"}
+    risks : {"any", "convex", "fixed_weights", "ranked_range", "one_threshold"}
         The risks it minimises.
-    smooth_loss : bool, default=False
-        Whether it needs a loss with a Lipschitz derivative.
+    losses : {"any", "smooth", "piecewise_linear"}, default="any"
+        The losses it handles.
     curvature : bool, default=False
         Whether a smooth loss with linear pieces (Huber) needs an l2 part
         in the penalty (a Newton model needs curvature).
     strongly_convex : bool, default=False
         Whether it needs an l2 part in the penalty.
+    penalized : bool, default=False
+        Whether it needs a nonzero penalty.
     options : dict, default={}
         Keyword arguments always passed to the function (a variant of
         another solver).
@@ -48,9 +60,10 @@ class SolverInfo:
     name: str
     function: str
     risks: str
-    smooth_loss: bool = False
+    losses: str = "any"
     curvature: bool = False
     strongly_convex: bool = False
+    penalized: bool = False
     options: dict = field(default_factory=dict)
 
     def unsupported(self, risk, loss, penalty):
@@ -73,13 +86,16 @@ class SolverInfo:
         accepts, needs = _RISK_KINDS[self.risks]
         if not accepts(risk):
             return f"solver={self.name!r} needs {needs}; got {type(risk).__name__}."
-        if self.smooth_loss and not loss.smooth:
-            return f"solver={self.name!r} needs a smooth loss; got {loss.name!r}."
+        accepts, needs = _LOSS_KINDS[self.losses]
+        if not accepts(loss):
+            return f"solver={self.name!r} needs {needs}; got {loss.name!r}."
         if self.curvature and loss.linear_pieces and penalty.l2 == 0.0:
             return (f"solver={self.name!r} needs an l2 part in the penalty (alpha > 0) with the "
                     f"{loss.name!r} loss, whose linear pieces give its Newton model no curvature.")
         if self.strongly_convex and penalty.l2 == 0.0:
             return f"solver={self.name!r} needs a strongly convex penalty: an l2 part with alpha > 0."
+        if self.penalized and penalty.l1 == 0.0 and penalty.l2 == 0.0:
+            return f"solver={self.name!r} needs a penalty (alpha > 0): its certificate bounds by duality."
         return None
 
     def load(self):
@@ -96,9 +112,11 @@ class SolverInfo:
 
 
 _TABLE = (
-    SolverInfo("newton", "newton:smoothed_newton", "convex", smooth_loss=True, curvature=True),
+    SolverInfo("newton", "newton:smoothed_newton", "convex", losses="smooth", curvature=True),
+    SolverInfo("ipm", "interior_point:interior_point", "one_threshold", losses="piecewise_linear",
+               penalized=True),
     SolverInfo("admm", "admm:admm", "any"),
-    SolverInfo("sorel", "sorel:sorel", "convex", smooth_loss=True, strongly_convex=True),
+    SolverInfo("sorel", "sorel:sorel", "convex", losses="smooth", strongly_convex=True),
     SolverInfo("sgd", "sgd:sgd", "any"),
     SolverInfo("lsvrg", "lsvrg:lsvrg", "any"),
     SolverInfo("lsvrg_nu", "lsvrg:lsvrg", "any", options={"sampling": "nonuniform"}),

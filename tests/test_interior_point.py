@@ -1,0 +1,88 @@
+"""The interior-point solver for one-threshold risks with the hinge and absolute losses."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skrank import RankADMMClassifier, RankADMMRegressor
+from skrank.losses import get_loss
+from skrank.penalties import get_penalty
+from skrank.risks import ERM, Extremile, Superquantile, TopK
+from skrank.solvers.interior_point import interior_point
+
+RISKS = [ERM(), Superquantile(q=0.7), TopK(k=0.2)]
+
+
+def _data(task, n=80, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X[5] = X[6]  # a duplicated row: its losses always tie
+    f = X @ rng.normal(size=d)
+    if task == "classification":
+        return X, np.where(f + rng.normal(size=n) > 0, 1.0, -1.0)
+    return X, f + rng.standard_t(3, size=n)
+
+
+@pytest.mark.parametrize("risk", RISKS, ids=repr)
+@pytest.mark.parametrize("loss_name", ["hinge", "absolute"])
+@pytest.mark.parametrize("penalty", [("l2", 0.05), ("elasticnet", 0.05), ("l1", 0.05)])
+def test_certified_fit_reaches_cvxpy(referee, risk, loss_name, penalty):
+    loss = get_loss(loss_name)
+    X, y = _data(loss.task)
+    pen = get_penalty(*penalty)
+    res = interior_point(X, y, risk, loss, pen, tol=1e-9)
+    f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=True)
+    assert res.converged and res.info["certified"]
+    assert res.objective <= f_star + 1e-8 * abs(f_star)
+    assert res.objective >= f_star - 1e-6 * abs(f_star)  # cvxpy's own accuracy
+    assert res.objective - f_star <= res.info["gap"] + 1e-9 * abs(f_star)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_sparse_input_and_no_intercept(referee, fit_intercept):
+    loss, risk, pen = get_loss("hinge"), Superquantile(q=0.5), get_penalty("l2", 0.05)
+    X, y = _data("classification", n=120, d=6, seed=2)
+    X[np.abs(X) < 0.8] = 0.0
+    dense = interior_point(X, y, risk, loss, pen, fit_intercept=fit_intercept, tol=1e-10)
+    sparse = interior_point(sp.csr_matrix(X), y, risk, loss, pen, fit_intercept=fit_intercept, tol=1e-10)
+    assert dense.converged and sparse.converged
+    assert abs(dense.objective - sparse.objective) <= 1e-9 * abs(dense.objective)
+    f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=fit_intercept)
+    assert abs(dense.objective - f_star) <= 1e-6 * abs(f_star)
+    if not fit_intercept:
+        assert dense.intercept == 0.0
+
+
+def test_an_early_stop_certifies_an_upper_bound_on_the_gap(referee):
+    loss, risk, pen = get_loss("absolute"), TopK(k=0.3), get_penalty("elasticnet", 0.02)
+    X, y = _data("regression", n=150, d=5, seed=4)
+    f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=True)
+    for max_iter in (2, 4, 6, 8):
+        res = interior_point(X, y, risk, loss, pen, max_iter=max_iter, tol=1e-14)
+        assert res.objective - f_star <= res.info["gap"] * (1 + 1e-9) + 1e-12
+        assert res.objective == pytest.approx(res.objective_history[-1])
+
+
+def test_refuses_what_it_does_not_fit():
+    X, y = _data("classification")
+    with pytest.raises(ValueError, match="one level"):
+        interior_point(X, y, Extremile(), get_loss("hinge"), get_penalty("l2", 0.1))
+    with pytest.raises(ValueError, match="piecewise-linear"):
+        interior_point(X, y, ERM(), get_loss("logistic"), get_penalty("l2", 0.1))
+    with pytest.raises(ValueError, match="needs a penalty"):
+        interior_point(X, y, ERM(), get_loss("hinge"), get_penalty("l2", 0.0))
+
+
+def test_estimators_choose_it_for_the_hinge_and_absolute_losses(referee):
+    X, y = _data("classification", n=100, seed=5)
+    clf = RankADMMClassifier(loss="hinge", risk="superquantile", alpha=0.05).fit(X, (y > 0).astype(int))
+    assert clf._solver == "ipm"
+    pen = get_penalty("l2", 0.05)
+    f_star = referee.optimum(X, y, Superquantile(q=clf._risk.q), get_loss("hinge"), pen)
+    assert clf.objective_ == pytest.approx(f_star, rel=1e-6)
+    Xr, yr = _data("regression", n=100, seed=6)
+    reg = RankADMMRegressor(loss="absolute", risk="erm", penalty="l1", alpha=0.05).fit(Xr, yr)
+    assert reg._solver == "ipm"
+    assert reg.objective_ == pytest.approx(
+        referee.optimum(Xr, yr, ERM(), get_loss("absolute"), get_penalty("l1", 0.05)), rel=1e-6)
+    assert RankADMMClassifier(loss="hinge", risk="extremile").fit(X, y)._solver == "admm"
