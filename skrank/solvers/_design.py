@@ -100,8 +100,19 @@ class Design:
                 G[: self.d, self.d] = G[self.d, : self.d] = np.asarray(Xs.T @ root).ravel()
                 G[self.d, self.d] = root @ root
             return G
+        d = self.d
+        every = nz.size == self.n  # then chunks are slices, not gathered rows
         step = max(1, _CHUNK_ENTRIES // max(self.p, 1))
+        Gx = np.zeros((d, d))
         for a in range(0, nz.size, step):
-            rows = self.rows(nz[a:a + step]) * root[a:a + step, None]
-            G = dsyrk(1.0, rows, beta=1.0, c=G, trans=1, lower=0, overwrite_c=1)
-        return np.triu(G) + np.triu(G, 1).T
+            chunk = self.X[a:a + step] if every else self.X[nz[a:a + step]]
+            r = root[a:a + step]
+            rows = chunk * r[:, None]
+            Gx = dsyrk(1.0, rows, beta=1.0, c=Gx, trans=1, lower=0, overwrite_c=1)
+            if self.fit_intercept:
+                G[:d, d] += rows.T @ r
+        G[:d, :d] = np.triu(Gx) + np.triu(Gx, 1).T
+        if self.fit_intercept:
+            G[d, :d] = G[:d, d]
+            G[d, d] = root @ root
+        return G

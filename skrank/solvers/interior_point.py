@@ -190,18 +190,17 @@ class _Program:
         # omega = D r_p - S^{-1} r_c per block; rhs = -r_d - G^T omega
         omega = {k: D[k] * r_p[k] - r_c[k] / slack[k] for k in self._blocks()}
         om = omega["piece"]
-        rhs_theta = -r_d["theta"] - self.design.rmatvec(self.s * (om @ self.slopes))
         rhs_xi = -r_d["xi"] + om.sum(axis=1)
         if self.has_tau:
             rhs_xi += omega["floor"]
         rhs_tau = -r_d["tau"] + float(om.sum())
+        # eliminate xi (M_{theta xi_i} = -A1_i z_i, M_{tau xi_i} = A0_i) in the same product
+        A0, A1, E = fac["A0"], fac["A1"], fac["E"]
+        rhs_theta = -r_d["theta"] + self.design.rmatvec(self.s * (A1 * rhs_xi / E - om @ self.slopes))
         if self.l1 > 0.0:
             rhs_theta[: self.d] -= omega["plus"] - omega["minus"]
             rhs_u = -r_d["u"] + omega["plus"] + omega["minus"]
             rhs_theta[: self.d] -= (D["minus"] - D["plus"]) * rhs_u / fac["U"]
-        # eliminate xi: M_{theta xi_i} = -A1_i z_i, M_{tau xi_i} = A0_i
-        A0, A1, E = fac["A0"], fac["A1"], fac["E"]
-        rhs_theta = rhs_theta + self.design.rmatvec(self.s * A1 * rhs_xi / E)
         rhs = rhs_theta
         if self.has_tau:
             rhs = np.append(rhs_theta, rhs_tau - float(np.sum(A0 * rhs_xi / E)))
