@@ -238,7 +238,7 @@ def test_fast_path_same_iterates_as_general_path(synthetic_classification):
         admm_module.WStep.max_basis_size = size
     assert a.n_iter == b.n_iter
     assert np.allclose(a.objective_history, b.objective_history, rtol=1e-9)
-    assert np.allclose(a.coef, b.coef, atol=1e-8) and a.intercept == pytest.approx(b.intercept)
+    assert np.allclose(a.coef, b.coef, atol=1e-8) and a.intercept == pytest.approx(b.intercept, abs=1e-9)
 
 
 def test_rho_rises_when_nonconvex_iterates_cycle():
@@ -260,10 +260,10 @@ def test_rho_rises_when_nonconvex_iterates_cycle():
     assert not RhoSchedule("adaptive", ERM(), 100, 5).raise_on_stall
 
 
-def test_thin_tail_logistic_fit_is_certified_by_the_tie_walk(referee):
+def test_thin_tail_logistic_fit_is_certified_by_the_newton_finish(referee):
     # A superquantile at q = 0.93 of 163 samples: the ADMM alone crawls (1e-4
-    # above the optimum after 1000 iterations); the tie walk from its iterate
-    # finds the optimum's face and certifies it.
+    # above the optimum after 1000 iterations); the Newton method from its
+    # iterate certifies the optimum.
     rng = np.random.default_rng(1)
     n, d = int(rng.integers(40, 300)), int(rng.integers(2, 10))
     X = rng.normal(size=(n, d)) * rng.choice([0.3, 1, 3])
@@ -328,10 +328,11 @@ def pytest_generate_tests(metafunc):
     # `pytest --sweep full` runs the whole randomized sweep; `make test` a fast subset
     if "sweep_case" in metafunc.fixturenames:
         count = 60 if metafunc.config.getoption("--sweep") == "full" else 8
-        # Known misses of the ADMM at max_iter=1000, measured 2026-11-24: the
-        # absolute loss with a superquantile (case 45, 1.2e-6 above) and the
-        # squared hinge with top-k and l1 (case 46, 1.7e-4 above).
-        missed = {45, 46}
+        # Known miss of the ADMM at max_iter=1000, measured 2026-11-24: the
+        # absolute loss with a superquantile (case 45, 1.2e-6 above).  (Case 46,
+        # the squared hinge with top-k and l1, 1.7e-4 above then, is certified
+        # since smooth losses are finished by the Newton method.)
+        missed = {45}
         cases = [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="known ADMM miss"))
                  if c in missed else c for c in range(count)]
         metafunc.parametrize("sweep_case", cases)

@@ -1,11 +1,17 @@
-"""The exact face solve (skrank.solvers._polish.Polisher) for smooth losses, against cvxpy."""
+"""The exact finishes of the ADMM and SOREL, against cvxpy.
+
+The Newton finish of smooth losses (skrank.solvers._finish) and the face solve
+of the hinge loss (skrank.solvers._polish.Polisher).
+"""
 
 import numpy as np
 import pytest
 
 from skrank.losses import get_loss
+from skrank.objective import affine_map
 from skrank.penalties import get_penalty
 from skrank.risks import Superquantile, TopK
+from skrank.solvers._finish import NewtonFinish
 from skrank.solvers._polish import Polisher
 from skrank.solvers._stepsize import prepare_data
 from skrank.solvers.sorel import sorel
@@ -26,39 +32,29 @@ def _polisher(X, y, risk, loss, pen):
 
 
 # The classification tails are wider: at q = 0.8 the logistic optimum of these
-# data is w = 0 (every sample tied), a face whose multipliers are not unique.
+# data is w = 0 (every sample tied).
 CASES = [("squared", Superquantile(0.8), 150), ("squared", TopK(0.15), 150),
          ("logistic", Superquantile(0.7), 100), ("logistic", TopK(0.4), 100)]
 
 
 @pytest.mark.parametrize("loss_name,risk,epochs", CASES, ids=[f"{c[0]}-{type(c[1]).__name__}" for c in CASES])
-def test_from_iterate_certifies_the_optimum(loss_name, risk, epochs, referee):
-    # A short SOREL run (no polishing) leaves the tail's tie block unresolved;
-    # the walk from its iterate finds the face, solved exactly: cvxpy's optimum.
+def test_newton_finish_certifies_the_optimum_from_an_iterate(loss_name, risk, epochs, referee):
+    # A short SOREL run (no finish) leaves the tail's tie block unresolved; the
+    # Newton method from its iterate certifies cvxpy's optimum, and its ADMM
+    # multipliers make the point stationary: X^T (s (-lambda)) + l2 w = 0.
     X, y = _data(loss_name)
     loss, pen = get_loss(loss_name), get_penalty("l2", 1e-3)
     rough = sorel(X, y, risk, loss, pen, max_iter=epochs, random_state=0, polish=False)
     f_star = referee.optimum(X, y, risk, loss_name, 1e-3)
     assert rough.objective - f_star > 1e-8 * abs(f_star)  # the rough point is not optimal yet
-    P, s, c = _polisher(X, y, risk, loss, pen)
-    t = s * (X @ rough.coef + rough.intercept) + c
-    w, b, certified, residual, *_ = P.from_iterate(t, rough.coef, rough.intercept, 1e-8)
-    assert certified, residual
-    assert abs(P.objective(w, b) - f_star) <= 1e-8 * abs(f_star)
-
-
-def test_certificate_rejects_a_suboptimal_point():
-    # The certificate is not vacuous: at a point off the optimum no weights of
-    # the sorted order satisfy the KKT conditions.
-    X, y = _data("squared", seed=2)
-    risk, loss, pen = Superquantile(0.8), get_loss("squared"), get_penalty("l2", 1e-3)
-    P, s, c = _polisher(X, y, risk, loss, pen)
-    best = sorel(X, y, risk, loss, pen, random_state=0)
-    assert best.info["polished"]
-    w_bad = best.coef + 0.05
-    t_bad = s * (X @ w_bad + best.intercept) + c
-    weights = risk.weights(X.shape[0])[np.argsort(np.argsort(loss.value(t_bad)))]
-    assert P._certificate(weights * loss.derivative(t_bad), t_bad, w_bad) > 1e-3
+    finish = NewtonFinish(X, y, risk, loss, pen, True)
+    w, b, certified, gap, t, lam = finish.from_iterate(None, rough.coef, rough.intercept, 1e-8)
+    assert certified, gap
+    assert abs(finish.objective(w, b) - f_star) <= 1e-8 * abs(f_star)
+    s, _ = affine_map(y, loss.task)
+    assert np.allclose(X.T @ (s * -lam) + 1e-3 * w, 0.0, atol=1e-6)
+    assert abs(np.sum(s * -lam)) <= 1e-6
+    assert finish.work > 0
 
 
 def test_sorel_polishes_and_stops(referee):

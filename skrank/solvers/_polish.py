@@ -1,26 +1,23 @@
-"""Exact final step for convex spectral risks: solve ``F`` on the face an iterate identifies.
+"""The ADMM's exact final step for the hinge and absolute losses: solve ``F`` on the face of an iterate.
 
 Used by the ADMM (:mod:`skrank.solvers.admm`), whose z-step puts ``z`` exactly
-on the tie structure of the solution, and after SOREL.
+on the tie structure of the solution.  (Smooth losses are finished by the
+Newton method, :mod:`skrank.solvers._finish`.)
 """
-
-import warnings
 
 import numpy as np
 import scipy.linalg
-import scipy.special
 
-from ..losses import ABSOLUTE, HINGE, HUBER, LOGISTIC, SQUARED
-from ._tie_walk import tie_walk
+from ..losses import ABSOLUTE, HINGE
 from ._walk_kernel import WALK_DEPENDENT, WALK_OK, WALK_OUT_OF_STEPS, walk_loop
 
-#: Losses the polisher handles: the two piecewise-linear ones and the smooth
-#: ones whose second derivative :meth:`Polisher._d2loss` knows.
-_POLISHED = (HINGE, ABSOLUTE, LOGISTIC, SQUARED, HUBER)
+#: Losses the polisher handles: the two piecewise-linear ones (the smooth ones are
+#: finished by the Newton method, :mod:`skrank.solvers._finish`).
+_POLISHED = (HINGE, ABSOLUTE)
 
 
 class Polisher:
-    """Exact final step for convex spectral risks (hinge, absolute; logistic, squared, Huber).
+    """Exact final step for convex spectral risks of the hinge and absolute losses.
 
     With the hinge loss (classification) or the absolute loss (regression),
     a convex spectral risk and an l1 / l2 / elastic-net penalty, ``F`` is
@@ -55,14 +52,8 @@ class Polisher:
     solved for, and the active-set rounds of :meth:`__call__` move the kink
     points whose multipliers leave their range off the kink.
 
-    Smooth losses (logistic; squared and Huber of the residual): the face
-    has tie blocks only; the reduced problem is smooth and is solved by
-    Newton's method with backtracking (:attr:`newton_max` steps; one step
-    for the squared loss, whose face problem is quadratic); the certificate
-    asks ``u / l'(t)`` to lie in the permutahedron of ``sigma`` (sum equal
-    to ``sum(sigma)``) and to carry ``Omega(t)``.  For the even losses a tie
-    is ``|t_i| = |t_r|``, linear once the signs ``beta = sign(t)`` are
-    fixed: ``beta_i t_i = beta_r t_r``.
+    For the absolute loss a tie is ``|t_i| = |t_r|``, linear once the signs
+    ``beta = sign(t)`` are fixed: ``beta_i t_i = beta_r t_r``.
 
     When it runs (:func:`admm_loop`): after ``polish_first`` iterations and
     at every doubling, at ``max_iter``, and whenever the scaled KKT residual
@@ -113,8 +104,7 @@ class Polisher:
         self.loss, self.penalty = loss, penalty
         self.fit_intercept = bool(fit_intercept)
         self.kink = -1.0 if loss.code == HINGE else 0.0
-        self.even = loss.code in (ABSOLUTE, SQUARED, HUBER)
-        self.smooth = loss.code in (LOGISTIC, SQUARED, HUBER)
+        self.even = loss.code == ABSOLUTE
         self._A, self._A_key = None, None
         self._sigma_cum = np.cumsum(np.sort(self.sigma)[::-1])
         self._sigma_asc_cum = np.cumsum(np.sort(self.sigma))
@@ -128,6 +118,7 @@ class Polisher:
 
     @staticmethod
     def applies(risk, loss, framework):
+        """Whether the polisher handles the problem: a convex risk of the hinge or absolute loss."""
         return framework == "srm" and loss.code in _POLISHED and risk.is_convex
 
     def _signs(self, t):
@@ -141,27 +132,8 @@ class Polisher:
         f = np.asarray(self.X @ w).ravel() + b
         return self._omega(self.s * f + self.c) + self.penalty.value(w)
 
-    def from_iterate(self, t, w, b, tol, max_work=None):
-        """Polish from an approximate solution (``t = s (X w + b) + c``), e.g. SOREL's iterate.
-
-        The face is found by the active-set walk of
-        :func:`skrank.solvers._tie_walk.tie_walk` from ``(w, b)`` (smooth
-        losses; the walk moves the tie groups and, with an l1 part, the
-        zero set).  ``max_work`` caps its multiply-adds (counted in
-        :attr:`work`).  Returns ``(w, b, certified, residual, t, lambda)``
-        or None.
-        """
-        if not self.smooth:
-            return None
-        return tie_walk(self, np.asarray(t, dtype=np.float64), w, b, tol, max_work=max_work)
-
     #: Rounds of the active-set correction in :meth:`__call__`.
     max_rounds = 8
-    #: The same for the smooth losses (tie blocks only).
-    max_rounds_smooth = 4
-    #: The same for the smooth losses with an l1 part (tie blocks and the zero
-    #: set: more moves to make).
-    max_rounds_l1 = 15
 
     def __call__(self, z, w, tol, b=0.0, u=None, rounds=None):
         """``(w, b, certified, residual, t, lambda)`` or None.
@@ -210,8 +182,6 @@ class Polisher:
         top = float(self.sigma.max())
         if rounds is None:
             rounds = self.max_rounds
-            if self.smooth:
-                rounds = self.max_rounds_l1 if self.penalty.l1 > 0.0 else self.max_rounds_smooth
         best_res, stalled = np.inf, 0
         for _ in range(rounds):
             out = self._face(zc, w, tol, b, u)
@@ -235,8 +205,6 @@ class Polisher:
             u = -lam
             at_kink = np.abs(zc - self.kink) <= 1e-13 * max(1.0, abs(self.kink))
             mag = np.abs(u) if self.even else u
-            if self.smooth:
-                mag = self._weights_from_gradient(u, t)
             new = t.copy()
             eps = 1e-9
             # Tie blocks of zc keep one common value (the mean of their polished
@@ -273,18 +241,7 @@ class Polisher:
                 delta = eps * np.maximum(1.0, np.abs(val))
                 new[down] = (sgn * (val - delta))[down]
                 new[up] = (sgn * (val + delta))[up]
-            if self.smooth and tied.any():
-                # a sample assumed below (above) a tie block whose polished
-                # loss ended above (below) the block's joins the block
-                Lp = self.loss.value(t)
-                free = active & ~tied
-                for k in np.unique(bid[tied]):
-                    member = tied & (bid == k)
-                    Lk = L[member][0]
-                    vk = float(self.loss.value(np.array([val[member][0]]))[0])
-                    cross = free & (((L < Lk) & (Lp > vk)) | ((L > Lk) & (Lp < vk)))
-                    new[cross] = sgn[cross] * val[member][0]
-            elif self.even:
+            if self.even:
                 # absolute loss: |u| above the top weight leaves the kink
                 leave = at_kink & (mag > top * (1 + 1e-9))
                 new[at_kink] = self.kink
@@ -299,9 +256,7 @@ class Polisher:
                 crossed = ~at_kink & (np.sign(t - self.kink) != side)
                 new[crossed] = self.kink
             w_next = w_p
-            if self.smooth and self.penalty.l1 > 0.0:
-                w_next = self._zero_set_moves(w, w_p, lam)
-            if np.array_equal(new, zc) and w_next is w_p:
+            if np.array_equal(new, zc):
                 break
             zc = new
             side = np.sign(zc - self.kink) if not self.even else None
@@ -312,36 +267,6 @@ class Polisher:
     abort_factor = 100.0
     #: ... or when it has not halved in this many rounds.
     stall_rounds = 4
-    #: Most coordinates freed per round by :meth:`_zero_set_moves`.
-    max_freed = 2
-
-    def _zero_set_moves(self, w_old, w_new, lam):
-        """l1: the zero set of the next round (primal-dual active-set moves).
-
-        ``w_new`` solved the face with the zero set and the signs of
-        ``w_old``: a coordinate whose sign changed (or that reached zero) is
-        held at zero; a coordinate held at zero whose multiplier
-        ``|(A^T lambda)_j|`` exceeds ``l1`` is freed, with the sign of that
-        multiplier.  Returns ``w_new`` itself when nothing moves.
-        """
-        l1 = self.penalty.l1
-        held = w_old == 0.0
-        crossed = ~held & (np.sign(w_new) != np.sign(w_old))
-        gw = np.asarray(self.X.T @ (self.s * np.asarray(lam))).ravel()
-        excess = np.abs(gw) - l1 * (1.0 + 1e-9)
-        free = held & (excess > 0.0)
-        if np.count_nonzero(free) > self.max_freed:
-            # only the most violated: the multipliers of a wrong face are rough
-            keep = np.argsort(np.where(free, -excess, np.inf), kind="stable")[: self.max_freed]
-            free = np.zeros_like(free)
-            free[keep] = True
-        if not (crossed.any() or free.any()):
-            return w_new
-        w_next = w_new.copy()
-        w_next[crossed] = 0.0
-        w_next[free] = np.where(gw[free] > 0.0, 1e-300, -1e-300)
-        return w_next
-
     #: Most steps of the active-set walk of :meth:`_walk`: ``walk_max`` plus
     #: ``walk_max_per_row`` per piece (from an early iterate the walk needs
     #: about a step per fifth to half of the samples).
@@ -743,8 +668,7 @@ class Polisher:
         """
         t = np.array(t, dtype=np.float64)
         scale = max(1.0, float(np.max(np.abs(t)))) * rel
-        if not self.smooth:
-            t[np.abs(t - self.kink) <= scale] = self.kink
+        t[np.abs(t - self.kink) <= scale] = self.kink
         sgn = self._signs(t)
         a = sgn * t
         order = np.argsort(a, kind="stable")
@@ -755,8 +679,8 @@ class Polisher:
         bid = np.cumsum(brk) - 1
         mean = np.bincount(bid, weights=As) / np.bincount(bid)
         a[order] = mean[bid]
-        if not self.smooth:
-            a[np.abs(a - sgn * self.kink) <= scale] = (sgn * self.kink)[np.abs(a - sgn * self.kink) <= scale]
+        near = np.abs(a - sgn * self.kink) <= scale
+        a[near] = (sgn * self.kink)[near]
         return sgn * a
 
     def _full_matrix(self):
@@ -786,20 +710,15 @@ class Polisher:
         built without Python loops and eliminated through a null-space basis
         of ``E`` (``x = x0 + N y``, ``x0`` the projection of the current point
         onto the face), so that the linear algebra is ``O((m + n) p^2)`` with
-        ``p = d + 1`` however many constraints there are.  Piecewise-linear
-        losses: one exact step (the face objective is quadratic); logistic:
-        Newton steps with backtracking on the reduced smooth problem.
+        ``p = d + 1`` however many constraints there are; the face objective
+        is quadratic: one exact step.
         """
         n, d = self.X.shape
         sigma = self.sigma
         z = np.asarray(z, dtype=np.float64)
         L = self.loss.value(z)
-        if self.smooth:
-            at_kink = np.zeros(n, dtype=bool)
-            active = np.ones(n, dtype=bool)
-        else:
-            at_kink = np.abs(z - self.kink) <= 1e-13 * max(1.0, abs(self.kink))
-            active = (L > 0.0) & ~at_kink
+        at_kink = np.abs(z - self.kink) <= 1e-13 * max(1.0, abs(self.kink))
+        active = (L > 0.0) & ~at_kink
         beta = self._signs(z)
         # blocks of tied losses (contiguous in the ascending order)
         order = np.argsort(L, kind="stable")
@@ -869,12 +788,6 @@ class Polisher:
             g[:nw] += l1 * sign_w
             return g, t
 
-        def phi(x, t=None):
-            if t is None:
-                t = A @ x + cc
-            val = omega @ self._lin_loss(t, beta) + 0.5 * l2 * (x[:nw] @ x[:nw])
-            return val + l1 * (sign_w @ x[:nw])
-
         # null space of E and the projection of x onto {E x = e}
         if m:
             R = E if m <= p else np.linalg.qr(E, mode="r")
@@ -892,47 +805,9 @@ class Polisher:
         else:
             N = np.eye(p)
         if N.shape[1]:
-            if self.smooth:
-                f0 = phi(x)
-                for _ in range(self.newton_max):
-                    g, t = grad(x)
-                    gr = N.T @ g
-                    h = omega * self._d2loss(t)
-                    rows = np.flatnonzero(h)  # zero rank weight or curvature: no term
-                    AN = A[rows] @ N
-                    Hr = AN.T @ (h[rows, None] * AN) + N.T @ (Hdiag[:, None] * N)
-                    self.work += rows.size * N.shape[1] * (p + N.shape[1])
-                    try:
-                        with warnings.catch_warnings():
-                            warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
-                            dy = -scipy.linalg.solve(Hr, gr, assume_a="pos", check_finite=False)
-                    except (np.linalg.LinAlgError, ValueError):
-                        dy = -np.linalg.lstsq(Hr, gr, rcond=None)[0]
-                    dx = N @ dy
-                    Adx = A @ dx
-                    dec = -float(gr @ dy)
-                    if not np.isfinite(dec) or dec <= 1e-30:
-                        break
-                    if self.loss.code == SQUARED:  # quadratic face problem: one exact step
-                        x = x + dx
-                        break
-                    step = 1.0
-                    while step > 1e-8:
-                        f1 = phi(x + step * dx, t + step * Adx)
-                        if f1 <= f0 - 0.25 * step * dec:
-                            break
-                        step *= 0.5
-                    else:
-                        break
-                    x = x + step * dx
-                    done = abs(f0 - f1) <= 1e-15 * max(1.0, abs(f1)) or dec <= 1e-26
-                    f0 = f1
-                    if done and step == 1.0:
-                        break
-            else:
-                g, _ = grad(x)
-                Hr = N.T @ (Hdiag[:, None] * N)
-                x = x - N @ np.linalg.lstsq(Hr, N.T @ g, rcond=None)[0]
+            g, _ = grad(x)
+            Hr = N.T @ (Hdiag[:, None] * N)
+            x = x - N @ np.linalg.lstsq(Hr, N.T @ g, rcond=None)[0]
         if not np.all(np.isfinite(x)):
             return None
         g, t = grad(x)
@@ -1007,8 +882,7 @@ class Polisher:
         if box:
             # alternating projections onto the box 0 <= u <= (max sigma) l'(t)
             # that contains the loss weights (ends on the affine set)
-            cap = float(self.sigma.max()) * (self.loss.derivative(t) if self.smooth else 1.0)
-            cap = cap + 0.0 * c0
+            cap = float(self.sigma.max()) + 0.0 * c0
         for it in range(self.ap_rounds + 1 if box else 1):
             Pd = proj(delta)
             v = Pd + PA @ (Kp @ (-g - PA.T @ Pd))
@@ -1026,52 +900,22 @@ class Polisher:
     #: Alternating projections of :meth:`_closest_weights` (0: none).
     ap_rounds = 50
 
-    #: Newton steps of the smooth face problem.
-    newton_max = 30
-
     def _dloss(self, t, beta):
-        if self.smooth:
-            return self.loss.derivative(t)
+        """The slope of the face's linear loss: 1 (hinge) or the sign ``beta`` (absolute)."""
         return beta
-
-    def _d2loss(self, t):
-        """``l''(t)`` of the smooth losses (Huber's right second derivative at its knots)."""
-        if self.loss.code == LOGISTIC:
-            p = scipy.special.expit(t)
-            return p * (1.0 - p)
-        if self.loss.code == HUBER:
-            return (np.abs(t) < self.loss.param).astype(np.float64)
-        return np.ones_like(t)  # SQUARED
-
-    def _lin_loss(self, t, beta):
-        if self.smooth:
-            return self.loss.value(t)
-        return (1.0 + t) if not self.even else beta * t
-
-    def _weights_from_gradient(self, u, t):
-        """The rank weights ``u / l'(t)`` behind ``u = dOmega/dt`` (0 where ``l'(t) = 0``)."""
-        dl = self.loss.derivative(t)
-        return np.divide(u, dl, out=np.zeros_like(u), where=dl != 0.0)
 
     def _certificate(self, u, t, w):
         """Scaled violation of ``u in dOmega(t)`` and of the penalty's condition.
 
-        ``u`` is ``dOmega/dt`` (``-lambda``).  Smooth losses: ``u / l'(t)`` must lie
-        in the permutahedron of ``sigma`` and carry ``Omega(t)``; hinge: ``u``
+        ``u`` is ``dOmega/dt`` (``-lambda``).  Hinge: ``u``
         nonnegative, weakly submajorised by ``sigma``, ``u.(1 + t) =
         Omega(t)``; absolute: the same on ``|u|`` with ``u.t``.
         """
         n = u.shape[0]
         total = 0.0
-        if self.smooth:
-            mag = self._weights_from_gradient(u, t)
-            total = abs(float(mag.sum()) - float(self._sigma_cum[-1]))
-            lin = mag @ self.loss.value(t)
-            neg = max(0.0, -float(mag.min()))
-        else:
-            mag = np.abs(u) if self.even else u
-            neg = 0.0 if self.even else max(0.0, -float(u.min()))
-            lin = u @ t if self.even else u @ (1.0 + t)
+        mag = np.abs(u) if self.even else u
+        neg = 0.0 if self.even else max(0.0, -float(u.min()))
+        lin = u @ t if self.even else u @ (1.0 + t)
         excess = max(0.0, float(np.max(np.cumsum(np.sort(mag)[::-1]) - self._sigma_cum)))
         omega = self._omega(t)
         compl = abs(float(lin) - omega) / max(1.0, abs(omega))

@@ -37,9 +37,9 @@ from .._sorting import resort
 from ..losses import HINGE, loss_level
 from ..objective import affine_map, rank_objective
 from ..risks import ERM, TopK
+from ._finish import NewtonFinish
 from ._polish import Polisher
 from ._result import SolverResult
-from ._tie_walk import tie_walk
 from ._wstep import WStep
 
 _RHO_NAMES = ("paper", "adaptive")
@@ -363,7 +363,8 @@ def admm_loop(
     w-step in prediction space (:meth:`WStep.fast_l2`, ``O(n r)`` per
     iteration, two products with an n x r basis and no product with ``X``),
     rebuilding ``(w, b)`` only when the residuals pass and at the end.
-    ``polish``, when given, is a :class:`Polisher`: tried after
+    ``polish``, when given, is a :class:`Polisher` (hinge and absolute
+    losses) or a :class:`skrank.solvers._finish.NewtonFinish` (smooth ones): tried after
     ``polish_first`` iterations, at every doubling of the iteration count
     and when the residual is below ``polish_crit`` (see :class:`Polisher`),
     it stops the loop when it certifies an exact optimum, and at the
@@ -396,7 +397,6 @@ def admm_loop(
     # after attempts in quick succession).
     last_polish_k, last_polish_crit, polish_gap = -(10**9), np.inf, 10
     n_polish = 0
-    walk_work = 0.0
     polished = False
     start = time.perf_counter()
     k = 0
@@ -409,7 +409,8 @@ def admm_loop(
         if out is not None and out[2]:
             w_p, b_p, _, res_p, t_p, lam_p = out
             if objective(w_p, b_p) <= objective(w, b) + 1e-12 * max(1.0, abs(objective(w, b))):
-                w, b, z, t, lam = w_p, b_p, t_p, t_p, lam_p
+                w, b, z, t = w_p, b_p, t_p, t_p
+                lam = lam if lam_p is None else lam_p
                 polished = converged = True
                 crit = res_p
                 history.append(objective(w, b))
@@ -496,17 +497,6 @@ def admm_loop(
             # rho (m - z) lies in dOmega(z) (the z-step's optimality condition):
             # the polisher's estimate of the loss weights
             out = polish(z, w, tol, b, u=rho * (m_z - z))
-            budget = 2.0 * (k + 1) * n * (d + 1) - walk_work
-            if polish.smooth and (out is None or not out[2]) and budget > 0.0:
-                # smooth loss: the tie walk from (w, b) finds the face where the
-                # z-step's reading is ambiguous; all walks together may spend
-                # about the work of the iterations so far
-                start_work = polish.work
-                t_w = s * (np.asarray(X @ w).ravel() + b) + c
-                walked = tie_walk(polish, t_w, w, b, tol, max_work=budget)
-                walk_work += polish.work - start_work
-                if walked is not None and walked[2]:
-                    out = walked
             n_polish += 1
             if out is not None:
                 w_p, b_p, certified, res_p, t_p, lam_p = out
@@ -514,7 +504,8 @@ def admm_loop(
                 F_cur = objective(w, b)
                 if certified or (k + 1 == max_iter and F_p <= F_cur):
                     if F_p <= F_cur + 1e-12 * max(1.0, abs(F_cur)):
-                        w, b, z, t, lam = w_p, b_p, t_p, t_p, lam_p
+                        w, b, z, t = w_p, b_p, t_p, t_p
+                        lam = lam if lam_p is None else lam_p
                         polished = True
                         crit = res_p if certified else crit
                         history[-1] = F_p
@@ -729,14 +720,14 @@ def _admm(
             return risk.value(loss.value(t)) + penalty_value
         return float(sigma_obj @ resort(loss.value(t), obj_order)) + penalty_value
 
+    # the exact finish: face solves for the hinge and absolute losses, the
+    # Newton method from the iterate for the smooth ones
     polisher = None
-    if (
-        polish
-        and sigma_b is None
-        and d + int(bool(fit_intercept)) <= Polisher.max_features
-        and Polisher.applies(risk, loss, schedule.framework)
-    ):
-        polisher = Polisher(X, s, c, sigma, loss, penalty, fit_intercept)
+    if polish and sigma_b is None and d + int(bool(fit_intercept)) <= Polisher.max_features:
+        if Polisher.applies(risk, loss, schedule.framework):
+            polisher = Polisher(X, s, c, sigma, loss, penalty, fit_intercept)
+        elif schedule.framework == "srm" and NewtonFinish.applies(risk, loss, penalty):
+            polisher = NewtonFinish(X, y, risk, loss, penalty, fit_intercept)
 
     nonconvex = refine and schedule.framework != "srm"
 
@@ -791,8 +782,6 @@ def _polish_first(polisher, loss, penalty):
     """Iteration of the first polish attempt (see :class:`Polisher`)."""
     if polisher is not None and loss.code == HINGE:
         return 50
-    if polisher is not None and polisher.smooth and penalty.l1 > 0.0:
-        return 60
     return 100
 
 

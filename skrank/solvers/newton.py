@@ -370,7 +370,8 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
         ``tol``; ``n_iter`` counts Newton steps and ``objective_history``
         holds ``F`` after each outer iteration.  ``info`` has
         ``certified``, ``gap`` (the absolute bound), ``mu`` (the last
-        smoothing), ``outer``, ``passes`` (products with ``[X, 1]`` or its
+        smoothing), ``outer``, ``weights`` (the rank weights ``q`` in
+        ``P(sigma)`` of the certificate, per sample), ``passes`` (products with ``[X, 1]`` or its
         transpose, a weighted Gram matrix counted as one) and ``time``.
     """
     start = time.perf_counter()
@@ -399,7 +400,7 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
         center[np.argsort(problem.loss.value(problem.arguments(theta)), kind="stable")] = sigma
     F = problem.objective(theta)
     history = [F]
-    best = (F, theta.copy(), np.inf)
+    best = (F, theta.copy(), np.inf, center)
     mu = _MU_SCALE * max(abs(F), 1e-12) / max(n * sigma[-1], 1e-300)
     if coef_init is not None:
         mu *= _MU_WARM
@@ -420,7 +421,7 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
             outer += 1
             F, gap, estimate = problem.certificate(theta, state, decrease_q)
             if gap < best[2]:
-                best = (F, theta.copy(), gap)
+                best = (F, theta.copy(), gap, state["q"])
             history.append(F)
             if verbose:
                 print(f"[newton] outer {outer}: mu={mu:.3g} F={F:.12g} certified gap={gap:.3g} "
@@ -450,7 +451,7 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
         if verbose > 1:
             print(f"[newton] step {steps}: F_mu={F_mu:.12g} alpha={alpha:.3g}")
 
-    F, theta, gap = best
+    F, theta, gap, weights = best
     if problem.l1 > 0.0:
         theta, F = _zero_small_coefficients(problem, theta, F)
     if F != history[-1]:
@@ -460,6 +461,6 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
         coef=coef.copy(), intercept=intercept, n_iter=steps,
         objective_history=np.asarray(history), stop_criterion=gap / max(abs(F), 1e-300),
         converged=certified,
-        info=dict(certified=certified, gap=gap, mu=mu, outer=outer,
+        info=dict(certified=certified, gap=gap, mu=mu, outer=outer, weights=weights,
                   passes=design.passes, time=time.perf_counter() - start),
     )

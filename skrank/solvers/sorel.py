@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from ._polish import Polisher
+from ._finish import NewtonFinish
 from ._result import SolverResult
 from ._sampling import _seed_state
 from ._sorel_kernel import _sorel_epochs
@@ -44,8 +44,8 @@ _CHUNK_SECONDS = 2e-3  # target length of one kernel call (several epochs)
 # Figure 2 settings as the tuned grid, for seeds 0, 1 and 2; 1.0 leaves energy
 # ESRM/extremile at ~150 passes, 2.0 loses power CVaR.
 _LR_IMPORTANCE_FACTOR = 1.75
-# A face solution (polishing, see sorel's Notes) counts as optimal when its KKT
-# certificate (Polisher._certificate) is below _POLISH_TOL.
+# The exact finish (see sorel's Notes) counts as optimal when the Newton method
+# certifies a relative gap below _POLISH_TOL.
 _POLISH_FIRST = 16  # also tried after 16 epochs, then every _POLISH_GROWTH-fold epochs
 _POLISH_GROWTH = 2.0
 _POLISH_COST = 1  # the least budget of an attempt, in passes per coefficient
@@ -178,9 +178,9 @@ def sorel(
         :func:`skrank.solvers._stepsize.svrg_step_size`; the automatic step
         is 1.75 times that rule's) and never touches samples of zero weight.
     polish : bool, default=True
-        Try the exact face solve of :meth:`skrank.solvers._polish.Polisher.from_iterate`
-        (convex risks, squared / Huber / logistic loss, at most
-        ``Polisher.max_features`` coefficients; see Notes).
+        Try the exact finish of :class:`skrank.solvers._finish.NewtonFinish`
+        (problems the Newton method fits, at most
+        ``NewtonFinish.max_features`` coefficients; see Notes).
 
     Returns
     -------
@@ -238,10 +238,9 @@ def sorel(
     linearly but slowly when many samples are tied at a jump of ``sigma``
     (a superquantile or top-k with few samples in the tail): the dual must
     then find the tied samples' fractional weights.  From SOREL's iterate
-    a primal active-set walk over groups of tied samples
-    (:func:`skrank.solvers._tie_walk.tie_walk`) finds the face of the
-    optimum, on which ``F`` is smooth; the result is kept only with a KKT
-    certificate.  For
+    the certified proximal Newton method (:mod:`skrank.solvers.newton`,
+    through :class:`skrank.solvers._finish.NewtonFinish`) runs to the
+    optimum; the result is kept only with its certificate.  For
     risks whose ``sigma`` is flat next to a jump (superquantile, top-k) it
     is tried after 16 epochs and at every doubling of the epoch count; for
     every risk at the end.  All attempts together may spend half of the
@@ -302,8 +301,8 @@ def sorel(
     )
     times = np.zeros(max_iter + 1)
     polisher = None
-    if polish and p <= Polisher.max_features and Polisher.applies(risk, loss, "srm"):
-        polisher = Polisher(X, s, c, sigma, loss, penalty, fit_intercept)
+    if polish and p <= NewtonFinish.max_features and NewtonFinish.applies(risk, loss, penalty):
+        polisher = NewtonFinish(X, y, risk, loss, penalty, fit_intercept)
     polished, next_polish = False, _POLISH_FIRST
     per_epoch_passes = 1.0 + steps * batch_size / n  # one full pass + one per sample drawn
     # Ties hold at the optimum where sigma is flat next to a jump (CVaR, top-k):

@@ -1,0 +1,102 @@
+"""The exact finish of a first-order run with a smooth loss: its iterate handed to the Newton method.
+
+The ADMM (:mod:`skrank.solvers.admm`) and SOREL (:mod:`skrank.solvers.sorel`)
+converge linearly at best.  On a convex spectral risk with a smooth loss
+they try, at the points of their polishing schedules, the certified
+proximal Newton method of :mod:`skrank.solvers.newton` started from their
+iterate; a certified result ends the run.  :class:`NewtonFinish` offers
+the interface of :class:`skrank.solvers._polish.Polisher`, which does the
+same for the hinge and absolute losses by face solves.
+"""
+
+import numpy as np
+
+from ._registry import SOLVERS
+
+#: Most Newton steps of one attempt.
+_MAX_STEPS = 100
+#: The finish certifies at most this relative gap: a point as exact as the polisher's
+#: face solves, which the caller keeps only when it does not raise F.
+_FINISH_TOL = 1e-10
+
+
+class NewtonFinish:
+    """Certified finish of an iterate by :func:`skrank.solvers.newton.smoothed_newton`.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n, d)
+        Features.
+    y : ndarray of shape (n,)
+        Labels in {-1, +1} or targets.
+    risk, loss, penalty : objects
+        The problem; :meth:`applies` says whether the Newton method fits it.
+    fit_intercept : bool
+        Whether the model has an intercept.
+    """
+
+    #: Most coefficients for which a finish is set up (as for the polisher).
+    max_features = 200
+
+    def __init__(self, X, y, risk, loss, penalty, fit_intercept):
+        self.X, self.y = X, y
+        self.risk, self.loss, self.penalty = risk, loss, penalty
+        self.fit_intercept = bool(fit_intercept)
+        n, d = X.shape
+        p = d + int(self.fit_intercept)
+        self._scale = 2 * n * p
+        # a Newton step: a weighted Gram matrix (about p products) and a few products
+        self._step_cost = self._scale * (p + 4)
+        #: Multiply-adds spent so far (a product with ``[X, 1]`` counts ``2 n p``).
+        self.work = 0
+
+    @staticmethod
+    def applies(risk, loss, penalty):
+        """Whether the Newton method fits the problem (:data:`skrank.solvers._registry.SOLVERS`).
+
+        Parameters
+        ----------
+        risk, loss, penalty : objects
+            The problem.
+
+        Returns
+        -------
+        bool
+            True when ``solver="newton"`` would accept it.
+        """
+        return SOLVERS["newton"].unsupported(risk, loss, penalty) is None
+
+    def objective(self, w, b):
+        """``F(w, b)``."""
+        from ..objective import rank_objective
+
+        return rank_objective(self.X, self.y, w, b, self.risk, self.loss, self.penalty)
+
+    def snap(self, t):
+        """The polisher's reading of ties, not needed here: ``t`` itself."""
+        return t
+
+    def __call__(self, z, w, tol, b=0.0, u=None, rounds=None):
+        """Finish from ``(w, b)``; ``z``, ``u`` and ``rounds`` (the polisher's) are not used."""
+        return self.from_iterate(None, w, b, tol)
+
+    def from_iterate(self, t, w, b, tol, max_work=None):
+        """``(w, b, certified, relative gap, t, lambda)`` of the Newton method started at ``(w, b)``.
+
+        ``lambda`` is the ADMM's multiplier of ``z = t`` at that point: minus
+        the certificate's loss weights ``q_i l'(t_i)``.
+        """
+        from ..objective import loss_arguments
+        from .newton import smoothed_newton
+
+        steps = _MAX_STEPS
+        if max_work is not None:
+            steps = int(max(1, min(steps, max_work // self._step_cost)))
+        res = smoothed_newton(self.X, self.y, self.risk, self.loss, self.penalty,
+                              fit_intercept=self.fit_intercept, coef_init=np.asarray(w, dtype=float),
+                              intercept_init=float(b), max_iter=steps, tol=min(tol, _FINISH_TOL))
+        self.work += int(res.info["passes"]) * self._scale
+        t = loss_arguments(self.X, self.y, res.coef, res.intercept, self.loss.task)
+        # the ADMM's multipliers of z = t: minus the loss weights q l'(t) in dOmega(t)
+        lam = -res.info["weights"] * self.loss.derivative(t)
+        return res.coef, res.intercept, res.converged, res.stop_criterion, t, lam
