@@ -154,6 +154,26 @@ def _standardised(X):
     return StandardScaler().fit_transform(X)
 
 
+def _linear_data(task, n=60, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X[5] = X[6]  # a duplicated row: its losses always tie
+    f = X @ rng.normal(size=d)
+    if task == "classification":
+        return X, np.where(f + rng.normal(size=n) > 0, 1.0, -1.0)
+    return X, f + rng.standard_t(3, size=n)
+
+
+@pytest.fixture(scope="session")
+def linear_data():
+    """``make(task, n=60, d=4, seed=0)``: Gaussian rows (two identical) and a linear signal.
+
+    Labels in {-1, +1} with Gaussian noise for ``"classification"``,
+    targets with Student-t(3) noise for ``"regression"``.
+    """
+    return _linear_data
+
+
 @pytest.fixture(scope="session")
 def breast_cancer_small():
     """120 x 12 standardised breast-cancer rows, labels in {-1, +1}."""

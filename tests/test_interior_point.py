@@ -13,22 +13,12 @@ from skrank.solvers.interior_point import interior_point
 RISKS = [ERM(), Superquantile(q=0.7), TopK(k=0.2)]
 
 
-def _data(task, n=80, d=4, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    X[5] = X[6]  # a duplicated row: its losses always tie
-    f = X @ rng.normal(size=d)
-    if task == "classification":
-        return X, np.where(f + rng.normal(size=n) > 0, 1.0, -1.0)
-    return X, f + rng.standard_t(3, size=n)
-
-
 @pytest.mark.parametrize("risk", RISKS, ids=repr)
 @pytest.mark.parametrize("loss_name", ["hinge", "absolute"])
 @pytest.mark.parametrize("penalty", [("l2", 0.05), ("elasticnet", 0.05), ("l1", 0.05)])
-def test_certified_fit_reaches_cvxpy(referee, risk, loss_name, penalty):
+def test_certified_fit_reaches_cvxpy(referee, risk, loss_name, penalty, linear_data):
     loss = get_loss(loss_name)
-    X, y = _data(loss.task)
+    X, y = linear_data(loss.task, n=80)
     pen = get_penalty(*penalty)
     res = interior_point(X, y, risk, loss, pen, tol=1e-9)
     f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=True)
@@ -39,9 +29,9 @@ def test_certified_fit_reaches_cvxpy(referee, risk, loss_name, penalty):
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
-def test_sparse_input_and_no_intercept(referee, fit_intercept):
+def test_sparse_input_and_no_intercept(referee, fit_intercept, linear_data):
     loss, risk, pen = get_loss("hinge"), Superquantile(q=0.5), get_penalty("l2", 0.05)
-    X, y = _data("classification", n=120, d=6, seed=2)
+    X, y = linear_data("classification", n=120, d=6, seed=2)
     X[np.abs(X) < 0.8] = 0.0
     dense = interior_point(X, y, risk, loss, pen, fit_intercept=fit_intercept, tol=1e-10)
     sparse = interior_point(sp.csr_matrix(X), y, risk, loss, pen, fit_intercept=fit_intercept, tol=1e-10)
@@ -53,9 +43,9 @@ def test_sparse_input_and_no_intercept(referee, fit_intercept):
         assert dense.intercept == 0.0
 
 
-def test_an_early_stop_certifies_an_upper_bound_on_the_gap(referee):
+def test_an_early_stop_certifies_an_upper_bound_on_the_gap(referee, linear_data):
     loss, risk, pen = get_loss("absolute"), TopK(k=0.3), get_penalty("elasticnet", 0.02)
-    X, y = _data("regression", n=150, d=5, seed=4)
+    X, y = linear_data("regression", n=150, d=5, seed=4)
     f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=True)
     for max_iter in (2, 4, 6, 8):
         res = interior_point(X, y, risk, loss, pen, max_iter=max_iter, tol=1e-14)
@@ -63,8 +53,8 @@ def test_an_early_stop_certifies_an_upper_bound_on_the_gap(referee):
         assert res.objective == pytest.approx(res.objective_history[-1])
 
 
-def test_refuses_what_it_does_not_fit():
-    X, y = _data("classification")
+def test_refuses_what_it_does_not_fit(linear_data):
+    X, y = linear_data("classification", n=80)
     with pytest.raises(ValueError, match="one level"):
         interior_point(X, y, Extremile(), get_loss("hinge"), get_penalty("l2", 0.1))
     with pytest.raises(ValueError, match="piecewise-linear"):
@@ -73,14 +63,14 @@ def test_refuses_what_it_does_not_fit():
         interior_point(X, y, ERM(), get_loss("hinge"), get_penalty("l2", 0.0))
 
 
-def test_estimators_choose_it_for_the_hinge_and_absolute_losses(referee):
-    X, y = _data("classification", n=100, seed=5)
+def test_estimators_choose_it_for_the_hinge_and_absolute_losses(referee, linear_data):
+    X, y = linear_data("classification", n=100, seed=5)
     clf = RankADMMClassifier(loss="hinge", risk="superquantile", alpha=0.05).fit(X, (y > 0).astype(int))
     assert clf._solver == "ipm"
     pen = get_penalty("l2", 0.05)
     f_star = referee.optimum(X, y, Superquantile(q=clf._risk.q), get_loss("hinge"), pen)
     assert clf.objective_ == pytest.approx(f_star, rel=1e-6)
-    Xr, yr = _data("regression", n=100, seed=6)
+    Xr, yr = linear_data("regression", n=100, seed=6)
     reg = RankADMMRegressor(loss="absolute", risk="erm", penalty="l1", alpha=0.05).fit(Xr, yr)
     assert reg._solver == "ipm"
     assert reg.objective_ == pytest.approx(

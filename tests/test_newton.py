@@ -15,16 +15,6 @@ RISKS = [ERM(), Superquantile(q=0.5), Superquantile(q=0.9), Extremile(r=2.0),
          ExponentialSpectral(rho=2.0), TopK(k=0.3)]
 
 
-def _data(task, n=60, d=4, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    X[5] = X[6]  # a duplicated row: its losses always tie
-    f = X @ rng.normal(size=d)
-    if task == "classification":
-        return X, np.where(f + rng.normal(size=n) > 0, 1.0, -1.0)
-    return X, f + rng.standard_t(3, size=n)
-
-
 @pytest.mark.parametrize("mu", [10.0, 1.0, 1e-2, 1e-6])
 def test_pooled_projection_is_the_projection_onto_the_permutahedron(mu):
     rng = np.random.default_rng(1)
@@ -42,9 +32,9 @@ def test_pooled_projection_is_the_projection_onto_the_permutahedron(mu):
 
 
 @pytest.mark.parametrize("loss_name", ["logistic", "squared_hinge", "squared", "huber"])
-def test_smoothed_objective_gradient_matches_finite_differences(loss_name):
+def test_smoothed_objective_gradient_matches_finite_differences(loss_name, linear_data):
     loss = get_loss(loss_name)
-    X, y = _data(loss.task, n=30, d=3, seed=2)
+    X, y = linear_data(loss.task, n=30, d=3, seed=2)
     risk = Superquantile(q=0.6)
     problem = _Problem(X, y, risk.weights(30), loss, get_penalty("l2", 0.1), True)
     rng = np.random.default_rng(3)
@@ -59,11 +49,11 @@ def test_smoothed_objective_gradient_matches_finite_differences(loss_name):
     assert np.allclose(g, fd, rtol=1e-5, atol=1e-7)
 
 
-def test_smoothed_value_is_the_smoothed_risk():
+def test_smoothed_value_is_the_smoothed_risk(linear_data):
     rng = np.random.default_rng(4)
     n, mu = 25, 0.3
     loss = get_loss("logistic")
-    X, y = _data("classification", n=n, d=3, seed=8)
+    X, y = linear_data("classification", n=n, d=3, seed=8)
     problem = _Problem(X, y, Superquantile(q=0.5).weights(n), loss, get_penalty(None, 0.0), False)
     sigma = problem.sigma
     center = project_permutahedron(rng.random(n), sigma)
@@ -82,9 +72,9 @@ def test_smoothed_value_is_the_smoothed_risk():
 @pytest.mark.parametrize("risk", RISKS, ids=lambda r: repr(r))
 @pytest.mark.parametrize("loss_name", ["logistic", "squared_hinge", "squared", "huber"])
 @pytest.mark.parametrize("penalty", ["l2", "elasticnet", "l1"])
-def test_certified_fit_reaches_cvxpy(referee, risk, loss_name, penalty):
+def test_certified_fit_reaches_cvxpy(referee, risk, loss_name, penalty, linear_data):
     loss = get_loss(loss_name)
-    X, y = _data(loss.task)
+    X, y = linear_data(loss.task)
     pen = get_penalty(penalty, 0.05)
     if loss.linear_pieces and pen.l2 == 0.0:
         with pytest.raises(ValueError, match="l2 part"):
@@ -100,9 +90,9 @@ def test_certified_fit_reaches_cvxpy(referee, risk, loss_name, penalty):
     assert res.objective - f_star <= res.info["gap"] + 1e-9 * abs(f_star)
 
 
-def test_an_early_stop_certifies_an_upper_bound_on_the_gap(referee):
+def test_an_early_stop_certifies_an_upper_bound_on_the_gap(referee, linear_data):
     loss = get_loss("logistic")
-    X, y = _data("classification", n=200, d=5, seed=5)
+    X, y = linear_data("classification", n=200, d=5, seed=5)
     risk, pen = Superquantile(q=0.7), get_penalty("l2", 1e-2)
     f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=True)
     for max_iter in (3, 6, 9):
@@ -111,9 +101,9 @@ def test_an_early_stop_certifies_an_upper_bound_on_the_gap(referee):
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
-def test_sparse_input_gives_the_dense_fit(fit_intercept):
+def test_sparse_input_gives_the_dense_fit(fit_intercept, linear_data):
     loss = get_loss("squared_hinge")
-    X, y = _data("classification", n=80, d=6, seed=6)
+    X, y = linear_data("classification", n=80, d=6, seed=6)
     X[np.abs(X) < 0.8] = 0.0
     args = (y, Extremile(r=2.0), loss, get_penalty("l2", 0.01))
     dense = smoothed_newton(X, *args, fit_intercept=fit_intercept)
@@ -123,9 +113,9 @@ def test_sparse_input_gives_the_dense_fit(fit_intercept):
     assert np.allclose(dense.coef, sparse.coef, atol=1e-6)
 
 
-def test_warm_start_from_the_solution_needs_fewer_steps():
+def test_warm_start_from_the_solution_needs_fewer_steps(linear_data):
     loss = get_loss("logistic")
-    X, y = _data("classification", n=100, seed=7)
+    X, y = linear_data("classification", n=100, seed=7)
     args = (X, y, Superquantile(q=0.5), loss, get_penalty("l2", 0.01))
     cold = smoothed_newton(*args)
     warm = smoothed_newton(*args, coef_init=cold.coef, intercept_init=cold.intercept)
@@ -138,8 +128,8 @@ def test_warm_start_from_the_solution_needs_fewer_steps():
     (dict(loss=get_loss("huber"), penalty=get_penalty("l1", 0.1)), "l2 part"),
     (dict(risk=HumanAligned()), "nondecreasing"),
 ])
-def test_unsupported_problems_are_refused(bad, match):
-    X, y = _data("classification", n=20)
+def test_unsupported_problems_are_refused(bad, match, linear_data):
+    X, y = linear_data("classification", n=20)
     kw = dict(risk=ERM(), loss=get_loss("logistic"), penalty=get_penalty("l2", 0.1)) | bad
     with pytest.raises(ValueError, match=match):
         smoothed_newton(X, y, kw["risk"], kw["loss"], kw["penalty"])
@@ -172,10 +162,10 @@ def test_weighted_gram_updates_stay_within_their_slack(sparse, fit_intercept):
 
 @pytest.mark.parametrize("loss_name", ["logistic", "squared_hinge", "squared", "huber"])
 @pytest.mark.parametrize("penalty", ["l2", "elasticnet"])
-def test_the_dual_bound_lies_below_the_optimum(referee, loss_name, penalty):
+def test_the_dual_bound_lies_below_the_optimum(referee, loss_name, penalty, linear_data):
     rng = np.random.default_rng(3)
     loss = get_loss(loss_name)
-    X, y = _data(loss.task)
+    X, y = linear_data(loss.task)
     risk, pen = Superquantile(q=0.7), get_penalty(penalty, 0.05)
     f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=True)
     problem = _Problem(X, y, risk.weights(y.size), loss, pen, True)
