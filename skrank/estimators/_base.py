@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..losses import get_loss
 from ..penalties import get_penalty
 from ..risks import check_risk
+from ..solvers._registry import choose_solver
 
 
 class _RankLinearModel(BaseEstimator):
@@ -52,19 +53,6 @@ class _RankLinearModel(BaseEstimator):
 
     def _solve(self, X, y, coef_init, intercept_init):  # pragma: no cover - abstract
         raise NotImplementedError
-
-    def _solve_registered(self, X, y, coef_init, intercept_init):
-        """Run ``self._solver_info`` (a :class:`skrank.solvers._registry.SolverInfo`).
-
-        With the shared keyword arguments, the estimator's own options for
-        that solver (``_solver_options``) and the entry's fixed options.
-        """
-        info = self._solver_info
-        options = dict(max_iter=self.max_iter, tol=self.tol, fit_intercept=self.fit_intercept,
-                       coef_init=coef_init, intercept_init=intercept_init, verbose=self.verbose)
-        options.update(self._solver_options().get(info.name, {}))
-        options.update(info.options)
-        return info.load()(X, y, self._risk, self._loss_obj, self._penalty_obj, **options)
 
     def _validate_fit_data(self, X, y):
         X, y = validate_data(
@@ -100,6 +88,41 @@ class _RankLinearModel(BaseEstimator):
             self, X, accept_sparse=self._accept_sparse, dtype=[np.float64, np.float32], reset=False
         )
         return X @ self.coef_.T + self.intercept_
+
+
+class _RegisteredSolverModel(_RankLinearModel):
+    """A rank-risk model whose solvers come from the table of :mod:`skrank.solvers._registry`.
+
+    Subclasses set ``_AUTO`` (the order of preference of ``solver="auto"``)
+    and define ``_solver_options`` (each solver's keyword arguments beyond
+    the shared ones).
+    """
+
+    def _choose_solver(self, risk):
+        """Resolve the loss, the penalty and the solver for ``risk`` (a clear error if it does not fit)."""
+        self._risk = risk
+        self._loss_obj = self._get_loss()
+        self._penalty_obj = self._get_penalty()
+        self._solver_info = choose_solver(self.solver, self._AUTO, risk, self._loss_obj, self._penalty_obj)
+        self._solver = self._solver_info.name
+
+    def _solve(self, X, y, coef_init, intercept_init):
+        """Run ``self._solver_info`` (a :class:`skrank.solvers._registry.SolverInfo`).
+
+        With the shared keyword arguments, the estimator's own options for
+        that solver (``_solver_options``) and the entry's fixed options.
+        """
+        info = self._solver_info
+        options = dict(max_iter=self.max_iter, tol=self.tol, fit_intercept=self.fit_intercept,
+                       coef_init=coef_init, intercept_init=intercept_init, verbose=self.verbose)
+        options.update(self._solver_options().get(info.name, {}))
+        options.update(info.options)
+        return info.load()(X, y, self._risk, self._loss_obj, self._penalty_obj, **options)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
 
 
 class RankLinearClassifierMixin(ClassifierMixin):

@@ -5,8 +5,7 @@ from numbers import Integral, Real
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..risks import _RISKS, BaseRisk
-from ..solvers._registry import choose_solver
-from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RankLinearModel
+from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RegisteredSolverModel
 
 _SOLVERS = ("auto", "newton", "ipm", "admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd")
 #: ``solver="auto"``: the first that fits (skrank.solvers._registry); the ADMM fits every problem.
@@ -17,8 +16,10 @@ _AGD_MAX_OUTER = 50
 _RISK_NAMES = set(_RISKS)  # the names skrank.risks.check_risk accepts
 
 
-class _RankADMMModel(_RankLinearModel):
+class _RankADMMModel(_RegisteredSolverModel):
     """Parameters, checks and solver dispatch shared by the two estimators."""
+
+    _AUTO = _AUTO
 
     _parameter_constraints = {
         "risk": [StrOptions(_RISK_NAMES), BaseRisk],
@@ -45,11 +46,7 @@ class _RankADMMModel(_RankLinearModel):
             risk.weight_pieces(n)
         else:
             risk.weights(n)
-        self._risk = risk
-        self._loss_obj = self._get_loss()
-        self._penalty_obj = self._get_penalty()
-        self._solver_info = choose_solver(self.solver, _AUTO, risk, self._loss_obj, self._penalty_obj)
-        self._solver = self._solver_info.name
+        self._choose_solver(risk)
 
     def _solver_options(self):
         """Each solver's keyword arguments beyond the shared ones."""
@@ -64,13 +61,6 @@ class _RankADMMModel(_RankLinearModel):
             "lsvrg_nu": seeded,
         }
 
-    def _solve(self, X, y, coef_init, intercept_init):
-        return self._solve_registered(X, y, coef_init, intercept_init)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
 
 
 _PARAMS_DOC = """

@@ -6,8 +6,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..risks import _RISKS, BaseRisk
-from ..solvers._registry import choose_solver
-from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RankLinearModel
+from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RegisteredSolverModel
 
 _SOLVERS = ("auto", "newton", "sorel", "sgd", "lsvrg", "prospect", "admm")
 #: ``solver="auto"``: the first that fits (skrank.solvers._registry); the ADMM fits every problem.
@@ -15,8 +14,10 @@ _AUTO = ("newton", "admm")
 _RISK_NAMES = set(_RISKS)  # the names skrank.risks.check_risk accepts
 
 
-class _SpectralRiskModel(_RankLinearModel):
+class _SpectralRiskModel(_RegisteredSolverModel):
     """Shared parameters, checks and solver dispatch of the two estimators."""
+
+    _AUTO = _AUTO
 
     _parameter_constraints = {
         "risk": [StrOptions(_RISK_NAMES), BaseRisk],
@@ -44,10 +45,7 @@ class _SpectralRiskModel(_RankLinearModel):
         risk.weights(X.shape[0])  # validates the risk's parameters for this n
         if not np.isfinite(self.alpha) or self.alpha < 0:
             raise ValueError(f"alpha must be a nonnegative finite number, got {self.alpha!r}.")
-        self._loss_obj = self._get_loss()
-        self._penalty_obj = self._get_penalty()
-        self._solver_info = choose_solver(self.solver, _AUTO, risk, self._loss_obj, self._penalty_obj)
-        self._solver = self._solver_info.name
+        self._choose_solver(risk)
 
     def _solver_options(self):
         """Each solver's keyword arguments beyond the shared ones."""
@@ -56,13 +54,6 @@ class _SpectralRiskModel(_RankLinearModel):
             stochastic["batch_size"] = self.batch_size
         return {name: stochastic for name in ("sorel", "sgd", "lsvrg", "prospect")}
 
-    def _solve(self, X, y, coef_init, intercept_init):
-        return self._solve_registered(X, y, coef_init, intercept_init)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
 
 
 _COMMON_PARAMS_DOC = """
