@@ -71,7 +71,7 @@ RISKS = {
 }
 LEVELS = (1e-4, 1e-6, 1e-8)
 # "SOREL" is skrank's default (with the exact face solve of
-# skrank.solvers._polish once the dual has found the tail); "SOREL-plain" is the
+# skrank.solvers.finish once the dual has found the tail); "SOREL-plain" is the
 # same run without it (polish=False), the algorithm alone.
 METHODS = ("SOREL", "SOREL-plain", "SGD", "LSVRG", "Prospect")
 BASELINES = ("SGD", "LSVRG", "Prospect")

@@ -1,7 +1,7 @@
 """The exact finishes of the ADMM and SOREL, against cvxpy.
 
-The Newton finish of smooth losses (skrank.solvers._finish) and the face solve
-of the hinge loss (skrank.solvers._polish.Polisher).
+The Newton finish of smooth losses and the face solve of the hinge loss
+(skrank.solvers.finish).
 """
 
 import numpy as np
@@ -11,9 +11,8 @@ from skrank.losses import get_loss
 from skrank.objective import affine_map
 from skrank.penalties import get_penalty
 from skrank.risks import Superquantile, TopK
-from skrank.solvers._finish import NewtonFinish
-from skrank.solvers._polish import Polisher
 from skrank.solvers._stepsize import prepare_data
+from skrank.solvers.finish import NewtonFinish, Polisher
 from skrank.solvers.sorel import sorel
 
 

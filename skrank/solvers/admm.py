@@ -37,10 +37,9 @@ from .._sorting import resort
 from ..losses import HINGE, loss_level
 from ..objective import affine_map, rank_objective
 from ..risks import ERM, TopK
-from ._finish import NewtonFinish
-from ._polish import Polisher
 from ._result import SolverResult
 from ._wstep import WStep
+from .finish import NewtonFinish, Polisher
 
 _RHO_NAMES = ("paper", "adaptive")
 
@@ -364,7 +363,7 @@ def admm_loop(
     iteration, two products with an n x r basis and no product with ``X``),
     rebuilding ``(w, b)`` only when the residuals pass and at the end.
     ``polish``, when given, is a :class:`Polisher` (hinge and absolute
-    losses) or a :class:`skrank.solvers._finish.NewtonFinish` (smooth ones): tried after
+    losses) or a :class:`skrank.solvers.finish.NewtonFinish` (smooth ones): tried after
     ``polish_first`` iterations, at every doubling of the iteration count
     and when the residual is below ``polish_crit`` (see :class:`Polisher`),
     it stops the loop when it certifies an exact optimum, and at the
@@ -406,7 +405,7 @@ def admm_loop(
         # on the face its near-ties read (one round: cheap when it fails).
         out = polish(polish.snap(t), w, tol, b, rounds=1)
         n_polish += 1
-        if out is not None and out[2]:
+        if out is not None and out.certified:
             w_p, b_p, _, res_p, t_p, lam_p = out
             if objective(w_p, b_p) <= objective(w, b) + 1e-12 * max(1.0, abs(objective(w, b))):
                 w, b, z, t = w_p, b_p, t_p, t_p
@@ -632,7 +631,7 @@ def admm(
         Over-relaxation factor of the z-block (1: none).
     polish : bool, default=True
         Exact final step on the face the iterate identifies, for convex
-        spectral risks (:class:`skrank.solvers._polish.Polisher`).
+        spectral risks (:class:`skrank.solvers.finish.Polisher`).
     refine : bool, default=True
         Non-convex risks (ranked range, human-aligned) only; convex risks
         ignore it.  On these risks Algorithm 1 has no convergence guarantee

@@ -17,7 +17,6 @@ import time
 
 import numpy as np
 
-from ._finish import NewtonFinish
 from ._result import SolverResult
 from ._sampling import _seed_state
 from ._sorel_kernel import _sorel_epochs
@@ -31,6 +30,7 @@ from ._stepsize import (
     sample_smoothness,
     svrg_step_size,
 )
+from .finish import NewtonFinish
 
 __all__ = ["dual_smoothness", "sorel", "sorel_dual_scale", "sorel_paper"]
 
@@ -178,7 +178,7 @@ def sorel(
         :func:`skrank.solvers._stepsize.svrg_step_size`; the automatic step
         is 1.75 times that rule's) and never touches samples of zero weight.
     polish : bool, default=True
-        Try the exact finish of :class:`skrank.solvers._finish.NewtonFinish`
+        Try the exact finish of :class:`skrank.solvers.finish.NewtonFinish`
         (problems the Newton method fits, at most
         ``NewtonFinish.max_features`` coefficients; see Notes).
 
@@ -239,7 +239,7 @@ def sorel(
     (a superquantile or top-k with few samples in the tail): the dual must
     then find the tied samples' fractional weights.  From SOREL's iterate
     the certified proximal Newton method (:mod:`skrank.solvers.newton`,
-    through :class:`skrank.solvers._finish.NewtonFinish`) runs to the
+    through :class:`skrank.solvers.finish.NewtonFinish`) runs to the
     optimum; the result is kept only with its certificate.  For
     risks whose ``sigma`` is flat next to a jump (superquantile, top-k) it
     is tried after 16 epochs and at every doubling of the epoch count; for
@@ -389,7 +389,7 @@ def _try_polish(polisher, X, s, c, w, b, objective, last, max_work=None):
     out = polisher.from_iterate(t, w, b[0], _POLISH_TOL, max_work=max_work)
     if out is None:
         return False, False
-    w_p, b_p, certified = out[0], out[1], bool(out[2])
+    w_p, b_p, certified = out.coef, out.intercept, bool(out.certified)
     F = polisher.objective(w_p, b_p)
     slack = 1e-12 * max(1.0, abs(objective))
     if (certified and F <= objective + slack) or (last and F < objective):

@@ -5,13 +5,14 @@ converge linearly at best.  On a convex spectral risk with a smooth loss
 they try, at the points of their polishing schedules, the certified
 proximal Newton method of :mod:`skrank.solvers.newton` started from their
 iterate; a certified result ends the run.  :class:`NewtonFinish` offers
-the interface of :class:`skrank.solvers._polish.Polisher`, which does the
+the interface of :class:`skrank.solvers.finish.Polisher`, which does the
 same for the hinge and absolute losses by face solves.
 """
 
 import numpy as np
 
-from ._registry import SOLVERS
+from .._registry import SOLVERS
+from . import FinishResult
 
 #: Most Newton steps of one attempt.
 _MAX_STEPS = 100
@@ -68,7 +69,7 @@ class NewtonFinish:
 
     def objective(self, w, b):
         """``F(w, b)``."""
-        from ..objective import rank_objective
+        from ...objective import rank_objective
 
         return rank_objective(self.X, self.y, w, b, self.risk, self.loss, self.penalty)
 
@@ -81,13 +82,13 @@ class NewtonFinish:
         return self.from_iterate(None, w, b, tol)
 
     def from_iterate(self, t, w, b, tol, max_work=None):
-        """``(w, b, certified, relative gap, t, lambda)`` of the Newton method started at ``(w, b)``.
+        """The :class:`FinishResult` of the Newton method started at ``(w, b)`` (residual: its relative gap).
 
         ``lambda`` is the ADMM's multiplier of ``z = t`` at that point: minus
         the certificate's loss weights ``q_i l'(t_i)``.
         """
-        from ..objective import loss_arguments
-        from .newton import smoothed_newton
+        from ...objective import loss_arguments
+        from ..newton import smoothed_newton
 
         steps = _MAX_STEPS
         if max_work is not None:
@@ -99,4 +100,4 @@ class NewtonFinish:
         t = loss_arguments(self.X, self.y, res.coef, res.intercept, self.loss.task)
         # the ADMM's multipliers of z = t: minus the loss weights q l'(t) in dOmega(t)
         lam = -res.info["weights"] * self.loss.derivative(t)
-        return res.coef, res.intercept, res.converged, res.stop_criterion, t, lam
+        return FinishResult(res.coef, res.intercept, res.converged, res.stop_criterion, t, lam)

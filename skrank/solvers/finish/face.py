@@ -2,17 +2,18 @@
 
 Used by the ADMM (:mod:`skrank.solvers.admm`), whose z-step puts ``z`` exactly
 on the tie structure of the solution.  (Smooth losses are finished by the
-Newton method, :mod:`skrank.solvers._finish`.)
+Newton method, :mod:`skrank.solvers.finish.newton`.)
 """
 
 import numpy as np
 import scipy.linalg
 
-from ..losses import ABSOLUTE, HINGE
-from ._walk_kernel import WALK_DEPENDENT, WALK_OK, WALK_OUT_OF_STEPS, walk_loop
+from ...losses import ABSOLUTE, HINGE
+from . import FinishResult
+from .walk_kernel import WALK_DEPENDENT, WALK_OK, WALK_OUT_OF_STEPS, walk_loop
 
 #: Losses the polisher handles: the two piecewise-linear ones (the smooth ones are
-#: finished by the Newton method, :mod:`skrank.solvers._finish`).
+#: finished by the Newton method, :mod:`skrank.solvers.finish.newton`).
 _POLISHED = (HINGE, ABSOLUTE)
 
 
@@ -136,7 +137,7 @@ class Polisher:
     max_rounds = 8
 
     def __call__(self, z, w, tol, b=0.0, u=None, rounds=None):
-        """``(w, b, certified, residual, t, lambda)`` or None.
+        """A :class:`FinishResult` or None.
 
         The face read from ``z`` is solved; then, as in a primal-dual active
         set method, kink points whose multiplier leaves ``[0, max sigma]``
@@ -153,10 +154,10 @@ class Polisher:
         self.walk_out_of_steps = False
         if self.loss.code == HINGE:
             best = self._walk_face(z, w, b, u, tol, False, best)
-            if best is not None and best[1][2]:
+            if best is not None and best[1].certified:
                 return best[1]
         best = self._rounds(z, w, tol, b, u, rounds, best)
-        if self.loss.code == HINGE and not self.walk_out_of_steps and (best is None or not best[1][2]):
+        if self.loss.code == HINGE and not self.walk_out_of_steps and (best is None or not best[1].certified):
             # last: the walk with z's tie blocks released into tau pieces
             # (not from an iterate so early that the first walk ran out of steps)
             best = self._walk_face(z, w, b, u, tol, True, best)
@@ -170,8 +171,8 @@ class Polisher:
         out = self._face(walked[0], walked[1], tol, walked[2], u)
         if out is None:
             return best
-        F = self.objective(out[0], out[1])
-        if out[2] or best is None or F < best[0]:
+        F = self.objective(out.coef, out.intercept)
+        if out.certified or best is None or F < best[0]:
             return (F, out)
         return best
 
@@ -272,7 +273,7 @@ class Polisher:
     #: about a step per fifth to half of the samples).
     walk_max = 1000
     walk_max_per_row = 0.25
-    #: Run the walk's loop compiled (:func:`skrank.solvers._walk_kernel.walk_loop`).
+    #: Run the walk's loop compiled (:func:`skrank.solvers.finish.walk_kernel.walk_loop`).
     walk_kernel = True
     #: Most tau pieces of :meth:`_walk` (members times jumps of sigma, over the
     #: released tie blocks): ``walk_tie_pieces_per_row`` per sample, at least
@@ -838,7 +839,7 @@ class Polisher:
                 res_alt = self._certificate(alt, t, w_new)
                 if res_alt < residual:
                     cvec, residual = alt, res_alt
-        return w_new, b_new, residual <= tol, residual, t, -cvec
+        return FinishResult(w_new, b_new, residual <= tol, residual, t, -cvec)
 
     def _closest_weights(self, A, c0, g, beta, tie_i, tie_r, kinks, u_ref, t=None):
         """Loss weights ``c0 + v`` of the face closest to ``u_ref``.

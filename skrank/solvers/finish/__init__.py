@@ -1,0 +1,53 @@
+"""Exact finishes of the first-order rank-risk solvers on convex problems.
+
+The ADMM (:mod:`skrank.solvers.admm`) and SOREL (:mod:`skrank.solvers.sorel`)
+converge linearly at best.  At the points of their schedules they hand
+their iterate to a finish, which returns a :class:`FinishResult`; a
+certified one ends the run:
+
+* :class:`NewtonFinish` (smooth losses): the certified proximal Newton
+  method of :mod:`skrank.solvers.newton`, started at the iterate;
+* :class:`Polisher` (hinge and absolute losses): ``F`` solved on the face
+  the iterate identifies (:mod:`skrank.solvers.finish.face`), found by an
+  active-set walk with a compiled loop
+  (:mod:`skrank.solvers.finish.walk_kernel`).
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+
+class FinishResult(NamedTuple):
+    """What a finish returns.
+
+    Parameters
+    ----------
+    coef : ndarray of shape (d,)
+        The coefficients.
+    intercept : float
+        The intercept.
+    certified : bool
+        Whether the point is certified optimal to the requested tolerance.
+    residual : float
+        The finish's optimality measure (the polisher's scaled KKT residual,
+        the Newton method's relative gap).
+    t : ndarray of shape (n,)
+        The loss arguments at the point.
+    lam : ndarray of shape (n,)
+        The ADMM's multipliers of ``z = t`` at the point: minus the loss
+        weights in ``dOmega(t)``.
+    """
+
+    coef: np.ndarray
+    intercept: float
+    certified: bool
+    residual: float
+    t: np.ndarray
+    lam: np.ndarray
+
+
+from .face import Polisher  # noqa: E402
+from .newton import NewtonFinish  # noqa: E402
+
+__all__ = ["FinishResult", "NewtonFinish", "Polisher"]
