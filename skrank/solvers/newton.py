@@ -84,6 +84,8 @@ class _Problem:
             self.reg[-1] = 0.0
         self._order = np.arange(n)
         self._starts = np.empty(n + 1, dtype=np.int64)
+        #: The largest dual bound found so far (with an l2 part), and its weights ``q``.
+        self.best_dual, self.best_dual_weights = -np.inf, None
 
     def arguments(self, theta):
         return self.s * self.design.matvec(theta) + self.c
@@ -167,8 +169,9 @@ class _Problem:
         """``(F(theta), bound on F(theta) - F*, estimate of F(theta) - F*)`` from the state's weights ``q``.
 
         With an l2 part in the penalty, the bound is a duality gap:
-        ``F(theta)`` minus the Fenchel lower bound :meth:`dual_bound` at
-        ``q`` and the slopes ``l'(t)``.  Without one (the conjugate of an l1
+        ``F(theta)`` minus the largest Fenchel lower bound :meth:`dual_bound`
+        found so far (at the weights ``q`` and the slopes ``l'(t)`` of each
+        certificate).  Without one (the conjugate of an l1
         term alone is an indicator, which the slopes at an iterate violate
         slightly, and costs the bound a share of ``F`` as large as the
         violation) it is
@@ -185,7 +188,10 @@ class _Problem:
         F = omega + self.penalty(theta)
         estimate = max(omega - float(state["q"] @ value), 0.0) + decrease / (1.0 - _HESSIAN_SLACK)
         if self.l2 > 0.0:
-            return F, max(F - self.dual_bound(state["q"], state["d1"]), 0.0), estimate
+            bound = self.dual_bound(state["q"], state["d1"])
+            if bound > self.best_dual:
+                self.best_dual, self.best_dual_weights = bound, state["q"]
+            return F, max(F - self.best_dual, 0.0), estimate
         return F, estimate, estimate
 
     def dual_bound(self, q, slope):
@@ -420,7 +426,12 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
             stalled = False
             outer += 1
             F, gap, estimate = problem.certificate(theta, state, decrease_q)
-            if gap < best[2]:
+            if problem.l2 > 0.0:
+                # a duality gap: the lowest F against the largest dual bound found so far
+                if F < best[0] or not np.isfinite(best[2]):
+                    best = (F, theta.copy(), gap, state["q"])
+                best = best[:2] + (max(best[0] - problem.best_dual, 0.0), best[3])
+            elif gap < best[2]:
                 best = (F, theta.copy(), gap, state["q"])
             history.append(F)
             if verbose:
@@ -452,6 +463,8 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
             print(f"[newton] step {steps}: F_mu={F_mu:.12g} alpha={alpha:.3g}")
 
     F, theta, gap, weights = best
+    if problem.best_dual_weights is not None:
+        weights = problem.best_dual_weights  # the weights of the certificate's dual bound
     if problem.l1 > 0.0:
         theta, F = _zero_small_coefficients(problem, theta, F)
     if F != history[-1]:

@@ -12,6 +12,20 @@ from ...losses import ABSOLUTE, HINGE
 from . import FinishResult
 from .walk_kernel import WALK_DEPENDENT, WALK_OK, WALK_OUT_OF_STEPS, walk_loop
 
+# The face solver's tolerances, in one place.
+#: A loss argument within this of the kink (times ``max(1, |kink|)``) lies on it.
+_AT_KINK = 1e-13
+#: Relative step by which a point leaving the kink or a tie block is moved off it, and
+#: the relative slack on the bounds of its loss weight before it is moved.
+_NUDGE = 1e-9
+#: Singular values below this fraction of the largest count as zero (ranks, least squares).
+_RANK = 1e-10
+#: A block of ``sigma`` whose spread is below this fraction of ``max sigma`` is flat (ties
+#: there are no constraint); a weight below minus this fraction is negative.
+_FLAT = 1e-12
+#: Guard of divisions.
+_TINY = 1e-300
+
 #: Losses the polisher handles: the two piecewise-linear ones (the smooth ones are
 #: finished by the Newton method, :mod:`skrank.solvers.finish.newton`).
 _POLISHED = (HINGE, ABSOLUTE)
@@ -204,10 +218,10 @@ class Polisher:
                 if stalled >= self.stall_rounds:
                     break  # no progress: the moves cycle
             u = -lam
-            at_kink = np.abs(zc - self.kink) <= 1e-13 * max(1.0, abs(self.kink))
+            at_kink = np.abs(zc - self.kink) <= _AT_KINK * max(1.0, abs(self.kink))
             mag = np.abs(u) if self.even else u
             new = t.copy()
-            eps = 1e-9
+            eps = _NUDGE
             # Tie blocks of zc keep one common value (the mean of their polished
             # t); members whose loss weight lies outside the block's range of
             # rank weights leave it, downwards or upwards.
@@ -237,19 +251,19 @@ class Polisher:
                 s_hi = self.sigma[stops - 1][bid]
                 val = mean_t[bid]
                 new[tied] = (sgn * val)[tied]
-                down = tied & (mag < s_lo - 1e-9 * top)
-                up = tied & (mag > s_hi + 1e-9 * top)
+                down = tied & (mag < s_lo - _NUDGE * top)
+                up = tied & (mag > s_hi + _NUDGE * top)
                 delta = eps * np.maximum(1.0, np.abs(val))
                 new[down] = (sgn * (val - delta))[down]
                 new[up] = (sgn * (val + delta))[up]
             if self.even:
                 # absolute loss: |u| above the top weight leaves the kink
-                leave = at_kink & (mag > top * (1 + 1e-9))
+                leave = at_kink & (mag > top * (1 + _NUDGE))
                 new[at_kink] = self.kink
                 new[leave] = self.kink + eps * np.sign(u[leave] + (u[leave] == 0))
             else:
-                low = at_kink & (u < -1e-12 * top)
-                high = at_kink & (u > top * (1 + 1e-9))
+                low = at_kink & (u < -_FLAT * top)
+                high = at_kink & (u > top * (1 + _NUDGE))
                 new[low] = self.kink - eps
                 new[high] = self.kink + eps
                 stay = at_kink & ~low & ~high
@@ -322,7 +336,7 @@ class Polisher:
         sigma = self.sigma
         z = np.asarray(z, dtype=np.float64)
         L = self.loss.value(z)
-        at_kink = np.abs(z - self.kink) <= 1e-13
+        at_kink = np.abs(z - self.kink) <= _AT_KINK
         active = (L > 0.0) & ~at_kink
         order = np.argsort(L, kind="stable")
         Ls = L[order]
@@ -350,7 +364,7 @@ class Polisher:
         for kb in np.unique(bid[tied_sorted]):
             s0, s1 = int(starts[kb]), int(stops[kb])
             ds = np.diff(sigma[s0:s1])
-            jmp = np.flatnonzero(ds > 1e-12 * total)
+            jmp = np.flatnonzero(ds > _FLAT * total)
             if not release or jmp.size * (s1 - s0) > budget or jmp.size > budget_tau:
                 continue
             budget -= jmp.size * (s1 - s0)
@@ -408,9 +422,9 @@ class Polisher:
             # the null space from the p x p triangle of E (U of E itself would be m x m)
             R = E if E.shape[0] <= p else np.linalg.qr(E, mode="r")
             _, S, Vt = np.linalg.svd(R, full_matrices=True)
-            rank = int(np.sum(S > S[0] * 1e-10)) if S[0] > 0 else 0
+            rank = int(np.sum(S > S[0] * _RANK)) if S[0] > 0 else 0
             N = Vt[rank:].T
-            x = x - scipy.linalg.lstsq(E, E @ x - e, cond=1e-10, check_finite=False)[0]
+            x = x - scipy.linalg.lstsq(E, E @ x - e, cond=_RANK, check_finite=False)[0]
         else:
             N = np.eye(p)
         k0 = N.shape[1]
@@ -470,7 +484,7 @@ class Polisher:
                     ex = u[pc_member] - s_first[pc_member] - j_below[pc_jump]
                     mu = np.concatenate([mu, np.clip(ex, 0.0, j_hi[pc_jump])])
                 wt = self._interior(mu[cand], lo[cand], hi[cand]) + 1e-3
-                Rc = Rc * (wt / np.maximum(np.linalg.norm(Rc, axis=0), 1e-300))
+                Rc = Rc * (wt / np.maximum(np.linalg.norm(Rc, axis=0), _TINY))
             _, Rq, piv = scipy.linalg.qr(Rc, mode="economic", pivoting=True)
             dg = np.abs(np.diag(Rq))
             rank = int(np.sum(dg > dg[0] * 1e-9)) if dg.size and dg[0] > 0 else 0
@@ -498,7 +512,7 @@ class Polisher:
             r = r0 + R @ y
             r[inW] = 0.0
             up = r > 0.0
-            scale = max(float(np.max(hi - lo)), 1e-300)
+            scale = max(float(np.max(hi - lo)), _TINY)
             slope = np.where(inW, 0.0, np.where(up, hi, lo))
             g_pc = R.T @ slope  # kept up to date as slopes change
             for step in range(walk_max):
@@ -513,7 +527,7 @@ class Polisher:
                 if Wi.size:
                     Qf, Rq, piv = scipy.linalg.qr(R[Wi].T, pivoting=True, check_finite=False)
                     dg = np.abs(np.diag(Rq))
-                    rank = int(np.sum(dg > dg[0] * 1e-10)) if dg.size and dg[0] > 0 else 0
+                    rank = int(np.sum(dg > dg[0] * _RANK)) if dg.size and dg[0] > 0 else 0
                     Z = Qf[:, rank:]
                 else:
                     Z = np.eye(k)
@@ -522,7 +536,7 @@ class Polisher:
                     Hr = Z.T @ Q @ Z
                     gr = Z.T @ g
                     ev, U = np.linalg.eigh(Hr)
-                    big = ev > max(float(ev[-1]), 0.0) * 1e-12 + 1e-300
+                    big = ev > max(float(ev[-1]), 0.0) * _FLAT + _TINY
                     gu = U.T @ gr
                     if np.linalg.norm(gu[~big]) > 1e-12 * max(1.0, float(np.linalg.norm(gr))):
                         # flat directions with a slope: a ray, stopped by a breakpoint
@@ -639,12 +653,12 @@ class Polisher:
                 zc[held[grp]] = cmean[cid[grp]]
         zc[pts[Wp]] = self.kink
         near = ~Wp & (np.abs(rp) <= 1e-12)
-        zc[pts[near]] = self.kink + np.where(upp[near], 1e-9, -1e-9)
+        zc[pts[near]] = self.kink + np.where(upp[near], _NUDGE, -_NUDGE)
         if l1 > 0.0:
             Wc, uc = inW[npt:npt + d], up[npt:npt + d]
             wf[Wc] = 0.0
             tiny = ~Wc & (np.abs(wf) <= 1e-14)
-            wf[tiny] = np.where(uc[tiny], 1e-300, -1e-300)
+            wf[tiny] = np.where(uc[tiny], _TINY, -_TINY)
         return zc, wf, bf
 
     def _interior(self, mu, lo, hi):
@@ -655,10 +669,10 @@ class Polisher:
         (l1) is ``-(A^T u)_j``, that of a tau piece the member's weight above its
         block's lowest rank weight, filling the block's jumps from the bottom.
         """
-        width = np.maximum(hi - lo, 1e-300)
+        width = np.maximum(hi - lo, _TINY)
         return np.clip(np.minimum(mu - lo, hi - mu) / width, 0.0, 0.5)
 
-    def snap(self, t, rel=1e-10):
+    def snap(self, t, rel=_RANK):
         """``t`` with near-ties made exact: a face for :meth:`__call__` read from a point.
 
         Loss arguments within ``rel`` (relative to the largest magnitude) of
@@ -702,7 +716,7 @@ class Polisher:
         """Per block of the sorted order: is ``sigma`` constant over its ranks?"""
         starts = np.flatnonzero(new_block)
         spread = np.maximum.reduceat(self.sigma, starts) - np.minimum.reduceat(self.sigma, starts)
-        return spread <= 1e-12 * float(self.sigma.max())
+        return spread <= _FLAT * float(self.sigma.max())
 
     def _face(self, z, w, tol, b=0.0, u_ref=None):
         """Solve ``F`` on the face read from ``z`` (see the class docstring).
@@ -718,7 +732,7 @@ class Polisher:
         sigma = self.sigma
         z = np.asarray(z, dtype=np.float64)
         L = self.loss.value(z)
-        at_kink = np.abs(z - self.kink) <= 1e-13 * max(1.0, abs(self.kink))
+        at_kink = np.abs(z - self.kink) <= _AT_KINK * max(1.0, abs(self.kink))
         active = (L > 0.0) & ~at_kink
         beta = self._signs(z)
         # blocks of tied losses (contiguous in the ascending order)
@@ -793,7 +807,7 @@ class Polisher:
         if m:
             R = E if m <= p else np.linalg.qr(E, mode="r")
             _, S, Vt = np.linalg.svd(R, full_matrices=True)
-            rank = int(np.sum(S > S[0] * 1e-10)) if S.size and S[0] > 0 else 0
+            rank = int(np.sum(S > S[0] * _RANK)) if S.size and S[0] > 0 else 0
             N = Vt[rank:].T
             # Least-squares projection.  Near convergence the z-step often
             # puts more points on the kink than there are free unknowns, so
@@ -802,7 +816,7 @@ class Polisher:
             # __call__ then move the kink points whose multipliers leave
             # their range off the kink (as the KKT least-squares solve of
             # the earlier, loop-based version did).
-            x = x - scipy.linalg.lstsq(E, E @ x - e, cond=1e-10, check_finite=False)[0]
+            x = x - scipy.linalg.lstsq(E, E @ x - e, cond=_RANK, check_finite=False)[0]
         else:
             N = np.eye(p)
         if N.shape[1]:
@@ -815,7 +829,7 @@ class Polisher:
         c0 = omega * self._dloss(t, beta)
         cvec = c0.copy()
         if m:
-            nu = scipy.linalg.lstsq(E.T, -g, cond=1e-10, check_finite=False)[0]
+            nu = scipy.linalg.lstsq(E.T, -g, cond=_RANK, check_finite=False)[0]
             k = tie_i.size
             np.add.at(cvec, tie_i, nu[:k] * beta[tie_i])
             np.add.at(cvec, tie_r, -nu[:k] * beta[tie_r])
