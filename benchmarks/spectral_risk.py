@@ -1,7 +1,7 @@
 """SOREL against SGD, LSVRG and Prospect: Figures 2 and 3 of Ge and Jiang (2024).
 
 Linear least squares without intercept, ``F(w) = sum_i sigma_i l_(i)(w) +
-||w||^2 / (2 n)``, on five UCI regression sets (spec 003 sections 5.1-5.3:
+||w||^2 / (2 n)``, on five UCI regression sets (Ge and Jiang 2024, section 5 and Appendix B:
 80/20 split with ``random_state=42``, training X standardised per column,
 y standardised with the training mean and std, ddof=1) for three spectral
 risks: CVaR(0.5) = ``Superquantile(q=0.5)``, ESRM(2) =
@@ -12,9 +12,9 @@ risks: CVaR(0.5) = ``Superquantile(q=0.5)``, ESRM(2) =
 * ``fig3``: batches of 64 for all methods.
 
 Every method runs with its automatic step ("auto"; the paper tuned steps on
-grids).  The metric is the relative suboptimality of spec 003 section 5.3,
+grids).  The metric is the relative suboptimality of Ge and Jiang 2024 (section 5),
 ``(F(w_k) - F*) / (F(w_0) - F*)``, against passes (sample evaluations / n,
-spec 003 section 2.6) and solver seconds (objective evaluations and Numba
+our convention) and solver seconds (objective evaluations and Numba
 compilation excluded).  ``F*`` is the smallest of: cvxpy/CLARABEL's optimum
 (CVaR always, the other risks when ``n <= --cvxpy-max-n``, their
 sorted-weights program having ``O(n^2)`` variables) and every value any
@@ -75,7 +75,7 @@ LEVELS = (1e-4, 1e-6, 1e-8)
 # same run without it (polish=False), the algorithm alone.
 METHODS = ("SOREL", "SOREL-plain", "SGD", "LSVRG", "Prospect")
 BASELINES = ("SGD", "LSVRG", "Prospect")
-# the paper's grids (spec 003 section 2.3)
+# the paper's grids (Ge and Jiang 2024, Appendix B)
 GRID_C = (0.01, 0.02, 0.04, 0.1, 0.2, 0.4, 1.0, 2.0, 4.0)
 GRID_LR = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1)
 
@@ -163,7 +163,7 @@ def run_methods(X, y, risk, batch, passes, seed):
 
 
 def paper_grid(X, y, risk, batch, passes, seed):
-    """The paper's practical SOREL tuned over its ``C x lr`` grid (spec 003 sections 2.3, 5.3).
+    """The paper's practical SOREL tuned over its ``C x lr`` grid (Ge and Jiang 2024, Appendix B).
 
     Every pair runs for the pass budget (two passes per epoch) with the
     paper's rules (:func:`skrank.solvers.sorel.sorel_paper`: uniform

@@ -8,12 +8,12 @@ minimiser of the sum of its ``theta_i`` over one common value.
 ``isotonic_regression``
     weighted least-squares isotonic regression (``theta_i(z) = w_i (z - y_i)^2``);
 ``zstep_sorted`` / ``zstep`` / ``zstep_even``
-    the ADMM z-step of spec 004 (eq. 10): ``theta_i(z) = sigma_i l(z) +
+    the ADMM z-step of Xiao et al. 2023 (problem (10)): ``theta_i(z) = sigma_i l(z) +
     rho/2 (z - m_i)^2`` for a rank weight ``sigma_i``, including the two-piece
-    (CPT) weights of spec 004 section 3.6;
+    (CPT) weights of their eq. (4) (Appendix B.3);
 ``project_permutahedron``
     Euclidean projection onto the permutahedron of ``sigma`` (SOREL's dual
-    step, spec 003 section 2.4), reusing the isotonic kernel;
+    step, Ge and Jiang 2024, Algorithm 1 line 4), reusing the isotonic kernel;
 ``sorted_weighted_sum``
     ``sum_i sigma_i x_(i)`` with ascending order statistics.
 
@@ -117,7 +117,7 @@ def _isotonic_into(y, w, out, b_w, b_wy, b_end):
 
 @njit(cache=True)
 def _piece_value(code, param, rho, s_bar, m_bar):
-    # argmin_z s_bar l(z) + rho/2 (z - m_bar)^2 = prox_{(s_bar/rho) l}(m_bar)   (spec 004, 3.2)
+    # argmin_z s_bar l(z) + rho/2 (z - m_bar)^2 = prox_{(s_bar/rho) l}(m_bar)   (Xiao et al. 2023, 3.2)
     if s_bar <= 0.0:
         return m_bar
     return loss_prox(code, m_bar, s_bar / rho, param)
@@ -138,7 +138,7 @@ def _block_value(code, param, rho, cnt, s_a, s_b, s_m, two_piece, threshold):
 
     ``cnt`` is the block size, ``s_a``/``s_b`` the sums of ``sigma^a``/``sigma^b``
     and ``s_m`` the sum of ``m`` over the block.  With ``two_piece`` the CPT
-    rule of spec 004, section 3.6 is applied: clip each piece's minimiser to
+    rule of Xiao et al. 2023, Appendix B.3 is applied: clip each piece's minimiser to
     its half-line (``z <= threshold`` for ``a``, ``z >= threshold`` for ``b``) and
     keep the one with the smaller block objective.
     """
@@ -162,7 +162,7 @@ def _block_value(code, param, rho, cnt, s_a, s_b, s_m, two_piece, threshold):
 
 @njit(cache=True)
 def _zstep_stack_kernel(m, sig_a, sig_b, two_piece, threshold, code, param, rho, out, ends):
-    """Classic stack PAVA for problem (10) of spec 004 (section 3.5).
+    """Classic stack PAVA (Best et al. 2000) for problem (10) of Xiao et al. 2023.
 
     ``m`` sorted ascending; ``sig_b`` is read only when ``two_piece``.
     Fills ``out`` with the solution and ``ends[:k]`` with the (exclusive) end
@@ -207,7 +207,7 @@ def _zstep_stack_kernel(m, sig_a, sig_b, two_piece, threshold, code, param, rho,
 
 @njit(cache=True)
 def _zstep_sweep_kernel(m, sig_a, sig_b, two_piece, threshold, code, param, rho, out, ends):
-    """Run-merging PAVA of spec 004, Algorithm 2 / section 3.4 ("sweep").
+    """Run-merging PAVA of Xiao et al. 2023, Algorithm 2, as in their released code ("sweep").
 
     Each sweep finds every maximal strictly decreasing run of block values,
     merges each run into one block, and only then recomputes the merged
@@ -453,17 +453,17 @@ def zstep_sorted(
 ):
     """ADMM z-step on sorted input: PAVA for a chain-constrained prox.
 
-    Solves problem (10) of spec 004,
+    Solves problem (10) of Xiao et al. 2023,
 
     ``min_z sum_i theta_i(z_i)  s.t.  z_1 <= ... <= z_n``,
     ``theta_i(z) = sigma_i l(z) + rho/2 (z - m_i)**2``,
 
     exactly when the weights are fixed numbers (any nonnegative pattern:
     monotone, ranked-range with zeros, arbitrary).  A block's value is
-    ``prox_{(mean sigma / rho) l}(mean m)`` (spec 004, section 3.2); blocks of
+    ``prox_{(mean sigma / rho) l}(mean m)`` (Xiao et al. 2023, section 3.2); blocks of
     zero weight take the value ``mean m``.
 
-    With ``sigma_b`` (human-aligned/CPT risk, spec 004 section 3.6) element
+    With ``sigma_b`` (human-aligned/CPT risk, Xiao et al. 2023, Appendix B.3) element
     ``i`` has weight ``sigma[i]`` where ``z <= threshold`` and ``sigma_b[i]``
     where ``z > threshold``; the problem is then nonconvex and each block
     takes the better of its two pieces' clipped minimisers, which gives a
@@ -487,7 +487,7 @@ def zstep_sorted(
     threshold : float, default=inf
         The CPT reference point ``B_z`` in z-space; ignored without ``sigma_b``.
     method : {"stack", "sweep"}, default="stack"
-        ``"stack"``: classic stack PAVA (spec 004, section 3.5).
+        ``"stack"``: classic stack PAVA (Best et al. 2000).
         ``"sweep"``: the paper's Algorithm 2, which merges whole strictly
         decreasing runs per sweep.  Both give the unique solution for fixed
         weights; with CPT weights they may return different stationary points.
@@ -513,7 +513,7 @@ def zstep(m, sigma, loss_code, loss_param, rho, sigma_b=None, threshold=np.inf, 
     Solves ``min_z sum_i sigma_i l(z)_[i] + rho/2 ||z - m||**2`` where
     ``l(z)_[i]`` is the ``i``-th smallest loss, for a classification loss
     (nondecreasing in the negative margin ``z``).  An optimal ``z`` is
-    co-sorted with ``m`` (spec 004, section 2.3), so ``m`` is sorted with a
+    co-sorted with ``m`` (Xiao et al. 2023, section 3.2), so ``m`` is sorted with a
     stable argsort, :func:`zstep_sorted` is solved, and the result is
     scattered back.
 
@@ -634,7 +634,8 @@ def project_permutahedron(v, sigma):
     """Euclidean projection onto the permutahedron of ``sigma``.
 
     The permutahedron is the convex hull of all permutations of ``sigma``.
-    Following spec 003, section 2.4: with ``s`` the ascending sort of ``v``
+    (Ge and Jiang 2024, Algorithm 1 line 4; the reduction to isotonic
+    regression is ours): with ``s`` the ascending sort of ``v``
     and ``sigma`` sorted ascending, the projection restricted to that order is
     ``s - iso(s - sigma)``, where ``iso`` is nondecreasing isotonic
     regression (the same PAV kernel as :func:`isotonic_regression`); the

@@ -159,7 +159,7 @@ def _pair_ap(code, shift, scale, h, pos):
 class AveragePrecisionObjective:
     """``F(w, b) = P(sigmoid(X w + b)) + alpha ||w||^2 / 2`` on one training set.
 
-    The score is the paper's (spec 002 section 1.3): the sigmoid of the
+    The score is the paper's (Qi et al. 2021): the sigmoid of the
     linear predictor, ``h = sigmoid(X w + b)``, in (0, 1).  Bounded scores
     keep the surrogate's pair differences in (-1, 1): the squared hinge then
     compares them with a margin on a fixed scale, and the ratio ``A_i / B_i``

@@ -4,7 +4,7 @@ Every loss is a function of one scalar ``t``:
 
 * classification losses take the **negative margin** ``t = -y * f(x)`` with
   ``y`` in {-1, +1}; they are nondecreasing in ``t`` (so that sorting the
-  losses sorts ``t``, as the ADMM z-step of seed 004 needs);
+  losses sorts ``t``, as the ADMM z-step of Xiao et al. 2023 needs);
 * regression losses take the **residual** ``t = f(x) - y``; they are even
   in ``t``.
 
@@ -36,7 +36,7 @@ SQUARED = 3
 ABSOLUTE = 4
 HUBER = 5
 #: ``sigmoid(t)``: bounded and not convex; only a pairwise surrogate (the
-#: average-precision ablation of seed 002), never an estimator's ``loss``,
+#: average-precision ablation of Qi et al. 2021), never an estimator's ``loss``,
 #: and without a proximal map
 SIGMOID = 6
 

@@ -2,16 +2,16 @@
 
 For a linear score ``h = X w``, positives' scores ``h_i`` and negatives'
 scores sorted in decreasing order ``q_(1) >= q_(2) >= ...``, the objective
-of seed 000 (Yao, Lin and Yang 2022, eq. (3)) with an l2 penalty is
+of Yao, Lin and Yang 2022 (eq. (3)) with an l2 penalty is
 
     F(w) = 1 / (N+ (n - m)) sum_i sum_k omega_k loss(h_i - q_(k))
            + alpha ||w||^2 / 2,
 
 ``m = alpha_fpr N-`` and ``n = beta_fpr N-``.  The rank weights
 ``omega_k = max(0, min(k, n) - max(k - 1, m))`` are one on the ranks
-``m+1 .. n`` and fractional on the two boundary cells (spec 000 sections 1.4
-and 6.7): the top ``floor(l)`` plus ``(l - floor(l))`` times the next, for
-``l = m`` and ``l = n``; they sum to ``n - m``.
+``m+1 .. n`` and fractional on the two boundary cells (the paper assumes
+integer ``m`` and ``n``; this extension is ours): the top ``floor(l)``
+plus ``(l - floor(l))`` times the next, for ``l = m`` and ``l = n``; they sum to ``n - m``.
 
 Cost of one value and gradient (``d`` features):
 
@@ -288,8 +288,8 @@ class PartialAUCObjective:
         """A subgradient of ``f^l(w) / normaliser``: the pairs with the ``l`` top negatives.
 
         ``f^l(w) = sum_i [sum_{k <= floor(l)} loss(h_i - q_(k)) + (l - floor(l))
-        loss(h_i - q_(floor(l)+1))]`` (spec 000 eq. (6) with fractional
-        ``l``); used by DCA to linearise ``f^m``.
+        loss(h_i - q_(floor(l)+1))]`` (Yao, Lin and Yang 2022, eq. (6), with
+        fractional ``l``); used by DCA to linearise ``f^m``.
         """
         w = np.asarray(w, dtype=np.float64)
         h_pos, h_neg = self.scores(w)

@@ -8,8 +8,8 @@ order statistics ``L_(1) <= ... <= L_(n)``) and its value is
 
 Spectral risks (nondecreasing weights, a convex objective for convex
 losses) are given by the integral ``Phi(t) = int_0^t sigma(s) ds`` of their
-spectrum: ``sigma_i = Phi(i/n) - Phi((i-1)/n)`` (spec 003 section 1.2,
-spec 004 section 1.2 a).
+spectrum: ``sigma_i = Phi(i/n) - Phi((i-1)/n)`` (Ge and Jiang 2024,
+Table 1; Xiao et al. 2023, section 2.1).
 """
 
 import numbers
@@ -373,7 +373,7 @@ def _tk_weighting(p, exponent):
 
 
 class HumanAligned(BaseRisk):
-    """Human-aligned risk: cumulative prospect theory (CPT) weights, seed 004 eq. (4)-(5).
+    """Human-aligned risk: cumulative prospect theory (CPT) weights, Xiao et al. 2023, eqs. (4)-(5).
 
     With losses sorted ascending, a loss at or below the ``reference`` gets
     ``sigma^a_i = w_delta(i/n) - w_delta((i-1)/n)`` and a loss above it

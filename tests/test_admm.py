@@ -114,7 +114,7 @@ def test_reference_to_z():
 
 
 def _stationarity(X, y, res, risk, loss, penalty):
-    """The three eps-KKT residuals of spec 004 section 2.6 (scaled as in admm)."""
+    """The three eps-KKT residuals of Xiao et al. 2023, Theorem 1 (scaled as in admm)."""
     n = X.shape[0]
     z, lam, rho = res.info["z"], res.info["lambda"], res.info["rho"]
     t = -y * (X @ res.coef + res.intercept)
@@ -151,7 +151,7 @@ def test_nonconvex_stationary_and_not_worse_than_baselines(risk, loss_name, rho,
     tol = 1e-6
     res = admm(X, y, risk, loss, penalty, rho=rho, max_iter=5000, tol=tol)
     assert res.converged, res.stop_criterion
-    # The eps-KKT residuals of spec 004 section 2.6, recomputed here from
+    # The eps-KKT residuals of Xiao et al. 2023 (Theorem 1), recomputed here from
     # (w, b, z, lambda), against a fixed bound (not the solver's own residual).
     primal, dual, pen = _stationarity(X, y, res, risk, loss, penalty)
     bound = 10 * tol

@@ -72,7 +72,7 @@ def _exact_u(X, y, theta, loss):
 @pytest.mark.parametrize("name", AVERAGE_PRECISION_LOSSES)
 def test_soap_step_with_exact_u_is_a_gradient_step(name):
     # the whole data set as one batch and gamma = 1: u is the exact g_i(w) and
-    # eq. (9) is the gradient of F (spec 002 section 2.6)
+    # eq. (9) of Qi et al. 2021 is the gradient of F (our derivation)
     X, _, y = _data(60, 4)
     loss = get_pairwise_loss(name, 0.5)
     obj = AveragePrecisionObjective(X, y, loss, 0.01)

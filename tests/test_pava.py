@@ -178,7 +178,7 @@ def test_isotonic_zero_weights_are_optimal():
 
 
 # --------------------------------------------------------------------------------------
-# zstep_sorted: chain-constrained prox (spec 004, eq. 10)
+# zstep_sorted: chain-constrained prox (Xiao et al. 2023, problem (10))
 # --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("code", MONOTONE)
 @pytest.mark.parametrize("kind", ["monotone", "range", "random"])
@@ -421,7 +421,7 @@ def test_zstep_even_kkt_property(problem):
 
 
 # --------------------------------------------------------------------------------------
-# CPT / human-aligned two-piece weights (spec 004, section 3.6)
+# CPT / human-aligned two-piece weights (Xiao et al. 2023, eq. (4) and Appendix B.3)
 # --------------------------------------------------------------------------------------
 def cpt_weights(n, gamma=0.61, delta=0.69):
     def omega(p, e):
@@ -519,7 +519,7 @@ def test_cpt_degenerate_cases_reduce_to_fixed_weights(method):
 
 
 def reference_sweep(m, sa, sb, two_piece, threshold, code, rho):
-    """Plain-Python Algorithm 2 of spec 004 (sections 3.3-3.4): every sweep merges all
+    """Plain-Python Algorithm 2 of Xiao et al. 2023 (as in their code): every sweep merges all
     maximal strictly decreasing runs, then recomputes the merged blocks."""
     from skrank._pava import _block_value
 
@@ -570,7 +570,7 @@ def test_sweep_kernel_follows_algorithm_2(cpt):
 
 
 # --------------------------------------------------------------------------------------
-# project_permutahedron (spec 003, section 2.4)
+# project_permutahedron (Ge and Jiang 2024, Algorithm 1 line 4)
 # --------------------------------------------------------------------------------------
 @settings(deadline=None, max_examples=800)
 @given(

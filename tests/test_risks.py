@@ -63,7 +63,7 @@ def test_exponential_large_rho_does_not_overflow():
 
 
 def test_spec_sanity_values():
-    # spec 003 section 1.2: n * max weight at n = 244
+    # ESRM of Ge and Jiang 2024, Table 1: n * max weight at n = 244 (our own check value)
     assert 244 * ExponentialSpectral(2).weights(244).max() == pytest.approx(2.30, abs=0.01)
     assert 244 * Extremile(2.5).weights(244).max() == pytest.approx(2.49, abs=0.01)
 

@@ -1,4 +1,4 @@
-"""SOREL solver: the dual projection, the toy problem of spec 003 (22), ridge."""
+"""SOREL solver: the dual projection, the toy problem (22) of Ge and Jiang 2024, ridge."""
 
 import numpy as np
 import pytest
@@ -14,7 +14,7 @@ from skrank.solvers.sorel import _project, dual_smoothness, sorel, sorel_paper
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("risk", [Superquantile(0.6), Extremile(2.5), ExponentialSpectral(2.0), TopK(3)])
 def test_projection_invariants(seed, risk):
-    # spec 003 section 2.4: sum, bounds and majorisation of the projection
+    # Ge and Jiang 2024, Algorithm 1 line 4: sum, bounds and majorisation of the projection
     rng = np.random.default_rng(seed)
     n = 17
     sigma = risk.weights(n)
@@ -42,7 +42,7 @@ def test_projection_limits():
 
 
 def test_toy_problem_converges_to_zero():
-    # spec 003 (22): sigma = (0, 1), l1 = (w - 1)^2 / 2, l2 = (w + 1)^2 / 2, optimum w = 0
+    # Ge and Jiang 2024, problem (22): sigma = (0, 1), l1 = (w - 1)^2 / 2, l2 = (w + 1)^2 / 2, optimum w = 0
     X = np.array([[1.0], [1.0]])
     y = np.array([1.0, -1.0])
     risk = TopK(1)
@@ -130,7 +130,7 @@ def test_dual_smoothness_is_the_norm_of_J_Hinv_JT(fit_intercept):
 
 
 def test_paper_rules_reference():
-    # spec 003 section 2.3 verbatim: converges on a small problem, flags divergence
+    # The practical SOREL of Ge and Jiang 2024, verbatim: converges on a small problem, flags divergence
     rng = np.random.default_rng(4)
     X = rng.normal(size=(120, 3))
     y = X @ [1.0, -0.5, 0.2] + rng.normal(size=120)

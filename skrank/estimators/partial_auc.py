@@ -37,7 +37,8 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     sorted in decreasing order, ``m = fpr_min N-`` and ``n = fpr_max N-``.
     Fractional ranks are weighted as the ROC cells they cut: the sum runs
     over the top ``floor(n)`` negatives plus ``n - floor(n)`` times the
-    next, minus the same for ``m`` (spec 000 section 1.4).  So only the
+    next, minus the same for ``m`` (the paper assumes integer ranks; this is
+    our extension).  So only the
     negatives whose scores rank them inside the range count: a positive is
     pushed above the negatives that a threshold in that FPR range would let
     through.  With ``fpr_range=(0, 1)`` and the squared loss this is the
@@ -59,8 +60,8 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     loss : {"squared_hinge", "logistic", "squared"}, default="squared_hinge"
         Loss of the pairwise margin ``z = h_positive - h_negative``, as the
         papers write it (no factor 1/2): ``max(0, margin - z)^2``,
-        ``log(1 + exp(-z))`` (seed 000's experiments) or ``(margin - z)^2``
-        (seed 001).  The squared hinge and squared losses are evaluated
+        ``log(1 + exp(-z))`` (the experiments of Yao, Lin and Yang 2022) or
+        ``(margin - z)^2`` (Liu et al. 2020).  The squared hinge and squared losses are evaluated
         exactly in ``O((N+ + N-) log N- + (N+ + N-) d)`` per pass; the
         logistic loss in ``O(N+ R + N- log N- + (N+ + N-) d)`` with ``R``
         the number of negatives in the range.
@@ -77,14 +78,14 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
           (class means and covariances,
           :func:`skrank.solvers.auc_closed_form.exact_square_auc`); needs
           ``loss="squared"`` and ``fpr_range=(0, 1)``.
-        - ``"agd-sbcd"``: seed 000's Algorithms 1-2, approximate gradient
+        - ``"agd-sbcd"``: Algorithms 1-2 of Yao, Lin and Yang 2022, approximate gradient
           descent on the Moreau-smoothed objective with stochastic block
           coordinate descent inner loops (:func:`skrank.solvers.sbcd.agd_sbcd`).
         - ``"dca"``, ``"prox-dca"``: the paper's baselines, DCA and proximal
           DCA with stochastic inner loops
           (:mod:`skrank.solvers.pauc_dca`).
-        - ``"ppd-sg"``, ``"ppd-adagrad"``: seed 001's proximal primal-dual
-          stochastic methods on the min-max form of the square loss; need
+        - ``"ppd-sg"``, ``"ppd-adagrad"``: the proximal primal-dual
+          stochastic methods of Liu et al. 2020 on the min-max form of the square loss; need
           ``loss="squared"`` and ``fpr_range=(0, 1)``
           (:mod:`skrank.solvers.ppd`).
         - ``"auto"``: ``"exact"`` when it applies; otherwise ``"lbfgs"``,
@@ -144,7 +145,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     ``scoring=skrank.metrics.make_partial_auc_scorer(fpr_range)``.
 
     The default start is the closed-form full-AUC square-loss fit, which
-    ranks well and avoids the all-tied point ``w = 0`` (spec 000 pitfall 5);
+    ranks well and avoids the all-tied point ``w = 0`` (the paper leaves the start open);
     PPD-SG and PPD-AdaGrad start from ``w = 0`` as in their paper (their
     min-max form has no ties to fear, and the closed form is their answer).
 

@@ -1,7 +1,7 @@
-"""The compiled mini-batch step of SBCD, shared by AGD-SBCD, DCA and proximal DCA (seed 000).
+"""The compiled mini-batch step of SBCD, shared by AGD-SBCD, DCA and proximal DCA (Yao, Lin and Yang 2022).
 
-One step of Yao, Lin and Yang (2022), Algorithm 1 in the normalised units of
-spec 000 section 3.4, for a linear score: sample ``I`` positives and ``J``
+One step of Yao, Lin and Yang (2022), Algorithm 1 in normalised units (sums
+divided by the pair count; our rescaling), for a linear score: sample ``I`` positives and ``J``
 negatives (uniformly, without replacement inside the block), form the
 ``I x J`` margins ``z_ij = h_i - h_j``, the activity mask
 ``a_ij = 1(loss(z_ij) > lambda_i)`` (strict) and
@@ -10,14 +10,15 @@ negatives (uniformly, without replacement inside the block), form the
     v <- (v + eta P c - eta (G - xi + reg v)) / (1 + eta P)
     lambda_i <- lambda_i - theta (l / N- - mean_j a_ij)   for the sampled i,
 
-both from the mask at the current ``(v, lambda)`` (a Jacobi update, spec 000
-pitfall 8).  One formula covers the three methods:
+both from the mask at the current ``(v, lambda)`` (a Jacobi update, as
+Algorithm 1 is written).  One formula covers the three methods:
 
 * AGD-SBCD (Algorithm 1, eq. (14)): ``P = 1/mu``, centre ``c = w``, ``xi = 0``,
   output the averages of ``v^(0..T-1)`` and ``lambda^(0..T-1)``;
 * DCA (Algorithm 4): ``P = 0``, ``xi`` the linearised top-``m`` part, last
   iterate;
-* proximal DCA (spec 000 section 5.2 option (b)): ``P = L``, centre
+* proximal DCA (the paper's Appendix E.5, with the proximal term handled
+  in closed form, our choice): ``P = L``, centre
   ``w^(k)``, last iterate.
 
 ``lambda`` is averaged lazily: each entry keeps the step at which it last

@@ -1,4 +1,4 @@
-"""The paper's practical SOREL, verbatim (spec 003 section 2.3).
+"""The paper's practical SOREL, verbatim (Ge and Jiang 2024, section 3.2 and Appendix B).
 
 A reference implementation for the benchmark's ``--paper-grid`` mode and
 for tests: given ``lr`` and ``C``, uniform sampling, the paper's schedules,
@@ -22,7 +22,7 @@ from ._stepsize import loss_arguments_dense, make_rng, prepare_data, rank_weight
 @njit(cache=True)
 def _sorel_paper_epochs(X, s, c, sigma, code, param, w, b, t, losses, losses_prev, lam, perm,
                         ipar, fpar, rng, hist, work_n, work_n2, u, gref, gbar, anchor, idx, grad):
-    """Epochs ``k0 .. k0 + n_ep - 1`` of spec 003 section 2.3; returns the epochs run.
+    """Epochs ``k0 .. k0 + n_ep - 1`` of the practical SOREL; returns the epochs run.
 
     ``ipar`` = (k0, n_ep, batch, fit_intercept); ``fpar`` = (lr, C, mu,
     tau_scale, divergence threshold).  Uniform sampling with replacement,
@@ -113,15 +113,16 @@ def _sorel_paper_epochs(X, s, c, sigma, code, param, w, b, t, losses, losses_pre
 def sorel_paper(X, y, risk, loss, penalty, *, learning_rate, dual_scale, max_iter=50,
                 batch_size=1, tau_scale=20.0, fit_intercept=False, random_state=None,
                 divergence=1.5):
-    """The paper's practical SOREL with given ``lr`` and ``C`` (spec 003 section 2.3).
+    """The paper's practical SOREL with given ``lr`` and ``C`` (Ge and Jiang 2024, Appendix B).
 
     No automatic rule: uniform sampling, ``eta_k = C mu (k + 1)`` (the paper's
     ``C (k + 1) / n`` with ``mu = 1/n``), ``tau_k = tau_scale / (mu (k + 1))``,
     ``theta_k = k / (k + 1)``, the primal step in gradient form, the last
-    iterate; mini-batches as in spec 003 section 2.5.  A run whose objective
+    iterate; mini-batches average the variance-reduced correction over the
+    batch (the paper only gives the batch size, 64).  A run whose objective
     exceeds ``divergence`` times the initial one stops and is reported as
     diverged (``info["diverged"]``, its later history ``inf``), as in the
-    grid searches of spec 003 section 5.3.  Used as the reference by the
+    grid searches of Mehta et al. that the paper follows (Appendix B).  Used as the reference by the
     benchmark's ``--paper-grid`` mode; :func:`sorel` is the solver.
     """
     rng = make_rng(random_state)

@@ -102,15 +102,15 @@ def svrg_step_size(smoothness, sigma, batch_size, sampling="uniform"):
     ``L_i``).  The sampled term ``(lam_i / p_i) l_i`` is
 
     * ``"uniform"`` (``p_i = 1/n``): up to ``n max(sigma) max_i L_i``-smooth
-      (spec 003 section 6, pitfall 5);
+      (``n sigma_n ||x_i||^2`` for the squared loss; our own bound);
     * ``"importance"`` (``p_i`` proportional to ``lam_i L_i``):
       ``sum_j lam_j L_j <= Lbar``-smooth;
-    * ``"nonuniform"`` (``p_i = lam_i``, spec 004 section 5 (2)):
+    * ``"nonuniform"`` (``p_i = lam_i``, LSVRG(NU) of Xiao et al. 2023, section 5):
       ``max_i L_i``-smooth.
 
     A batch of ``B`` draws divides the variance term by ``B``; the step is
     ``1 / (3 (L_term / B + Lbar))``, within SVRG's ``1 / (4 L)`` bound up to
-    the factor 4/3 that practice allows (spec 003 section 3, Lemma 3).
+    the factor 4/3 that practice allows (the SVRG inner loop of Ge and Jiang 2024, Lemma 3).
     """
     sigma = np.abs(np.asarray(sigma, dtype=np.float64))
     l_bar = float(np.sort(sigma) @ np.sort(smoothness))
@@ -214,7 +214,7 @@ def prox_step(w, b, grad, grad_b, lr, l1, l2, inv_tau, w_anchor, b_anchor, fit_i
     """``(w, b) <- prox(w - lr grad, b - lr grad_b)`` in place.
 
     The prox is the closed form of ``lr * (l1 ||.||_1 + l2/2 ||.||^2 +
-    inv_tau/2 ||. - w_anchor||^2)`` (spec 003 section 2.2); the intercept
+    inv_tau/2 ||. - w_anchor||^2)`` (Ge and Jiang 2024, Algorithm 1 line 14); the intercept
     gets only the anchor term.  ``inv_tau = 0`` gives the plain proximal
     gradient step on the penalty.
     """
@@ -251,7 +251,7 @@ def vr_batch_direction(X, w, b0, idx, start, stop, s, c, code, param, gref, mult
     """Add the batch's variance-reduced correction to ``out``; return ``db`` plus its intercept part.
 
     For ``i = idx[start:stop]``: ``inv_b * mult_i * (s_i l'(t_i(w)) - gref_i) * (x_i, 1)``
-    (spec 003 Algorithm 1 line 13, section 2.5), with ``b0`` the current
+    (Ge and Jiang 2024, Algorithm 1 line 13, averaged over the batch), with ``b0`` the current
     intercept.  Shared by :func:`svrg_epoch` and SOREL's epoch kernel.
     """
     d = X.shape[1]
@@ -280,10 +280,10 @@ def svrg_epoch(
 
         d = gbar + (1/B) sum_{i in batch} mult_i (s_i l'(t_i(w)) - gref_i) (x_i, 1)
 
-    (spec 003 Algorithm 1 line 13 and section 2.5, with ``mult_i = lam_i / p_i``
+    (Ge and Jiang 2024, Algorithm 1 line 13, batch-averaged, with ``mult_i = lam_i / p_i``
     for sampling probabilities ``p_i``), then takes the closed-form prox of
     ``lr * (l1 ||.||_1 + l2/2 ||.||^2 + inv_tau/2 ||. - w_anchor||^2)``
-    (spec 003 section 2.2; the intercept gets only the anchor term).
+    (their line 14; the intercept gets only the anchor term).
 
     ``w`` and ``b`` (a length-1 array) are updated in place; ``work`` is a
     length-d scratch array.  Returns the number of steps.
@@ -305,7 +305,7 @@ def svrg_epoch(
 class EpochLog:
     """Objective, time and pass counts per epoch, and the relative-change criterion.
 
-    ``passes`` follows spec 003 section 2.6: every per-sample loss or
+    ``passes`` follows our convention (the paper's count is samples used / n): every per-sample loss or
     gradient evaluation at a new point counts ``1/n``.
     """
 

@@ -1,4 +1,4 @@
-"""The w-step of the rank ADMM (spec 004, section 2.4), factorised once per fit.
+"""The w-step of the rank ADMM (Xiao et al. 2023, Algorithm 1), factorised once per fit.
 
 Every ADMM iteration solves, for a target vector ``v`` (length n), a penalty
 ``rho > 0`` and an optional linear term ``q`` (used by the DCA solver),
@@ -17,14 +17,15 @@ of the linear map is thus the same as centring.
 ``l2`` (or no penalty): closed form from one eigendecomposition of the Gram
 matrix ``Xc^T Xc = V diag(s) V^T`` (or, when n < d, of ``Xc Xc^T``, which
 gives the thin SVD), so that a new ``rho`` costs ``O(nd + d^2)`` and no new
-factorisation (spec 004, pitfall P21).  Without a linear term the ADMM
+factorisation (the paper's Assumption 3 asks for an exact w-step; the
+released code re-solves it by L-BFGS).  Without a linear term the ADMM
 uses the same solution in prediction space (:meth:`WStep.fast_l2`): with
 ``B = Xc V`` (Gram) or ``B = U`` (kernel), ``X w + b`` costs two products
 with the n x r matrix ``B`` per iteration and ``w`` is rebuilt only at the end.
 
 ``l1`` / elastic net: FISTA with adaptive restart, warm-started from the
-previous ``w`` (``"fista"``), or the smoothed variant of spec 004 section
-2.4 (iii), in which ``l1 ||w||_1`` is replaced by its Moreau envelope of
+previous ``w`` (``"fista"``), or the smoothed variant of Xiao et al. 2023
+(section 4), in which ``l1 ||w||_1`` is replaced by its Moreau envelope of
 parameter ``gamma`` and the smooth subproblem is solved by L-BFGS
 (``"smoothed"``).
 """
@@ -279,7 +280,8 @@ class WStep:
         return w, self.intercept_for(w, v, rho, q_b), n_inner
 
     def _closed_form(self, r, rho, l2):
-        # (rho Xc^T Xc + l2 I) w = r, through the eigenpairs (spec 004, 2.4 (i)).
+        # (rho Xc^T Xc + l2 I) w = r, through the eigenpairs (our choice; the
+        # paper's w-step for l2 is a strongly convex quadratic).
         V, s = self.V, self.s
         denom = rho * s + l2
         Vr = V.T @ r
@@ -334,7 +336,7 @@ class WStep:
         return Xc.T @ Xc
 
     def _smoothed(self, r, rho, w0, tol, max_iter):
-        # sADMM (spec 004, 2.4 (iii)): l1 ||w||_1 replaced by its Moreau envelope
+        # sADMM (Xiao et al. 2023, section 4): l1 ||w||_1 replaced by its Moreau envelope
         # M_gamma, whose gradient is (w - prox_{gamma l1}(w)) / gamma; the returned
         # point is prox_{gamma l1}(w) (the paper's w-tilde).
         l1, l2 = self.penalty.l1, self.penalty.l2

@@ -1,4 +1,4 @@
-"""Proximal ADMM with a PAVA z-step for rank-based objectives (seed 004, Algorithm 1).
+"""Proximal ADMM with a PAVA z-step for rank-based objectives (Xiao et al. 2023, Algorithm 1).
 
 The objective ``F(w, b) = sum_i sigma_i l(t)_(i) + l1 ||w||_1 + l2/2 ||w||^2``
 with ``t = s * (X w + b) + c`` (negative margins for classification,
@@ -6,9 +6,9 @@ residuals for regression; :func:`skrank.objective.affine_map`) is split as
 
     min Omega(z) + g(w)   s.t.   z = s * (X w + b) + c,
 
-``Omega(z) = sum_i sigma_i l(z)_(i)`` (spec 004, eq. 9).  The intercept is
-one more column of the linear map, with zero penalty.  One iteration
-(spec 004, section 2.2) is
+``Omega(z) = sum_i sigma_i l(z)_(i)`` (Xiao et al. 2023, eq. (9)).  The
+intercept is one more column of the linear map, with zero penalty.  One
+iteration (their Algorithm 1) is
 
 1. z-step: ``z = argmin Omega(z) + rho/2 ||z - (t - lambda/rho)||^2`` by the
    PAVA of :mod:`skrank._pava` (``zstep`` for the monotone classification
@@ -18,7 +18,7 @@ one more column of the linear map, with zero penalty.  One iteration
    smoothed variant for l1 / elastic net);
 3. dual step: ``lambda += rho (z - t)``;
 
-then the KKT residuals of spec 004 section 2.6 are tested and ``rho`` is
+then the residuals of the eps-KKT conditions (Xiao et al. 2023, Theorem 1) are tested and ``rho`` is
 updated.
 
 For the non-convex risks :func:`admm` by default (``refine=True``) runs
@@ -78,7 +78,7 @@ class RhoSchedule:
     ----------
     rho : "paper", "table6", "adaptive" or float
         ``"table6"``: Table 6 of the paper, chosen by the kind of risk, with
-        a cap (spec 004, section 2.5):
+        a cap of our own (Xiao et al. 2023, Appendix B.5, Table 6):
 
         * spectral risks (ERM, superquantile, extremile, exponential, top-k):
           ``rho_0 = 1e-5``, ``rho_k = 1.2^k rho_0``, capped at ``217 d``;
@@ -319,7 +319,7 @@ def rank_subgradient(risk, loss, t):
 # the loop
 # ------------------------------------------------------------------------------------
 def _penalty_residual(X, s, lam, w, wstep, linear):
-    """``dist(A^T (s lambda) + q, dg(w))`` with the intercept's row (spec 004, 2.6)."""
+    """``dist(A^T (s lambda) + q, dg(w))`` with the intercept's row (Xiao et al. 2023, Theorem 1)."""
     sl = s * lam
     gw = np.asarray(X.T @ sl).ravel()
     gb = float(sl.sum()) if wstep.fit_intercept else 0.0
@@ -415,12 +415,12 @@ def admm_loop(
                 history.append(objective(w, b))
                 crit_history.append(crit)
     for k in range(0 if converged else max_iter):
-        # 1. z-step (spec 004, 2.3)
+        # 1. z-step (Xiao et al. 2023, section 3.2, problem (10))
         m_z = t - lam / rho
         z = zfun(m_z, rho)
         # Over-relaxation (Boyd et al. 2011, section 3.4.3) of the z-block.
         zr = z if relaxation == 1.0 else relaxation * z + (1.0 - relaxation) * t
-        # 2. w-step (spec 004, 2.4): target v with s (Xw + b) + c ~ z + lambda/rho
+        # 2. w-step (Xiao et al. 2023, Algorithm 1): target v with s (Xw + b) + c ~ z + lambda/rho
         v = s * (zr + lam / rho - c)
         if fast:
             f_new, coeffs, pen_value = wstep.fast_l2(v, rho)
@@ -429,7 +429,7 @@ def admm_loop(
         else:
             inner_tol = max(0.1 * tol, 1e-3 * min(crit, 1.0)) / sqrt_n
             if wstep.l1_solver == "smoothed":
-                # sADMM Moreau parameter, spec 004 section 2.4 (iii)
+                # sADMM Moreau parameter (Xiao et al. 2023, section 4; schedule of Appendix B.5)
                 wstep.gamma = max(1e-5 * 0.9**k, 1e-9)
             w_new, b_new, n_inner = wstep.solve(
                 v, rho, w, q=linear, tol=inner_tol, max_iter=inner_max_iter
@@ -440,7 +440,7 @@ def admm_loop(
         # 3. dual step
         r = z - t_new
         lam = lam + rho * (zr - t_new)
-        # KKT residuals (spec 004, 2.6): primal ||z - t||; dual
+        # eps-KKT residuals (Xiao et al. 2023, Theorem 1): primal ||z - t||; dual
         # dist(-lambda, dOmega(z)) <= rho ||t_new - t_old|| (z-step optimality);
         # dist(A^T lambda + q, dg(w)) computed directly (0 for an exact w-step).
         r_primal = float(np.linalg.norm(r))
@@ -566,7 +566,7 @@ def admm(
     risk of :mod:`skrank.risks` (convex or not) and any loss of
     :mod:`skrank.losses` (Algorithm 1 of Xiao et al. 2023, with ``r = 0``).
 
-    Differences from the paper (spec 004): the intercept is an unpenalised
+    Differences from the paper and its released code: the intercept is an unpenalised
     extra column of the linear map (the paper appends a penalised ones
     column); the l1 penalty is ``l1 ||w||_1`` (the paper writes
     ``mu/2 ||w||_1``); the w-step for l2 is solved in closed form from one
@@ -611,8 +611,8 @@ def admm(
         ``e_dual = sqrt(n) rho ||t^{k+1} - t^k||`` (a bound on
         ``sqrt(n) dist(-lambda, dOmega(z))``) and
         ``e_pen = dist(A^T lambda, dg(w))`` (zero for the exact l2 step).
-        These are the three conditions of an eps-KKT point (spec 004,
-        section 2.6; Theorem 1), with ``lambda`` measured in units of ``1/n``.
+        These are the three conditions of an eps-KKT point (Xiao et al.
+        2023, Theorem 1), with ``lambda`` measured in units of ``1/n``.
     rho : {"paper", "adaptive"} or float, default="paper"
         Penalty schedule, see :class:`RhoSchedule`.
     zstep_method : {"stack", "sweep"}, default="stack"
@@ -621,7 +621,7 @@ def admm(
     l1_solver : {"fista", "smoothed"}, default="fista"
         w-step solver when the penalty has an l1 part: FISTA (exact up to a
         tolerance that tightens with the KKT residual) or the smoothed
-        variant sADMM (spec 004, section 2.4 iii), which returns the
+        variant sADMM (Xiao et al. 2023, section 4), which returns the
         soft-thresholded point and is only approximately stationary.
     coef_init, intercept_init : ndarray of shape (d,), float, default=None
         Starting point (zero by default).
@@ -792,7 +792,7 @@ SEGMENT = 200
 
 
 def _kkt_residual(X, s, c, zfun, wstep, w, b, z, lam, rho):
-    """Scaled eps-KKT residual of spec 004 section 2.6 at ``(w, b, z, lambda)``.
+    """Scaled eps-KKT residual (Xiao et al. 2023, Theorem 1) at ``(w, b, z, lambda)``.
 
     ``max(e_primal, e_dual, e_pen)`` as in :func:`admm`, except that the
     dual condition ``-lambda in dOmega(z)`` is tested directly: ``z`` must

@@ -11,7 +11,8 @@ part at the current point: with ``u`` a subgradient of ``T_m / (k - m)``
 (the mean gradient of the ``m`` largest losses, divided by ``k - m``), the
 next point minimises the convex function ``T_k / (k - m) + g - u.(w, b)``.
 
-Differences from the baseline as run in the paper (spec 004, pitfall P15):
+Differences from the DCA baseline as run by Xiao et al. 2023 (Table 4, with the
+released code of Hu et al. 2020):
 each convex subproblem is solved to its KKT tolerance by the ADMM of
 :mod:`skrank.solvers.admm` (top-k weights plus a linear term), warm-started
 at the current point, instead of a fixed number of subgradient steps from

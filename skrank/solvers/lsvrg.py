@@ -1,6 +1,6 @@
 """LSVRG for rank-weighted risks (Mehta et al. 2023, with no smoothing).
 
-The baseline of spec 003 section 4.2 and spec 004 section 5 (2): SVRG whose
+A baseline of Ge and Jiang 2024 (section 5) and Xiao et al. 2023 (section 5): SVRG whose
 checkpoint also re-ranks the losses.  At every checkpoint ``w_ckpt`` the
 weights are frozen to ``q = sigma`` ranked by ``l(w_ckpt)``; the epoch then
 runs variance-reduced steps on ``sum_i q_i l_i + penalty``.  This is SOREL
@@ -72,10 +72,10 @@ def lsvrg(
         Fit an unpenalised intercept.
     sampling : {"uniform", "nonuniform"}, default="uniform"
         ``"uniform"``: draw ``i`` uniformly and scale its correction by
-        ``n q_i`` (spec 003 section 4.2).  ``"nonuniform"``: draw the rank
+        ``n q_i`` (Mehta et al. 2023).  ``"nonuniform"``: draw the rank
         ``j`` with probability ``sigma_j`` and take the sample of that rank,
-        whose correction then has weight 1 (spec 004 section 5 (2),
-        LSVRG(NU)).
+        whose correction then has weight 1 (LSVRG(NU) of Xiao et al. 2023,
+        section 5).
     learning_rate : "auto" or float, default="auto"
         Step size; "auto" is :func:`skrank.solvers._stepsize.svrg_step_size`
         for uniform sampling, with the weights at the starting point, for
@@ -87,8 +87,8 @@ def lsvrg(
     max_iter : int, default=100
         Number of checkpoints (epochs).
     epoch_length : int or None, default=None
-        Steps per epoch; ``None`` means ``ceil(n / batch_size)`` (spec 003:
-        epoch length ``n``).
+        Steps per epoch; ``None`` means ``ceil(n / batch_size)`` (Ge and Jiang
+        2024: epoch length ``n``).
     batch_size : int, default=1
         Samples per step (their corrections are averaged).
     tol : float, default=1e-6
@@ -107,12 +107,12 @@ def lsvrg(
         ``objective_history`` holds ``F`` at the start and after every
         epoch; ``info`` holds ``times`` (cumulative solver seconds,
         objective evaluation excluded), ``passes`` (one full pass plus
-        ``B * steps / n`` per epoch, spec 003 section 2.6),
+        ``B * steps / n`` per epoch, our convention),
         ``learning_rate`` and ``weights`` (the last checkpoint's ``q``).
 
     Notes
     -----
-    Epoch (spec 003 section 4.2)::
+    Epoch (Mehta et al. 2023, with ``nu = 0`` as in Ge and Jiang 2024)::
 
         q    = sigma ranked by l(w_ckpt)
         gbar = sum_i q_i grad l_i(w_ckpt)

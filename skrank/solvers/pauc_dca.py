@@ -1,4 +1,4 @@
-"""DCA and proximal DCA for the partial AUC: the baselines of seed 000 (spec 000 section 5).
+"""DCA and proximal DCA for the partial AUC: the baselines of Yao, Lin and Yang 2022 (Appendices E.4-E.5).
 
 The objective is a difference of convex functions,
 ``F = [phi^n / width + alpha ||w||^2 / 2] - phi^m / width`` (notation of
@@ -9,8 +9,8 @@ subtracted part at ``w^(k)`` with its exact full-batch subgradient
 and approximately solves the convex subproblem (37) (DCA) or (38)
 (proximal DCA, with ``L/2 ||w - w^(k)||^2``) by ``T_k = C (k+1)^2`` SBCD
 steps of Algorithm 4, warm-started at ``(w^(k), lambda^(k))``, returning the
-last iterate.  Proximal DCA uses the closed-form proximal step of spec 000
-section 5.2, option (b).  Both share the compiled step of
+last iterate.  Proximal DCA uses a closed-form proximal step (the paper
+says only that SBCD solves its subproblem (38); this choice is ours).  Both share the compiled step of
 :mod:`skrank.solvers._sbcd_kernel` with AGD-SBCD, its step sizes
 ``eta = c / ((k+1) L)``, ``theta = c / (k+1)`` and its initial thresholds.
 The l2 penalty enters the inner gradient (``reg = width * alpha``, the pair

@@ -37,7 +37,7 @@ Stages (Algorithm 2).  Stage ``k = 0, 1, ...`` starts from the previous
 stage's average ``v_0 = (w, a, b)`` (``a``, ``b`` carried over) with the dual
 reset to its closed-form optimum ``mean negative score - mean positive
 score`` at that ``w``, computed on the whole training set (``m_k = n``, the
-batch-setting choice of spec 001 section 2.2; it costs ``O(d)`` from the
+batch-setting choice for Algorithm 2 of Liu et al. 2020; it costs ``O(d)`` from the
 class means), runs ``T_k = T0 3^k`` stochastic steps of step ``eta_0 / 3^k``
 (the paper's experiments, Section 5: ``eta_k T_k`` constant) on mini-batches
 of single examples drawn uniformly with replacement (the min-max form
@@ -76,7 +76,7 @@ Unknown class ratio (Algorithm 4, ``class_ratio="online"``): ``p`` and
 the division ``1 / (p_hat (1 - p_hat))``.  The step scales ``L_w``, ``L_s``
 and the dual restart still use the training set's class sizes.
 
-Decisions on the spec's listed gaps and typos (spec 001 section 6.6):
+Decisions on the gaps and typos of the paper (Liu et al. 2020):
 
 * Algorithm 4 writes ``I[y_j = .]`` in the sums over ``i``: read as
   ``y_i``.  No initial values are given: ``y_bar = 1/2`` and

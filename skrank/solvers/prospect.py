@@ -1,6 +1,6 @@
 """Prospect (Mehta et al. 2024) with no smoothing, for risks with fixed rank weights.
 
-The baseline of spec 003 section 4.3: a SAGA-style method whose weights
+A baseline of Ge and Jiang 2024 (section 5): a SAGA-style method whose weights
 ``q = sigma`` ranked by a table of losses are refreshed after every step.
 The table changes in one entry per sample drawn, so the ranking is kept up
 to date by moving that entry to its new place (an insertion step, ``O(n)``
@@ -57,7 +57,7 @@ def prospect_epoch(
     X, s, c, code, param, w, b, n_steps, batch, sigma, lr, l1, l2, fit_intercept,
     ltab, gtab, rho, perm, rank, gagg, gagg_b, work, idx, g_new, l_new, q_used,
 ):
-    """``n_steps`` Prospect steps (spec 003 section 4.3, ``nu = 0``).
+    """``n_steps`` Prospect steps (Mehta et al. 2024, ``nu = 0`` as in Ge and Jiang 2024).
 
     Tables: ``ltab`` (losses), ``gtab`` (scalar gradients ``s_i l'(t_i)``),
     ``rho`` (the weight each stored gradient entered the aggregate with),
@@ -169,7 +169,7 @@ def prospect(
     SolverResult
         ``objective_history`` holds ``F`` at the start and after every
         epoch; ``info`` holds ``times``, ``passes`` (one pass to fill the
-        tables, then ``B * steps / n`` per epoch, spec 003 section 2.6) and
+        tables, then ``B * steps / n`` per epoch, our convention) and
         ``learning_rate``.
 
     Notes

@@ -1,9 +1,9 @@
-"""AGD-SBCD for the partial AUC over a false-positive-rate range (seed 000).
+"""AGD-SBCD for the partial AUC over a false-positive-rate range (Yao, Lin and Yang 2022).
 
 Yao, Lin and Yang, "Large-scale Optimization of Partial AUC in a Range of
 False Positive Rates" (NeurIPS 2022), Algorithms 1 and 2, for a linear score.
 With ``phi^l = f^l / (N+ N-)`` the top-``l`` pairwise sums of eq. (6)
-normalised per pair (spec 000 section 3.4), the partial-AUC objective of
+normalised per pair (our rescaling), the partial-AUC objective of
 :class:`skrank.partial_auc_objective.PartialAUCObjective` is
 
     F(w) = (phi^n(w) - phi^m(w)) / (beta - alpha) + alpha_l2 ||w||^2 / 2.
@@ -20,14 +20,14 @@ the paper's step ``w - (gamma/mu)(v_m - v_n)`` followed by the proximal map
 of the l2 term (scaled like the pair sums).  The paper's schedules are
 kept: ``T_k = T0 (k+1)^2`` inner steps and steps ``eta = theta = c/(k+1)``.
 
-Decisions where the paper is silent or wrong (spec 000 sections 7 and 9):
+Decisions where the paper is silent or wrong:
 
 * ``mu`` must be below ``1/rho`` in theory (the paper prints ``mu > 1/rho``,
   a typo); like the paper's experiments, the defaults do not enforce it.
 * ``m = fpr_min N-`` and ``n = fpr_max N-`` stay fractional; the dual step
   ``lambda_i -= theta (l/N- - frac_i)`` is exact for them.
 * ``lambda`` starts at ``loss(h_i - q_(ceil(l)))``, the loss against the
-  ``l``-th highest negative score at the start (spec 000 pitfall 5), and is
+  ``l``-th highest negative score at the start (the paper leaves the start open), and is
   kept nonnegative (every pairwise loss here is; the optimal thresholds
   ``[s_i[l+1], s_i[l]]`` of eq. (19), whose endpoints the paper prints in
   the wrong order, are nonnegative).
@@ -89,7 +89,7 @@ class PairSampler:
         """``w = delta / ||delta||^2``, ``delta`` the difference of the class means.
 
         The mean positive score then exceeds the mean negative score by one;
-        ``w = 0`` would tie every score (spec 000 pitfall 4).
+        ``w = 0`` would tie every score, and every pairwise loss.
         """
         delta = self.Xp.mean(axis=0) - self.Xn.mean(axis=0)
         return delta / max(float(delta @ delta), 1e-12)
@@ -107,7 +107,8 @@ class PairSampler:
 
     @property
     def passes(self):
-        """Data points touched divided by ``N+ + N-`` (spec 000 section 3.7).
+        """Data points touched divided by ``N+ + N-`` (our count of an epoch; the paper does
+        not define it).
 
         The kernel's rows plus one per full pass counted in ``full_passes``
         (exact objective values, thresholds, full subgradients).
@@ -157,7 +158,7 @@ def agd_sbcd(
     batch_size : int, default=64
         Positives and negatives per block (``I = J``).
     mu, gamma : float, default=30, 60
-        ``mu~`` and ``gamma~`` of spec 000 section 3.4 (the paper's
+        ``mu~`` and ``gamma~`` in normalised units (the paper's
         ``mu (N+ N-)`` and ``gamma (N+ N-)``; its grids are ``mu~`` in
         {100, 1000} and ``gamma~ / mu~`` in {2, 5, 20, 50}), in units of
         ``1 / L``, ``L = loss'' * mean ||x_i - x_j||^2`` over the pairs: the

@@ -1,6 +1,6 @@
 """Biased mini-batch stochastic subgradient method for rank-weighted risks.
 
-The baseline of spec 003 section 4.1 and spec 004 section 5 (1) (Levy et
+A baseline of Ge and Jiang 2024 and Xiao et al. 2023 (section 5 of both) (Levy et
 al. 2020; Mehta et al. 2023): each step sorts the losses of a mini-batch
 drawn without replacement and weighs them with the risk's weights at the
 batch size.  The estimate is biased unless the weights are uniform, so with
@@ -148,11 +148,11 @@ def sgd(
         ``objective_history`` holds ``F`` at the start and after every
         epoch; ``info`` holds ``times`` (cumulative solver seconds,
         objective evaluation excluded), ``passes`` (``B * steps / n`` per
-        epoch, spec 003 section 2.6) and ``learning_rate``.
+        epoch, our convention) and ``learning_rate``.
 
     Notes
     -----
-    Step (spec 003 section 4.1): draw a batch ``I``, sort its losses, give
+    Step (as in Ge and Jiang 2024, Appendix B): draw a batch ``I``, sort its losses, give
     the ``r``-th smallest the weight ``sigma^(B)_r`` of the same risk at
     size ``B``, and set ``w <- prox_{lr R}(w - lr sum_r sigma^(B)_r grad
     l_(r)(w))``.  The expected direction is not a subgradient of ``F``

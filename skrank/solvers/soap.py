@@ -6,7 +6,7 @@ Algorithms 1-3, for the score ``h = sigmoid(X w + b)``, on the objective of
 :class:`skrank.average_precision_objective.AveragePrecisionObjective`.
 The compiled steps are :func:`skrank.solvers._soap_kernel.soap_steps`.
 
-Decisions where the paper is silent or leaves a choice (spec 002 section 7):
+Decisions where the paper is silent or leaves a choice (Qi et al. 2021):
 
 * Sampler: every batch holds ``positives_per_batch`` positives (the
   anchors ``B+``) and ``batch_size - positives_per_batch`` negatives, each

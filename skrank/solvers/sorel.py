@@ -1,6 +1,6 @@
-"""SOREL: stochastic optimisation of spectral risks (Ge and Jiang 2024), spec 003.
+"""SOREL: stochastic optimisation of spectral risks (Ge and Jiang 2024).
 
-Practical version of Algorithm 1 (spec 003 section 2.3): one dual step per
+Practical version of their Algorithm 1 (section 3.2 and Appendix B): one dual step per
 pass, a proximal-point SVRG inner loop of ``ceil(n / batch_size)`` steps,
 the last iterate as both the reference point and the next outer iterate.
 
@@ -53,7 +53,7 @@ _POLISH_TOL = 1e-8
 
 
 def _project(v, sigma):
-    """Euclidean projection onto the permutahedron of ``sigma`` (spec 003 section 2.4)."""
+    """Euclidean projection onto the permutahedron of ``sigma`` (Ge and Jiang 2024, Algorithm 1 line 4)."""
     from .. import _pava
 
     return _pava.project_permutahedron(v, sigma)
@@ -92,7 +92,7 @@ def dual_smoothness(X, s, t, lam, loss, curvature, fit_intercept):
 def sorel_dual_scale(losses, sigma):
     """Automatic dual scale ``C`` of SOREL: the first dual step is ``eta_0 = C mu``.
 
-    ``C`` plays the role of ``1/(8 G^2)`` in the theory (spec 003 section 3)
+    ``C`` plays the role of ``1/(8 G^2)`` in the theory (Ge and Jiang 2024, Theorem 1)
     and must scale like the inverse of the losses for the dual step
     ``lam + eta v`` to be invariant to the scale of the targets.  We use the
     gap between the risk and the smallest loss at the starting point,
@@ -188,13 +188,14 @@ def sorel(
         ``info`` holds ``lambda`` (final dual weights), ``times`` (cumulative
         seconds after each epoch: kernel calls of several epochs are timed
         and their time split evenly over their epochs), ``passes``
-        (cumulative sample evaluations / n, spec 003 section 2.6),
+        (cumulative sample evaluations / n; the paper does not spell out its
+        count, this convention is ours),
         ``learning_rate``, ``dual_scale``, ``dual_steps`` (``eta_k``) and
         ``criterion_history``.
 
     Notes
     -----
-    Epoch ``k`` (spec 003 section 2.3, with ``mu`` the l2 strength)::
+    Epoch ``k`` (Ge and Jiang 2024, Algorithm 1 and section 3.2, with ``mu`` the l2 strength)::
 
         v       = (1 + theta_k) l(w_k) - theta_k l(w_{k-1}),  theta_k = k / (k + 1)
         lam     = Proj_{Pi_sigma}(lam + eta_k v)
@@ -216,7 +217,8 @@ def sorel(
       far larger than the global ``1 / ||J H^-1 J^T||`` (which grows like
       ``n``) and the dual converges in a number of epochs that does not grow
       with ``n``.  Growing geometrically from a small ``eta_0`` keeps the
-      early epochs stable (spec 003 section 6, pitfall 6).
+      early epochs stable (the paper's ``eta_k = C (k + 1) / n`` grows without
+      bound, and a ``C`` that works early can destabilise later epochs).
 
     When the objective goes up, the next dual step is halved; when it went
     up at the cap and the dual move reversed the previous one (an

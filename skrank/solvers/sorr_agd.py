@@ -8,7 +8,7 @@ range, SoRR, of Hu et al. 2020 divided by ``k - m``), plus the penalty is
 
 ``T_l`` the sum of the ``l`` largest losses.  Yao, Lin and Yang ("Large-scale
 optimization of partial AUC in a range of false positive rates", NeurIPS
-2022; spec 000, sections 1.3 and 3.2-3.4) write ``T_l`` through its LP dual,
+2022, eq. (7), Algorithms 2 and 3) write ``T_l`` through its LP dual,
 ``T_l(L) = min_lambda l lambda + sum_i [L_i - lambda]_+`` (their eq. (12);
 one scalar ``lambda`` per level in the SoRR case), smooth the two top-``l``
 sums by their Moreau envelopes and run gradient descent on the difference
@@ -17,7 +17,7 @@ of the envelopes (their Algorithm 2, AGD).  The gradient of an envelope is
 inexactly by stochastic steps on ``(v, lambda)`` (their Algorithm 3, the
 SoRR case of Algorithm 1).
 
-Everything runs in the normalised units of spec 000 section 3.4 (sums over
+Everything runs in normalised units (our rescaling of the paper's; sums over
 the samples divided by ``n``, so that ``mu~ = n mu``, ``gamma~ = n gamma``,
 ``eta~ = n eta``), and :func:`sorr_agd` expresses ``mu~``, ``gamma~`` and
 ``eta~`` in units of ``1 / L_J``, the smoothness of a mini-batch mean of
@@ -75,7 +75,7 @@ def sorr_sgd(
       ``n``; the paper's step uses ``eta_t``, here ``theta`` is passed
       separately).  The projection on ``lambda >= 0`` keeps the optimal set
       ``[L_[l+1], L_[l]]`` in reach because every loss of
-      :mod:`skrank.losses` is nonnegative (spec 000, section 3.1).
+      :mod:`skrank.losses` is nonnegative.
 
     Parameters
     ----------
@@ -267,8 +267,8 @@ def sorr_agd(
 ):
     """Minimise a ranked-range risk by AGD with SGD inner loops (Yao, Lin and Yang 2022).
 
-    Outer iteration ``k`` (Algorithm 2 with Algorithm 3 inside, spec 000
-    sections 3.2-3.4, normalised units):
+    Outer iteration ``k`` (Algorithm 2 with Algorithm 3 inside, Yao, Lin
+    and Yang 2022, in normalised units):
 
     1. ``vbar_m = SGD(w, lambda_m, T_k, mu~, m)`` and
        ``vbar_k = SGD(w, lambda_k, T_k, mu~, k)`` (:func:`sorr_sgd`), with
@@ -341,7 +341,7 @@ def sorr_agd(
 
     Notes
     -----
-    Decisions (the paper and spec 000 section 9 leave them open, or the
+    Decisions (the paper leaves them open, or the
     paper is wrong):
 
     * Condition on ``mu``: the paper's "mu > 1/rho" (Lemma 3, Algorithms 2
@@ -370,8 +370,8 @@ def sorr_agd(
       ``(w - v*)/mu`` lies in both ``d(f^k + R~)(v*)`` and ``df^m(v*)``.
     * Output: the paper returns ``vbar_k`` of a random outer iteration
       (Theorem 5).  Here the exact ``F`` is evaluated at ``vbar_k`` after
-      every outer iteration and the best point seen is kept (spec 000
-      section 3.2 [IMPL]); the outer iterate ``w`` is not a candidate, as
+      every outer iteration and the best point seen is kept (our choice);
+      the outer iterate ``w`` is not a candidate, as
       at a fixed point it differs from ``v*`` by ``mu`` times a
       subgradient.  Not in the paper: at the end, one proximal-gradient
       step on the exact ``F`` from that point (the exact gradient of the
@@ -379,7 +379,7 @@ def sorr_agd(
       smaller) is kept if it lowers ``F``.  It costs one pass and a few
       evaluations, removes part of the averaging noise, and gives exact
       zeros under l1, which averaged stochastic iterates never have.
-    * Initialisation (spec 000 pitfall 5): ``w^(0) = 0`` or the given
+    * Initialisation (the paper does not state one): ``w^(0) = 0`` or the given
       start.  For classification every loss ties at ``w = 0``; the first
       dual steps break the tie, but when ``w = 0`` is a stationary point
       of ``F`` (overlapping classes and ``k`` below about ``n / 2``) AGD

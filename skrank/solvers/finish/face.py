@@ -56,8 +56,8 @@ class Polisher:
     ``u in dOmega(t)`` means ``u`` in the polytope ``{u >= 0, u weakly
     submajorised by sigma}`` (``|u|`` for the absolute loss) and
     ``u.l_lin(t) = Omega(t)``; the l1 coordinates held at zero need
-    ``|(A^T u)_j| <= l1``.  These are the three KKT conditions of spec 004
-    section 2.6 at ``z = t``, so a certified point is an exact optimum up to
+    ``|(A^T u)_j| <= l1``.  These are the three eps-KKT conditions of Xiao et
+    al. 2023 (Theorem 1) with eps = 0 at ``z = t``, so a certified point is an exact optimum up to
     rounding.
 
     Ties are constraints only for blocks over whose ranks ``sigma`` varies
