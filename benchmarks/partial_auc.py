@@ -17,7 +17,7 @@ Sections:
    full-AUC solvers optimise another objective and are marked ``*``),
    training pAUC(0.05, 0.5), test pAUC(0.05, 0.5), test pAUC(0, 0.3), test
    AUROC and fit seconds, as means over the splits.
-2. Convergence (seed 000 Fig. 1 analogue): ``F`` against seconds and
+2. Convergence (an analogue of Yao, Lin and Yang 2022, Fig. 1): ``F`` against seconds and
    against passes over the data for every pAUC solver, on two tables.
 3. Seed 001's imbalance experiment: load_digits, digits 0-4 against 5-9,
    positives subsampled to 9%, 17% and 29% of the training set; test AUROC
@@ -212,7 +212,7 @@ def _plot_convergence(curves):
 
 
 def imbalance_section():
-    """Section 3: seed 001's imbalance experiment on load_digits."""
+    """Section 3: the imbalance experiment of Liu et al. 2020 on load_digits."""
     from sklearn.datasets import load_digits
 
     X, digit = load_digits(return_X_y=True)

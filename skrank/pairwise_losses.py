@@ -1,7 +1,7 @@
 """Losses of a pairwise margin ``z = h(x_positive) - h(x_negative)``.
 
-AUC-type objectives (partial AUC, seed 000; full AUC, seed 001) score a pair
-of one positive and one negative by a non-increasing loss of the difference
+AUC-type objectives (partial AUC, Yao, Lin and Yang 2022; full AUC, Liu et al.
+2020) score a pair of one positive and one negative by a non-increasing loss of the difference
 of their scores.  Each pairwise loss here is one of the individual losses of
 :mod:`skrank.losses` (negative-margin convention, nondecreasing in ``t``)
 evaluated at ``t = shift - z`` and scaled:
@@ -17,7 +17,7 @@ name              ``loss(z)``                     as an individual loss
 
 The first three are convex (the AUC objectives, :data:`PAIRWISE_LOSSES`);
 the sigmoid is a bounded, non-convex surrogate of ``1(z <= 0)`` used by the
-average-precision objective of seed 002 (its ablation, with ``c = 1``: for a
+average-precision objective of Qi et al. 2021 (its ablation, with ``c = 1``: for a
 linear score ``c`` only rescales ``w``).
 
 exactly as the papers write them (no factor 1/2).  Kernels take the triple
@@ -43,7 +43,7 @@ from .losses import (
 
 #: the convex pairwise losses (AUC and partial AUC)
 PAIRWISE_LOSSES = ("squared_hinge", "logistic", "squared")
-#: the surrogates of the average-precision objective (seed 002, eq. (2) and its ablation)
+#: the surrogates of the average-precision objective (Qi et al. 2021, eq. (2) and its ablation)
 AVERAGE_PRECISION_LOSSES = ("squared_hinge", "logistic", "sigmoid")
 _ALL_PAIRWISE_LOSSES = PAIRWISE_LOSSES + ("sigmoid",)
 

@@ -1,7 +1,7 @@
 """Closed-form minimiser of the full-AUC square loss for a linear score.
 
 For ``h = X w`` (no intercept: it cancels in ``h_i - h_j``) and the pairwise
-square loss of seed 001 (Liu, Yuan, Ying and Yang 2020, eq. (1)) with
+square loss of Liu, Yuan, Ying and Yang (2020, eq. (1)) with
 margin ``c`` and an l2 penalty,
 
     F(w) = mean_{i positive, j negative} (c - (x_i - x_j)' w)^2 + alpha ||w||^2 / 2.
