@@ -34,12 +34,9 @@ from numba import njit
 
 from ._sorting import resort
 from .losses import (
-    ABSOLUTE,
-    HINGE,
-    HUBER,
-    LOGISTIC,
-    SQUARED,
-    SQUARED_HINGE,
+    CLASSIFICATION_CODES,
+    REGRESSION_CODES,
+    check_param,
     loss_prox,
     loss_value,
 )
@@ -53,8 +50,8 @@ __all__ = [
     "sorted_weighted_sum",
 ]
 
-_MONOTONE_CODES = (LOGISTIC, HINGE, SQUARED_HINGE)
-_EVEN_CODES = (SQUARED, ABSOLUTE, HUBER)
+_MONOTONE_CODES = CLASSIFICATION_CODES
+_EVEN_CODES = REGRESSION_CODES
 _METHODS = ("stack", "sweep")
 
 
@@ -345,8 +342,7 @@ def _check_loss(loss_code, loss_param, allowed, hint):
     if loss_code not in allowed:
         raise ValueError(f"loss_code={loss_code} is not allowed here; {hint}")
     loss_param = _check_scalar(loss_param, "loss_param")
-    if loss_code == HUBER and loss_param <= 0.0:
-        raise ValueError(f"loss_param (Huber's epsilon) must be positive, got {loss_param!r}.")
+    check_param(loss_code, loss_param)
     return loss_code, loss_param
 
 

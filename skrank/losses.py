@@ -475,6 +475,25 @@ _CONJUGATES = {
 
 CLASSIFICATION_LOSSES = tuple(k for k, v in _LOSSES.items() if v["task"] == "classification")
 REGRESSION_LOSSES = tuple(k for k, v in _LOSSES.items() if v["task"] == "regression")
+#: codes of the margin losses, nondecreasing in ``t`` (the monotone PAVA z-step)
+CLASSIFICATION_CODES = tuple(_LOSSES[k]["code"] for k in CLASSIFICATION_LOSSES)
+#: codes of the residual losses, even in ``t`` (the even PAVA z-step)
+REGRESSION_CODES = tuple(_LOSSES[k]["code"] for k in REGRESSION_LOSSES)
+
+
+def check_param(code, param):
+    """Raise ValueError unless ``param`` is valid for the loss ``code``.
+
+    Parameters
+    ----------
+    code : int
+        A loss code of this module.
+    param : float
+        The loss parameter (Huber's epsilon, which must be positive; unused
+        by the other losses).
+    """
+    if code == HUBER and not param > 0.0:
+        raise ValueError(f"loss_param (Huber's epsilon) must be positive, got {param!r}.")
 
 
 def get_loss(name, *, epsilon=1.0):

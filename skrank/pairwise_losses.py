@@ -115,6 +115,11 @@ class PairwiseLoss:
         return self.name != "squared"
 
     @property
+    def exp_factored(self):
+        """True when ``loss'(z) = -scale / (1 + exp(z - shift))`` (the logistic loss)."""
+        return self.code == LOGISTIC
+
+    @property
     def is_nonnegative(self):
         """Every loss here is nonnegative (lambda may be kept >= 0)."""
         return True

@@ -12,7 +12,7 @@ from skrank.objective import affine_map
 from skrank.penalties import get_penalty
 from skrank.risks import Superquantile, TopK
 from skrank.solvers._stepsize import prepare_data
-from skrank.solvers.finish import NewtonFinish, Polisher
+from skrank.solvers.finish import FinishSchedule, NewtonFinish, Polisher
 from skrank.solvers.sorel import sorel
 
 
@@ -140,3 +140,42 @@ def test_polisher_resolves_an_overdetermined_kink_set(referee):
     w_off = wp + 1e-3
     t_off = s * (X @ w_off + bp) + c
     assert P._certificate(-lam, t_off, w_off) > 1e-6
+
+
+def test_finish_schedule_doubles_and_tries_the_last_iteration():
+    sched = FinishSchedule(16)
+    due = []
+    for k in range(1, 101):
+        if sched.due(k, k == 100):
+            sched.attempted(k)
+            due.append(k)
+    assert due == [16, 32, 64, 100]
+    assert sched.attempts == 4
+
+
+def test_finish_schedule_without_first_tries_only_the_end():
+    sched = FinishSchedule(None)
+    assert [k for k in range(1, 51) if sched.due(k, k == 50)] == [50]
+
+
+def test_finish_schedule_residual_trigger():
+    sched = FinishSchedule(1000, crit_level=1e-3, gap=10)
+    assert not sched.due(5, False, crit=1e-2)  # above the level
+    assert sched.due(6, False, crit=1e-4)  # first time below the level
+    sched.attempted(6, crit=1e-4)
+    assert sched.gap == 10
+    assert not sched.due(7, False, crit=5e-5)  # not tenfold lower, gap not elapsed
+    assert sched.due(8, False, crit=5e-6)  # tenfold lower
+    assert sched.due(16, False, crit=9e-5)  # the gap has elapsed
+    sched.attempted(8, crit=5e-6)
+    assert sched.gap == 20  # doubled after two attempts in quick succession
+    assert not sched.due(16, False, crit=9e-6)
+
+
+def test_finish_schedule_keep_rule():
+    assert FinishSchedule.keep(1.0, 1.0 + 1e-9, True, False)
+    assert FinishSchedule.keep(1.0 + 1e-13, 1.0, True, False)  # rounding
+    assert not FinishSchedule.keep(1.0 + 1e-6, 1.0, True, True)
+    assert not FinishSchedule.keep(0.5, 1.0, False, False)  # uncertified, not last
+    assert FinishSchedule.keep(0.5, 1.0, False, True)
+    assert not FinishSchedule.keep(1.5, 1.0, False, True)

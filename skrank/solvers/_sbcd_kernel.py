@@ -35,7 +35,6 @@ more than 1400 (where a factor could overflow) take the plain path.
 import numpy as np
 from numba import njit
 
-from ..losses import LOGISTIC
 from ..pairwise_losses import pair_derivative, pair_level, pair_value_and_derivative
 from ._sampling import sample_block
 
@@ -45,7 +44,7 @@ from ._sampling import sample_block
 @njit(cache=True, fastmath={"reassoc", "contract", "arcp"})
 def sbcd_steps(Xp, Xn, v, center, xi, lam, level_frac, n_steps, eta, theta, prox, reg,
                batch_pos, batch_neg, code, shift, scale, monotone, state, perm_pos, perm_neg,
-               average, lam_floor):
+               average, lam_floor, exp_factored=False):
     """Run ``n_steps`` SBCD steps from ``(v, lam)`` (both updated in place).
 
     Parameters
@@ -81,6 +80,10 @@ def sbcd_steps(Xp, Xn, v, center, xi, lam, level_frac, n_steps, eta, theta, prox
         Return the averages of ``v^(0..T-1)`` and ``lambda^(0..T-1)``.
     lam_floor : float
         Lower bound of ``lambda`` (0 for nonnegative losses, ``-inf`` for none).
+    exp_factored : bool, default=False
+        The derivative is ``-scale / (1 + exp(z - shift))`` (the loss's
+        :attr:`~skrank.pairwise_losses.PairwiseLoss.exp_factored`): the pair
+        derivatives then take ``I + J`` exponentials (module docstring).
 
     Returns
     -------
@@ -98,7 +101,6 @@ def sbcd_steps(Xp, Xn, v, center, xi, lam, level_frac, n_steps, eta, theta, prox
     hn = np.empty(J)
     ep = np.empty(I)
     en = np.empty(J)
-    logistic = monotone and code == LOGISTIC
     r = np.empty(I)
     c = np.empty(J)
     grad = np.empty(d)
@@ -129,7 +131,7 @@ def sbcd_steps(Xp, Xn, v, center, xi, lam, level_frac, n_steps, eta, theta, prox
             hn[b] = s
             c[b] = 0.0
         factored = False
-        if logistic:
+        if exp_factored:
             lo, hi = np.inf, -np.inf
             for a in range(I):
                 lo = min(lo, hp[a] - shift)

@@ -34,12 +34,12 @@ import numpy as np
 
 from .._pava import zstep, zstep_even, zstep_sorted
 from .._sorting import resort
-from ..losses import HINGE, loss_level
+from ..losses import loss_level
 from ..objective import affine_map, rank_objective
 from ..risks import ERM, TopK
 from ._result import SolverResult
 from ._wstep import WStep
-from .finish import NewtonFinish, Polisher
+from .finish import FinishSchedule, NewtonFinish, Polisher
 
 _RHO_NAMES = ("paper", "adaptive")
 
@@ -363,11 +363,12 @@ def admm_loop(
     iteration, two products with an n x r basis and no product with ``X``),
     rebuilding ``(w, b)`` only when the residuals pass and at the end.
     ``polish``, when given, is a :class:`Polisher` (hinge and absolute
-    losses) or a :class:`skrank.solvers.finish.NewtonFinish` (smooth ones): tried after
-    ``polish_first`` iterations, at every doubling of the iteration count
-    and when the residual is below ``polish_crit`` (see :class:`Polisher`),
-    it stops the loop when it certifies an exact optimum, and at the
-    end it replaces the last iterate when it lowers ``F``.
+    losses) or a :class:`skrank.solvers.finish.NewtonFinish` (smooth ones), tried on a
+    :class:`skrank.solvers.finish.FinishSchedule` (after ``polish_first``
+    iterations, at every doubling of the iteration count and when the
+    residual is below ``polish_crit``); it stops the loop when it certifies
+    an exact optimum, and at the end it replaces the last iterate when it
+    lowers ``F``.
     See :func:`admm` for the stopping rule.
 
     Returns
@@ -390,12 +391,7 @@ def admm_loop(
     # Exact l2 step in prediction space (O(n r) per iteration, w rebuilt at the end).
     fast = linear is None and objective_t is not None and wstep.fast_l2_available()
     coef_dirty = False
-    next_polish = polish_first
-    # Polishing also runs once the KKT residual is small (polish_crit), again
-    # when it has fallen tenfold or after polish_gap more iterations (doubled
-    # after attempts in quick succession).
-    last_polish_k, last_polish_crit, polish_gap = -(10**9), np.inf, 10
-    n_polish = 0
+    schedule_finish = FinishSchedule(polish_first, crit_level=polish_crit)
     polished = False
     start = time.perf_counter()
     k = 0
@@ -404,10 +400,10 @@ def admm_loop(
         # A warm start may sit on an optimum found before: one polish attempt
         # on the face its near-ties read (one round: cheap when it fails).
         out = polish(polish.snap(t), w, tol, b, rounds=1)
-        n_polish += 1
+        schedule_finish.attempts += 1
         if out is not None and out.certified:
             w_p, b_p, _, res_p, t_p, lam_p = out
-            if objective(w_p, b_p) <= objective(w, b) + 1e-12 * max(1.0, abs(objective(w, b))):
+            if FinishSchedule.keep(objective(w_p, b_p), objective(w, b), True, False):
                 w, b, z, t = w_p, b_p, t_p, t_p
                 lam = lam if lam_p is None else lam_p
                 polished = converged = True
@@ -476,19 +472,8 @@ def admm_loop(
         if crit <= tol:
             converged = True
             break
-        if polish is not None and (
-            k + 1 == next_polish
-            or k + 1 == max_iter
-            or (
-                crit <= polish_crit
-                and (crit <= 0.1 * last_polish_crit or k - last_polish_k >= polish_gap)
-            )
-        ):
-            if k + 1 == next_polish:
-                next_polish *= 2
-            if k - last_polish_k < 2 * polish_gap:
-                polish_gap *= 2
-            last_polish_k, last_polish_crit = k, crit
+        if polish is not None and schedule_finish.due(k + 1, k + 1 == max_iter, crit):
+            schedule_finish.attempted(k + 1, crit)
             if coef_dirty:
                 w = wstep.fast_coef(coeffs)
                 b = wstep.intercept_for(w, v_last, rho)
@@ -496,21 +481,18 @@ def admm_loop(
             # rho (m - z) lies in dOmega(z) (the z-step's optimality condition):
             # the polisher's estimate of the loss weights
             out = polish(z, w, tol, b, u=rho * (m_z - z))
-            n_polish += 1
             if out is not None:
                 w_p, b_p, certified, res_p, t_p, lam_p = out
                 F_p = objective(w_p, b_p)
-                F_cur = objective(w, b)
-                if certified or (k + 1 == max_iter and F_p <= F_cur):
-                    if F_p <= F_cur + 1e-12 * max(1.0, abs(F_cur)):
-                        w, b, z, t = w_p, b_p, t_p, t_p
-                        lam = lam if lam_p is None else lam_p
-                        polished = True
-                        crit = res_p if certified else crit
-                        history[-1] = F_p
-                        if certified:
-                            converged = True
-                            break
+                if FinishSchedule.keep(F_p, objective(w, b), certified, k + 1 == max_iter):
+                    w, b, z, t = w_p, b_p, t_p, t_p
+                    lam = lam if lam_p is None else lam_p
+                    polished = True
+                    crit = res_p if certified else crit
+                    history[-1] = F_p
+                    if certified:
+                        converged = True
+                        break
         rho = schedule.update(k, rho, r_primal, e_primal, e_dual, history[-1])
     if coef_dirty:
         w = wstep.fast_coef(coeffs)
@@ -532,7 +514,7 @@ def admm_loop(
             "rho_history": np.asarray(rho_history),
             "kkt_history": np.asarray(crit_history),
             "inner_iterations": inner_total,
-            "polish_attempts": n_polish,
+            "polish_attempts": schedule_finish.attempts,
             "polished": polished,
             "time": time.perf_counter() - start,
         },
@@ -779,7 +761,7 @@ def _admm(
 
 def _polish_first(polisher, loss, penalty):
     """Iteration of the first polish attempt (see :class:`Polisher`)."""
-    if polisher is not None and loss.code == HINGE:
+    if isinstance(polisher, Polisher) and not loss.even:  # the hinge walk
         return 50
     return 100
 

@@ -101,6 +101,7 @@ class PairSampler:
             self.Xp, self.Xn, v, center, xi, lam, float(level_frac), int(n_steps), float(eta),
             float(theta), float(prox), float(reg), self.batch, self.batch, loss.code, loss.shift,
             loss.scale, loss.is_monotone, self.state, self.perm_pos, self.perm_neg, bool(average), 0.0,
+            loss.exp_factored,
         )
         self.points_touched += n_steps * (min(self.batch, self.n_pos) + min(self.batch, self.n_neg))
         return out

@@ -30,7 +30,7 @@ from ._stepsize import (
     sample_smoothness,
     svrg_step_size,
 )
-from .finish import NewtonFinish
+from .finish import FinishSchedule, NewtonFinish
 
 __all__ = ["dual_smoothness", "sorel", "sorel_dual_scale", "sorel_paper"]
 
@@ -305,19 +305,20 @@ def sorel(
     polisher = None
     if polish and p <= NewtonFinish.max_features and NewtonFinish.applies(risk, loss, penalty):
         polisher = NewtonFinish(X, y, risk, loss, penalty, fit_intercept)
-    polished, next_polish = False, _POLISH_FIRST
+    polished = False
     per_epoch_passes = 1.0 + steps * batch_size / n  # one full pass + one per sample drawn
     # Ties hold at the optimum where sigma is flat next to a jump (CVaR, top-k):
     # there the dual is slow and the face solve pays off before the end.
     steps_sigma = np.diff(sigma)
     early_polish = bool(np.any(steps_sigma <= 1e-12 * sigma[-1]) and np.any(steps_sigma > 0))
+    schedule_finish = FinishSchedule(_POLISH_FIRST if early_polish else None, _POLISH_GROWTH)
     elapsed = 0.0
     done = 0
     chunk = 1
     while done < max_iter and state[5] == 0.0:
         ipar[0] = min(chunk, max_iter - done)
-        if polisher is not None and early_polish and next_polish > done:
-            ipar[0] = min(ipar[0], next_polish - done)  # stop at the next attempt
+        if polisher is not None and done < schedule_finish.next < np.inf:
+            ipar[0] = int(min(ipar[0], schedule_finish.next - done))  # stop at the next attempt
         start = time.perf_counter()
         ran = _sorel_epochs(
             X, s, c, sigma, smooth, loss.code, loss.param, w, b, t, losses, losses_prev, lam,
@@ -343,8 +344,8 @@ def sorel(
         # left of that budget, and starts only when it is at least _POLISH_COST p passes
         budget = 0.5 * per_epoch_passes * done - polisher.work / (2 * n * p)
         affordable = budget >= _POLISH_COST * p
-        if affordable and (done >= max_iter or (early_polish and done >= next_polish)):
-            next_polish = max(int(np.ceil(_POLISH_GROWTH * done)), done + 1, _POLISH_FIRST)
+        if affordable and schedule_finish.due(done, done >= max_iter):
+            schedule_finish.attempted(done)
             start = time.perf_counter()
             kept, polished = _try_polish(polisher, X, s, c, w, b, hist[done], done >= max_iter,
                                          max_work=budget * 2 * n * p)
@@ -392,9 +393,7 @@ def _try_polish(polisher, X, s, c, w, b, objective, last, max_work=None):
     if out is None:
         return False, False
     w_p, b_p, certified = out.coef, out.intercept, bool(out.certified)
-    F = polisher.objective(w_p, b_p)
-    slack = 1e-12 * max(1.0, abs(objective))
-    if (certified and F <= objective + slack) or (last and F < objective):
+    if FinishSchedule.keep(polisher.objective(w_p, b_p), objective, certified, last):
         w[:] = w_p
         b[0] = b_p
         return True, certified

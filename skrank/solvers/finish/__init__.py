@@ -11,6 +11,8 @@ certified one ends the run:
   the iterate identifies (:mod:`skrank.solvers.finish.face`), found by an
   active-set walk with a compiled loop
   (:mod:`skrank.solvers.finish.walk_kernel`).
+
+Both solvers attempt a finish on one :class:`FinishSchedule`.
 """
 
 from typing import NamedTuple
@@ -49,5 +51,6 @@ class FinishResult(NamedTuple):
 
 from .face import Polisher  # noqa: E402
 from .newton import NewtonFinish  # noqa: E402
+from .schedule import FinishSchedule  # noqa: E402
 
-__all__ = ["FinishResult", "NewtonFinish", "Polisher"]
+__all__ = ["FinishResult", "FinishSchedule", "NewtonFinish", "Polisher"]

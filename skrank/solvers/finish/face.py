@@ -8,27 +8,19 @@ Newton method, :mod:`skrank.solvers.finish.newton`.)
 import numpy as np
 import scipy.linalg
 
-from ...losses import ABSOLUTE, HINGE
 from . import FinishResult
-from .walk_kernel import WALK_DEPENDENT, WALK_OK, WALK_OUT_OF_STEPS, walk_loop
-
-# The face solver's tolerances, in one place.
-#: A loss argument within this of the kink (times ``max(1, |kink|)``) lies on it.
-_AT_KINK = 1e-13
-#: Relative step by which a point leaving the kink or a tie block is moved off it, and
-#: the relative slack on the bounds of its loss weight before it is moved.
-_NUDGE = 1e-9
-#: Singular values below this fraction of the largest count as zero (ranks, least squares).
-_RANK = 1e-10
-#: A block of ``sigma`` whose spread is below this fraction of ``max sigma`` is flat (ties
-#: there are no constraint); a weight below minus this fraction is negative.
-_FLAT = 1e-12
-#: Guard of divisions.
-_TINY = 1e-300
-
-#: Losses the polisher handles: the two piecewise-linear ones (the smooth ones are
-#: finished by the Newton method, :mod:`skrank.solvers.finish.newton`).
-_POLISHED = (HINGE, ABSOLUTE)
+from ._tolerances import (
+    AT_KINK,
+    FLAT,
+    INTERIOR_FLOOR,
+    NEAR_KINK,
+    NUDGE,
+    RANK,
+    START_RANK,
+    TINY,
+    ZERO_COEF,
+)
+from .walk_kernel import WALK_OK, WALK_OUT_OF_STEPS, walk_loop
 
 
 class Polisher:
@@ -118,8 +110,8 @@ class Polisher:
         self.sigma = np.asarray(sigma, dtype=np.float64)
         self.loss, self.penalty = loss, penalty
         self.fit_intercept = bool(fit_intercept)
-        self.kink = -1.0 if loss.code == HINGE else 0.0
-        self.even = loss.code == ABSOLUTE
+        self.kink = loss.kink
+        self.even = loss.even
         self._A, self._A_key = None, None
         self._sigma_cum = np.cumsum(np.sort(self.sigma)[::-1])
         self._sigma_asc_cum = np.cumsum(np.sort(self.sigma))
@@ -133,8 +125,10 @@ class Polisher:
 
     @staticmethod
     def applies(risk, loss, framework):
-        """Whether the polisher handles the problem: a convex risk of the hinge or absolute loss."""
-        return framework == "srm" and loss.code in _POLISHED and risk.is_convex
+        """Whether the polisher handles the problem: a convex risk of a loss with two linear
+        pieces (hinge, absolute; the smooth losses are finished by the Newton method,
+        :mod:`skrank.solvers.finish.newton`)."""
+        return framework == "srm" and len(loss.slopes) == 2 and risk.is_convex
 
     def _signs(self, t):
         """``sign(t)`` (+1 at 0) for the even losses, whose ties are on ``|t|``; else ones."""
@@ -166,12 +160,12 @@ class Polisher:
         """
         best = None
         self.walk_out_of_steps = False
-        if self.loss.code == HINGE:
+        if not self.even:  # the walk handles the monotone loss (hinge)
             best = self._walk_face(z, w, b, u, tol, False, best)
             if best is not None and best[1].certified:
                 return best[1]
         best = self._rounds(z, w, tol, b, u, rounds, best)
-        if self.loss.code == HINGE and not self.walk_out_of_steps and (best is None or not best[1].certified):
+        if not self.even and not self.walk_out_of_steps and (best is None or not best[1].certified):
             # last: the walk with z's tie blocks released into tau pieces
             # (not from an iterate so early that the first walk ran out of steps)
             best = self._walk_face(z, w, b, u, tol, True, best)
@@ -218,10 +212,10 @@ class Polisher:
                 if stalled >= self.stall_rounds:
                     break  # no progress: the moves cycle
             u = -lam
-            at_kink = np.abs(zc - self.kink) <= _AT_KINK * max(1.0, abs(self.kink))
+            at_kink = np.abs(zc - self.kink) <= AT_KINK * max(1.0, abs(self.kink))
             mag = np.abs(u) if self.even else u
             new = t.copy()
-            eps = _NUDGE
+            eps = NUDGE
             # Tie blocks of zc keep one common value (the mean of their polished
             # t); members whose loss weight lies outside the block's range of
             # rank weights leave it, downwards or upwards.
@@ -251,19 +245,19 @@ class Polisher:
                 s_hi = self.sigma[stops - 1][bid]
                 val = mean_t[bid]
                 new[tied] = (sgn * val)[tied]
-                down = tied & (mag < s_lo - _NUDGE * top)
-                up = tied & (mag > s_hi + _NUDGE * top)
+                down = tied & (mag < s_lo - NUDGE * top)
+                up = tied & (mag > s_hi + NUDGE * top)
                 delta = eps * np.maximum(1.0, np.abs(val))
                 new[down] = (sgn * (val - delta))[down]
                 new[up] = (sgn * (val + delta))[up]
             if self.even:
                 # absolute loss: |u| above the top weight leaves the kink
-                leave = at_kink & (mag > top * (1 + _NUDGE))
+                leave = at_kink & (mag > top * (1 + NUDGE))
                 new[at_kink] = self.kink
                 new[leave] = self.kink + eps * np.sign(u[leave] + (u[leave] == 0))
             else:
-                low = at_kink & (u < -_FLAT * top)
-                high = at_kink & (u > top * (1 + _NUDGE))
+                low = at_kink & (u < -FLAT * top)
+                high = at_kink & (u > top * (1 + NUDGE))
                 new[low] = self.kink - eps
                 new[high] = self.kink + eps
                 stay = at_kink & ~low & ~high
@@ -287,8 +281,6 @@ class Polisher:
     #: about a step per fifth to half of the samples).
     walk_max = 1000
     walk_max_per_row = 0.25
-    #: Run the walk's loop compiled (:func:`skrank.solvers.finish.walk_kernel.walk_loop`).
-    walk_kernel = True
     #: Most tau pieces of :meth:`_walk` (members times jumps of sigma, over the
     #: released tie blocks): ``walk_tie_pieces_per_row`` per sample, at least
     #: ``walk_tie_pieces_min``; the blocks beyond it stay constraints.
@@ -336,7 +328,7 @@ class Polisher:
         sigma = self.sigma
         z = np.asarray(z, dtype=np.float64)
         L = self.loss.value(z)
-        at_kink = np.abs(z - self.kink) <= _AT_KINK
+        at_kink = np.abs(z - self.kink) <= AT_KINK
         active = (L > 0.0) & ~at_kink
         order = np.argsort(L, kind="stable")
         Ls = L[order]
@@ -364,7 +356,7 @@ class Polisher:
         for kb in np.unique(bid[tied_sorted]):
             s0, s1 = int(starts[kb]), int(stops[kb])
             ds = np.diff(sigma[s0:s1])
-            jmp = np.flatnonzero(ds > _FLAT * total)
+            jmp = np.flatnonzero(ds > FLAT * total)
             if not release or jmp.size * (s1 - s0) > budget or jmp.size > budget_tau:
                 continue
             budget -= jmp.size * (s1 - s0)
@@ -422,9 +414,9 @@ class Polisher:
             # the null space from the p x p triangle of E (U of E itself would be m x m)
             R = E if E.shape[0] <= p else np.linalg.qr(E, mode="r")
             _, S, Vt = np.linalg.svd(R, full_matrices=True)
-            rank = int(np.sum(S > S[0] * _RANK)) if S[0] > 0 else 0
+            rank = int(np.sum(S > S[0] * RANK)) if S[0] > 0 else 0
             N = Vt[rank:].T
-            x = x - scipy.linalg.lstsq(E, E @ x - e, cond=_RANK, check_finite=False)[0]
+            x = x - scipy.linalg.lstsq(E, E @ x - e, cond=RANK, check_finite=False)[0]
         else:
             N = np.eye(p)
         k0 = N.shape[1]
@@ -483,136 +475,29 @@ class Polisher:
                     # block's jumps from the bottom
                     ex = u[pc_member] - s_first[pc_member] - j_below[pc_jump]
                     mu = np.concatenate([mu, np.clip(ex, 0.0, j_hi[pc_jump])])
-                wt = self._interior(mu[cand], lo[cand], hi[cand]) + 1e-3
-                Rc = Rc * (wt / np.maximum(np.linalg.norm(Rc, axis=0), _TINY))
+                wt = self._interior(mu[cand], lo[cand], hi[cand]) + INTERIOR_FLOOR
+                Rc = Rc * (wt / np.maximum(np.linalg.norm(Rc, axis=0), TINY))
             _, Rq, piv = scipy.linalg.qr(Rc, mode="economic", pivoting=True)
             dg = np.abs(np.diag(Rq))
-            rank = int(np.sum(dg > dg[0] * 1e-9)) if dg.size and dg[0] > 0 else 0
+            rank = int(np.sum(dg > dg[0] * START_RANK)) if dg.size and dg[0] > 0 else 0
             Wi = cand[piv[:rank]]
             inW[Wi] = True
             y = -np.linalg.lstsq(R[Wi], r0[Wi], rcond=None)[0]
         walk_max = self.walk_max + int(self.walk_max_per_row * P)
         if release:
             walk_max = self.walk_max_release + int(self.walk_max_per_row_release * P)
-        code = None
-        if self.walk_kernel:
-            code, y_k, inW_k, up_k, r_k, steps = walk_loop(
-                np.ascontiguousarray(R), r0, lo, hi, q, np.ascontiguousarray(Q), inW, y,
-                walk_max, l2 > 0.0,
-            )
-            self.walk_steps += steps
-            if code == WALK_OK:
-                y, inW, up, r = y_k, inW_k, up_k, r_k
-            elif code != WALK_DEPENDENT:
-                self.walk_out_of_steps = code == WALK_OUT_OF_STEPS
-                return None
+        # the walk (a primal active-set method: Q-conjugate steps on the
+        # working set's null space, exact line searches over the breakpoints)
+        code, y, inW, up, r, steps = walk_loop(
+            np.ascontiguousarray(R), r0, lo, hi, q, np.ascontiguousarray(Q), inW, y,
+            walk_max, l2 > 0.0,
+        )
+        self.walk_steps += steps
         if code != WALK_OK:
-            # the NumPy loop (also the fallback when the kernel's working set
-            # turns numerically dependent: this loop's pivoted QR copes)
-            r = r0 + R @ y
-            r[inW] = 0.0
-            up = r > 0.0
-            scale = max(float(np.max(hi - lo)), _TINY)
-            slope = np.where(inW, 0.0, np.where(up, hi, lo))
-            g_pc = R.T @ slope  # kept up to date as slopes change
-            for step in range(walk_max):
-                self.walk_steps += 1
-                new = np.where(inW, 0.0, np.where(up, hi, lo))
-                ch = np.flatnonzero(new != slope)
-                g_pc += R[ch].T @ (new[ch] - slope[ch])
-                slope = new
-                g_s = q + Q @ y
-                g = g_s + g_pc
-                Wi = np.flatnonzero(inW)
-                if Wi.size:
-                    Qf, Rq, piv = scipy.linalg.qr(R[Wi].T, pivoting=True, check_finite=False)
-                    dg = np.abs(np.diag(Rq))
-                    rank = int(np.sum(dg > dg[0] * _RANK)) if dg.size and dg[0] > 0 else 0
-                    Z = Qf[:, rank:]
-                else:
-                    Z = np.eye(k)
-                amax = 1.0
-                if Z.shape[1]:
-                    Hr = Z.T @ Q @ Z
-                    gr = Z.T @ g
-                    ev, U = np.linalg.eigh(Hr)
-                    big = ev > max(float(ev[-1]), 0.0) * _FLAT + _TINY
-                    gu = U.T @ gr
-                    if np.linalg.norm(gu[~big]) > 1e-12 * max(1.0, float(np.linalg.norm(gr))):
-                        # flat directions with a slope: a ray, stopped by a breakpoint
-                        dv = -(U[:, ~big] @ gu[~big])
-                        amax = np.inf
-                    else:
-                        dv = -(U[:, big] @ (gu[big] / ev[big]))
-                    dvec = Z @ dv
-                else:
-                    dvec = np.zeros(k)
-                ad = R @ dvec
-                ad[inW] = 0.0
-                if (
-                    np.max(np.abs(ad), initial=0.0) <= 1e-13
-                    and np.abs(dvec @ g_s) <= 1e-15 * max(1.0, abs(float(q @ y)))
-                ):
-                    # stationary on W: multipliers mu of g + R_W^T mu = 0 must lie in [lo, hi]
-                    if not Wi.size:
-                        break
-                    mu = np.zeros(Wi.size)
-                    mu[piv[:rank]] = scipy.linalg.solve_triangular(
-                        Rq[:rank, :rank], -(Qf[:, :rank].T @ g), check_finite=False
-                    )
-                    viol = np.maximum(lo[Wi] - mu, mu - hi[Wi]) / scale
-                    j = int(np.argmax(viol))
-                    if viol[j] <= 1e-11:
-                        break
-                    inW[Wi[j]] = False
-                    up[Wi[j]] = mu[j] > hi[Wi[j]]
-                    continue
-                free = ~inW
-                zero = free & (r == 0.0)
-                up0 = np.where(zero, ad > 0.0, up)
-                D0 = float(g_s @ dvec) + float(np.where(free, np.where(up0, hi, lo), 0.0) @ ad)
-                c2 = float(dvec @ Q @ dvec)
-                cross = free & ~zero & (ad != 0.0) & (np.sign(ad) != np.sign(r))
-                idx = np.flatnonzero(cross)
-                alph = -r[idx] / ad[idx]
-                keep = alph <= amax
-                idx, alph = idx[keep], alph[keep]
-                o = np.argsort(alph, kind="stable")
-                idx, alph = idx[o], alph[o]
-                jumps = (hi[idx] - lo[idx]) * np.abs(ad[idx])
-                if D0 >= 0.0:
-                    # not a descent direction for the true pieces: a piece at its
-                    # kink moves to the side of the larger slope; hold it there
-                    bad = np.flatnonzero(zero & (up0 != up) & (ad != 0.0))
-                    if not bad.size:
-                        break
-                    jb = bad[np.argmax((hi[bad] - lo[bad]) * np.abs(ad[bad]))]
-                    inW[jb] = True
-                    r[jb] = 0.0
-                    continue
-                # exact line search: phi'(a) = D0 + c2 a + (jumps of the breakpoints passed)
-                J_before = np.concatenate([[0.0], np.cumsum(jumps)])
-                after = D0 + c2 * alph + J_before[1:]
-                ka = int(np.argmax(after >= 0.0)) if alph.size and after[-1] >= 0.0 else alph.size
-                a_star, stop = amax, -1
-                if ka < alph.size and D0 + c2 * alph[ka] + J_before[ka] <= 0.0:
-                    a_star, stop = alph[ka], int(idx[ka])
-                elif c2 > 0.0 and (ka < alph.size or D0 + c2 * amax + J_before[ka] > 0.0):
-                    a_star = -(D0 + J_before[ka]) / c2
-                if not np.isfinite(a_star):
-                    return None
-                y = y + a_star * dvec
-                r = r0 + R @ y if step % 50 == 49 else r + a_star * ad
-                r[inW] = 0.0
-                up = np.where(zero & (a_star > 0.0), up0, up)
-                moved = free & ~zero
-                up[moved] = np.where(r[moved] != 0.0, r[moved] > 0.0, up[moved])
-                if stop >= 0:
-                    inW[stop] = True
-                    r[stop] = 0.0
-            else:
-                self.walk_out_of_steps = True
-                return None
+            # out of steps, or a working set turned numerically dependent:
+            # the caller falls back to the rounds
+            self.walk_out_of_steps = code == WALK_OUT_OF_STEPS
+            return None
         xf = x + N @ y[:k0]
         wf = xf[:d].copy()
         bf = float(xf[d]) if self.fit_intercept else 0.0
@@ -652,13 +537,13 @@ class Polisher:
                 grp = csize[cid] >= 2
                 zc[held[grp]] = cmean[cid[grp]]
         zc[pts[Wp]] = self.kink
-        near = ~Wp & (np.abs(rp) <= 1e-12)
-        zc[pts[near]] = self.kink + np.where(upp[near], _NUDGE, -_NUDGE)
+        near = ~Wp & (np.abs(rp) <= NEAR_KINK)
+        zc[pts[near]] = self.kink + np.where(upp[near], NUDGE, -NUDGE)
         if l1 > 0.0:
             Wc, uc = inW[npt:npt + d], up[npt:npt + d]
             wf[Wc] = 0.0
-            tiny = ~Wc & (np.abs(wf) <= 1e-14)
-            wf[tiny] = np.where(uc[tiny], _TINY, -_TINY)
+            tiny = ~Wc & (np.abs(wf) <= ZERO_COEF)
+            wf[tiny] = np.where(uc[tiny], TINY, -TINY)
         return zc, wf, bf
 
     def _interior(self, mu, lo, hi):
@@ -669,10 +554,10 @@ class Polisher:
         (l1) is ``-(A^T u)_j``, that of a tau piece the member's weight above its
         block's lowest rank weight, filling the block's jumps from the bottom.
         """
-        width = np.maximum(hi - lo, _TINY)
+        width = np.maximum(hi - lo, TINY)
         return np.clip(np.minimum(mu - lo, hi - mu) / width, 0.0, 0.5)
 
-    def snap(self, t, rel=_RANK):
+    def snap(self, t, rel=RANK):
         """``t`` with near-ties made exact: a face for :meth:`__call__` read from a point.
 
         Loss arguments within ``rel`` (relative to the largest magnitude) of
@@ -716,7 +601,7 @@ class Polisher:
         """Per block of the sorted order: is ``sigma`` constant over its ranks?"""
         starts = np.flatnonzero(new_block)
         spread = np.maximum.reduceat(self.sigma, starts) - np.minimum.reduceat(self.sigma, starts)
-        return spread <= _FLAT * float(self.sigma.max())
+        return spread <= FLAT * float(self.sigma.max())
 
     def _face(self, z, w, tol, b=0.0, u_ref=None):
         """Solve ``F`` on the face read from ``z`` (see the class docstring).
@@ -732,7 +617,7 @@ class Polisher:
         sigma = self.sigma
         z = np.asarray(z, dtype=np.float64)
         L = self.loss.value(z)
-        at_kink = np.abs(z - self.kink) <= _AT_KINK * max(1.0, abs(self.kink))
+        at_kink = np.abs(z - self.kink) <= AT_KINK * max(1.0, abs(self.kink))
         active = (L > 0.0) & ~at_kink
         beta = self._signs(z)
         # blocks of tied losses (contiguous in the ascending order)
@@ -807,7 +692,7 @@ class Polisher:
         if m:
             R = E if m <= p else np.linalg.qr(E, mode="r")
             _, S, Vt = np.linalg.svd(R, full_matrices=True)
-            rank = int(np.sum(S > S[0] * _RANK)) if S.size and S[0] > 0 else 0
+            rank = int(np.sum(S > S[0] * RANK)) if S.size and S[0] > 0 else 0
             N = Vt[rank:].T
             # Least-squares projection.  Near convergence the z-step often
             # puts more points on the kink than there are free unknowns, so
@@ -816,7 +701,7 @@ class Polisher:
             # __call__ then move the kink points whose multipliers leave
             # their range off the kink (as the KKT least-squares solve of
             # the earlier, loop-based version did).
-            x = x - scipy.linalg.lstsq(E, E @ x - e, cond=_RANK, check_finite=False)[0]
+            x = x - scipy.linalg.lstsq(E, E @ x - e, cond=RANK, check_finite=False)[0]
         else:
             N = np.eye(p)
         if N.shape[1]:
@@ -829,7 +714,7 @@ class Polisher:
         c0 = omega * self._dloss(t, beta)
         cvec = c0.copy()
         if m:
-            nu = scipy.linalg.lstsq(E.T, -g, cond=_RANK, check_finite=False)[0]
+            nu = scipy.linalg.lstsq(E.T, -g, cond=RANK, check_finite=False)[0]
             k = tie_i.size
             np.add.at(cvec, tie_i, nu[:k] * beta[tie_i])
             np.add.at(cvec, tie_r, -nu[:k] * beta[tie_r])
@@ -891,7 +776,7 @@ class Polisher:
             return out
 
         PA = proj(A)
-        Kp = np.linalg.pinv(PA.T @ PA, rcond=1e-12)
+        Kp = np.linalg.pinv(PA.T @ PA, rcond=FLAT)
         # (only without an estimate: alternating projections cost O(n p) each)
         box = u_ref is None and self.ap_rounds > 0 and not self.even and t is not None
         if box:

@@ -6,11 +6,13 @@ updated by Givens rotations when a row enters or leaves (``O(k^2)`` per
 change instead of a fresh pivoted QR), so that the null-space basis of the
 working set is ``Qw[:, m:]``.  Each step costs ``O(P k + k^2)`` (one product
 ``R d`` for the breakpoints) plus, with a quadratic term, an eigensolve of
-the reduced Hessian.  The steps are those of the NumPy loop they replace.
+the reduced Hessian.
 """
 
 import numpy as np
 from numba import njit
+
+from ._tolerances import AT_KINK, FLAT, MULTIPLIER, RANK, STATIONARY, TINY
 
 #: Return codes of :func:`walk_loop`.
 WALK_OK, WALK_FAILED, WALK_OUT_OF_STEPS, WALK_DEPENDENT = 0, 1, 2, 3
@@ -42,7 +44,7 @@ def _qr_append(Qw, Rw, m, a):
         Rw[i, m] = v[i]
     for i in range(m + 1, k):
         Rw[i, m] = 0.0
-    return abs(v[m]) / max(np.sqrt(a @ a), 1e-300)
+    return abs(v[m]) / max(np.sqrt(a @ a), TINY)
 
 
 @njit(cache=True)
@@ -96,7 +98,7 @@ def walk_loop(R, r0, lo, hi, q, H, inW0, y0, walk_max, quad):
         if inW[j]:
             r[j] = 0.0
     up = r > 0.0
-    scale = 1e-300
+    scale = TINY
     for j in range(P):
         if hi[j] - lo[j] > scale:
             scale = hi[j] - lo[j]
@@ -113,7 +115,7 @@ def walk_loop(R, r0, lo, hi, q, H, inW0, y0, walk_max, quad):
             if m >= k:
                 return WALK_DEPENDENT, y, inW, up, r, 0
             wl[m] = j
-            if _qr_append(Qw, Rw, m, R[j].copy()) <= 1e-10:
+            if _qr_append(Qw, Rw, m, R[j].copy()) <= RANK:
                 return WALK_DEPENDENT, y, inW, up, r, 0
             m += 1
     zero = np.zeros(P, dtype=np.bool_)
@@ -141,14 +143,14 @@ def walk_loop(R, r0, lo, hi, q, H, inW0, y0, walk_max, quad):
             if quad:
                 Hr = Z.T @ (H @ Z)
                 ev, U = np.linalg.eigh(Hr)
-                top = max(ev[-1], 0.0) * 1e-12 + 1e-300
+                top = max(ev[-1], 0.0) * FLAT + TINY
                 gu = U.T @ gr
                 flat_norm = 0.0
                 for i in range(nz):
                     if not ev[i] > top:
                         flat_norm += gu[i] * gu[i]
                 dv = np.zeros(nz)
-                if np.sqrt(flat_norm) > 1e-12 * max(1.0, np.sqrt(gr @ gr)):
+                if np.sqrt(flat_norm) > FLAT * max(1.0, np.sqrt(gr @ gr)):
                     for i in range(nz):
                         if not ev[i] > top:
                             dv -= U[:, i] * gu[i]
@@ -160,7 +162,7 @@ def walk_loop(R, r0, lo, hi, q, H, inW0, y0, walk_max, quad):
             else:
                 # no quadratic term: every direction is flat
                 dv = -gr
-                if np.sqrt(gr @ gr) > 1e-12 * max(1.0, np.sqrt(gr @ gr)):
+                if np.sqrt(gr @ gr) > FLAT * max(1.0, np.sqrt(gr @ gr)):
                     amax = np.inf
                 else:
                     dv = np.zeros(nz)
@@ -171,7 +173,7 @@ def walk_loop(R, r0, lo, hi, q, H, inW0, y0, walk_max, quad):
             ad[j] = 0.0 if inW[j] else ad_all[j]
             if abs(ad[j]) > mx:
                 mx = abs(ad[j])
-        if mx <= 1e-13 and abs(dvec @ g_s) <= 1e-15 * max(1.0, abs(q @ y)):
+        if mx <= AT_KINK and abs(dvec @ g_s) <= STATIONARY * max(1.0, abs(q @ y)):
             # stationary on W: multipliers mu of g + R_W^T mu = 0 must lie in [lo, hi]
             if m == 0:
                 return WALK_OK, y, inW, up, r, steps
@@ -186,10 +188,10 @@ def walk_loop(R, r0, lo, hi, q, H, inW0, y0, walk_max, quad):
             for i in range(m):
                 piece = wl[i]
                 v = max(lo[piece] - mu[i], mu[i] - hi[piece]) / scale
-                # ties broken by the smaller row index (the NumPy loop's order)
+                # ties broken by the smaller row index
                 if v > best or (v == best and piece < wl[jb]):
                     best, jb = v, i
-            if best <= 1e-11:
+            if best <= MULTIPLIER:
                 return WALK_OK, y, inW, up, r, steps
             piece = wl[jb]
             inW[piece] = False
@@ -237,7 +239,7 @@ def walk_loop(R, r0, lo, hi, q, H, inW0, y0, walk_max, quad):
                 return WALK_DEPENDENT, y, inW, up, r, steps
             dg = _hold(jb, inW, r, wl, m, Qw, Rw, R)
             m += 1
-            if dg <= 1e-10:
+            if dg <= RANK:
                 return WALK_DEPENDENT, y, inW, up, r, steps
             continue
         # exact line search: phi'(a) = D0 + c2 a + (jumps of the breakpoints passed),
@@ -307,6 +309,6 @@ def walk_loop(R, r0, lo, hi, q, H, inW0, y0, walk_max, quad):
                 return WALK_DEPENDENT, y, inW, up, r, steps
             dg = _hold(stop, inW, r, wl, m, Qw, Rw, R)
             m += 1
-            if dg <= 1e-10:
+            if dg <= RANK:
                 return WALK_DEPENDENT, y, inW, up, r, steps
     return WALK_OUT_OF_STEPS, y, inW, up, r, steps
