@@ -28,7 +28,7 @@ def loss_arguments(X, y, coef, intercept, task):
     return s * f + c
 
 
-def rank_objective(X, y, coef, intercept, risk, loss, penalty):
+def rank_objective(X, y, coef, intercept, risk, loss, penalty, sample_weight=None):
     """Value of ``F(w, b)``.
 
     Parameters
@@ -41,10 +41,13 @@ def rank_objective(X, y, coef, intercept, risk, loss, penalty):
     risk : skrank.risks.BaseRisk
     loss : skrank.losses.Loss
     penalty : skrank.penalties.Penalty
+    sample_weight : ndarray of shape (n,), optional
+        Weights of the samples: the risk is that of the weighted empirical
+        distribution (:mod:`skrank.risks`).
 
     Returns
     -------
     float
     """
     t = loss_arguments(X, y, coef, intercept, loss.task)
-    return risk.value(loss.value(t)) + penalty.value(coef)
+    return risk.value(loss.value(t), sample_weight) + penalty.value(coef)

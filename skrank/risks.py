@@ -10,6 +10,16 @@ Spectral risks (nondecreasing weights, a convex objective for convex
 losses) are given by the integral ``Phi(t) = int_0^t sigma(s) ds`` of their
 spectrum: ``sigma_i = Phi(i/n) - Phi((i-1)/n)`` (Ge and Jiang 2024,
 Table 1; Xiao et al. 2023, section 2.1).
+
+Sample weights: a weighted risk is the risk of the weighted empirical
+distribution.  With ``sample_weight`` ``v`` given in the ascending order of
+the losses, the i-th smallest loss holds the cell ``[C_(i-1), C_i]`` of
+cumulative mass ``C_i = (v_1 + ... + v_i) / V``, ``V = sum v``, and its
+weight is the spectrum integrated over that cell, ``Phi(C_i) -
+Phi(C_(i-1))``.  Counts (``TopK``'s ``k``, ``RankedRange``'s ``m`` and
+``k``) are counted in units of weight, fractions taken of ``V``: integer
+weights give the risk of the data with each row repeated that many times,
+and a zero weight that of the data without the row.
 """
 
 import numbers
@@ -36,16 +46,20 @@ class BaseRisk(BaseEstimator):
     #: losses, at most ``c`` on the next and zero below (ERM, superquantile,
     #: top-k), so that ``sum_i sigma_i l_(i) = min_tau (sum sigma) tau + c
     #: sum_i (l_i - tau)_+`` (Rockafellar and Uryasev 2000), the form the
-    #: interior-point solver uses.
+    #: interior-point solver uses.  These risks define
+    #: ``threshold_level(total)``, the level ``c`` per unit of weight.
     one_threshold = False
 
-    def weights(self, n):  # pragma: no cover - abstract
+    def weights(self, n, sample_weight=None):  # pragma: no cover - abstract
         """Return the weights ``sigma_1..sigma_n`` of the ascending order statistics.
 
         Parameters
         ----------
         n : int
             Number of losses.
+        sample_weight : array-like of shape (n,), optional
+            Weights of the samples, in the ascending order of their losses
+            (see the module docstring); None for equal weights.
 
         Returns
         -------
@@ -54,13 +68,15 @@ class BaseRisk(BaseEstimator):
         """
         raise NotImplementedError
 
-    def value(self, losses):
+    def value(self, losses, sample_weight=None):
         """Risk of the loss vector: ``sum_i sigma_i L_(i)``.
 
         Parameters
         ----------
         losses : array-like of shape (n,)
             Individual losses, in any order.
+        sample_weight : array-like of shape (n,), optional
+            Weights of the samples, in the order of ``losses``.
 
         Returns
         -------
@@ -68,11 +84,14 @@ class BaseRisk(BaseEstimator):
             The weighted sum of the sorted losses.
         """
         losses = _as_losses(losses)
-        sorted_losses = np.sort(losses)
-        return float(self._weights_for(sorted_losses) @ sorted_losses)
+        order = np.argsort(losses, kind="stable")
+        sorted_losses = losses[order]
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, losses.shape[0])[order]
+        return float(self._weights_for(sorted_losses, sample_weight) @ sorted_losses)
 
-    def _weights_for(self, sorted_losses):
-        return self.weights(sorted_losses.shape[0])
+    def _weights_for(self, sorted_losses, sample_weight=None):
+        return self.weights(sorted_losses.shape[0], sample_weight)
 
     def __eq__(self, other):
         return type(self) is type(other) and self.get_params() == other.get_params()
@@ -90,6 +109,34 @@ def _as_losses(losses):
     if not np.all(np.isfinite(losses)):
         raise ValueError("losses contain NaN or infinity.")
     return losses
+
+
+def _check_sample_weight(sample_weight, n):
+    """The weights as float64 of shape (n,): finite, nonnegative, not all zero."""
+    v = np.asarray(sample_weight, dtype=np.float64)
+    if v.shape != (n,):
+        raise ValueError(f"sample_weight must have shape ({n},), got {v.shape}.")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("sample_weight contains NaN or infinity.")
+    if np.any(v < 0.0):
+        raise ValueError("sample_weight must be nonnegative.")
+    total = float(v.sum())
+    if not total > 0.0:
+        raise ValueError("sample_weight sums to zero: at least one sample needs a positive weight.")
+    return v
+
+
+def _cells(n, sample_weight):
+    """Ends ``0 = C_0 <= ... <= C_n = 1`` of the losses' cells of mass, and the total mass."""
+    if sample_weight is None:
+        return np.arange(n + 1, dtype=np.float64) / n, float(n)
+    v = _check_sample_weight(sample_weight, n)
+    total = float(v.sum())
+    grid = np.empty(n + 1)
+    grid[0] = 0.0
+    np.cumsum(v / total, out=grid[1:])
+    grid[-1] = 1.0
+    return np.minimum(grid, 1.0), total
 
 
 def _check_n(n):
@@ -116,23 +163,26 @@ class _SpectralRisk(BaseRisk):
     def _cumulative(self, t):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def weights(self, n):
-        """Return the weights ``sigma_i = Phi(i/n) - Phi((i-1)/n)``, ascending order.
+    def weights(self, n, sample_weight=None):
+        """Return the weights ``sigma_i = Phi(C_i) - Phi(C_(i-1))``, ascending order.
 
         Parameters
         ----------
         n : int
             Number of losses.
+        sample_weight : array-like of shape (n,), optional
+            Weights of the samples, in the ascending order of their losses;
+            None for ``C_i = i/n``.
 
         Returns
         -------
         ndarray of shape (n,)
-            Nonnegative, nondecreasing, summing to one.
+            Nonnegative, summing to one; nondecreasing per unit of weight.
         """
         n = _check_n(n)
         self._validate()
-        phi = self._cumulative(np.arange(n + 1, dtype=np.float64) / n)
-        return np.maximum(np.diff(phi), 0.0)
+        grid, _ = _cells(n, sample_weight)
+        return np.maximum(np.diff(self._cumulative(grid)), 0.0)
 
 
 class ERM(_SpectralRisk):
@@ -143,21 +193,44 @@ class ERM(_SpectralRisk):
     def _validate(self):
         pass
 
-    def weights(self, n):
-        """Return the uniform weights ``1/n``.
+    def _cumulative(self, t):
+        return t
+
+    def threshold_level(self, total):
+        """The weight per unit of sample weight: 1 (see ``BaseRisk.one_threshold``).
+
+        Parameters
+        ----------
+        total : float
+            Total sample weight (``n`` without weights).
+
+        Returns
+        -------
+        float
+            ``1``: a sample of weight ``v`` has rank weight ``v / total``.
+        """
+        return 1.0
+
+    def weights(self, n, sample_weight=None):
+        """Return the uniform weights ``1/n``, or the normalised sample weights.
 
         Parameters
         ----------
         n : int
             Number of losses.
+        sample_weight : array-like of shape (n,), optional
+            Weights of the samples, in the ascending order of their losses.
 
         Returns
         -------
         ndarray of shape (n,)
-            Every entry is ``1/n``.
+            Every entry is ``1/n``; with ``sample_weight``, ``v_i / sum v``.
         """
         n = _check_n(n)
-        return np.full(n, 1.0 / n)
+        if sample_weight is None:
+            return np.full(n, 1.0 / n)
+        v = _check_sample_weight(sample_weight, n)
+        return v / v.sum()
 
 
 class Superquantile(_SpectralRisk):
@@ -183,6 +256,23 @@ class Superquantile(_SpectralRisk):
 
     def _cumulative(self, t):
         return np.maximum(t - self.q, 0.0) / (1.0 - self.q)
+
+    def threshold_level(self, total):
+        """The weight per unit of sample weight above the quantile: ``1 / (1 - q)``.
+
+        Parameters
+        ----------
+        total : float
+            Total sample weight (``n`` without weights).
+
+        Returns
+        -------
+        float
+            ``1 / (1 - q)``: a sample of weight ``v`` above the quantile has
+            rank weight ``v / ((1 - q) total)``.
+        """
+        self._validate()
+        return 1.0 / (1.0 - self.q)
 
 
 #: Alias: the conditional value at risk is the superquantile.
@@ -227,19 +317,28 @@ class ExponentialSpectral(_SpectralRisk):
     def _validate(self):
         _check_real("rho", self.rho, low=0.0, low_open=True)
 
-    def weights(self, n):
+    def _cumulative(self, t):
+        # Phi(t) = (e^(rho t) - 1) / (e^rho - 1), written without overflow
+        rho = float(self.rho)
+        return np.exp(rho * (t - 1.0)) * (-np.expm1(-rho * t)) / (-np.expm1(-rho))
+
+    def weights(self, n, sample_weight=None):
         """Return the exponential weights, ascending, summing to one.
 
         Parameters
         ----------
         n : int
             Number of losses.
+        sample_weight : array-like of shape (n,), optional
+            Weights of the samples, in the ascending order of their losses.
 
         Returns
         -------
         ndarray of shape (n,)
             ``sigma_i`` is the weight of the i-th smallest loss.
         """
+        if sample_weight is not None:
+            return super().weights(n, sample_weight)
         n = _check_n(n)
         self._validate()
         rho = float(self.rho)
@@ -273,13 +372,17 @@ class TopK(BaseRisk):
     def __init__(self, k=0.2):
         self.k = k
 
-    def weights(self, n):
+    def weights(self, n, sample_weight=None):
         """Return the weights ``1/k`` on the ``k`` largest losses, zero elsewhere.
 
         Parameters
         ----------
         n : int
             Number of losses.
+        sample_weight : array-like of shape (n,), optional
+            Weights of the samples, in the ascending order of their losses:
+            ``k`` is then counted in units of weight, of the total ``V``, and
+            the weights are those of the superquantile at level ``1 - k/V``.
 
         Returns
         -------
@@ -287,14 +390,38 @@ class TopK(BaseRisk):
             Zero on the ``n - k`` smallest losses, ``1/k`` on the others.
         """
         n = _check_n(n)
-        k = _count("k", self.k, n)
+        grid, total = _cells(n, sample_weight)
+        k = self._k(total)
+        if sample_weight is None:
+            w = np.zeros(n)
+            w[n - k :] = 1.0 / k
+            return w
+        top = k / total
+        return np.maximum(np.diff(np.maximum(grid - (1.0 - top), 0.0) / top), 0.0)
+
+    def _k(self, total):
+        k = _count("k", self.k, total)
         if not isinstance(self.k, numbers.Integral):
             k = max(k, 1)
-        if not 1 <= k <= n:
-            raise ValueError(f"TopK needs 1 <= k <= n = {n}, got k={k}.")
-        w = np.zeros(n)
-        w[n - k :] = 1.0 / k
-        return w
+        if not 1 <= k <= total:
+            raise ValueError(f"TopK needs 1 <= k <= n = {total:g}, got k={k}.")
+        return k
+
+    def threshold_level(self, total):
+        """The weight per unit of sample weight on the top losses: ``total / k``.
+
+        Parameters
+        ----------
+        total : float
+            Total sample weight (``n`` without weights), the unit ``k`` counts in.
+
+        Returns
+        -------
+        float
+            ``total / k``: a sample of weight ``v`` among the top ``k`` units
+            has rank weight ``v / k``.
+        """
+        return total / self._k(total)
 
 
 class RankedRange(BaseRisk):
@@ -326,8 +453,9 @@ class RankedRange(BaseRisk):
 
         Parameters
         ----------
-        n : int
-            Number of losses; fractional ``m`` and ``k`` are taken of it.
+        n : int or float
+            Number of losses, or their total weight; fractional ``m`` and
+            ``k`` are taken of it.
 
         Returns
         -------
@@ -336,7 +464,8 @@ class RankedRange(BaseRisk):
         k : int
             Rank (from the largest) of the last loss included.
         """
-        n = _check_n(n)
+        if not (isinstance(n, numbers.Real) and not isinstance(n, numbers.Integral)):
+            n = _check_n(n)
         m = _count("m", self.m, n)
         k = _count("k", self.k, n)
         if not 0 <= m < k <= n:
@@ -346,23 +475,34 @@ class RankedRange(BaseRisk):
             )
         return m, k
 
-    def weights(self, n):
+    def weights(self, n, sample_weight=None):
         """Return the weights ``1/(k-m)`` on ascending positions ``n-k+1 .. n-m``.
 
         Parameters
         ----------
         n : int
             Number of losses.
+        sample_weight : array-like of shape (n,), optional
+            Weights of the samples, in the ascending order of their losses:
+            ``m`` and ``k`` are then counted in units of weight, of the
+            total ``V``, and the range is the mass between ``1 - k/V`` and
+            ``1 - m/V``.
 
         Returns
         -------
         ndarray of shape (n,)
             ``1/(k-m)`` on the (m+1)-th to k-th largest losses, zero elsewhere.
         """
-        m, k = self.counts(n)
-        w = np.zeros(n)
-        w[n - k : n - m] = 1.0 / (k - m)
-        return w
+        n = _check_n(n)
+        grid, total = _cells(n, sample_weight)
+        m, k = self.counts(total if sample_weight is not None else n)
+        if sample_weight is None:
+            w = np.zeros(n)
+            w[n - k : n - m] = 1.0 / (k - m)
+            return w
+        width = (k - m) / total
+        phi = np.clip(grid - (1.0 - k / total), 0.0, width) / width
+        return np.maximum(np.diff(phi), 0.0)
 
 
 def _tk_weighting(p, exponent):
@@ -406,7 +546,7 @@ class HumanAligned(BaseRisk):
         _check_real("delta", self.delta, low=0.0, high=1.0, low_open=True)
         _check_real("reference", self.reference)
 
-    def weight_pieces(self, n):
+    def weight_pieces(self, n, sample_weight=None):
         """Return the two weight sequences ``(sigma_a, sigma_b)`` for ``n`` losses.
 
         ``sigma_a[i]`` applies when the i-th smallest loss is at or below
@@ -416,6 +556,9 @@ class HumanAligned(BaseRisk):
         ----------
         n : int
             Number of losses.
+        sample_weight : array-like of shape (n,), optional
+            Weights of the samples, in the ascending order of their losses:
+            ``i/n`` above becomes the cumulative mass ``C_i``.
 
         Returns
         -------
@@ -426,14 +569,14 @@ class HumanAligned(BaseRisk):
         """
         n = _check_n(n)
         self._validate()
-        grid = np.arange(n + 1, dtype=np.float64) / n
+        grid, _ = _cells(n, sample_weight)
         sigma_a = np.diff(_tk_weighting(grid, self.delta))
-        wg = _tk_weighting(grid, self.gamma)  # w_gamma(j/n), j = 0..n
-        # sigma_b_i = w_gamma((n-i+1)/n) - w_gamma((n-i)/n), i = 1..n
-        sigma_b = (wg[1:] - wg[:-1])[::-1].copy()
+        # sigma_b_i = w_gamma(1 - C_(i-1)) - w_gamma(1 - C_i), i = 1..n
+        wg = _tk_weighting(1.0 - grid, self.gamma)
+        sigma_b = wg[:-1] - wg[1:]
         return sigma_a, sigma_b
 
-    def weights(self, n, losses=None):
+    def weights(self, n, losses=None, sample_weight=None):
         """Effective weights for the given loss values.
 
         Parameters
@@ -444,6 +587,8 @@ class HumanAligned(BaseRisk):
             The loss values (any order): the j losses at or below the
             reference take ``sigma_a[:j]``, the others ``sigma_b[j:]``.
             Required.
+        sample_weight : array-like of shape (n,), optional
+            Weights of the samples, in the ascending order of their losses.
 
         Returns
         -------
@@ -457,12 +602,12 @@ class HumanAligned(BaseRisk):
         losses = _as_losses(losses)
         if losses.shape[0] != n:
             raise ValueError(f"losses has length {losses.shape[0]}, expected n = {n}.")
-        sigma_a, sigma_b = self.weight_pieces(n)
+        sigma_a, sigma_b = self.weight_pieces(n, sample_weight)
         j = int(np.count_nonzero(losses <= self.reference))
         return np.concatenate([sigma_a[:j], sigma_b[j:]])
 
-    def _weights_for(self, sorted_losses):
-        return self.weights(sorted_losses.shape[0], sorted_losses)
+    def _weights_for(self, sorted_losses, sample_weight=None):
+        return self.weights(sorted_losses.shape[0], sorted_losses, sample_weight)
 
 
 _RISKS = {

@@ -23,7 +23,7 @@ def test_pooled_projection_is_the_projection_onto_the_permutahedron(mu):
     v = np.round(rng.normal(size=n), 1)  # ties in v
     u = np.sort(mu * v)
     q, starts = np.empty(n), np.empty(n + 1, dtype=np.int64)
-    nb = pooled_projection(u, sigma, mu, q, starts)
+    nb = pooled_projection(u, sigma, mu, q, starts, np.ones(n))
     assert np.allclose(q, project_permutahedron(u / mu, sigma), atol=1e-12)
     assert starts[0] == 0 and starts[nb] == n and np.all(np.diff(starts[: nb + 1]) > 0)
     # outside the pooled blocks a sorted sample keeps its rank weight
@@ -36,7 +36,7 @@ def test_smoothed_objective_gradient_matches_finite_differences(loss_name, linea
     loss = get_loss(loss_name)
     X, y = linear_data(loss.task, n=30, d=3, seed=2)
     risk = Superquantile(q=0.6)
-    problem = _Problem(X, y, risk.weights(30), loss, get_penalty("l2", 0.1), True)
+    problem = _Problem(X, y, risk, loss, get_penalty("l2", 0.1), True)
     rng = np.random.default_rng(3)
     center = project_permutahedron(rng.random(30) / 30, problem.sigma)
     theta = rng.normal(size=4) * 0.5
@@ -54,7 +54,7 @@ def test_smoothed_value_is_the_smoothed_risk(linear_data):
     n, mu = 25, 0.3
     loss = get_loss("logistic")
     X, y = linear_data("classification", n=n, d=3, seed=8)
-    problem = _Problem(X, y, Superquantile(q=0.5).weights(n), loss, get_penalty(None, 0.0), False)
+    problem = _Problem(X, y, Superquantile(q=0.5), loss, get_penalty(None, 0.0), False)
     sigma = problem.sigma
     center = project_permutahedron(rng.random(n), sigma)
     theta = rng.normal(size=3)
@@ -168,7 +168,7 @@ def test_the_dual_bound_lies_below_the_optimum(referee, loss_name, penalty, line
     X, y = linear_data(loss.task)
     risk, pen = Superquantile(q=0.7), get_penalty(penalty, 0.05)
     f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=True)
-    problem = _Problem(X, y, risk.weights(y.size), loss, pen, True)
+    problem = _Problem(X, y, risk, loss, pen, True)
     for _ in range(5):  # any theta and any centre give weights in P(sigma) and slopes
         theta = rng.normal(size=X.shape[1] + 1)
         center = project_permutahedron(rng.random(y.size), problem.sigma)

@@ -14,9 +14,10 @@ import numpy as np
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ..losses import get_loss
 from ..penalties import get_penalty
@@ -48,11 +49,41 @@ class _RankLinearModel(BaseEstimator):
             getattr(self, "penalty", "l2"), self.alpha, getattr(self, "l1_ratio", 0.5)
         )
 
-    def _check_before_solve(self, X):
+    def _check_before_solve(self, X, sample_weight=None):
         """Hook: resolve and check the risk, loss and solver before fitting."""
 
-    def _solve(self, X, y, coef_init, intercept_init):  # pragma: no cover - abstract
+    def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _fit_sample_weight(self, X, y, sample_weight):
+        """The validated weights (times ``class_weight``), or None for equal weights.
+
+        Weights of one everywhere are None: the fit is then exactly the
+        unweighted one, with any solver.
+        """
+        class_weight = getattr(self, "class_weight", None)
+        if sample_weight is None and class_weight is None:
+            return None
+        weights = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        if class_weight is not None:
+            if isinstance(class_weight, dict):
+                unknown = [c for c in class_weight if c not in set(np.unique(y).tolist())]
+                if unknown:
+                    raise ValueError(f"class_weight names classes not in y: {unknown}.")
+            weights = weights * compute_sample_weight(class_weight, y)
+        if not weights.sum() > 0.0:
+            raise ValueError("sample_weight sums to zero: at least one sample needs a positive weight.")
+        if np.all(weights == 1.0):
+            return None
+        return weights
+
+    @staticmethod
+    def _drop_weightless(X, y, sample_weight):
+        """Remove the samples of weight zero (a weighted risk ignores them, :mod:`skrank.risks`)."""
+        if sample_weight is None or np.all(sample_weight > 0.0):
+            return X, y, sample_weight
+        keep = sample_weight > 0.0
+        return X[keep], y[keep], sample_weight[keep]
 
     def _validate_fit_data(self, X, y):
         X, y = validate_data(
@@ -77,8 +108,8 @@ class _RankLinearModel(BaseEstimator):
                 ConvergenceWarning,
             )
 
-    def _run_solver(self, X, y, coef_init, intercept_init):
-        result = self._solve(X, y, coef_init, intercept_init)
+    def _run_solver(self, X, y, coef_init, intercept_init, sample_weight=None):
+        result = self._solve(X, y, coef_init, intercept_init, sample_weight)
         self._warn_if_not_converged(result)
         return result
 
@@ -98,15 +129,19 @@ class _RegisteredSolverModel(_RankLinearModel):
     the shared ones).
     """
 
-    def _choose_solver(self, risk):
-        """Resolve the loss, the penalty and the solver for ``risk`` (a clear error if it does not fit)."""
+    def _choose_solver(self, risk, weighted=False):
+        """Resolve the loss, the penalty and the solver for ``risk`` (a clear error if it does not fit).
+
+        ``weighted``: the fit has sample weights, which only some solvers take.
+        """
         self._risk = risk
         self._loss_obj = self._get_loss()
         self._penalty_obj = self._get_penalty()
-        self._solver_info = choose_solver(self.solver, self._AUTO, risk, self._loss_obj, self._penalty_obj)
+        self._solver_info = choose_solver(self.solver, self._AUTO, risk, self._loss_obj, self._penalty_obj,
+                                          weighted=weighted)
         self._solver = self._solver_info.name
 
-    def _solve(self, X, y, coef_init, intercept_init):
+    def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):
         """Run ``self._solver_info`` (a :class:`skrank.solvers._registry.SolverInfo`).
 
         With the shared keyword arguments, the estimator's own options for
@@ -117,6 +152,8 @@ class _RegisteredSolverModel(_RankLinearModel):
                        coef_init=coef_init, intercept_init=intercept_init, verbose=self.verbose)
         options.update(self._solver_options().get(info.name, {}))
         options.update(info.options)
+        if sample_weight is not None:
+            options["sample_weight"] = sample_weight
         return info.load()(X, y, self._risk, self._loss_obj, self._penalty_obj, **options)
 
     def __sklearn_tags__(self):
@@ -130,7 +167,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
 
     _task = "classification"
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the model.
 
         Parameters
@@ -140,6 +177,12 @@ class RankLinearClassifierMixin(ClassifierMixin):
         y : array-like of shape (n_samples,)
             Class labels; two classes give one binary problem, more give
             one-vs-rest problems.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Nonnegative weights of the samples: the risk becomes that of the
+            weighted empirical distribution (integer weights fit as repeated
+            rows, zero weights as dropped rows; :mod:`skrank.risks`).
+            Multiplied by ``class_weight``'s weights where the estimator has
+            that parameter.
 
         Returns
         -------
@@ -149,13 +192,16 @@ class RankLinearClassifierMixin(ClassifierMixin):
         self._validate_params()
         X, y = self._validate_fit_data(X, y)
         check_classification_targets(y)
+        sample_weight = self._fit_sample_weight(X, y, sample_weight)
+        X, y, sample_weight = self._drop_weightless(X, y, sample_weight)
         classes = np.unique(y)
         if classes.shape[0] < 2:
             raise ValueError(
                 f"{type(self).__name__} needs samples of at least two classes in y; "
-                f"got only class {classes[0]!r}."
+                f"got only class {classes[0]!r}"
+                + (" among the samples of positive weight." if sample_weight is not None else ".")
             )
-        self._check_before_solve(X)
+        self._check_before_solve(X, sample_weight)
         binary = classes.shape[0] == 2
         targets = [classes[1]] if binary else list(classes)
         warm = (
@@ -168,7 +214,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
             y_pm = np.where(y == positive, 1.0, -1.0)
             coef0 = self.coef_[j].copy() if warm else None
             b0 = self._warm_start_intercept(j) if warm else None
-            result = self._run_solver(X, y_pm, coef0, b0)
+            result = self._run_solver(X, y_pm, coef0, b0, sample_weight)
             coefs.append(result.coef)
             intercepts.append(result.intercept)
             n_iters.append(result.n_iter)
@@ -290,7 +336,7 @@ class RankLinearRegressorMixin(RegressorMixin):
 
     _task = "regression"
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the model.
 
         Parameters
@@ -299,6 +345,10 @@ class RankLinearRegressorMixin(RegressorMixin):
             Training data.
         y : array-like of shape (n_samples,)
             Targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Nonnegative weights of the samples: the risk becomes that of the
+            weighted empirical distribution (integer weights fit as repeated
+            rows, zero weights as dropped rows; :mod:`skrank.risks`).
 
         Returns
         -------
@@ -308,7 +358,9 @@ class RankLinearRegressorMixin(RegressorMixin):
         self._validate_params()
         X, y = self._validate_fit_data(X, y)
         y = np.asarray(y, dtype=np.float64)
-        self._check_before_solve(X)
+        sample_weight = self._fit_sample_weight(X, y, sample_weight)
+        X, y, sample_weight = self._drop_weightless(X, y, sample_weight)
+        self._check_before_solve(X, sample_weight)
         warm = (
             getattr(self, "warm_start", False)
             and hasattr(self, "coef_")
@@ -316,7 +368,7 @@ class RankLinearRegressorMixin(RegressorMixin):
         )
         coef0 = self.coef_.copy() if warm else None
         b0 = float(self.intercept_) if warm else None
-        result = self._run_solver(X, y, coef0, b0)
+        result = self._run_solver(X, y, coef0, b0, sample_weight)
         self.coef_ = np.asarray(result.coef, dtype=np.float64)
         self.intercept_ = float(result.intercept)
         self.n_iter_ = int(result.n_iter)

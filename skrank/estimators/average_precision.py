@@ -139,6 +139,23 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
     True
     """
 
+    def fit(self, X, y):
+        """Fit the model (its solvers do not take sample weights yet).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Binary class labels.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        return super().fit(X, y)
+
     _parameter_constraints = {
         "loss": [StrOptions(set(AVERAGE_PRECISION_LOSSES))],
         "margin": [Real],
@@ -189,7 +206,7 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         self.warm_start = warm_start
         self.verbose = verbose
 
-    def _check_before_solve(self, X):
+    def _check_before_solve(self, X, sample_weight=None):
         self._pair_loss = get_pairwise_loss(self.loss, self.margin)
         if self.positives_per_batch >= self.batch_size:
             raise ValueError(
@@ -197,7 +214,7 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
                 f"batch_size={self.batch_size}: every SOAP batch needs negatives too."
             )
 
-    def _solve(self, X, y, coef_init, intercept_init):
+    def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):
         from ..solvers.admm import _blas_threads
 
         objective = AveragePrecisionObjective(X, y, self._pair_loss, self.alpha)

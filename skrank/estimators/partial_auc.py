@@ -160,6 +160,23 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     True
     """
 
+    def fit(self, X, y):
+        """Fit the model (its solvers do not take sample weights yet).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Binary class labels.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        return super().fit(X, y)
+
     _parameter_constraints = {
         "fpr_range": ["array-like"],
         "loss": [StrOptions(set(PAIRWISE_LOSSES))],
@@ -208,7 +225,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
             return "exact" if full and self.loss == "squared" else "lbfgs"
         return self.solver
 
-    def _check_before_solve(self, X):
+    def _check_before_solve(self, X, sample_weight=None):
         self._fpr_range = _check_fpr_range(self.fpr_range)
         self._pair_loss = get_pairwise_loss(self.loss, self.margin)
         solver = self._resolved_solver()
@@ -242,7 +259,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         diff = np.asarray(objective.X_pos.mean(axis=0) - objective.X_neg.mean(axis=0)).ravel()
         return diff / max(float(np.linalg.norm(diff)) ** 2, 1e-12)
 
-    def _solve(self, X, y, coef_init, intercept_init):
+    def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):
         from ..solvers.admm import _blas_threads
 
         objective = PartialAUCObjective(X, y, self._fpr_range, self._pair_loss, self.alpha)

@@ -38,7 +38,7 @@ class _RankADMMModel(_RegisteredSolverModel):
         "verbose": ["verbose"],
     }
 
-    def _check_before_solve(self, X):
+    def _check_before_solve(self, X, sample_weight=None):
         risk = self._get_risk()
         n = X.shape[0]
         # Validate the risk's parameters for this sample count (clear ValueError).
@@ -46,7 +46,7 @@ class _RankADMMModel(_RegisteredSolverModel):
             risk.weight_pieces(n)
         else:
             risk.weights(n)
-        self._choose_solver(risk)
+        self._choose_solver(risk, weighted=sample_weight is not None)
 
     def _solver_options(self):
         """Each solver's keyword arguments beyond the shared ones."""
@@ -196,6 +196,11 @@ class RankADMMClassifier(RankLinearClassifierMixin, _RankADMMModel):
         risk with its defaults.
     loss : {"logistic", "hinge", "squared_hinge"}, default="logistic"
         Loss of the negative margin.
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, multiplying ``sample_weight`` as in
+        :class:`sklearn.linear_model.LogisticRegression`: ``"balanced"``
+        gives class ``c`` the weight ``n / (n_classes n_c)``.  The risk is
+        then that of the weighted sample (:mod:`skrank.risks`).
 """
         + _PARAMS_DOC
         + """
@@ -220,6 +225,7 @@ class RankADMMClassifier(RankLinearClassifierMixin, _RankADMMModel):
     _parameter_constraints = {
         **_RankADMMModel._parameter_constraints,
         "loss": [StrOptions({"logistic", "hinge", "squared_hinge"})],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
     def __init__(
@@ -227,6 +233,7 @@ class RankADMMClassifier(RankLinearClassifierMixin, _RankADMMModel):
         *,
         risk="erm",
         loss="logistic",
+        class_weight=None,
         penalty="l2",
         alpha=1e-2,
         l1_ratio=0.5,
@@ -243,6 +250,7 @@ class RankADMMClassifier(RankLinearClassifierMixin, _RankADMMModel):
     ):
         self.risk = risk
         self.loss = loss
+        self.class_weight = class_weight
         self.penalty = penalty
         self.alpha = alpha
         self.l1_ratio = l1_ratio

@@ -33,7 +33,7 @@ class _SpectralRiskModel(_RegisteredSolverModel):
         "verbose": ["verbose"],
     }
 
-    def _check_spectral(self, X):
+    def _check_spectral(self, X, sample_weight=None):
         risk = self._get_risk()
         self._risk = risk
         if not risk.is_convex:
@@ -45,7 +45,7 @@ class _SpectralRiskModel(_RegisteredSolverModel):
         risk.weights(X.shape[0])  # validates the risk's parameters for this n
         if not np.isfinite(self.alpha) or self.alpha < 0:
             raise ValueError(f"alpha must be a nonnegative finite number, got {self.alpha!r}.")
-        self._choose_solver(risk)
+        self._choose_solver(risk, weighted=sample_weight is not None)
 
     def _solver_options(self):
         """Each solver's keyword arguments beyond the shared ones."""
@@ -185,9 +185,9 @@ class SpectralRiskRegressor(RankLinearRegressorMixin, _SpectralRiskModel):
         self.warm_start = warm_start
         self.verbose = verbose
 
-    def _check_before_solve(self, X):
+    def _check_before_solve(self, X, sample_weight=None):
         # The mixin's no-op hook comes first in the MRO; run the shared checks.
-        self._check_spectral(X)
+        self._check_spectral(X, sample_weight)
 
 
 class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
@@ -207,6 +207,11 @@ class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
     loss : {"logistic", "squared_hinge"}, default="logistic"
         Smooth margin losses (SOREL needs Lipschitz gradients);
         ``predict_proba`` is available for ``logistic``.
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, multiplying ``sample_weight`` as in
+        :class:`sklearn.linear_model.LogisticRegression`: ``"balanced"``
+        gives class ``c`` the weight ``n / (n_classes n_c)``.  The risk is
+        then that of the weighted sample (:mod:`skrank.risks`).
     """ + _COMMON_PARAMS_DOC + """
     Attributes
     ----------
@@ -237,6 +242,7 @@ class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
     _parameter_constraints = {
         **_SpectralRiskModel._parameter_constraints,
         "loss": [StrOptions({"logistic", "squared_hinge"})],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
     def __init__(
@@ -244,6 +250,7 @@ class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
         *,
         risk="superquantile",
         loss="logistic",
+        class_weight=None,
         alpha=1e-3,
         fit_intercept=True,
         solver="auto",
@@ -257,6 +264,7 @@ class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
     ):
         self.risk = risk
         self.loss = loss
+        self.class_weight = class_weight
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.solver = solver
@@ -268,9 +276,9 @@ class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
         self.warm_start = warm_start
         self.verbose = verbose
 
-    def _check_before_solve(self, X):
+    def _check_before_solve(self, X, sample_weight=None):
         # The mixin's no-op hook comes first in the MRO; run the shared checks.
-        self._check_spectral(X)
+        self._check_spectral(X, sample_weight)
 
 
 __all__ = ["SpectralRiskRegressor", "SpectralRiskClassifier"]

@@ -55,6 +55,9 @@ class SolverInfo:
     options : dict, default={}
         Keyword arguments always passed to the function (a variant of
         another solver).
+    sample_weight : bool, default=False
+        Whether it takes ``sample_weight`` (the risk of the weighted
+        empirical distribution, :mod:`skrank.risks`).
     """
 
     name: str
@@ -65,8 +68,9 @@ class SolverInfo:
     strongly_convex: bool = False
     penalized: bool = False
     options: dict = field(default_factory=dict)
+    sample_weight: bool = False
 
-    def unsupported(self, risk, loss, penalty):
+    def unsupported(self, risk, loss, penalty, weighted=False):
         """Why this solver cannot fit the problem, or None when it can.
 
         Parameters
@@ -77,12 +81,16 @@ class SolverInfo:
             The loss.
         penalty : skrank.penalties.Penalty
             The penalty.
+        weighted : bool, default=False
+            Whether the fit has sample weights.
 
         Returns
         -------
         str or None
             A sentence that names what is not supported, or None.
         """
+        if weighted and not self.sample_weight:
+            return f"solver={self.name!r} does not take sample_weight."
         accepts, needs = _RISK_KINDS[self.risks]
         if not accepts(risk):
             return f"solver={self.name!r} needs {needs}; got {type(risk).__name__}."
@@ -112,9 +120,10 @@ class SolverInfo:
 
 
 _TABLE = (
-    SolverInfo("newton", "newton:smoothed_newton", "convex", losses="smooth", curvature=True),
+    SolverInfo("newton", "newton:smoothed_newton", "convex", losses="smooth", curvature=True,
+               sample_weight=True),
     SolverInfo("ipm", "interior_point:interior_point", "one_threshold", losses="piecewise_linear",
-               penalized=True),
+               penalized=True, sample_weight=True),
     SolverInfo("admm", "admm:admm", "any"),
     SolverInfo("sorel", "sorel:sorel", "convex", losses="smooth", strongly_convex=True),
     SolverInfo("sgd", "sgd:sgd", "any"),
@@ -129,7 +138,7 @@ _TABLE = (
 SOLVERS = {info.name: info for info in _TABLE}
 
 
-def choose_solver(requested, preference, risk, loss, penalty):
+def choose_solver(requested, preference, risk, loss, penalty, weighted=False):
     """The solver an estimator runs: ``requested``, or for ``"auto"`` the first of ``preference`` that fits.
 
     Parameters
@@ -141,6 +150,8 @@ def choose_solver(requested, preference, risk, loss, penalty):
         must fit every problem the estimator accepts.
     risk, loss, penalty : objects
         The problem (see :meth:`SolverInfo.unsupported`).
+    weighted : bool, default=False
+        Whether the fit has sample weights.
 
     Returns
     -------
@@ -155,12 +166,19 @@ def choose_solver(requested, preference, risk, loss, penalty):
     """
     if requested == "auto":
         for name in preference:
-            if SOLVERS[name].unsupported(risk, loss, penalty) is None:
+            if SOLVERS[name].unsupported(risk, loss, penalty, weighted) is None:
                 return SOLVERS[name]
+        if weighted:
+            takers = [info.name for info in _TABLE if info.sample_weight]
+            raise ValueError(
+                f"sample_weight needs one of the solvers {takers}, and none of them fits this problem: "
+                + " ".join(SOLVERS[name].unsupported(risk, loss, penalty, weighted) for name in takers)
+            )
         raise ValueError(f"no solver among {preference} fits this problem.")  # pragma: no cover
     info = SOLVERS[requested]
-    reason = info.unsupported(risk, loss, penalty)
+    reason = info.unsupported(risk, loss, penalty, weighted)
     if reason is not None:
-        fits = [name for name in preference if SOLVERS[name].unsupported(risk, loss, penalty) is None]
+        fits = [name for name in preference
+                if SOLVERS[name].unsupported(risk, loss, penalty, weighted) is None]
         raise ValueError(f"{reason} Use solver={fits[0]!r}." if fits else reason)
     return info

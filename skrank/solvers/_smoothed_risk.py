@@ -19,6 +19,17 @@ block ``B`` that the isotonic regression pools, ``q_i = mean_B(sigma) +
 (l_i - mean_B(l)) / mu``; a sample alone in its block gets its rank weight.
 The Jacobian of ``q`` in ``l`` is ``(I - 1 1^T / |B|) / mu`` on each pooled
 block and zero elsewhere.
+
+Sample weights (:mod:`skrank.risks`): with masses ``m_i`` (mean 1) the weights
+lie in the base polytope ``P`` of ``S -> Phi~(m(S) / n)`` (the greedy
+weights of an order are the spectrum integrated over the samples' cells of
+mass), and the proximal term is measured per unit of mass,
+``mu/2 sum_i (q_i - c_i)^2 / m_i``.  The projection is then the same
+computation with mass-weighted block means: on a block ``B`` of the
+isotonic regression of ``u - mu sigma / m`` weighted by ``m``,
+``q_i = m_i (sum_B sigma / m(B) + (u_i - mean^m_B(u)) / mu)``, and the
+Jacobian is ``diag(m) (I - 1 m^T / m(B)) / mu`` on the block.  Equal masses
+``m = 1`` give the unweighted formulas.
 """
 
 import numpy as np
@@ -28,26 +39,31 @@ from ..losses import loss_second_derivative, loss_value_and_derivative
 
 
 @njit(cache=True)
-def pooled_projection(u, sigma, mu, q, block_start):
+def pooled_projection(u, sigma, mu, q, block_start, m):
     """``q = proj_P(u / mu)`` for ``u`` sorted ascending, and the pooled blocks.
 
-    ``P`` is the permutahedron of the nondecreasing ``sigma``.  The
+    ``P`` is the permutahedron of the nondecreasing ``sigma`` (with masses
+    ``m``, the base polytope of the module docstring, in its metric).  The
     projection is ``u / mu - iso(u / mu - sigma)``; computed as
     ``(u_i - mean_B(u)) / mu + mean_B(sigma)`` on each block ``B`` of the
-    isotonic regression of ``u - mu sigma``, so that ``mu`` may be tiny.
+    isotonic regression of ``u - mu sigma``, so that ``mu`` may be tiny
+    (means weighted by ``m``, and ``q_i`` scaled by ``m_i``).
 
     Parameters
     ----------
     u : ndarray of shape (n,)
         The point times ``mu``, sorted ascending.
     sigma : ndarray of shape (n,)
-        Nondecreasing weights.
+        The rank weights of this order (nondecreasing per unit of mass).
     mu : float
         ``mu > 0``.
     q : ndarray of shape (n,)
         Output: the projection, in the order of ``u``.
     block_start : ndarray of shape (n + 1,), int64
         Output: the first positions of the blocks, then ``n``.
+    m : ndarray of shape (n,)
+        Positive masses of the samples, in the order of ``u`` (ones without
+        sample weights).
 
     Returns
     -------
@@ -55,18 +71,18 @@ def pooled_projection(u, sigma, mu, q, block_start):
         Number of blocks (``block_start[:n_blocks + 1]`` is filled).
     """
     n = u.shape[0]
-    b_sum = np.empty(n)  # sum of (u - mu sigma) over the block
-    b_cnt = np.empty(n, dtype=np.int64)
+    b_sum = np.empty(n)  # sum of m (u - mu sigma / m) over the block
+    b_mass = np.empty(n)
     top = -1
     for i in range(n):
         top += 1
-        b_sum[top] = u[i] - mu * sigma[i]
-        b_cnt[top] = 1
+        b_sum[top] = m[i] * u[i] - mu * sigma[i]
+        b_mass[top] = m[i]
         block_start[top] = i
         # pool while the block below has a mean >= this block's mean
-        while top > 0 and b_sum[top - 1] * b_cnt[top] >= b_sum[top] * b_cnt[top - 1]:
+        while top > 0 and b_sum[top - 1] * b_mass[top] >= b_sum[top] * b_mass[top - 1]:
             b_sum[top - 1] += b_sum[top]
-            b_cnt[top - 1] += b_cnt[top]
+            b_mass[top - 1] += b_mass[top]
             top -= 1
     n_blocks = top + 1
     block_start[n_blocks] = n
@@ -77,13 +93,15 @@ def pooled_projection(u, sigma, mu, q, block_start):
             continue
         mean_u = 0.0
         mean_s = 0.0
+        mass = 0.0
         for i in range(lo, hi):
-            mean_u += u[i]
+            mean_u += m[i] * u[i]
             mean_s += sigma[i]
-        mean_u /= hi - lo
-        mean_s /= hi - lo
+            mass += m[i]
+        mean_u /= mass
+        mean_s /= mass
         for i in range(lo, hi):
-            q[i] = mean_s + (u[i] - mean_u) / mu
+            q[i] = m[i] * (mean_s + (u[i] - mean_u) / mu)
     return n_blocks
 
 

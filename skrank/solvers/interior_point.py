@@ -10,7 +10,9 @@ top-k), for which (Rockafellar and Uryasev 2000)
     sum_i sigma_i l_(i) = min_tau  kappa tau + c sum_i (l_i - tau)_+,
     kappa = sum_i sigma_i
 
-(ERM needs no ``tau``).  With ``xi_i >= (l_i - tau)_+`` and, for an l1
+(ERM needs no ``tau``; with sample weights ``v`` the level of sample ``i`` is
+``c_i = c n v_i / sum v``, :meth:`skrank.risks.Superquantile.threshold_level`).
+With ``xi_i >= (l_i - tau)_+`` and, for an l1
 part, ``u >= |w|``, the problem is the quadratic program
 
     min  kappa tau + c sum_i xi_i + l1 sum_j u_j + l2/2 ||w||^2
@@ -53,19 +55,21 @@ _SMALLEST_STEP = 1e-12
 class _Program:
     """The quadratic program of one fit: its data, residuals and Newton steps."""
 
-    def __init__(self, X, y, sigma, loss, penalty, fit_intercept):
+    def __init__(self, X, y, risk, loss, penalty, fit_intercept, sample_weight=None):
         self.design = Design(X, fit_intercept)
         self.s, self.c = affine_map(y, loss.task)
         self.loss, self.l1, self.l2 = loss, float(penalty.l1), float(penalty.l2)
         self.slopes = np.asarray(loss.slopes, dtype=np.float64)
         self.kink = float(loss.kink)
         n = self.s.size
-        sigma = np.sort(np.asarray(sigma, dtype=np.float64))
-        self.sigma = sigma
-        self.kappa = float(sigma.sum())
-        self.level = float(sigma[-1])
-        # with weights equal everywhere (ERM) no threshold is needed
-        self.has_tau = self.level * n > self.kappa * (1.0 + 1e-12)
+        self.risk, self.sample_weight = risk, sample_weight
+        v = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        total = float(v.sum())
+        self.kappa = float(risk.weights(n).sum())
+        # the level c_i of each sample: its weight per unit times its share of the weight
+        self.level = risk.threshold_level(total) * (v / total)
+        # with the level at the mean weight everywhere (ERM) no threshold is needed
+        self.has_tau = float(self.level.sum()) > self.kappa * (1.0 + 1e-12)
         self.d, self.p = self.design.d, self.design.p
         self.reg = np.zeros(self.p)
         self.reg[: self.d] = self.l2
@@ -78,7 +82,7 @@ class _Program:
         t = self.arguments(theta) if t is None else t
         w = theta[: self.d]
         penalty = self.l1 * float(np.abs(w).sum()) + 0.5 * self.l2 * float(w @ w)
-        return float(np.sort(self.loss.value(t)) @ self.sigma) + penalty
+        return self.risk.value(self.loss.value(t), self.sample_weight) + penalty
 
     def dual_bound(self, v):
         """A lower bound on ``F*`` from the sample weights ``v`` (see the module docstring)."""
@@ -108,7 +112,7 @@ class _Program:
     # -- the interior-point iteration ---------------------------------------
     def start(self, theta):
         """A strictly interior starting point from ``theta``."""
-        n, J = self.s.size, self.slopes.size
+        J = self.slopes.size
         t = self.arguments(theta)
         pieces = self.slopes[None, :] * (t - self.kink)[:, None]
         x = dict(theta=theta.copy(), tau=0.0, xi=np.maximum(pieces.max(axis=1), 0.0) + 1.0,
@@ -116,7 +120,7 @@ class _Program:
         slack = dict(piece=x["xi"][:, None] - pieces + x["tau"], floor=x["xi"].copy(),
                      plus=x["u"] - theta[: self.d], minus=x["u"] + theta[: self.d])
         share = self.level / (J + 1)
-        dual = dict(piece=np.full((n, J), share), floor=np.full(n, share),
+        dual = dict(piece=np.repeat(share[:, None], J, axis=1), floor=share.copy(),
                     plus=np.full(self.d, 0.5 * self.l1 + 1e-3), minus=np.full(self.d, 0.5 * self.l1 + 1e-3))
         return x, slack, dual
 
@@ -239,7 +243,7 @@ class _Program:
 
 
 def interior_point(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=None,
-                   intercept_init=None, max_iter=100, tol=1e-9, verbose=0):
+                   intercept_init=None, max_iter=100, tol=1e-9, verbose=0, sample_weight=None):
     """Minimise a one-threshold risk of a piecewise-linear loss with a penalty, certified.
 
     Parameters
@@ -267,6 +271,10 @@ def interior_point(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=N
         Stop when the certified bound on ``F - F*`` is at most ``tol * |F|``.
     verbose : int, default=0
         Print one line per iteration when positive.
+    sample_weight : ndarray of shape (n,), optional
+        Positive weights of the samples: the risk is that of the weighted
+        empirical distribution (:mod:`skrank.risks`), whose threshold form
+        has the level ``c v_i / sum v`` for sample ``i``.
 
     Returns
     -------
@@ -281,7 +289,7 @@ def interior_point(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=N
     if reason is not None:
         raise ValueError(reason)
     X = X if hasattr(X, "tocsr") else np.asarray(X, dtype=np.float64)
-    program = _Program(X, y, risk.weights(X.shape[0]), loss, penalty, fit_intercept)
+    program = _Program(X, y, risk, loss, penalty, fit_intercept, sample_weight)
     theta = np.zeros(program.p)
     if coef_init is not None:
         theta[: program.d] = coef_init

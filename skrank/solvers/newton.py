@@ -72,13 +72,20 @@ _INNER_FRACTION = 0.1
 class _Problem:
     """Data, weights and loss of one fit; evaluates ``F``, ``F_mu`` and their derivatives."""
 
-    def __init__(self, X, y, sigma, loss, penalty, fit_intercept):
+    def __init__(self, X, y, risk, loss, penalty, fit_intercept, sample_weight=None):
         self.design = Design(X, fit_intercept)
         self.s, self.c = affine_map(y, loss.task)
-        self.sigma = np.sort(np.asarray(sigma, dtype=np.float64))
+        n = self.s.size
+        self.risk = risk
+        if sample_weight is None:
+            self.mass, self.m = None, np.ones(n)
+            self.sigma = np.sort(np.asarray(risk.weights(n), dtype=np.float64))
+        else:
+            # masses of mean 1 (:mod:`skrank.solvers._smoothed_risk`); rank weights per order
+            self.mass = np.asarray(sample_weight, dtype=np.float64)  # in the caller's units (counts)
+            self.m = self.mass * (n / self.mass.sum())
+            self.sigma = None
         self.loss, self.l1, self.l2 = loss, float(penalty.l1), float(penalty.l2)
-        n = self.sigma.size
-        self.spread = float(np.sum((self.sigma - self.sigma.mean()) ** 2))
         self.reg = np.ones(self.design.p) * self.l2
         if fit_intercept:
             self.reg[-1] = 0.0
@@ -86,6 +93,17 @@ class _Problem:
         self._starts = np.empty(n + 1, dtype=np.int64)
         #: The largest dual bound found so far (with an l2 part), and its weights ``q``.
         self.best_dual, self.best_dual_weights = -np.inf, None
+
+    def rank_weights(self, order):
+        """The risk's weights of the losses sorted by ``order`` (ascending)."""
+        if self.mass is None:
+            return self.sigma
+        return self.risk.weights(order.size, self.mass[order])
+
+    def risk_value(self, losses):
+        """``Omega(l)``, the (weighted) risk of the losses."""
+        order = np.argsort(losses, kind="stable")
+        return float(losses[order] @ self.rank_weights(order))
 
     def arguments(self, theta):
         return self.s * self.design.matvec(theta) + self.c
@@ -106,11 +124,45 @@ class _Problem:
             d = -_solve_spd(K, g)
             return d, -0.5 * float(g @ d)
         d, model = l1_newton_direction(K, g, theta, self.l1, self.design.d, _CD_SWEEPS, 1e-10)
+        if np.isfinite(model):
+            d, model = self._refine_l1_direction(K, g, theta, d, model)
         return d, -model
 
+    def _refine_l1_direction(self, K, g, theta, d, model):
+        """Solve the l1 model exactly on the sign pattern of coordinate descent's ``d``.
+
+        Coordinate descent converges slowly on an ill-conditioned model (a
+        block term of curvature ``1/mu``); with the zero set and the signs
+        of ``w + d`` fixed, the model is a quadratic whose minimiser is one
+        linear solve.  It is kept when its signs agree, the zero
+        coordinates satisfy ``|g + K d| <= l1`` and the model is lower.
+        """
+        n_pen = self.design.d
+        x = theta + d
+        penalised = np.arange(theta.size) < n_pen
+        zero = penalised & (x == 0.0)
+        free = ~zero
+        sign = np.where(penalised, np.sign(x), 0.0)
+        trial = d.copy()
+        trial[zero] = -theta[zero]
+        rhs = -(g[free] + K[np.ix_(free, zero)] @ trial[zero] + self.l1 * sign[free])
+        try:
+            trial[free] = np.linalg.solve(K[np.ix_(free, free)], rhs)
+        except np.linalg.LinAlgError:
+            return d, model
+        x_new = theta + trial
+        if np.any(np.sign(x_new[free & penalised]) != sign[free & penalised]):
+            return d, model
+        slope = g + K @ trial
+        if np.any(np.abs(slope[zero]) > self.l1 * (1.0 + 1e-12)):
+            return d, model
+        w_old, w_new = theta[:n_pen], x_new[:n_pen]
+        trial_model = (float(g @ trial) + 0.5 * float(trial @ (K @ trial))
+                       + self.l1 * float(np.abs(w_new).sum() - np.abs(w_old).sum()))
+        return (trial, trial_model) if trial_model <= model else (d, model)
+
     def objective(self, theta):
-        losses = self.loss.value(self.arguments(theta))
-        return float(np.sort(losses) @ self.sigma) + self.penalty(theta)
+        return self.risk_value(self.loss.value(self.arguments(theta))) + self.penalty(theta)
 
     def smoothed(self, theta, mu, center, t=None):
         """``F_mu(theta; center)`` and what its derivatives need (``t``: the loss arguments at ``theta``)."""
@@ -118,16 +170,17 @@ class _Problem:
             t = self.arguments(theta)
         n = t.size
         value, d1, d2, keys = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-        losses_and_keys(t, self.loss.code, self.loss.param, mu, center, value, d1, d2, keys)
+        losses_and_keys(t, self.loss.code, self.loss.param, mu, center / self.m, value, d1, d2, keys)
         # the last order nearly sorts the keys: a stable sort (timsort) of them is fast
         order = self._order[np.argsort(keys[self._order], kind="stable")]
         self._order = order
         q_sorted = np.empty(n)
-        nb = pooled_projection(keys[order], self.sigma, mu, q_sorted, self._starts)
+        nb = pooled_projection(keys[order], self.rank_weights(order), mu, q_sorted, self._starts,
+                               self.m[order])
         q = np.empty(n)
         q[order] = q_sorted
         diff = q - center
-        omega = float(q @ value) - 0.5 * mu * float(diff @ diff)
+        omega = float(q @ value) - 0.5 * mu * float(diff @ (diff / self.m))
         state = dict(t=t, value=value, d1=d1, d2=d2, order=order, q=q,
                      starts=self._starts[: nb + 1].copy())
         return omega + self.penalty(theta), state
@@ -142,11 +195,13 @@ class _Problem:
         return H
 
     def block_scatter(self, state, mu):
-        """``(1/mu) sum_B sum_{i in B} (g_i - g_B)(g_i - g_B)^T``, ``g_i = l'_i s_i [x_i, 1]``.
+        """``(1/mu) sum_B sum_{i in B} m_i (g_i - g_B)(g_i - g_B)^T``, ``g_i = l'_i s_i [x_i, 1]``.
 
-        Computed as ``sum_i g_i g_i^T - sum_B S_B S_B^T / |B|`` with the block
-        sums ``S_B``: a weighted Gram matrix of the members and one product
-        with a sparse block-indicator matrix, without gathering rows.
+        ``g_B`` is the members' mean weighted by the masses ``m``.  Computed
+        as ``sum_i m_i g_i g_i^T - sum_B S_B S_B^T / m(B)`` with the block
+        sums ``S_B = sum_B m_i g_i``: a weighted Gram matrix of the members
+        and one product with a sparse block-indicator matrix, without
+        gathering rows.
         """
         starts = state["starts"]
         sizes = np.diff(starts)
@@ -158,12 +213,14 @@ class _Problem:
         pos = np.arange(size.sum()) - np.repeat(first - starts[pooled], size)
         idx = state["order"][pos]
         coef = state["d1"][idx] * self.s[idx]
+        mass = self.m[idx]
         h = np.zeros(self.s.size)
-        h[idx] = coef * coef
-        block = sp.csr_matrix((coef, (np.repeat(np.arange(pooled.size), size), idx)),
-                              shape=(pooled.size, self.s.size))
+        h[idx] = mass * coef * coef
+        block_id = np.repeat(np.arange(pooled.size), size)
+        block = sp.csr_matrix((mass * coef, (block_id, idx)), shape=(pooled.size, self.s.size))
         sums = self.design.left_product(block)
-        return (self.design.weighted_gram(h) - (sums.T / size) @ sums) / mu
+        block_mass = np.bincount(block_id, weights=mass, minlength=pooled.size)
+        return (self.design.weighted_gram(h) - (sums.T / block_mass) @ sums) / mu
 
     def certificate(self, theta, state, decrease):
         """``(F(theta), bound on F(theta) - F*, estimate of F(theta) - F*)`` from the state's weights ``q``.
@@ -184,7 +241,7 @@ class _Problem:
         ``F(theta) - F*`` until the gradient is tiny).
         """
         value = state["value"]
-        omega = float(np.sort(value) @ self.sigma)
+        omega = self.risk_value(value)
         F = omega + self.penalty(theta)
         estimate = max(omega - float(state["q"] @ value), 0.0) + decrease / (1.0 - _HESSIAN_SLACK)
         if self.l2 > 0.0:
@@ -342,7 +399,7 @@ def _zero_small_coefficients(problem, theta, F):
 
 
 def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=None,
-                    intercept_init=None, max_iter=200, tol=1e-9, verbose=0):
+                    intercept_init=None, max_iter=200, tol=1e-9, verbose=0, sample_weight=None):
     """Minimise a convex spectral risk with a smooth loss and a penalty, certified.
 
     Parameters
@@ -367,6 +424,9 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
     verbose : int, default=0
         Print one line per outer iteration when positive, and one per
         Newton step when above 1.
+    sample_weight : ndarray of shape (n,), optional
+        Positive weights of the samples: the risk is that of the weighted
+        empirical distribution (:mod:`skrank.risks`).
 
     Returns
     -------
@@ -386,7 +446,7 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
         raise ValueError(reason)
     X = X if hasattr(X, "tocsr") else np.asarray(X, dtype=np.float64)
     n = X.shape[0]
-    problem = _Problem(X, y, risk.weights(n), loss, penalty, fit_intercept)
+    problem = _Problem(X, y, risk, loss, penalty, fit_intercept, sample_weight)
     design = problem.design
     theta = np.zeros(design.p)
     if coef_init is not None:
@@ -394,20 +454,22 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
     if fit_intercept and intercept_init is not None:
         theta[-1] = float(intercept_init)
 
-    sigma = problem.sigma
     steps = 0
+    order = np.argsort(problem.loss.value(problem.arguments(theta)), kind="stable")
+    sigma = problem.rank_weights(order)
     if coef_init is None:
         # the mean risk first (its weights are the centre): all losses tie at theta = 0
-        center = np.full(n, sigma.mean())
+        center = problem.m * (sigma.sum() / n)
         theta, steps = _newton_fixed_weights(problem, theta, center, 1e-1, max_iter)
     else:
         # a warm start: the rank weights of its losses
         center = np.empty(n)
-        center[np.argsort(problem.loss.value(problem.arguments(theta)), kind="stable")] = sigma
+        center[order] = sigma
     F = problem.objective(theta)
     history = [F]
     best = (F, theta.copy(), np.inf, center)
-    mu = _MU_SCALE * max(abs(F), 1e-12) / max(n * sigma[-1], 1e-300)
+    top = float(np.max(sigma / problem.m[order]))  # the largest weight per unit of mass
+    mu = _MU_SCALE * max(abs(F), 1e-12) / max(n * top, 1e-300)
     if coef_init is not None:
         mu *= _MU_WARM
     outer, certified = 0, False
