@@ -63,11 +63,12 @@ for table, (estimator, superquantile) in settings.items():
 # Sorted test losses
 # ------------------
 # Each curve is a model's test losses sorted ascending, against their rank
-# fraction, the axis of the risks' weights (see the example on the weights
-# of the risks).  The top row shows all the losses on a log scale, the
-# bottom row the worst 20% (shaded above) on a linear scale.  Where the
-# superquantile curve lies below the ERM curve, its tail is smaller; among
-# the small losses it gives some of that back.
+# fraction, the axis of the risks' weights in
+# :ref:`sphx_glr_auto_examples_plot_risk_weights.py`.  The top row shows
+# all the losses on a log scale, the bottom row the worst 20% (shaded
+# above) on a linear scale.  Where the superquantile curve lies below the
+# ERM curve, its tail is smaller; among the small losses it gives some of
+# that back.
 fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
 for column, (table, by_risk) in enumerate(results.items()):
     top, bottom = axes[:, column]

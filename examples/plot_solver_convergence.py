@@ -94,10 +94,10 @@ fig.tight_layout()
 # %%
 # On a table of this size the full-batch Newton method reaches the minimum
 # to rounding error in a few hundredths of a second, faster than any
-# stochastic solver takes to get within 1%; SOREL converges to the
-# minimum too, more slowly, while SGD, LSVRG and Prospect with their
-# default step sizes stall above it (each stochastic step touches one
-# sample or one mini-batch, which pays off only on tables too large for
-# full passes).  Timings depend on the machine; the order of the curves
-# is what to read.
+# stochastic solver takes to get within 1%.  Of those, SOREL closes in on
+# the minimum fastest, SGD and Prospect approach it slowly, and LSVRG with
+# its default step size levels off far above it.  Each stochastic step
+# touches one sample or one mini-batch, which pays off only on tables too
+# large for full passes.  Timings depend on the machine and its load; the
+# order of the curves is what to read.
 plt.show()
