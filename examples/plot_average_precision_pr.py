@@ -10,9 +10,9 @@ customers a retention team can call, say).
 
 :class:`~skrank.AveragePrecisionClassifier` minimises a smooth surrogate of
 ``1 - AP`` on the training set.  This example compares it with a
-:class:`~sklearn.linear_model.LogisticRegression` on the ``churn`` table:
-the precision-recall curves on a held-out half, and the test AP
-(:func:`sklearn.metrics.average_precision_score`) over five splits.
+``LogisticRegression`` on the ``churn`` table: the precision-recall curves
+on a held-out half, and the test AP
+(``sklearn.metrics.average_precision_score``) over five splits.
 """
 
 # %%

@@ -3,8 +3,8 @@ Choosing the superquantile level with GridSearchCV
 ==================================================
 
 A risk is a parameter object of the estimator, so its parameters are tuned
-like any other: the level ``q`` of a :class:`~skrank.Superquantile` inside
-a pipeline is ``spectralriskclassifier__risk__q``.  This example searches
+like any other: the level ``q`` of a :class:`~skrank.risks.Superquantile`
+inside a pipeline is ``spectralriskclassifier__risk__q``.  This example searches
 ``q`` for a :class:`~skrank.SpectralRiskClassifier` on the ``churn`` table
 by five-fold cross-validation, scored by the partial AUC over the false
 positive rates 0.05 to 0.5 (:func:`skrank.metrics.make_partial_auc_scorer`),

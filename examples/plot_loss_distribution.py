@@ -9,8 +9,9 @@ loss in exchange for a smaller tail.  The question that matters is whether
 the tail stays smaller on data the model has not seen.
 
 This example fits the same linear model twice, once with
-:class:`~skrank.ERM` and once with a :class:`~skrank.Superquantile`, on two
-tables, and compares their losses on a held-out 30%: the logistic losses of
+:class:`~skrank.risks.ERM` and once with a
+:class:`~skrank.risks.Superquantile`, on two tables, and compares their
+losses on a held-out 30%: the logistic losses of
 :class:`~skrank.SpectralRiskClassifier` on ``churn``, and the squared
 errors of :class:`~skrank.SpectralRiskRegressor` on ``wage`` (workers'
 wages in $1000s).  The tail is measured by the mean of the worst 20% of the

@@ -6,13 +6,12 @@ ROC curves of a partial-AUC fit
 is as high as possible over a band of false-positive rates, here
 ``fpr_range=(0.05, 0.5)``: each positive is pushed above the negatives that
 a decision threshold inside the band would let through, and the negatives
-outside the band do not enter the objective.
+ranked above or below the band do not enter the objective.
 
-This example fits it and a :class:`~sklearn.linear_model.LogisticRegression`
-on the ``churn`` table (telecom customers, 14% of whom left), draws both
-ROC curves on a held-out half with the band shaded, and reports the
-normalised partial AUC over the band
-(:func:`skrank.metrics.partial_auc_score`, 1 for a perfect ranking).
+This example fits it and a ``LogisticRegression`` on the ``churn`` table
+(telecom customers, 14% of whom left), draws both ROC curves on a held-out
+half with the band shaded, and reports the normalised partial AUC over the
+band (:func:`skrank.metrics.partial_auc_score`, 1 for a perfect ranking).
 """
 
 # %%
