@@ -2,7 +2,6 @@
 
 import os
 import sys
-import warnings
 
 import skrank
 
@@ -19,7 +18,7 @@ extensions = [
 ]
 napoleon_numpy_docstring = True
 napoleon_preprocess_types = True
-exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py"]
+exclude_patterns = ["_build"]
 
 html_theme = "pydata_sphinx_theme"
 html_title = "skrank"
@@ -32,15 +31,5 @@ sphinx_gallery_conf = {
     "filename_pattern": r"/plot_",
     "within_subsection_order": "_gallery_order.ExampleOrder",
     "download_all_examples": False,
-    "remove_config_comments": True,
-    "matplotlib_animations": False,
-    "image_scrapers": ("matplotlib",),
-    "reset_modules": ("matplotlib",),
-    "show_memory": False,
     "capture_repr": (),
-    "first_notebook_cell": "%matplotlib inline",
 }
-
-# The examples run non-interactively; plt.show() under Agg is a no-op that warns.
-os.environ.setdefault("MPLBACKEND", "Agg")
-warnings.filterwarnings("ignore", message="FigureCanvasAgg is non-interactive")
