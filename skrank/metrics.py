@@ -222,7 +222,8 @@ def _resolve_risk(risk):
     return check_risk(risk)
 
 
-def rank_risk_score(y_true, y_pred, *, risk="superquantile", loss="squared", pos_label=None):
+def rank_risk_score(y_true, y_pred, *, risk="superquantile", loss="squared", sample_weight=None,
+                    pos_label=None):
     """Risk of the individual losses of a prediction.
 
     For a regression loss (``"squared"``, ``"absolute"``, ``"huber"``) the
@@ -244,6 +245,9 @@ def rank_risk_score(y_true, y_pred, *, risk="superquantile", loss="squared", pos
         means the class with its defaults (superquantile level 0.8).
     loss : str or skrank.losses.Loss, default="squared"
         The individual loss; ``"squared"`` is ``t**2 / 2``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Nonnegative weights: the risk of the weighted sample
+        (:mod:`skrank.risks`; integer weights count as repeated samples).
     pos_label : int, float, bool or str, default=None
         Classification losses only: the positive label; None means the larger
         of the two labels in ``y_true``.
@@ -287,7 +291,10 @@ def rank_risk_score(y_true, y_pred, *, risk="superquantile", loss="squared", pos
         if not np.all(np.isfinite(y_true)):
             raise ValueError("y_true contains NaN or infinity.")
         t = y_pred - y_true
-    return float(risk.value(loss.value(t)))
+    if sample_weight is not None:
+        sample_weight = column_or_1d(sample_weight).astype(np.float64)
+        check_consistent_length(y_true, sample_weight)
+    return float(risk.value(loss.value(t), sample_weight))
 
 
 def make_rank_risk_scorer(risk="superquantile", loss="squared"):
@@ -308,7 +315,8 @@ def make_rank_risk_scorer(risk="superquantile", loss="squared"):
     Returns
     -------
     scorer : callable
-        ``scorer(estimator, X, y)`` returning ``-rank_risk_score(...)``.
+        ``scorer(estimator, X, y, sample_weight=None)`` returning
+        ``-rank_risk_score(...)``.
 
     Examples
     --------

@@ -250,3 +250,19 @@ def test_solvers_without_weights_are_refused_by_name():
         SpectralRiskClassifier(solver="sgd", max_iter=2).fit(X, y)  # unweighted: fine
     with pytest.raises(ValueError, match="does not take sample_weight"):
         SpectralRiskClassifier(solver="sgd").fit(X, y, sample_weight=counts)
+
+
+def test_rank_risk_score_and_scorer_take_weights():
+    from skrank.metrics import make_rank_risk_scorer, rank_risk_score
+
+    X, y, counts = _data("regression", seed=8)
+    pred = X @ np.ones(X.shape[1])
+    risk = Superquantile(q=0.7)
+    repeated = rank_risk_score(np.repeat(y, counts), np.repeat(pred, counts), risk=risk)
+    assert rank_risk_score(y, pred, risk=risk, sample_weight=counts) == pytest.approx(repeated, rel=1e-12)
+    reg = RankADMMRegressor(risk=risk).fit(X, y)
+    scorer = make_rank_risk_scorer(risk)
+    assert scorer(reg, X, y, sample_weight=counts) == pytest.approx(
+        -rank_risk_score(y, reg.predict(X), risk=risk, sample_weight=counts))
+    with pytest.raises(ValueError, match="inconsistent"):
+        rank_risk_score(y, pred, risk=risk, sample_weight=counts[:-1])
