@@ -8,6 +8,7 @@ regressors.  Everything else (validation, label encoding, warm starts,
 fitted attributes, convergence warnings, prediction) lives here.
 """
 
+import time
 import warnings
 
 import numpy as np
@@ -109,7 +110,14 @@ class _RankLinearModel(BaseEstimator):
             )
 
     def _run_solver(self, X, y, coef_init, intercept_init, sample_weight=None):
+        start = time.perf_counter()
         result = self._solve(X, y, coef_init, intercept_init, sample_weight)
+        if self.verbose:
+            solver = getattr(self, "_solver", getattr(self, "solver", ""))
+            state = "converged" if result.converged else "did not converge"
+            print(f"[{type(self).__name__}] solver={solver!r} {state} after {result.n_iter} iterations "
+                  f"in {time.perf_counter() - start:.2f} s: F={result.objective:.10g}, "
+                  f"criterion={result.stop_criterion:.3g}", flush=True)
         self._warn_if_not_converged(result)
         return result
 

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from ._progress import Progress
 from ._result import SolverResult
 
 
@@ -32,6 +33,7 @@ class OuterLoop:
         self.converged = False
         self.tol, self.verbose, self.name = tol, verbose, name
         self.n_iter = 0
+        self.progress = Progress(name, verbose, unit="outer iteration", criterion="change")
 
     def step(self, w, F, work=""):
         """Record outer iteration ``w, F``; True when the loop should stop."""
@@ -41,9 +43,7 @@ class OuterLoop:
         self.history.append(self.F)
         if F < self.best_F:
             self.best_w, self.best_F = np.array(w, dtype=np.float64), float(F)
-        if self.verbose:
-            print(f"[{self.name}] outer {self.n_iter:3d}  {work}  F={F:.8g}  "
-                  f"change={self.crit:.2e}")
+        self.progress(self.n_iter, F, self.crit, work)
         if not np.isfinite(F):
             return True
         self.converged = self.crit <= self.tol

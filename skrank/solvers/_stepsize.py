@@ -27,6 +27,7 @@ from numba import njit
 
 from ..losses import loss_derivative
 from ..objective import affine_map
+from ._progress import Progress
 from ._sampling import _build_alias
 
 
@@ -309,12 +310,13 @@ class EpochLog:
     gradient evaluation at a new point counts ``1/n``.
     """
 
-    def __init__(self, objective0, name, verbose):
+    def __init__(self, objective0, name, verbose, max_iter=None):
         self.history = [float(objective0)]
         self.times = [0.0]
         self.passes = [0.0]
         self.name = name
         self.verbose = verbose
+        self.progress = Progress(name.lower(), verbose, max_iter, unit="epoch", criterion="relative change")
 
     def record(self, objective, seconds, passes):
         """Log one epoch; returns the relative objective change (``inf`` if not finite)."""
@@ -325,9 +327,7 @@ class EpochLog:
         if not np.isfinite(objective):
             return np.inf
         change = abs(prev - objective) / max(abs(objective), 1e-300)
-        if self.verbose:
-            print(f"{self.name} epoch {len(self.history) - 1}: objective {objective:.10g}, "
-                  f"relative change {change:.3g}")
+        self.progress(len(self.history) - 1, objective, change)
         return change
 
     def result(self, w, b, fit_intercept, criterion, converged, **info):

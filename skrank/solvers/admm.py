@@ -37,6 +37,7 @@ from .._sorting import resort
 from ..losses import loss_level
 from ..objective import affine_map, rank_objective
 from ..risks import ERM, TopK
+from ._progress import Progress
 from ._result import SolverResult
 from ._wstep import WStep
 from .finish import FinishSchedule, NewtonFinish, Polisher
@@ -392,6 +393,7 @@ def admm_loop(
     fast = linear is None and objective_t is not None and wstep.fast_l2_available()
     coef_dirty = False
     schedule_finish = FinishSchedule(polish_first, crit_level=polish_crit)
+    progress = Progress("admm", verbose, max_iter, criterion="KKT residual")
     polished = False
     start = time.perf_counter()
     k = 0
@@ -464,11 +466,8 @@ def admm_loop(
             history.append(objective(w, b))
         crit_history.append(crit)
         rho_history.append(rho)
-        if verbose:
-            print(
-                f"[admm] iter {k + 1:4d}  F={history[-1]:.10g}  primal={e_primal:.2e}  "
-                f"dual={e_dual:.2e}  pen={e_pen:.2e}  rho={rho:.3g}"
-            )
+        progress(k + 1, history[-1], crit, f"primal={e_primal:.2e} dual={e_dual:.2e} "
+                 f"pen={e_pen:.2e} rho={rho:.3g}")
         if crit <= tol:
             converged = True
             break
@@ -836,8 +835,7 @@ def _nonconvex_admm(
                 break
         starts[name] = min(c_[0] for c_ in cand)
         candidates += cand
-        if verbose:
-            print(f"[admm] non-convex: from {name}, F = {starts[name]:.10g}")
+        Progress("admm", verbose).note(f"non-convex: from {name}, F = {starts[name]:.10g}")
     F, source, w, b, z, lam, rho, crit = min(candidates, key=lambda c_: c_[0])
     if crit is None:
         # A z-step with rho < 1 can jump to a distant minimiser of the

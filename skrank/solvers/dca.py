@@ -29,6 +29,7 @@ import numpy as np
 
 from ..objective import affine_map, rank_objective
 from ..risks import TopK
+from ._progress import Progress
 from ._result import SolverResult
 from ._wstep import WStep
 from .admm import RhoSchedule, _blas_threads, admm_loop, make_zstep, rank_subgradient
@@ -123,6 +124,7 @@ def _dca(
     converged = False
     inner_total = 0
     start = time.perf_counter()
+    progress = Progress("dca", verbose, max_iter, criterion="decrease")
     it = 0
     for it in range(max_iter):
         t = s * (np.asarray(X @ w).ravel() + b) + c
@@ -145,8 +147,7 @@ def _dca(
             w, b = inner.coef, inner.intercept
             F = min(F, F_new) if it > 0 else F_new
         history.append(F)
-        if verbose:
-            print(f"[dca] iter {it + 1:3d}  F={F:.10g}  decrease={crit:.2e}  inner={inner.n_iter}")
+        progress(it + 1, F, crit, f"inner={inner.n_iter}")
         if abs(crit) <= tol or m == 0:
             converged = True
             break

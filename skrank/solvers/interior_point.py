@@ -41,6 +41,7 @@ import scipy.linalg
 
 from ..objective import affine_map
 from ._design import Design
+from ._progress import Progress
 from ._registry import SOLVERS
 from ._result import SolverResult
 
@@ -296,6 +297,7 @@ def interior_point(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=N
     if fit_intercept and intercept_init is not None:
         theta[-1] = float(intercept_init)
     x, slack, dual = program.start(theta)
+    progress = Progress("ipm", verbose, max_iter, criterion="certified gap")
     t = program.arguments(x["theta"])
     best = (program.objective(x["theta"], t), x["theta"].copy())
     best_dual = -np.inf
@@ -329,9 +331,7 @@ def interior_point(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=N
         best_dual = max(best_dual, program.dual_bound(dual["piece"] @ program.slopes))
         gap = max(best[0] - best_dual, 0.0)
         history.append(best[0])
-        if verbose:
-            print(f"[ipm] iteration {n_iter}: F={F:.12g} certified gap={gap:.3g} mu={mu:.3g} "
-                  f"step={alpha:.3g}")
+        progress(n_iter, F, gap / max(abs(best[0]), 1e-300), f"mu={mu:.3g} step={alpha:.3g}")
         if gap <= tol * abs(best[0]):
             certified = True
             break

@@ -19,6 +19,7 @@ import time
 import numpy as np
 from scipy.optimize import minimize
 
+from ._progress import Progress
 from ._result import SolverResult
 
 
@@ -67,11 +68,11 @@ def lbfgs(objective, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0)
         last["F"], last["g"] = F, g
         return F, g
 
+    progress = Progress("lbfgs", verbose, max_iter, criterion="|g|_inf")
+
     def callback(intermediate_result):
         history.append(float(intermediate_result.fun))
-        if verbose:
-            print(f"[lbfgs] iter {len(history):4d}  F={history[-1]:.10g}  "
-                  f"|g|_inf={np.max(np.abs(last['g'])):.2e}")
+        progress(len(history), history[-1], float(np.max(np.abs(last["g"]))))
 
     res = minimize(
         fun, w0, jac=True, method="L-BFGS-B", callback=callback,

@@ -141,7 +141,7 @@ def lsvrg(
     if lr is None:
         lr = svrg_step_size(sample_smoothness(loss, sqnorms), q, batch, "uniform")
 
-    log = EpochLog(risk.value(losses) + penalty.value(w), "LSVRG", verbose)
+    log = EpochLog(risk.value(losses) + penalty.value(w), "LSVRG", verbose, max_iter)
     gref, idx, work = np.empty(n), np.empty(steps * batch, dtype=np.int64), np.empty(d)
     sampler = WeightedSampler(n) if sampling == "nonuniform" else None
     crit, converged = np.inf, False

@@ -46,6 +46,7 @@ import scipy.sparse as sp
 
 from ..objective import affine_map
 from ._design import Design
+from ._progress import Progress
 from ._registry import SOLVERS
 from ._result import SolverResult
 from ._smoothed_risk import l1_newton_direction, losses_and_keys, pooled_projection
@@ -473,6 +474,7 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
     if coef_init is not None:
         mu *= _MU_WARM
     outer, certified = 0, False
+    progress = Progress("newton", verbose, max_iter, unit="Newton step", criterion="certified gap")
     inner_tol = 1e-2 * abs(F)
     last_gap = np.inf
     stalled, outer_stalls = False, 0
@@ -496,9 +498,8 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
             elif gap < best[2]:
                 best = (F, theta.copy(), gap, state["q"])
             history.append(F)
-            if verbose:
-                print(f"[newton] outer {outer}: mu={mu:.3g} F={F:.12g} certified gap={gap:.3g} "
-                      f"steps={steps} pooled blocks={int(np.sum(np.diff(state['starts']) > 1))}")
+            progress(steps, F, gap / max(abs(F), 1e-300),
+                     f"outer={outer} mu={mu:.3g} pooled blocks={int(np.sum(np.diff(state['starts']) > 1))}")
             if best[2] <= tol * abs(best[0]):
                 certified = True
                 break
@@ -522,7 +523,7 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
             continue
         theta, F_mu, state = theta + alpha * step, F_trial, state_trial
         if verbose > 1:
-            print(f"[newton] step {steps}: F_mu={F_mu:.12g} alpha={alpha:.3g}")
+            progress.note(f"step {steps}: F_mu={F_mu:.12g} alpha={alpha:.3g}")
 
     F, theta, gap, weights = best
     if problem.best_dual_weights is not None:

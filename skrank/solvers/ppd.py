@@ -113,6 +113,7 @@ import scipy.sparse as sp
 from numba import njit
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
+from ._progress import Progress
 from ._result import SolverResult
 from ._sampling import _uniform, state_from_random_state
 
@@ -438,6 +439,7 @@ def _ppd(objective, coef_init, max_iter, tol, batch_size, step, gamma, inner_ite
     F = objective.value(w)
     history = [F]
     crit, converged = np.inf, False
+    progress = Progress(name, verbose, max_iter, unit="stage", criterion="change")
     k, redos, samples = 0, 0, 0
     divisor_floor = 1.0
     while k < int(max_iter):
@@ -453,9 +455,7 @@ def _ppd(objective, coef_init, max_iter, tol, batch_size, step, gamma, inner_ite
             # safeguard (not in the paper): redo the stage with half its step
             redos += 1
             divisor_floor = 2.0 * divisor
-            if verbose:
-                print(f"[{name}] stage {k + 1:2d}  steps {T:7d}  F={F_new:.8g}  rejected, "
-                      f"step halved")
+            progress.note(f"stage {k + 1}: {T} steps, F={F_new:.8g} rejected, step halved")
             if redos > _MAX_REDOS:
                 break
             continue
@@ -464,8 +464,7 @@ def _ppd(objective, coef_init, max_iter, tol, batch_size, step, gamma, inner_ite
         crit = abs(F - F_new) / max(abs(F_new), 1e-300)
         F = F_new
         history.append(F)
-        if verbose:
-            print(f"[{name}] stage {k:2d}  steps {T:7d}  F={F:.8g}  change={crit:.2e}")
+        progress(k, F, crit, f"steps={T}")
         if crit <= tol:
             converged = True
             break

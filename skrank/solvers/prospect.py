@@ -213,7 +213,7 @@ def prospect(
     g_new, l_new, q_used = np.empty(batch), np.empty(batch), np.empty(batch)
     setup = time.perf_counter() - start
 
-    log = EpochLog(risk.value(ltab) + penalty.value(w), "Prospect", verbose)
+    log = EpochLog(risk.value(ltab) + penalty.value(w), "Prospect", verbose, max_iter)
     log.times[0], log.passes[0] = setup, 1.0
     crit, converged = np.inf, False
     for _ in range(max_iter):

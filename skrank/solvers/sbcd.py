@@ -295,9 +295,8 @@ def agd_loop(prox_point, value, penalty_prox, w, low, high, L, *, max_iter, tol,
             w = loop.restart_from_best()
             loop.converged = False
             on_restart(w)
-            if verbose:
-                print(f"[{name}] F rose above its start: back to the best iterate, "
-                      f"gamma halved to {gamma * L:.4g}")
+            loop.progress.note(f"F rose above its start: back to the best iterate, "
+                               f"gamma halved to {gamma * L:.4g}")
             continue
         if stop:
             break

@@ -172,7 +172,7 @@ def sgd(
         lr = sgd_step_size(sample_smoothness(loss, sqnorms), sig_a, sig_b)
 
     w, b = initial_point(d, coef_init, intercept_init, fit_intercept)
-    log = EpochLog(rank_objective(X, y, w, b[0], risk, loss, penalty), "SGD", verbose)
+    log = EpochLog(rank_objective(X, y, w, b[0], risk, loss, penalty), "SGD", verbose, max_iter)
     perm = rng.permutation(n)
     pos = np.zeros(1, dtype=np.int64)
     t_buf, l_buf, work = np.empty(batch), np.empty(batch), np.empty(d)

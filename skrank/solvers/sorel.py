@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from ._progress import Progress
 from ._result import SolverResult
 from ._sampling import _seed_state
 from ._sorel_kernel import _sorel_epochs
@@ -315,6 +316,7 @@ def sorel(
     elapsed = 0.0
     done = 0
     chunk = 1
+    progress = Progress("sorel", verbose, max_iter, unit="epoch")
     while done < max_iter and state[5] == 0.0:
         ipar[0] = min(chunk, max_iter - done)
         if polisher is not None and done < schedule_finish.next < np.inf:
@@ -327,15 +329,13 @@ def sorel(
         seconds = time.perf_counter() - start
         times[done + 1: done + ran + 1] = elapsed + seconds * np.arange(1, ran + 1) / ran
         elapsed += seconds
-        if verbose:
-            for k in range(done, done + ran):
-                print(f"SOREL epoch {k + 1}: objective {hist[k + 1]:.10g}, "
-                      f"criterion {crits[k]:.3g}, dual step {etas[k]:.3g}")
+        for k in range(done, done + ran):
+            progress(k + 1, hist[k + 1], crits[k], f"dual step={etas[k]:.3g}")
         done += ran
         # aim at ~2 ms per call: Python's overhead stays negligible, times stay fine-grained
         per_epoch = seconds / max(ran, 1)
         chunk = int(min(max(1, _CHUNK_SECONDS / max(per_epoch, 1e-9)), 2 * chunk, 1024))
-        if verbose:
+        if verbose > 1:
             chunk = 1
         if polisher is None or state[5] != 0.0:
             continue

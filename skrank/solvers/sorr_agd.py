@@ -32,6 +32,7 @@ from numba import njit
 
 from ..losses import loss_value_and_derivative
 from ..objective import rank_objective
+from ._progress import Progress
 from ._result import SolverResult
 from ._sampling import _seed_state, sample_block
 from ._stepsize import _soft, make_rng, prepare_data
@@ -424,6 +425,7 @@ def sorr_agd(
     vbar_m, vbar_k = np.empty(d), np.empty(d)
     inner, evaluations = 0, 2 + 2 * _POWER_ITERATIONS
     crit, converged, it = np.inf, False, 0
+    progress = Progress("agd", verbose, max_iter, unit="outer iteration", criterion="decrease")
     for it in range(max_iter):
         T = int(inner_iter0) * (it + 1) ** 2
         eta = c_n / (it + 1)
@@ -454,9 +456,7 @@ def sorr_agd(
         history.append(best_F)
         decreases.append((previous - best_F) / max(abs(best_F), 1e-300))
         crit = max(decreases[-PATIENCE:])
-        if verbose:
-            print(f"[sorr-agd] outer {it + 1:3d}  T={T:7d}  F(vbar_k)={F_bar:.10g}  "
-                  f"best={best_F:.10g}  decrease={crit:.2e}")
+        progress(it + 1, best_F, crit, f"inner steps={T} F(vbar_k)={F_bar:.10g}")
         if not np.isfinite(F_bar):
             break
         if it + 1 >= MIN_ITER and crit <= tol:
