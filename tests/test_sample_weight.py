@@ -247,9 +247,9 @@ def test_solvers_without_weights_are_refused_by_name():
         RankADMMClassifier(risk=RankedRange()).fit(X, y, sample_weight=counts)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        SpectralRiskClassifier(solver="sgd", max_iter=2).fit(X, y)  # unweighted: fine
+        SpectralRiskClassifier(solver="sorel", max_iter=2).fit(X, y)  # unweighted: fine
     with pytest.raises(ValueError, match="does not take sample_weight"):
-        SpectralRiskClassifier(solver="sgd").fit(X, y, sample_weight=counts)
+        SpectralRiskClassifier(solver="sorel").fit(X, y, sample_weight=counts)
 
 
 def test_rank_risk_score_and_scorer_take_weights():

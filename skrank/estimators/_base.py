@@ -53,6 +53,41 @@ class _RankLinearModel(BaseEstimator):
     def _check_before_solve(self, X, sample_weight=None):
         """Hook: resolve and check the risk, loss and solver before fitting."""
 
+    def _streaming(self):
+        """Hook: whether the solver runs on batches of data (``partial_fit`` is then available)."""
+        return False
+
+    def _new_stream(self, n_features, coef_init=None, intercept_init=None):  # pragma: no cover
+        """Hook: the solver's state for ``partial_fit`` (``partial``, ``coef``, ``intercept``, ``passes``)."""
+        raise NotImplementedError
+
+    def _partial_fit_problems(self, X, y, targets, sample_weight, reset):
+        """One pass of the streaming solver over a batch, for each binary problem in ``targets``.
+
+        ``targets``: None for a regression, else the positive class of each
+        problem.  ``reset``: the first call, whose streams start from the
+        fitted coefficients when there are some (a ``fit`` before).
+        """
+        if getattr(self, "class_weight", None) == "balanced":
+            raise ValueError("class_weight='balanced' needs the whole data and is not available in "
+                             "partial_fit; pass a dict or sample_weight.")
+        sample_weight = self._fit_sample_weight(X, y, sample_weight)
+        X, y, sample_weight = self._drop_weightless(X, y, sample_weight)
+        problems = [None] if targets is None else list(targets)
+        if reset:
+            self._check_before_solve(X, sample_weight)
+            coef = np.atleast_2d(self.coef_) if hasattr(self, "coef_") else None
+            fitted = coef is not None and coef.shape == (len(problems), X.shape[1])
+            self._streams = [
+                self._new_stream(X.shape[1], coef[j] if fitted else None,
+                                 float(np.atleast_1d(self.intercept_)[j]) if fitted else None)
+                for j in range(len(problems))
+            ]
+        for stream, positive in zip(self._streams, problems):
+            target = y if positive is None else np.where(y == positive, 1.0, -1.0)
+            stream.partial(X, target, sample_weight)
+        self.n_iter_ = self._streams[0].passes
+
     def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -86,15 +121,16 @@ class _RankLinearModel(BaseEstimator):
         keep = sample_weight > 0.0
         return X[keep], y[keep], sample_weight[keep]
 
-    def _validate_fit_data(self, X, y):
+    def _validate_fit_data(self, X, y, reset=True):
         X, y = validate_data(
             self,
             X,
             y,
+            reset=reset,
             accept_sparse=self._accept_sparse,
             dtype=[np.float64, np.float32],
             y_numeric=self._task == "regression",
-            ensure_min_samples=2,
+            ensure_min_samples=2 if reset else 1,
         )
         if X.dtype != np.float64:
             X = X.astype(np.float64)
@@ -136,6 +172,19 @@ class _RegisteredSolverModel(_RankLinearModel):
     and define ``_solver_options`` (each solver's keyword arguments beyond
     the shared ones).
     """
+
+    def _streaming(self):
+        return self.solver == "sgd"
+
+    def _new_stream(self, n_features, coef_init=None, intercept_init=None):
+        from ..solvers.sgd import SGDStream
+
+        options = self._solver_options().get("sgd", {})
+        return SGDStream(self._risk, self._loss_obj, self._penalty_obj, fit_intercept=self.fit_intercept,
+                         batch_size=options.get("batch_size", 64),
+                         learning_rate=options.get("learning_rate", "auto"),
+                         random_state=options.get("random_state"), coef_init=coef_init,
+                         intercept_init=intercept_init, n_features=n_features)
 
     def _choose_solver(self, risk, weighted=False):
         """Resolve the loss, the penalty and the solver for ``risk`` (a clear error if it does not fit).
@@ -198,6 +247,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
             The fitted estimator.
         """
         self._validate_params()
+        self.__dict__.pop("_streams", None)
         X, y = self._validate_fit_data(X, y)
         check_classification_targets(y)
         sample_weight = self._fit_sample_weight(X, y, sample_weight)
@@ -241,6 +291,68 @@ class RankLinearClassifierMixin(ClassifierMixin):
             self.objective_ = np.asarray(objectives)
             self.objective_history_ = histories
         self._store_results(results)
+        return self
+
+    def _partial_fit_available(self):
+        return self._streaming()
+
+    @available_if(_partial_fit_available)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One pass of the stochastic solver over a batch of samples.
+
+        Available when the solver runs on batches (``solver="sgd"``): the
+        solver's state (coefficients, step, generator) is kept between
+        calls, and each call runs one epoch over the samples it is given,
+        as scikit-learn's ``SGDClassifier.partial_fit`` does.  After a
+        ``fit``, the passes start from its coefficients.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            A batch of training data.
+        y : array-like of shape (n_samples,)
+            Its class labels, all among ``classes``.
+        classes : array-like of shape (n_classes,), default=None
+            Every class of the stream; required on the first call (unless
+            the estimator was fitted), and equal to it on later calls.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Nonnegative weights of the batch's samples (see ``fit``).
+
+        Returns
+        -------
+        self : object
+            The estimator.
+        """
+        reset = not hasattr(self, "_streams")
+        if reset:
+            self._validate_params()
+            if classes is None:
+                if not hasattr(self, "classes_"):
+                    raise ValueError("classes must be passed on the first call to partial_fit.")
+                classes = self.classes_
+        classes_given = None if classes is None else np.unique(np.asarray(classes))
+        if not reset and classes_given is not None and not np.array_equal(classes_given, self.classes_):
+            raise ValueError(f"classes={classes_given.tolist()} differs from the classes of the first "
+                             f"call to partial_fit, {self.classes_.tolist()}.")
+        if reset:
+            if classes_given.shape[0] < 2:
+                raise ValueError(f"{type(self).__name__} needs at least two classes; got classes="
+                                 f"{classes_given.tolist()}.")
+            if hasattr(self, "classes_") and not np.array_equal(classes_given, self.classes_):
+                raise ValueError(f"classes={classes_given.tolist()} differs from the fitted classes "
+                                 f"{self.classes_.tolist()}.")
+        first_call = reset and not hasattr(self, "coef_")
+        X, y = self._validate_fit_data(X, y, reset=first_call)
+        check_classification_targets(y)
+        unknown = np.setdiff1d(np.unique(y), classes_given if reset else self.classes_)
+        if unknown.size:
+            raise ValueError(f"y holds labels {unknown.tolist()} that are not in classes.")
+        if reset:
+            self.classes_ = classes_given
+        targets = [self.classes_[1]] if self.classes_.shape[0] == 2 else list(self.classes_)
+        self._partial_fit_problems(X, y, targets, sample_weight, reset)
+        self.coef_ = np.vstack([stream.coef for stream in self._streams])
+        self.intercept_ = np.asarray([stream.intercept for stream in self._streams], dtype=np.float64)
         return self
 
     def _store_results(self, results):
@@ -364,6 +476,7 @@ class RankLinearRegressorMixin(RegressorMixin):
             The fitted estimator.
         """
         self._validate_params()
+        self.__dict__.pop("_streams", None)
         X, y = self._validate_fit_data(X, y)
         y = np.asarray(y, dtype=np.float64)
         sample_weight = self._fit_sample_weight(X, y, sample_weight)
@@ -382,6 +495,43 @@ class RankLinearRegressorMixin(RegressorMixin):
         self.n_iter_ = int(result.n_iter)
         self.objective_ = float(result.objective)
         self.objective_history_ = np.asarray(result.objective_history)
+        return self
+
+    def _partial_fit_available(self):
+        return self._streaming()
+
+    @available_if(_partial_fit_available)
+    def partial_fit(self, X, y, sample_weight=None):
+        """One pass of the stochastic solver over a batch of samples.
+
+        Available when the solver runs on batches (``solver="sgd"``): the
+        solver's state (coefficients, step, generator) is kept between
+        calls, and each call runs one epoch over the samples it is given,
+        as scikit-learn's ``SGDRegressor.partial_fit`` does.  After a
+        ``fit``, the passes start from its coefficients.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            A batch of training data.
+        y : array-like of shape (n_samples,)
+            Its targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Nonnegative weights of the batch's samples (see ``fit``).
+
+        Returns
+        -------
+        self : object
+            The estimator.
+        """
+        reset = not hasattr(self, "_streams")
+        if reset:
+            self._validate_params()
+        X, y = self._validate_fit_data(X, y, reset=reset and not hasattr(self, "coef_"))
+        y = np.asarray(y, dtype=np.float64)
+        self._partial_fit_problems(X, y, None, sample_weight, reset)
+        self.coef_ = self._streams[0].coef
+        self.intercept_ = self._streams[0].intercept
         return self
 
     def predict(self, X):

@@ -126,7 +126,7 @@ _TABLE = (
                penalized=True, sample_weight=True),
     SolverInfo("admm", "admm:admm", "any"),
     SolverInfo("sorel", "sorel:sorel", "convex", losses="smooth", strongly_convex=True),
-    SolverInfo("sgd", "sgd:sgd", "any"),
+    SolverInfo("sgd", "sgd:sgd", "any", sample_weight=True),
     SolverInfo("lsvrg", "lsvrg:lsvrg", "any"),
     SolverInfo("lsvrg_nu", "lsvrg:lsvrg", "any", options={"sampling": "nonuniform"}),
     SolverInfo("prospect", "prospect:prospect", "fixed_weights"),
@@ -169,10 +169,15 @@ def choose_solver(requested, preference, risk, loss, penalty, weighted=False):
             if SOLVERS[name].unsupported(risk, loss, penalty, weighted) is None:
                 return SOLVERS[name]
         if weighted:
-            takers = [info.name for info in _TABLE if info.sample_weight]
+            exact = [name for name in preference if SOLVERS[name].sample_weight]
+            others = [info.name for info in _TABLE if info.sample_weight and info.name not in exact
+                      and info.unsupported(risk, loss, penalty, weighted) is None]
+            hint = (f" solver={others[0]!r} takes sample weights for it (a stochastic baseline)."
+                    if others else "")
             raise ValueError(
-                f"sample_weight needs one of the solvers {takers}, and none of them fits this problem: "
-                + " ".join(SOLVERS[name].unsupported(risk, loss, penalty, weighted) for name in takers)
+                f"sample_weight needs one of the solvers {exact}, and none of them fits this problem: "
+                + " ".join(SOLVERS[name].unsupported(risk, loss, penalty, weighted) for name in exact)
+                + hint
             )
         raise ValueError(f"no solver among {preference} fits this problem.")  # pragma: no cover
     info = SOLVERS[requested]

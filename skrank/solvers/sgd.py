@@ -106,6 +106,7 @@ def sgd(
     coef_init=None,
     intercept_init=None,
     verbose=0,
+    sample_weight=None,
 ):
     """Minimise ``sum_i sigma_i l_(i) + penalty`` by biased mini-batch subgradient steps.
 
@@ -141,6 +142,11 @@ def sgd(
         Starting point (zeros by default).
     verbose : int, default=0
         Print one line per epoch when positive.
+    sample_weight : ndarray of shape (n,), optional
+        Positive weights of the samples: each epoch then draws its ``n``
+        samples with probabilities ``w_i / sum w`` (with replacement), so
+        that the batches come from the weighted empirical distribution
+        (:mod:`skrank.risks`); ``F`` is the weighted objective.
 
     Returns
     -------
@@ -160,35 +166,147 @@ def sgd(
     the method stalls at a biased point; the stopping rule only measures
     stagnation.
     """
-    rng = make_rng(random_state)
-    seed_numba(rng)
-    X, s, c, sqnorms = prepare_data(X, y, loss, fit_intercept)
-    n, d = X.shape
-    batch = int(min(max(batch_size, 1), n))
-    steps = max(n // batch, 1) if epoch_length is None else int(epoch_length)
-    sig_a, sig_b, threshold = weight_pieces(risk, batch)
-    lr = check_learning_rate(learning_rate)
-    if lr is None:
-        lr = sgd_step_size(sample_smoothness(loss, sqnorms), sig_a, sig_b)
+    stream = SGDStream(risk, loss, penalty, fit_intercept=fit_intercept, batch_size=batch_size,
+                       learning_rate=learning_rate, random_state=random_state, coef_init=coef_init,
+                       intercept_init=intercept_init, n_features=X.shape[1])
+    data = stream.prepare(X, y, sample_weight)
+    steps = max(data.n // data.batch, 1) if epoch_length is None else int(epoch_length)
 
-    w, b = initial_point(d, coef_init, intercept_init, fit_intercept)
-    log = EpochLog(rank_objective(X, y, w, b[0], risk, loss, penalty), "SGD", verbose, max_iter)
-    perm = rng.permutation(n)
-    pos = np.zeros(1, dtype=np.int64)
-    t_buf, l_buf, work = np.empty(batch), np.empty(batch), np.empty(d)
+    def objective():
+        return rank_objective(X, y, stream.w, stream.b[0], risk, loss, penalty, sample_weight)
+
+    log = EpochLog(objective(), "SGD", verbose, max_iter)
     crit, converged = np.inf, False
     for _ in range(max_iter):
         start = time.perf_counter()
-        sgd_epoch(
-            X, s, c, loss.code, loss.param, w, b, perm, pos, batch, steps, sig_a, sig_b,
-            threshold, lr, penalty.l1, penalty.l2, fit_intercept, t_buf, l_buf, work,
-        )
+        stream.epoch(data, steps)
         seconds = time.perf_counter() - start
-        obj = rank_objective(X, y, w, b[0], risk, loss, penalty)
-        crit = log.record(obj, seconds, steps * batch / n)
+        obj = objective()
+        crit = log.record(obj, seconds, steps * data.batch / data.n)
         if not np.isfinite(obj):
             break
         if crit <= tol:
             converged = True
             break
-    return log.result(w, b, fit_intercept, crit, converged, learning_rate=lr)
+    return log.result(stream.w, stream.b, fit_intercept, crit, converged, learning_rate=stream.lr)
+
+
+class _PassData:
+    """One data set prepared for the kernel, with its sampling order and buffers."""
+
+    def __init__(self, X, s, c, batch, p, perm):
+        self.X, self.s, self.c, self.batch, self.p, self.perm = X, s, c, batch, p, perm
+        self.n = X.shape[0]
+        self.pos = np.zeros(1, dtype=np.int64)
+        self.t_buf, self.l_buf, self.work = np.empty(batch), np.empty(batch), np.empty(X.shape[1])
+
+
+class SGDStream:
+    """The state of :func:`sgd` between passes: coefficients, step and generator.
+
+    :func:`sgd` runs its epochs through one stream; an estimator's
+    ``partial_fit`` keeps one between calls and runs one pass over each batch
+    of data it is given, as scikit-learn's ``SGDClassifier`` does.
+
+    Parameters
+    ----------
+    risk, loss, penalty : objects
+        The problem (see :func:`sgd`).
+    fit_intercept : bool
+    batch_size : int
+        Samples per step (capped at the size of the data of a pass).
+    learning_rate : "auto" or float
+        ``"auto"``: :func:`sgd_step_size` on the first data seen.
+    random_state : int, RandomState, Generator or None
+    coef_init, intercept_init : ndarray, float or None
+        Starting point (zeros by default).
+    n_features : int
+    """
+
+    def __init__(self, risk, loss, penalty, *, fit_intercept, batch_size, learning_rate, random_state,
+                 coef_init, intercept_init, n_features):
+        self.risk, self.loss, self.penalty = risk, loss, penalty
+        self.fit_intercept, self.batch_size = bool(fit_intercept), int(batch_size)
+        self.rng = make_rng(random_state)
+        seed_numba(self.rng)
+        self.lr = check_learning_rate(learning_rate)
+        self.w, self.b = initial_point(n_features, coef_init, intercept_init, fit_intercept)
+        self._pieces = {}
+        #: passes run so far
+        self.passes = 0
+
+    def pieces(self, batch):
+        """The risk's weights at the batch size (:func:`skrank.solvers._stepsize.weight_pieces`)."""
+        if batch not in self._pieces:
+            self._pieces[batch] = weight_pieces(self.risk, batch)
+        return self._pieces[batch]
+
+    def _order(self, n, p):
+        return self.rng.permutation(n) if p is None else self.rng.choice(n, size=n, p=p)
+
+    def prepare(self, X, y, sample_weight=None):
+        """The data of a pass: dense design, loss map, batch size and sampling order.
+
+        Parameters
+        ----------
+        X : {ndarray, sparse matrix} of shape (n, d)
+        y : ndarray of shape (n,)
+        sample_weight : ndarray of shape (n,), optional
+
+        Returns
+        -------
+        _PassData
+        """
+        Xd, s, c, sqnorms = prepare_data(X, y, self.loss, self.fit_intercept)
+        n = Xd.shape[0]
+        batch = int(min(max(self.batch_size, 1), n))
+        if self.lr is None:
+            sig_a, sig_b, _ = self.pieces(batch)
+            self.lr = sgd_step_size(sample_smoothness(self.loss, sqnorms), sig_a, sig_b)
+        p = None
+        if sample_weight is not None:
+            p = np.asarray(sample_weight, dtype=np.float64) / np.sum(sample_weight)
+        return _PassData(Xd, s, c, batch, p, self._order(n, p))
+
+    def epoch(self, data, steps=None):
+        """``steps`` steps (one pass, ``n // batch``, by default) on ``data``, in place.
+
+        Parameters
+        ----------
+        data : _PassData
+            From :meth:`prepare`.
+        steps : int, optional
+        """
+        steps = max(data.n // data.batch, 1) if steps is None else int(steps)
+        if data.p is not None:
+            # a fresh weighted sample for every pass
+            data.perm = self._order(data.n, data.p)
+            data.pos[0] = 0
+        sig_a, sig_b, threshold = self.pieces(data.batch)
+        sgd_epoch(
+            data.X, data.s, data.c, self.loss.code, self.loss.param, self.w, self.b, data.perm, data.pos,
+            data.batch, steps, sig_a, sig_b, threshold, self.lr, self.penalty.l1, self.penalty.l2,
+            self.fit_intercept, data.t_buf, data.l_buf, data.work,
+        )
+        self.passes += 1
+
+    def partial(self, X, y, sample_weight=None):
+        """One pass over a batch of data (``partial_fit``).
+
+        Parameters
+        ----------
+        X : {ndarray, sparse matrix} of shape (n, d)
+        y : ndarray of shape (n,)
+        sample_weight : ndarray of shape (n,), optional
+        """
+        self.epoch(self.prepare(X, y, sample_weight))
+
+    @property
+    def coef(self):
+        """The coefficients."""
+        return self.w.copy()
+
+    @property
+    def intercept(self):
+        """The intercept."""
+        return float(self.b[0]) if self.fit_intercept else 0.0
