@@ -11,13 +11,17 @@ import scipy.sparse as sp
 from sklearn.datasets import make_classification
 from sklearn.metrics import average_precision_score
 from sklearn.preprocessing import StandardScaler
+from sklearn.utils.class_weight import compute_sample_weight
 
+from skrank import AveragePrecisionClassifier
 from skrank.average_precision_objective import (
     AveragePrecisionObjective,
     ap_surrogate_and_score_gradients,
 )
+from skrank.estimators import average_precision as ap_module
 from skrank.estimators._platt import fit_platt
 from skrank.pairwise_losses import AVERAGE_PRECISION_LOSSES, get_pairwise_loss
+from skrank.solvers.soap import soap
 
 
 def _pair_loss(name, margin, z):
@@ -176,6 +180,75 @@ def test_weighted_platt_fit_is_that_of_repeated_rows():
     repeated = fit_platt(np.repeat(s, counts), np.repeat(y, counts))
     np.testing.assert_allclose(weighted, repeated, rtol=1e-9)
     assert fit_platt(s, y, sample_weight=np.ones(60)) == pytest.approx(fit_platt(s, y), rel=1e-12)
+
+
+@pytest.mark.parametrize("name", AVERAGE_PRECISION_LOSSES)
+def test_estimator_integer_weights_are_repeated_rows_and_zero_weights_dropped_rows(name):
+    X, y01, _, counts = _data()
+    est = dict(loss=name, solver="lbfgs", tol=1e-8)
+    repeated = AveragePrecisionClassifier(**est).fit(np.repeat(X, counts, 0), np.repeat(y01, counts))
+    weighted = AveragePrecisionClassifier(**est).fit(X, y01, sample_weight=counts)
+    assert weighted.objective_ == pytest.approx(repeated.objective_, rel=1e-7)
+    np.testing.assert_allclose(weighted.decision_function(X), repeated.decision_function(X),
+                               rtol=1e-6, atol=1e-8)
+    kept = counts > 0
+    dropped = AveragePrecisionClassifier(**est).fit(X[kept], y01[kept])
+    zeroed = AveragePrecisionClassifier(**est).fit(X, y01, sample_weight=kept.astype(float))
+    assert zeroed.objective_ == pytest.approx(dropped.objective_, rel=1e-7)
+    np.testing.assert_allclose(zeroed.coef_, dropped.coef_, rtol=1e-6, atol=1e-8)
+    unit = AveragePrecisionClassifier(**est).fit(X, y01, sample_weight=np.ones(y01.size))
+    plain = AveragePrecisionClassifier(**est).fit(X, y01)
+    assert np.array_equal(unit.coef_, plain.coef_) and unit.objective_ == plain.objective_
+
+
+def test_estimator_objective_is_the_weighted_surrogate():
+    X, y01, y, _ = _data()
+    w = np.random.default_rng(10).uniform(0.2, 3.0, size=y.size)
+    clf = AveragePrecisionClassifier(alpha=1e-3).fit(X, y01, sample_weight=w)
+    obj = AveragePrecisionObjective(X, y, get_pairwise_loss("squared_hinge", 0.5), 1e-3, sample_weight=w)
+    theta = np.append(clf.coef_[0], clf.score_intercept_[0])
+    assert clf.objective_ == pytest.approx(obj.value(theta), rel=1e-12)
+    assert clf.objective_ < obj.value(obj.start())
+    unweighted = AveragePrecisionObjective(X, y, get_pairwise_loss("squared_hinge", 0.5), 1e-3)
+    assert clf.objective_ != pytest.approx(unweighted.value(theta), rel=1e-3)  # the weights matter
+
+
+def test_class_weight_is_the_matching_sample_weight():
+    X, y01, _, _ = _data(seed=1)
+    by_class = AveragePrecisionClassifier(class_weight="balanced").fit(X, y01)
+    by_sample = AveragePrecisionClassifier().fit(X, y01, sample_weight=compute_sample_weight("balanced", y01))
+    np.testing.assert_array_equal(by_class.coef_, by_sample.coef_)
+    assert by_class.objective_ == by_sample.objective_
+    plain = AveragePrecisionClassifier().fit(X, y01)
+    assert not np.allclose(by_class.coef_, plain.coef_, atol=1e-3)
+    X3, y3 = make_classification(200, 4, n_informative=3, n_redundant=0, n_classes=3, random_state=2)
+    weights = {0: 1.0, 1: 3.0, 2: 0.5}
+    by_dict = AveragePrecisionClassifier(class_weight=weights).fit(X3, y3)
+    by_sample = AveragePrecisionClassifier().fit(X3, y3, sample_weight=np.vectorize(weights.get)(y3))
+    np.testing.assert_array_equal(by_dict.coef_, by_sample.coef_)
+    with pytest.raises(ValueError, match="class_weight"):
+        AveragePrecisionClassifier(class_weight="uniform").fit(X, y01)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_soap_refuses_weights_naming_lbfgs_and_auto_takes_lbfgs(monkeypatch):
+    X, y01, y, counts = _data()
+    with pytest.raises(ValueError, match="solver='soap' does not take sample_weight.*solver='lbfgs'"):
+        AveragePrecisionClassifier(solver="soap").fit(X, y01, sample_weight=counts)
+    with pytest.raises(ValueError, match="solver='lbfgs'"):
+        AveragePrecisionClassifier(solver="soap", class_weight="balanced").fit(X, y01)
+    AveragePrecisionClassifier(solver="soap", max_iter=2).fit(X, y01, sample_weight=np.ones(y.size))
+    obj = AveragePrecisionObjective(X, y, get_pairwise_loss("logistic"), 1e-3, sample_weight=counts)
+    with pytest.raises(ValueError, match="lbfgs"):
+        soap(obj, coef_init=obj.start())
+    # a problem that auto would give to SOAP: with weights it stays with L-BFGS
+    monkeypatch.setattr(ap_module, "_AUTO_MAX_LOGISTIC_PAIRS", 10)
+    stochastic = AveragePrecisionClassifier(loss="logistic", max_iter=2, random_state=0).fit(X, y01)
+    assert "u" in stochastic._solver_info[0]
+    weighted = AveragePrecisionClassifier(loss="logistic").fit(X, y01, sample_weight=counts)
+    lbfgs = AveragePrecisionClassifier(loss="logistic", solver="lbfgs").fit(X, y01, sample_weight=counts)
+    assert "u" not in weighted._solver_info[0]
+    np.testing.assert_array_equal(weighted.coef_, lbfgs.coef_)
 
 
 def test_objective_rejects_weights_without_a_weighted_positive():
