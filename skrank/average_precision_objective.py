@@ -21,6 +21,22 @@ surrogate ``l(d)`` of the indicator ``1(h_s >= h_i)`` taken at
   the ``N+ n`` pairs.
 
 The anchor itself is one of the samples ``s``, so ``B_i >= l(0) > 0``.
+
+Sample weights ``w`` (the user guide's "Sample weights" page) give
+
+    P_w(h) = -(1/W+) sum_{i positive} w_i A_i / B_i,
+    A_i = sum_{s positive} w_s l(h_i - h_s),    B_i = sum_{s} w_s l(h_i - h_s),
+
+``W+`` the total weight of the positives.  ``A_i / B_i`` is then the
+surrogate of the weighted precision at positive ``i``'s threshold, and
+``-P_w`` averages it with the positives' weights: the surrogate of
+scikit-learn's weighted ``average_precision_score``.  For integer weights
+``P_w`` is ``P`` of the data with row ``i`` repeated ``w_i`` times: each of
+the ``w_i`` copies of an anchor has the same ratio, whose sums over ``s``
+count every copy of every sample, the anchor's own copies included; so a
+weight of zero drops the row and weights of one change nothing.  The sums
+above become weighted suffix sums (squared hinge) or weighted pair terms;
+without weights the code takes no weighted step.
 """
 
 import numpy as np
@@ -30,8 +46,8 @@ from scipy.special import expit
 from .pairwise_losses import pair_value_and_derivative
 
 
-def ap_surrogate_and_score_gradients(h, y, loss):
-    """``P(h)`` and ``dP/dh``.
+def ap_surrogate_and_score_gradients(h, y, loss, sample_weight=None):
+    """``P(h)`` and ``dP/dh``, or ``P_w(h)`` and ``dP_w/dh`` with weights.
 
     Parameters
     ----------
@@ -42,6 +58,9 @@ def ap_surrogate_and_score_gradients(h, y, loss):
     loss : skrank.pairwise_losses.PairwiseLoss
         The surrogate of ``1(h_s >= h_i)`` as a function of ``h_i - h_s``
         (``loss(z)`` with ``z = h_i - h_s``).
+    sample_weight : ndarray of shape (n,) or None, default=None
+        Nonnegative weights ``w``, with a positive total over the positives
+        (module docstring); None for equal weights.
 
     Returns
     -------
@@ -50,18 +69,24 @@ def ap_surrogate_and_score_gradients(h, y, loss):
     """
     h = np.ascontiguousarray(h, dtype=np.float64)
     pos = np.asarray(y) > 0
+    if sample_weight is not None:
+        sample_weight = np.ascontiguousarray(sample_weight, dtype=np.float64)
     if loss.is_quadratic and np.isfinite(loss.threshold):
         h = h - h.mean()  # differences only: centring avoids cancellation
         order = np.argsort(h)  # ties may come in any order: the sums below do not see it
-        return _squared_hinge_ap(h[order], pos[order], order, loss.margin)
-    return _pair_ap(loss.code, loss.shift, loss.scale, h, pos)
+        ws = None if sample_weight is None else sample_weight[order]
+        return _squared_hinge_ap(h[order], pos[order], order, loss.margin, ws)
+    return _pair_ap(loss.code, loss.shift, loss.scale, h, pos, sample_weight)
 
 
 @njit(cache=True)
-def _squared_hinge_ap(hs, pos, order, margin):
-    """Sorted scores ``hs`` (ascending), their labels and positions in the input."""
+def _squared_hinge_ap(hs, pos, order, margin, ws):
+    """Sorted scores ``hs`` (ascending), their labels, positions in the input and weights.
+
+    ``ws`` None (equal weights) compiles a version without the weights.
+    """
     n = hs.shape[0]
-    # suffix sums over all samples and over the positives of 1, h, h^2
+    # suffix sums over all samples and over the positives of w, w h, w h^2
     c0 = np.zeros(n + 1)
     c1 = np.zeros(n + 1)
     c2 = np.zeros(n + 1)
@@ -70,10 +95,11 @@ def _squared_hinge_ap(hs, pos, order, margin):
     p2 = np.zeros(n + 1)
     for k in range(n - 1, -1, -1):
         v = hs[k]
-        c0[k] = c0[k + 1] + 1.0
-        c1[k] = c1[k + 1] + v
-        c2[k] = c2[k + 1] + v * v
-        p = 1.0 if pos[k] else 0.0
+        wk = 1.0 if ws is None else ws[k]
+        c0[k] = c0[k + 1] + wk
+        c1[k] = c1[k + 1] + wk * v
+        c2[k] = c2[k + 1] + wk * v * v
+        p = wk if pos[k] else 0.0
         p0[k] = p0[k + 1] + p
         p1[k] = p1[k + 1] + p * v
         p2[k] = p2[k + 1] + p * v * v
@@ -85,23 +111,24 @@ def _squared_hinge_ap(hs, pos, order, margin):
     value = 0.0
     start = 0  # first sorted position with h_s > h_i - margin
     for k in range(n):
-        if not pos[k]:
-            continue
+        if not pos[k] or (ws is not None and ws[k] == 0.0):
+            continue  # a weightless anchor counts for nothing (its B may be zero)
         hi = hs[k]
         while start < n and hs[start] <= hi - margin:
             start += 1
         a = margin - hi
         A = a * a * p0[start] + 2.0 * a * p1[start] + p2[start]
         B = a * a * c0[start] + 2.0 * a * c1[start] + c2[start]
-        value -= A / B
-        dA[k] = -1.0 / (B * n_pos)
-        dB[k] = A / (B * B * n_pos)
-        # anchor side: dA_i/dh_i = -2 sum_{s pos active} (a + h_s), likewise B
+        wk = 1.0 if ws is None else ws[k]
+        value -= wk * A / B
+        dA[k] = -wk / (B * n_pos)
+        dB[k] = wk * A / (B * B * n_pos)
+        # anchor side: dA_i/dh_i = -2 sum_{s pos active} w_s (a + h_s), likewise B
         grad[order[k]] += dA[k] * (-2.0) * (a * p0[start] + p1[start]) + dB[k] * (-2.0) * (
             a * c0[start] + c1[start]
         )
     value /= n_pos
-    # sample side: d/dh_s sum_i [dB_i + dA_i 1(s pos)] (margin - h_i + h_s)^2 over the
+    # sample side: d/dh_s sum_i [dB_i + dA_i 1(s pos)] w_s (margin - h_i + h_s)^2 over the
     # anchors with h_i < h_s + margin (a prefix of the ascending order)
     sB0 = np.zeros(n + 1)
     sB1 = np.zeros(n + 1)
@@ -120,35 +147,44 @@ def _squared_hinge_ap(hs, pos, order, margin):
         g = 2.0 * ((margin + hv) * sB0[end] - sB1[end])
         if pos[k]:
             g += 2.0 * ((margin + hv) * sA0[end] - sA1[end])
+        if ws is not None:
+            g *= ws[k]
         grad[order[k]] += g
     return value, grad
 
 
 @njit(cache=True)
-def _pair_ap(code, shift, scale, h, pos):
-    """Double loop over the (anchor positive, sample) pairs, any surrogate."""
+def _pair_ap(code, shift, scale, h, pos, w):
+    """Double loop over the (anchor positive, sample) pairs, any surrogate.
+
+    ``w`` None (equal weights) compiles a version without the weights.
+    """
     n = h.shape[0]
     n_pos = 0.0
     for s in range(n):
         if pos[s]:
-            n_pos += 1.0
+            n_pos += 1.0 if w is None else w[s]
     grad = np.zeros(n)
     dl = np.empty(n)
     value = 0.0
     for i in range(n):
-        if not pos[i]:
+        if not pos[i] or (w is not None and w[i] == 0.0):
             continue
         A = 0.0
         B = 0.0
         for s in range(n):
             v, d = pair_value_and_derivative(code, shift, scale, h[i] - h[s])
+            if w is not None:
+                v *= w[s]
+                d *= w[s]
             dl[s] = d
             B += v
             if pos[s]:
                 A += v
-        value -= A / B
-        dA = -1.0 / (B * n_pos)
-        dB = A / (B * B * n_pos)
+        wi = 1.0 if w is None else w[i]
+        value -= wi * A / B
+        dA = -wi / (B * n_pos)
+        dB = wi * A / (B * B * n_pos)
         for s in range(n):
             c = dB + (dA if pos[s] else 0.0)
             grad[i] += c * dl[s]
@@ -172,6 +208,8 @@ class AveragePrecisionObjective:
 
     The parameter vector is ``theta = (w, b)`` of length ``d + 1``.  One
     value and gradient cost ``O(n log n + n d)`` for the squared hinge.
+    With sample weights ``P`` is the weighted ``P_w`` of the module
+    docstring.
 
     Parameters
     ----------
@@ -181,13 +219,23 @@ class AveragePrecisionObjective:
     loss : skrank.pairwise_losses.PairwiseLoss
     alpha : float
         Strength of the l2 penalty on ``w``.
+    sample_weight : array-like of shape (n_samples,) or None, default=None
+        Nonnegative weights of the samples, with a positive total over the
+        positives; None for equal weights.
     """
 
-    def __init__(self, X, y, loss, alpha):
+    def __init__(self, X, y, loss, alpha, sample_weight=None):
         self.X = X
         self.y = np.asarray(y, dtype=np.float64)
-        if not np.any(self.y > 0):
-            raise ValueError("average precision needs at least one positive sample in y.")
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, dtype=np.float64)
+            if sample_weight.shape != self.y.shape or np.any(sample_weight < 0):
+                raise ValueError("sample_weight must hold one nonnegative weight per sample.")
+        self.sample_weight = sample_weight
+        positive = self.y > 0
+        if not np.any(positive if sample_weight is None else sample_weight[positive] > 0):
+            raise ValueError("average precision needs at least one positive sample in y "
+                             "(of positive weight).")
         self.loss = loss
         self.alpha = float(alpha)
 
@@ -200,7 +248,8 @@ class AveragePrecisionObjective:
     def value(self, theta):
         """``F(theta)``."""
         theta = np.asarray(theta, dtype=np.float64)
-        value, _ = ap_surrogate_and_score_gradients(self.scores(theta), self.y, self.loss)
+        value, _ = ap_surrogate_and_score_gradients(self.scores(theta), self.y, self.loss,
+                                                    self.sample_weight)
         w = theta[:-1]
         return value + 0.5 * self.alpha * float(w @ w)
 
@@ -208,7 +257,7 @@ class AveragePrecisionObjective:
         """``F(theta)`` and its gradient (one pass over the data)."""
         theta = np.asarray(theta, dtype=np.float64)
         h = self.scores(theta)
-        value, g = ap_surrogate_and_score_gradients(h, self.y, self.loss)
+        value, g = ap_surrogate_and_score_gradients(h, self.y, self.loss, self.sample_weight)
         g *= h * (1.0 - h)
         w = theta[:-1]
         grad = np.empty_like(theta)
@@ -221,13 +270,30 @@ class AveragePrecisionObjective:
 
         The minimiser ``w0`` of the full-AUC square loss
         (:func:`skrank.solvers.auc_closed_form.square_auc_coef`), scaled so
-        that ``X w`` has unit standard deviation, and ``b`` centring it.
+        that ``X w`` has unit standard deviation, and ``b`` centring it;
+        with sample weights, all three over the weighted sample.
+
+        Parameters
+        ----------
+        y_margin : float, default=1.0
+            Margin of the square loss (it only scales ``w0``).
+
+        Returns
+        -------
+        ndarray of shape (n_features + 1,)
+            The start ``(w, b)``.
         """
         from .solvers.auc_closed_form import square_auc_coef
 
-        w = square_auc_coef(self.X, self.y, self.alpha, y_margin)
+        w = square_auc_coef(self.X, self.y, self.alpha, y_margin, self.sample_weight)
         z = np.asarray(self.X @ w, dtype=np.float64).ravel()
-        spread = float(np.std(z))
+        if self.sample_weight is None:
+            spread = float(np.std(z))
+            if spread > 0:
+                w, z = w / spread, z / spread
+            return np.append(w, -float(np.mean(z)))
+        p = self.sample_weight / self.sample_weight.sum()
+        spread = float(np.sqrt(p @ (z - p @ z) ** 2))
         if spread > 0:
             w, z = w / spread, z / spread
-        return np.append(w, -float(np.mean(z)))
+        return np.append(w, -float(p @ z))

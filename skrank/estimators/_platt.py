@@ -16,7 +16,7 @@ from scipy.special import expit, log_expit
 from sklearn.utils.validation import check_is_fitted
 
 
-def fit_platt(scores, y, *, max_iter=100):
+def fit_platt(scores, y, *, sample_weight=None, max_iter=100):
     """Fit ``sigmoid(A s + B)`` to labels ``y`` in {-1, +1} by Newton's method.
 
     Parameters
@@ -24,6 +24,10 @@ def fit_platt(scores, y, *, max_iter=100):
     scores : ndarray of shape (n,)
     y : ndarray of shape (n,)
         Labels in {-1, +1}.
+    sample_weight : ndarray of shape (n,) or None, default=None
+        Nonnegative weights: the weighted log-likelihood, with the class
+        weights ``W+``, ``W-`` in place of the counts in Platt's targets
+        (so that integer weights fit as repeated rows).
     max_iter : int, default=100
 
     Returns
@@ -34,26 +38,37 @@ def fit_platt(scores, y, *, max_iter=100):
     """
     s = np.asarray(scores, dtype=np.float64)
     pos = np.asarray(y) > 0
-    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+    wt = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    if wt is None:
+        n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+        centre, spread = s.mean(), float(np.std(s))
+    else:
+        n_pos, n_neg = float(wt[pos].sum()), float(wt[~pos].sum())
+        prob = wt / wt.sum()
+        centre = float(prob @ s)
+        spread = float(np.sqrt(prob @ (s - centre) ** 2))
     t = np.where(pos, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
-    spread = float(np.std(s))
     if spread == 0.0:
         # constant scores: only the base rate is left
         rate = (n_pos + 1.0) / (n_pos + n_neg + 2.0)
         return 0.0, float(np.log(rate / (1.0 - rate)))
-    u = (s - s.mean()) / spread  # work on standardised scores
+    u = (s - centre) / spread  # work on standardised scores
     a, b = 0.0, float(np.log((n_pos + 1.0) / (n_neg + 1.0)))
+    total_weight = s.shape[0] if wt is None else float(wt.sum())
 
     def nll(a_, b_):
         f = a_ * u + b_
-        return -float(np.sum(t * log_expit(f) + (1.0 - t) * log_expit(-f)))
+        terms = t * log_expit(f) + (1.0 - t) * log_expit(-f)
+        return -float(np.sum(terms if wt is None else wt * terms))
 
     current = nll(a, b)
     for _ in range(max_iter):
         p = expit(a * u + b)
         r = p - t
-        g = np.array([r @ u, r.sum()])
         wgt = p * (1.0 - p) + 1e-12
+        if wt is not None:
+            r, wgt = wt * r, wt * wgt
+        g = np.array([r @ u, r.sum()])
         H = np.array([[wgt @ (u * u), wgt @ u], [wgt @ u, wgt.sum()]]) + 1e-10 * np.eye(2)
         step = np.linalg.solve(H, g)
         size = 1.0
@@ -65,14 +80,14 @@ def fit_platt(scores, y, *, max_iter=100):
         a, b = a - size * step[0], b - size * step[1]
         done = current - trial <= 1e-12 * max(1.0, abs(current))
         current = min(trial, current)
-        if done or np.max(np.abs(g)) <= 1e-10 * max(1, s.shape[0]):
+        if done or np.max(np.abs(g)) <= 1e-10 * max(1, total_weight):
             break
     A = a / spread
-    B = b - a * s.mean() / spread
+    B = b - a * centre / spread
     return float(A), float(B)
 
 
-def platt_calibrate(result, X, y):
+def platt_calibrate(result, X, y, sample_weight=None):
     """Fit the Platt map on the training scores ``X @ result.coef``, in place.
 
     Sets ``result.intercept`` to the threshold ``B / A`` on the scores and
@@ -87,13 +102,15 @@ def platt_calibrate(result, X, y):
     X : {ndarray, sparse matrix} of shape (n, d)
     y : ndarray of shape (n,)
         Labels in {-1, +1}.
+    sample_weight : ndarray of shape (n,) or None, default=None
+        Weights of the samples (:func:`fit_platt`).
 
     Returns
     -------
     result
     """
     scores = np.asarray(X @ result.coef, dtype=np.float64).ravel()
-    A, B = fit_platt(scores, y)
+    A, B = fit_platt(scores, y, sample_weight=sample_weight)
     if A > 0:
         result.intercept = B / A
     else:

@@ -48,6 +48,11 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         ``log(1 + exp(-z))`` or ``1 / (1 + exp(z))`` (its ablation, with
         ``c = 1``).  The squared hinge is evaluated exactly in
         ``O(n log n + n d)`` per pass; the other two in ``O(N+ n + n d)``.
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, multiplying ``sample_weight`` as in
+        :class:`sklearn.linear_model.LogisticRegression`: ``"balanced"``
+        gives class ``c`` the weight ``n / (n_classes n_c)``.  The objective
+        is then the weighted surrogate (see Notes).
     margin : float, default=0.5
         Margin of the squared hinge, on the scale of the sigmoid scores;
         must be positive for it (the other surrogates ignore it).  With
@@ -67,9 +72,13 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
           ``positives_per_batch`` positives per batch.
         - ``"auto"``: ``"lbfgs"``, except for the logistic and sigmoid
           surrogates when one pass would cost more than 5e7 pair terms
-          (``N+ n``), where it takes ``"soap"``.  On tables that fit in
-          memory L-BFGS reaches a lower ``F`` than SOAP in less time
+          (``N+ n``) and the fit has no sample or class weights, where it
+          takes ``"soap"``.  On tables that fit in memory L-BFGS reaches a
+          lower ``F`` than SOAP in less time
           (``benchmarks/average_precision.py``).
+
+        Only ``"lbfgs"`` (and ``"auto"``) take sample or class weights;
+        ``"soap"`` refuses them.
     optimizer : {"sgd", "momentum", "adam"}, default="adam"
         SOAP's update (Algorithm 3): plain SGD, momentum, or the paper's
         Adam-style step.
@@ -128,6 +137,17 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
     The default start is the closed-form full-AUC square-loss direction,
     scaled so that ``X w`` has unit spread, with ``b`` centring it.
 
+    With sample weights ``v`` (times ``class_weight``'s) the objective is
+
+        F(w, b) = -(1/V+) sum_{i positive} v_i A_i / B_i + alpha ||w||^2 / 2,
+        A_i = sum_{s positive} v_s l(h_i - h_s),   B_i = sum_{s} v_s l(h_i - h_s),
+
+    ``V+`` the positives' total weight: the surrogate of scikit-learn's
+    weighted ``average_precision_score``.  Integer weights fit as repeated
+    rows, zero weights as dropped rows.  The start (class moments, spread
+    and centre) and the Platt fit (log-likelihood and Platt's targets) are
+    weighted too.
+
     Examples
     --------
     >>> from sklearn.datasets import make_classification
@@ -139,25 +159,9 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
     True
     """
 
-    def fit(self, X, y):
-        """Fit the model (its solvers do not take sample weights yet).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training data.
-        y : array-like of shape (n_samples,)
-            Binary class labels.
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-        """
-        return super().fit(X, y)
-
     _parameter_constraints = {
         "loss": [StrOptions(set(AVERAGE_PRECISION_LOSSES))],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
         "margin": [Real],
         "gamma": [Interval(Real, 0, 1, closed="right")],
         "alpha": [Interval(Real, 0, None, closed="left")],
@@ -177,6 +181,7 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         self,
         *,
         loss="squared_hinge",
+        class_weight=None,
         margin=0.5,
         gamma=0.9,
         alpha=1e-4,
@@ -192,6 +197,7 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         verbose=0,
     ):
         self.loss = loss
+        self.class_weight = class_weight
         self.margin = margin
         self.gamma = gamma
         self.alpha = alpha
@@ -208,6 +214,9 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
 
     def _check_before_solve(self, X, sample_weight=None):
         self._pair_loss = get_pairwise_loss(self.loss, self.margin)
+        if sample_weight is not None and self.solver == "soap":
+            raise ValueError("solver='soap' does not take sample_weight (nor class_weight). "
+                             "Use solver='lbfgs'.")
         if self.positives_per_batch >= self.batch_size:
             raise ValueError(
                 f"positives_per_batch={self.positives_per_batch} must be smaller than "
@@ -217,7 +226,7 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
     def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):
         from ..solvers.admm import _blas_threads
 
-        objective = AveragePrecisionObjective(X, y, self._pair_loss, self.alpha)
+        objective = AveragePrecisionObjective(X, y, self._pair_loss, self.alpha, sample_weight)
         if coef_init is None:
             theta0 = objective.start()
         else:
@@ -226,14 +235,15 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
             result = self._run(objective, theta0)
         theta = result.coef
         result.coef, result.info["score_intercept"] = theta[:-1], float(theta[-1])
-        return platt_calibrate(result, X, y)
+        return platt_calibrate(result, X, y, sample_weight)
 
     def _run(self, objective, theta0):
         solver = self.solver
         if solver == "auto":
             n_pairs = np.sum(objective.y > 0) * objective.y.shape[0]
             costly = not objective.loss.is_quadratic and n_pairs > _AUTO_MAX_LOGISTIC_PAIRS
-            solver = "soap" if costly else "lbfgs"
+            # SOAP does not take weights
+            solver = "soap" if costly and objective.sample_weight is None else "lbfgs"
         common = dict(coef_init=theta0, tol=self.tol, verbose=self.verbose)
         if self.max_iter is not None:
             common["max_iter"] = self.max_iter

@@ -34,12 +34,15 @@ import scipy.sparse as sp
 from ._result import SolverResult
 
 
-def class_moments(X):
+def class_moments(X, sample_weight=None):
     """Column means and covariance (normalised by ``n``) of one class.
 
     Parameters
     ----------
     X : {ndarray, sparse matrix} of shape (n, d)
+    sample_weight : ndarray of shape (n,) or None, default=None
+        Nonnegative weights with a positive sum: the moments of the
+        weighted rows (row ``i`` with probability ``w_i / sum w``).
 
     Returns
     -------
@@ -51,6 +54,8 @@ def class_moments(X):
         absolute accuracy to cancellation (harmless unless the features'
         means dwarf their spreads).
     """
+    if sample_weight is not None:
+        return _weighted_class_moments(X, sample_weight)
     n = X.shape[0]
     if sp.issparse(X):
         X = X.astype(np.float64)
@@ -64,7 +69,22 @@ def class_moments(X):
     return mean, centred.T @ centred / n
 
 
-def square_auc_system(X_pos, X_neg, alpha, margin):
+def _weighted_class_moments(X, sample_weight):
+    p = np.asarray(sample_weight, dtype=np.float64)
+    p = p / p.sum()
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64)
+        mean = np.asarray(X.T @ p).ravel()
+        gram = (X.T @ (sp.diags(p) @ X)).toarray()
+        cov = gram - np.outer(mean, mean)
+        return mean, 0.5 * (cov + cov.T)
+    X = np.asarray(X, dtype=np.float64)
+    mean = p @ X
+    centred = X - mean
+    return mean, (centred * p[:, None]).T @ centred
+
+
+def square_auc_system(X_pos, X_neg, alpha, margin, w_pos=None, w_neg=None):
     """The normal equations ``A w = r`` of the full-AUC square loss.
 
     Parameters
@@ -75,6 +95,9 @@ def square_auc_system(X_pos, X_neg, alpha, margin):
         Strength of the l2 penalty.
     margin : float
         The margin ``c``.
+    w_pos, w_neg : ndarray or None, default=None
+        Weights of the positives' and the negatives' rows: the moments are
+        then those of the weighted classes (:func:`class_moments`).
 
     Returns
     -------
@@ -83,8 +106,8 @@ def square_auc_system(X_pos, X_neg, alpha, margin):
     r : ndarray of shape (d,)
         ``2 c dmu``.
     """
-    mu_pos, s_pos = class_moments(X_pos)
-    mu_neg, s_neg = class_moments(X_neg)
+    mu_pos, s_pos = class_moments(X_pos, w_pos)
+    mu_neg, s_neg = class_moments(X_neg, w_neg)
     dmu = mu_pos - mu_neg
     A = 2.0 * (s_pos + s_neg + np.outer(dmu, dmu))
     A[np.diag_indices_from(A)] += alpha
@@ -117,7 +140,7 @@ def solve_square_auc_system(A, r, alpha):
     return _least_norm_solve(A, r), "least-norm"
 
 
-def square_auc_coef(X, y, alpha, margin=1.0):
+def square_auc_coef(X, y, alpha, margin=1.0, sample_weight=None):
     """The minimiser of the full-AUC square loss of the data ``(X, y)``.
 
     Used as a start by the ranking estimators: it ranks well and does not
@@ -129,13 +152,19 @@ def square_auc_coef(X, y, alpha, margin=1.0):
     y : ndarray of shape (n,)
         Labels in {-1, +1}, both present.
     alpha, margin : float
+    sample_weight : ndarray of shape (n,) or None, default=None
+        Weights of the rows: the pairs are then drawn from the weighted
+        classes.
 
     Returns
     -------
     ndarray of shape (d,)
     """
     pos = np.asarray(y) > 0
-    A, r = square_auc_system(X[pos], X[~pos], alpha, margin)
+    w_pos = w_neg = None
+    if sample_weight is not None:
+        w_pos, w_neg = sample_weight[pos], sample_weight[~pos]
+    A, r = square_auc_system(X[pos], X[~pos], alpha, margin, w_pos, w_neg)
     return solve_square_auc_system(A, r, alpha)[0]
 
 

@@ -119,7 +119,15 @@ def soap(
         / n plus one per exact evaluation), ``steps``, ``time``,
         ``learning_rate`` and ``u`` (the final moving averages, one row per
         positive in the order of ``y``).
+
+    Raises
+    ------
+    ValueError
+        If ``objective`` has sample weights (SOAP does not take them yet).
     """
+    if getattr(objective, "sample_weight", None) is not None:
+        raise ValueError("SOAP does not take sample weights: minimise a weighted objective with "
+                         "skrank.solvers.lbfgs.lbfgs (solver='lbfgs').")
     start = time.perf_counter()
     X = objective.X
     X = X.toarray() if sp.issparse(X) else X
