@@ -9,6 +9,11 @@ and are blind to a shift of the scores, so they fit no intercept.  To give
 decision threshold ``A s + B = 0`` becomes the intercept ``B / A`` and ``A``
 the scale of the probabilities; the ranking, and so every rank metric, is
 left unchanged.
+
+With sample weights the fit is that of the weighted sample: each sample's
+log-likelihood term is multiplied by its weight and the class counts in
+Platt's targets are the classes' total weights, so that integer weights
+give the fit of the repeated rows.
 """
 
 import numpy as np
@@ -16,15 +21,20 @@ from scipy.special import expit, log_expit
 from sklearn.utils.validation import check_is_fitted
 
 
-def fit_platt(scores, y, *, max_iter=100):
+def fit_platt(scores, y, *, sample_weight=None, max_iter=100):
     """Fit ``sigmoid(A s + B)`` to labels ``y`` in {-1, +1} by Newton's method.
 
     Parameters
     ----------
     scores : ndarray of shape (n,)
+        Ranking scores.
     y : ndarray of shape (n,)
         Labels in {-1, +1}.
+    sample_weight : ndarray of shape (n,), default=None
+        Positive weights of the samples (module docstring); None for unit
+        weights.
     max_iter : int, default=100
+        Newton iterations at most.
 
     Returns
     -------
@@ -34,26 +44,33 @@ def fit_platt(scores, y, *, max_iter=100):
     """
     s = np.asarray(scores, dtype=np.float64)
     pos = np.asarray(y) > 0
-    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+    if sample_weight is None:
+        v = 1.0  # the products below are then exact: the unweighted fit
+        n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+        mean, spread = s.mean(), float(np.std(s))
+    else:
+        v = np.asarray(sample_weight, dtype=np.float64)
+        n_pos, n_neg = float(v[pos].sum()), float(v[~pos].sum())
+        mean = float(np.average(s, weights=v))
+        spread = float(np.sqrt(np.average((s - mean) ** 2, weights=v)))
     t = np.where(pos, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
-    spread = float(np.std(s))
     if spread == 0.0:
         # constant scores: only the base rate is left
         rate = (n_pos + 1.0) / (n_pos + n_neg + 2.0)
         return 0.0, float(np.log(rate / (1.0 - rate)))
-    u = (s - s.mean()) / spread  # work on standardised scores
+    u = (s - mean) / spread  # work on standardised scores
     a, b = 0.0, float(np.log((n_pos + 1.0) / (n_neg + 1.0)))
 
     def nll(a_, b_):
         f = a_ * u + b_
-        return -float(np.sum(t * log_expit(f) + (1.0 - t) * log_expit(-f)))
+        return -float(np.sum(v * (t * log_expit(f) + (1.0 - t) * log_expit(-f))))
 
     current = nll(a, b)
     for _ in range(max_iter):
         p = expit(a * u + b)
-        r = p - t
+        r = v * (p - t)
         g = np.array([r @ u, r.sum()])
-        wgt = p * (1.0 - p) + 1e-12
+        wgt = v * p * (1.0 - p) + 1e-12
         H = np.array([[wgt @ (u * u), wgt @ u], [wgt @ u, wgt.sum()]]) + 1e-10 * np.eye(2)
         step = np.linalg.solve(H, g)
         size = 1.0
@@ -65,14 +82,14 @@ def fit_platt(scores, y, *, max_iter=100):
         a, b = a - size * step[0], b - size * step[1]
         done = current - trial <= 1e-12 * max(1.0, abs(current))
         current = min(trial, current)
-        if done or np.max(np.abs(g)) <= 1e-10 * max(1, s.shape[0]):
+        if done or np.max(np.abs(g)) <= 1e-10 * max(1, n_pos + n_neg):
             break
     A = a / spread
-    B = b - a * s.mean() / spread
+    B = b - a * mean / spread
     return float(A), float(B)
 
 
-def platt_calibrate(result, X, y):
+def platt_calibrate(result, X, y, sample_weight=None):
     """Fit the Platt map on the training scores ``X @ result.coef``, in place.
 
     Sets ``result.intercept`` to the threshold ``B / A`` on the scores and
@@ -87,13 +104,15 @@ def platt_calibrate(result, X, y):
     X : {ndarray, sparse matrix} of shape (n, d)
     y : ndarray of shape (n,)
         Labels in {-1, +1}.
+    sample_weight : ndarray of shape (n,), default=None
+        Positive weights of the samples; None for unit weights.
 
     Returns
     -------
     result
     """
     scores = np.asarray(X @ result.coef, dtype=np.float64).ravel()
-    A, B = fit_platt(scores, y)
+    A, B = fit_platt(scores, y, sample_weight=sample_weight)
     if A > 0:
         result.intercept = B / A
     else:
