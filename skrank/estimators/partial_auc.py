@@ -280,7 +280,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
                                         sample_weight=sample_weight)
         with _blas_threads(X):
             result = self._run(objective, coef_init)
-        return platt_calibrate(result, X, y, sample_weight)
+        return platt_calibrate(result, X, y, sample_weight if objective.weighted else None)
 
     def _run(self, objective, coef_init):
         solver = self._solver
