@@ -3,7 +3,7 @@
 Checked against repeated and dropped rows, a double loop over the pairs
 with the rank weights computed as lengths of cells of probability, the
 integral of the negatives' weighted quantile function, finite differences,
-and scikit-learn's class weights.
+the weighted partial_auc_score and scikit-learn's class weights.
 """
 
 import numpy as np
@@ -15,8 +15,9 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.class_weight import compute_sample_weight
 
 from skrank import PartialAUCClassifier
+from skrank.metrics import partial_auc_score
 from skrank.pairwise_losses import PAIRWISE_LOSSES, get_pairwise_loss
-from skrank.partial_auc_objective import PartialAUCObjective
+from skrank.partial_auc_objective import PartialAUCObjective, negative_rank_weights
 from skrank.solvers.lbfgs import lbfgs
 
 RANGES = [(0.05, 0.5), (0.0, 1.0), (0.13, 0.77), (0.0, 0.3)]
@@ -172,6 +173,23 @@ def test_weighted_gradient_matches_finite_differences(name, fpr_range):
     eps = 1e-6
     fd = [(obj.value(w + eps * e) - obj.value(w - eps * e)) / (2 * eps) for e in np.eye(w.size)]
     np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_weighted_rank_weights_give_the_weighted_partial_auc_score():
+    # with the 0-1 loss in place of the surrogate, F's weights give
+    # partial_auc_score with sample_weight (weighted true and false positive rates)
+    rng = np.random.default_rng(6)
+    for fpr_range in [(0.13, 0.71), (0.0, 0.2), (0.0, 1.0)]:
+        s = rng.normal(size=30)
+        y = np.where(rng.random(30) < 0.4, 1, 0)
+        y[:2] = [0, 1]
+        v = rng.uniform(0.1, 3.0, size=30)
+        pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+        neg = neg[np.argsort(-s[neg])]
+        omega = negative_rank_weights(neg.size, fpr_range, v[neg]) / v[neg].sum()
+        tpr = [v[pos] @ (s[pos] > s[j]) / v[pos].sum() for j in neg]
+        assert omega @ tpr / (fpr_range[1] - fpr_range[0]) == pytest.approx(
+            partial_auc_score(y, s, fpr_range=fpr_range, sample_weight=v), rel=1e-12)
 
 
 def test_weighted_range_must_hold_a_negative():
