@@ -97,7 +97,10 @@ def negative_rank_weights(n_negatives, fpr_range, sample_weight=None):
     if sample_weight is None:
         k = np.arange(1, n_negatives + 1, dtype=np.float64)
         return np.maximum(0.0, np.minimum(k, beta * n_negatives) - np.maximum(k - 1.0, alpha * n_negatives))
-    ends = np.cumsum(np.asarray(sample_weight, dtype=np.float64))
+    sample_weight = np.asarray(sample_weight, dtype=np.float64)
+    if sample_weight.shape != (n_negatives,):
+        raise ValueError(f"sample_weight must have shape ({n_negatives},), got {sample_weight.shape}.")
+    ends = np.cumsum(sample_weight)
     starts = np.empty_like(ends)
     starts[0] = 0.0
     starts[1:] = ends[:-1]

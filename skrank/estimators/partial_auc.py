@@ -55,7 +55,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
 
     With ``sample_weight`` (and ``class_weight``) ``F`` is the objective of
     the weighted empirical distribution: positive ``i`` and negative ``j``
-    carry the probabilities ``p_i = v_i / W+`` and ``q_j = v_j / W-``, and
+    carry the probabilities ``p_i = v_i / W+`` and ``r_j = v_j / W-``, and
     the negatives' rank weights are the lengths of their cells of
     cumulative probability, in decreasing order of score, inside
     ``fpr_range`` (:mod:`skrank.partial_auc_objective`,
