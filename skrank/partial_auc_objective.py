@@ -30,6 +30,37 @@ The sum is continuous in ``w`` (the weights are attached to ranks, and tied
 negatives carry equal loss), and differentiable wherever the negatives'
 scores are distinct; the gradient returned is then exact, and a valid
 element of the Clarke subdifferential otherwise.
+
+Sample weights: the objective of the weighted empirical distribution
+(``doc/sample_weights.rst``).  Positive ``i`` carries the probability
+``p_i = v_i / W+`` and negative ``j`` the probability ``r_j = v_j / W-``
+(``W+``, ``W-`` the classes' total weights).  With the negatives sorted by
+decreasing score, the ``k``-th holds the cell ``[D_(k-1), D_k]`` of
+cumulative probability, ``D_k = r_(1) + ... + r_(k)`` (``r_(k)`` the
+probability of the negative of score ``q_(k)``), and its rank weight is the
+length of that cell inside the range,
+
+    omega_k = |[D_(k-1), D_k] ∩ [alpha_fpr, beta_fpr]|,
+
+so that a negative straddling a bound counts for its share, and
+
+    F(w) = 1 / (beta_fpr - alpha_fpr) sum_i p_i sum_k omega_k loss(h_i - q_(k))
+           + alpha ||w||^2 / 2.
+
+With unit weights ``D_k = k / N-``, the cells are the rank cells above
+divided by ``N-`` and ``N+ (n - m) = N+ N- (beta_fpr - alpha_fpr)``: this is
+the ``F`` above.  Integer
+weights give the ``F`` of the data with each row repeated that many times
+(a repeated negative's copies tile its cell), and a zero weight that of the
+data without the row.  The rank weights depend on the order of the
+negatives, so they are recomputed from it at every evaluation; with the
+order held fixed the formulas above give the gradient, which is again exact
+where the negatives' scores are distinct (tied negatives carry equal loss,
+and their cells together cover the same interval in any order, so ``F``
+stays continuous).  The sums are computed in units of weight: cells
+``[C_(k-1), C_k]`` of cumulative weight ``C_k = W- D_k`` cut by
+``[alpha_fpr W-, beta_fpr W-]``, positives weighted by ``v_i``, and the
+total divided by ``W+ (beta_fpr - alpha_fpr) W-``.
 """
 
 import numpy as np
@@ -40,56 +71,113 @@ from .metrics import _check_fpr_range
 from .pairwise_losses import pair_value_and_derivative
 
 
-def negative_rank_weights(n_negatives, fpr_range):
+def negative_rank_weights(n_negatives, fpr_range, sample_weight=None):
     """Weights ``omega_k`` of the negatives ranked ``k = 1..N-`` by decreasing score.
 
     Parameters
     ----------
     n_negatives : int
+        Number of negatives ``N-``.
     fpr_range : tuple (alpha, beta)
+        False-positive-rate range.
+    sample_weight : ndarray of shape (n_negatives,), default=None
+        The negatives' weights, in the same decreasing order of their
+        scores; None for unit weights.
 
     Returns
     -------
     ndarray of shape (n_negatives,)
-        ``max(0, min(k, beta N-) - max(k - 1, alpha N-))``; sums to
-        ``N- (beta - alpha)``.
+        The length of the cell ``[C_(k-1), C_k]`` inside
+        ``[alpha V, beta V]``, where ``C_k`` is the cumulative weight of the
+        top ``k`` negatives and ``V = C_(N-)`` (``C_k = k`` and ``V = N-``
+        without weights): ``max(0, min(k, beta N-) - max(k - 1, alpha N-))``
+        for unit weights.  Sums to ``V (beta - alpha)``.
     """
     alpha, beta = _check_fpr_range(fpr_range)
-    k = np.arange(1, n_negatives + 1, dtype=np.float64)
-    return np.maximum(0.0, np.minimum(k, beta * n_negatives) - np.maximum(k - 1.0, alpha * n_negatives))
+    if sample_weight is None:
+        k = np.arange(1, n_negatives + 1, dtype=np.float64)
+        return np.maximum(0.0, np.minimum(k, beta * n_negatives) - np.maximum(k - 1.0, alpha * n_negatives))
+    sample_weight = np.asarray(sample_weight, dtype=np.float64)
+    if sample_weight.shape != (n_negatives,):
+        raise ValueError(f"sample_weight must have shape ({n_negatives},), got {sample_weight.shape}.")
+    ends = np.cumsum(sample_weight)
+    starts = np.empty_like(ends)
+    starts[0] = 0.0
+    starts[1:] = ends[:-1]
+    total = ends[-1]
+    return np.maximum(0.0, np.minimum(ends, beta * total) - np.maximum(starts, alpha * total))
 
 
-def check_range_holds_negatives(n_negatives, fpr_range):
-    """Raise a ValueError when ``N- (beta - alpha) < 1``."""
+def check_range_holds_negatives(n_negatives, fpr_range, sample_weight=None):
+    """Raise a ValueError when the range holds less than one negative.
+
+    Parameters
+    ----------
+    n_negatives : int
+        Number of negatives ``N-``.
+    fpr_range : tuple (alpha, beta)
+        False-positive-rate range.
+    sample_weight : ndarray of shape (n_negatives,), default=None
+        The negatives' weights; None for unit weights.
+
+    Raises
+    ------
+    ValueError
+        Without weights when ``N- (beta - alpha) < 1``.  With weights when
+        the range holds less than one unit of the negatives' weight, as the
+        repeated rows of integer weights would, or less than the weight of
+        the lightest negative when that is below one:
+        ``W- (beta - alpha) < min(1, smallest positive weight)``.
+    """
     alpha, beta = _check_fpr_range(fpr_range)
-    width = n_negatives * (beta - alpha)
-    if width < 1.0 - 1e-12:
+    if sample_weight is None:
+        width = n_negatives * (beta - alpha)
+        if width < 1.0 - 1e-12:
+            raise ValueError(
+                f"fpr_range=({alpha:g}, {beta:g}) holds {width:.3g} negatives of the {n_negatives} in "
+                "the training set; it must span at least one negative (N- (beta - alpha) >= 1). "
+                "Widen the range or use more negatives."
+            )
+        return
+    v = np.asarray(sample_weight, dtype=np.float64)
+    width = float(v.sum()) * (beta - alpha)
+    needed = min(1.0, float(v[v > 0].min()))
+    if width < needed * (1.0 - 1e-12):
         raise ValueError(
-            f"fpr_range=({alpha:g}, {beta:g}) holds {width:.3g} negatives of the {n_negatives} in "
-            "the training set; it must span at least one negative (N- (beta - alpha) >= 1). "
-            "Widen the range or use more negatives."
+            f"fpr_range=({alpha:g}, {beta:g}) holds {width:.3g} of the negatives' total weight "
+            f"{float(v.sum()):.3g}; it must hold at least {needed:.3g} (one unit of weight, or the "
+            "lightest negative's weight when that is less). Widen the range or use more negatives."
         )
 
 
-def range_loss_and_score_gradients(h_pos, h_neg, omega, loss, orders=None):
+def range_loss_and_score_gradients(h_pos, h_neg, omega, loss, orders=None, pos_weight=None):
     """Sum of ranked pairwise losses and its gradient with respect to the scores.
 
     Parameters
     ----------
     h_pos : ndarray of shape (N+,)
+        Positives' scores.
     h_neg : ndarray of shape (N-,)
-    omega : ndarray of shape (N-,)
-        Rank weights of :func:`negative_rank_weights`.
+        Negatives' scores.
+    omega : ndarray of shape (N-,) or callable
+        Rank weights of :func:`negative_rank_weights`, in decreasing order
+        of the scores; or, when they depend on which negative holds which
+        rank (sample weights), a function of the permutation that sorts
+        ``h_neg`` decreasingly that returns them.
     loss : skrank.pairwise_losses.PairwiseLoss
+        The pairwise loss.
     orders : tuple of two int64 arrays, optional
         Permutations that nearly sort ``-h_neg`` and ``h_pos`` ascending
         (an iterative solver's previous ones); updated in place to sort
         them.  Sorting from them costs ``O(N)`` when few scores moved.
+    pos_weight : ndarray of shape (N+,), optional
+        Weights ``v_i`` of the positives (input order); None for unit
+        weights.
 
     Returns
     -------
     total : float
-        ``sum_i sum_k omega_k loss(h_i - q_(k))`` (not normalised).
+        ``sum_i v_i sum_k omega_k loss(h_i - q_(k))`` (not normalised).
     g_pos : ndarray of shape (N+,)
         Its derivatives with respect to ``h_pos``.
     g_neg : ndarray of shape (N-,)
@@ -111,15 +199,18 @@ def range_loss_and_score_gradients(h_pos, h_neg, omega, loss, orders=None):
         order_neg, order_pos = orders
         q = -_warm_sort(-h_neg, order_neg)
         hp = _warm_sort(h_pos, order_pos)
+    if callable(omega):
+        omega = omega(order_neg)
+    vp = np.ones(hp.shape[0]) if pos_weight is None else np.asarray(pos_weight, dtype=np.float64)[order_pos]
     g_pos = np.empty_like(h_pos)
     g_neg = np.empty_like(h_neg)
     if loss.is_quadratic:
-        total = _quadratic_range_sums(hp, order_pos, q, order_neg, omega, loss.margin,
+        total = _quadratic_range_sums(hp, vp, order_pos, q, order_neg, omega, loss.margin,
                                       loss.threshold, g_pos, g_neg)
     else:
         lo, hi = _support(omega)
         total, g_hp, g_part = _pair_range_sums(
-            loss.code, loss.shift, loss.scale, hp, q[lo:hi], omega[lo:hi]
+            loss.code, loss.shift, loss.scale, hp, vp, q[lo:hi], omega[lo:hi]
         )
         g_pos[order_pos] = g_hp
         g_sorted = np.zeros_like(q)
@@ -150,10 +241,11 @@ def _support(omega):
 
 
 @njit(cache=True)
-def _quadratic_range_sums(hp, order_pos, q, order_neg, omega, margin, threshold, g_pos, g_neg):
+def _quadratic_range_sums(hp, vp, order_pos, q, order_neg, omega, margin, threshold, g_pos, g_neg):
     """Prefix-sum evaluation for ``loss(z) = (margin - z)^2 1(z < threshold)``.
 
-    ``hp`` ascending, ``q`` descending.  A positive's active negatives
+    ``hp`` ascending with the positives' weights ``vp`` (ones for unit
+    weights: the products are then exact), ``q`` descending.  A positive's active negatives
     (``q_k > h_i - threshold``) are a prefix of ``q`` that shrinks as ``h_i``
     grows, and a negative's active positives (``h_i < q_k + threshold``) a
     prefix of ``hp`` that shrinks down the ranks: two merges give every
@@ -176,22 +268,24 @@ def _quadratic_range_sums(hp, order_pos, q, order_neg, omega, margin, threshold,
         while K > 0 and q[K - 1] <= h - threshold:
             K -= 1
         a = margin - h
-        total += a * a * w0[K] + 2.0 * a * w1[K] + w2[K]
-        g_pos[order_pos[j]] = -2.0 * (a * w0[K] + w1[K])
+        total += vp[j] * (a * a * w0[K] + 2.0 * a * w1[K] + w2[K])
+        g_pos[order_pos[j]] = -2.0 * vp[j] * (a * w0[K] + w1[K])
+    v = np.zeros(n_pos + 1)
     s = np.zeros(n_pos + 1)
     for j in range(n_pos):
-        s[j + 1] = s[j] + hp[j]
+        v[j + 1] = v[j] + vp[j]
+        s[j + 1] = s[j] + vp[j] * hp[j]
     c = n_pos
     for k in range(n_neg):
         while c > 0 and hp[c - 1] >= q[k] + threshold:
             c -= 1
-        g_neg[order_neg[k]] = 2.0 * omega[k] * (c * (margin + q[k]) - s[c])
+        g_neg[order_neg[k]] = 2.0 * omega[k] * (v[c] * (margin + q[k]) - s[c])
     return total
 
 
 @njit(cache=True)
-def _pair_range_sums(code, shift, scale, h_pos, q, omega):
-    """Double loop over positives and in-range negatives (any pairwise loss)."""
+def _pair_range_sums(code, shift, scale, h_pos, vp, q, omega):
+    """Double loop over positives (weights ``vp``) and in-range negatives (any pairwise loss)."""
     n_pos = h_pos.shape[0]
     n_neg = q.shape[0]
     g_pos = np.zeros(n_pos)
@@ -199,6 +293,7 @@ def _pair_range_sums(code, shift, scale, h_pos, q, omega):
     total = 0.0
     for i in range(n_pos):
         hi = h_pos[i]
+        vi = vp[i]
         acc = 0.0
         gi = 0.0
         for k in range(n_neg):
@@ -206,9 +301,9 @@ def _pair_range_sums(code, shift, scale, h_pos, q, omega):
             acc += omega[k] * v
             d *= omega[k]
             gi += d
-            g_neg[k] -= d
-        total += acc
-        g_pos[i] = gi
+            g_neg[k] -= vi * d
+        total += vi * acc
+        g_pos[i] = vi * gi
     return total, g_pos, g_neg
 
 
@@ -218,26 +313,39 @@ class PartialAUCObjective:
     Parameters
     ----------
     X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+        Training data.
     y : ndarray of shape (n_samples,)
         Labels in {-1, +1}.
     fpr_range : tuple (alpha, beta)
         False-positive-rate range, ``0 <= alpha < beta <= 1``.
     loss : skrank.pairwise_losses.PairwiseLoss
+        The pairwise loss.
     alpha : float
         Strength of the l2 penalty ``alpha ||w||^2 / 2``.
+    sample_weight : ndarray of shape (n_samples,), default=None
+        Nonnegative weights of the rows of ``X``: the objective of the
+        weighted empirical distribution (module docstring).  None, or
+        weights of one everywhere, give the unweighted objective.
 
     Attributes
     ----------
     X_pos, X_neg : the rows of each class.
-    omega : ndarray
-        Rank weights of the negatives.
+    pos_weight, neg_weight : ndarray or None
+        The weights of each class's rows; None without weights.
+    weighted : bool
+        Whether the objective has sample weights.
+    omega : ndarray or None
+        Rank weights of the negatives (None with weights: they depend on
+        the order of the negatives and are recomputed at each evaluation).
     m, n : float
-        The (possibly fractional) ranks ``alpha_fpr N-`` and ``beta_fpr N-``.
+        The (possibly fractional) ranks ``alpha_fpr N-`` and
+        ``beta_fpr N-``; with weights ``alpha_fpr W-`` and ``beta_fpr W-``,
+        in units of the negatives' weight.
     normaliser : float
-        ``N+ (n - m)``.
+        ``N+ (n - m)``; with weights ``W+ (n - m)``.
     """
 
-    def __init__(self, X, y, fpr_range, loss, alpha):
+    def __init__(self, X, y, fpr_range, loss, alpha, sample_weight=None):
         y = np.asarray(y)
         pos = y > 0
         self.X_pos = X[pos]
@@ -245,40 +353,135 @@ class PartialAUCObjective:
         self.n_pos = self.X_pos.shape[0]
         self.n_neg = self.X_neg.shape[0]
         self.fpr_range = _check_fpr_range(fpr_range)
-        check_range_holds_negatives(self.n_neg, self.fpr_range)
-        self.m = self.fpr_range[0] * self.n_neg
-        self.n = self.fpr_range[1] * self.n_neg
-        self.omega = negative_rank_weights(self.n_neg, self.fpr_range)
-        self.normaliser = self.n_pos * float(self.omega.sum())
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, dtype=np.float64)
+            if sample_weight.shape != y.shape:
+                raise ValueError(f"sample_weight must have shape {y.shape}, got {sample_weight.shape}.")
+            if not np.all(np.isfinite(sample_weight)) or np.any(sample_weight < 0):
+                raise ValueError("sample_weight must be finite and nonnegative.")
+            if np.all(sample_weight == 1.0):
+                sample_weight = None
+        self.weighted = sample_weight is not None
+        self.pos_weight = sample_weight[pos] if self.weighted else None
+        self.neg_weight = sample_weight[~pos] if self.weighted else None
         self.loss = loss
         self.alpha = float(alpha)
         self.n_passes = 0
         # the last sorting permutations: successive iterates rank alike
         self._orders = (np.arange(self.n_neg), np.arange(self.n_pos))
+        if not self.weighted:
+            check_range_holds_negatives(self.n_neg, self.fpr_range)
+            self.m = self.fpr_range[0] * self.n_neg
+            self.n = self.fpr_range[1] * self.n_neg
+            self.omega = negative_rank_weights(self.n_neg, self.fpr_range)
+            self.normaliser = self.n_pos * float(self.omega.sum())
+            return
+        total_pos, total_neg = float(self.pos_weight.sum()), float(self.neg_weight.sum())
+        if not (total_pos > 0 and total_neg > 0):
+            raise ValueError("sample_weight gives one class a total weight of zero: both classes "
+                             "need a positive weight.")
+        check_range_holds_negatives(self.n_neg, self.fpr_range, self.neg_weight)
+        self.m = self.fpr_range[0] * total_neg
+        self.n = self.fpr_range[1] * total_neg
+        self.omega = None
+        self.normaliser = total_pos * (self.n - self.m)
+
+    def _ranked_omega(self, order_neg):
+        """Rank weights of the negatives taken in the order ``order_neg`` (decreasing scores)."""
+        return negative_rank_weights(self.n_neg, self.fpr_range, self.neg_weight[order_neg])
+
+    def _range_sums(self, h_pos, h_neg, omega=None):
+        if omega is None:
+            omega = self._ranked_omega if self.weighted else self.omega
+        return range_loss_and_score_gradients(h_pos, h_neg, omega, self.loss, self._orders,
+                                              self.pos_weight)
+
+    def check_unweighted(self, solver):
+        """Raise a ValueError if the objective has sample weights, which ``solver`` does not take.
+
+        Parameters
+        ----------
+        solver : str
+            The name of the solver, for the message.
+
+        Raises
+        ------
+        ValueError
+            When the objective was built with sample weights.
+        """
+        if self.weighted:
+            raise ValueError(
+                f"solver={solver!r} does not take sample_weight; use solver='lbfgs' (or 'exact' "
+                "for fpr_range=(0, 1) with loss='squared')."
+            )
 
     def scores(self, w):
-        """Positives' and negatives' scores ``X w``."""
+        """Positives' and negatives' scores ``X w``.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_features,)
+            Coefficients.
+
+        Returns
+        -------
+        h_pos, h_neg : ndarray
+            The scores of the positives and of the negatives.
+        """
         return (np.asarray(self.X_pos @ w, dtype=np.float64).ravel(),
                 np.asarray(self.X_neg @ w, dtype=np.float64).ravel())
 
     def data_value(self, w):
-        """The pAUC surrogate without the penalty."""
+        """The pAUC surrogate without the penalty.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_features,)
+            Coefficients.
+
+        Returns
+        -------
+        float
+            ``F(w) - alpha ||w||^2 / 2``.
+        """
         h_pos, h_neg = self.scores(w)
-        total, _, _ = range_loss_and_score_gradients(h_pos, h_neg, self.omega, self.loss,
-                                                     self._orders)
+        total, _, _ = self._range_sums(h_pos, h_neg)
         return total / self.normaliser
 
     def value(self, w):
-        """``F(w)``."""
+        """``F(w)``.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_features,)
+            Coefficients.
+
+        Returns
+        -------
+        float
+            The objective.
+        """
         w = np.asarray(w, dtype=np.float64)
         return self.data_value(w) + 0.5 * self.alpha * float(w @ w)
 
     def value_and_grad(self, w):
-        """``F(w)`` and its gradient (one pass over the data)."""
+        """``F(w)`` and its gradient (one pass over the data).
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_features,)
+            Coefficients.
+
+        Returns
+        -------
+        value : float
+            ``F(w)``.
+        grad : ndarray of shape (n_features,)
+            Its gradient (a Clarke subgradient where negatives tie).
+        """
         w = np.asarray(w, dtype=np.float64)
         h_pos, h_neg = self.scores(w)
-        total, g_pos, g_neg = range_loss_and_score_gradients(h_pos, h_neg, self.omega, self.loss,
-                                                             self._orders)
+        total, g_pos, g_neg = self._range_sums(h_pos, h_neg)
         grad = np.asarray(self.X_pos.T @ g_pos).ravel() + np.asarray(self.X_neg.T @ g_neg).ravel()
         self.n_passes += 1
         return (total / self.normaliser + 0.5 * self.alpha * float(w @ w),
@@ -289,15 +492,30 @@ class PartialAUCObjective:
 
         ``f^l(w) = sum_i [sum_{k <= floor(l)} loss(h_i - q_(k)) + (l - floor(l))
         loss(h_i - q_(floor(l)+1))]`` (Yao, Lin and Yang 2022, eq. (6), with
-        fractional ``l``); used by DCA to linearise ``f^m``.
+        fractional ``l``); used by DCA to linearise ``f^m``.  Unweighted
+        objectives only.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_features,)
+            Coefficients.
+        level : float
+            The number ``l`` of top negatives.
+
+        Returns
+        -------
+        value : float
+            ``f^l(w) / normaliser``.
+        grad : ndarray of shape (n_features,)
+            A subgradient of it.
         """
+        self.check_unweighted("dca")
         w = np.asarray(w, dtype=np.float64)
         h_pos, h_neg = self.scores(w)
         k = np.arange(1, self.n_neg + 1, dtype=np.float64)
         omega_top = np.clip(level - (k - 1.0), 0.0, 1.0)
         if not np.any(omega_top > 0):
             return 0.0, np.zeros_like(w)
-        total, g_pos, g_neg = range_loss_and_score_gradients(h_pos, h_neg, omega_top, self.loss,
-                                                             self._orders)
+        total, g_pos, g_neg = self._range_sums(h_pos, h_neg, omega_top)
         grad = np.asarray(self.X_pos.T @ g_pos).ravel() + np.asarray(self.X_neg.T @ g_neg).ravel()
         return total / self.normaliser, grad / self.normaliser

@@ -9,6 +9,11 @@ and are blind to a shift of the scores, so they fit no intercept.  To give
 decision threshold ``A s + B = 0`` becomes the intercept ``B / A`` and ``A``
 the scale of the probabilities; the ranking, and so every rank metric, is
 left unchanged.
+
+With sample weights the fit is that of the weighted sample: each sample's
+log-likelihood term is multiplied by its weight and the class counts in
+Platt's targets are the classes' total weights, so that integer weights
+give the fit of the repeated rows.
 """
 
 import numpy as np
@@ -22,13 +27,14 @@ def fit_platt(scores, y, *, sample_weight=None, max_iter=100):
     Parameters
     ----------
     scores : ndarray of shape (n,)
+        Ranking scores.
     y : ndarray of shape (n,)
         Labels in {-1, +1}.
-    sample_weight : ndarray of shape (n,) or None, default=None
-        Nonnegative weights: the weighted log-likelihood, with the class
-        weights ``W+``, ``W-`` in place of the counts in Platt's targets
-        (so that integer weights fit as repeated rows).
+    sample_weight : ndarray of shape (n,), default=None
+        Positive weights of the samples (module docstring); None for unit
+        weights.
     max_iter : int, default=100
+        Newton iterations at most.
 
     Returns
     -------
@@ -38,37 +44,33 @@ def fit_platt(scores, y, *, sample_weight=None, max_iter=100):
     """
     s = np.asarray(scores, dtype=np.float64)
     pos = np.asarray(y) > 0
-    wt = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-    if wt is None:
+    if sample_weight is None:
+        v = 1.0  # the products below are then exact: the unweighted fit
         n_pos, n_neg = int(pos.sum()), int((~pos).sum())
-        centre, spread = s.mean(), float(np.std(s))
+        mean, spread = s.mean(), float(np.std(s))
     else:
-        n_pos, n_neg = float(wt[pos].sum()), float(wt[~pos].sum())
-        prob = wt / wt.sum()
-        centre = float(prob @ s)
-        spread = float(np.sqrt(prob @ (s - centre) ** 2))
+        v = np.asarray(sample_weight, dtype=np.float64)
+        n_pos, n_neg = float(v[pos].sum()), float(v[~pos].sum())
+        mean = float(np.average(s, weights=v))
+        spread = float(np.sqrt(np.average((s - mean) ** 2, weights=v)))
     t = np.where(pos, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
     if spread == 0.0:
         # constant scores: only the base rate is left
         rate = (n_pos + 1.0) / (n_pos + n_neg + 2.0)
         return 0.0, float(np.log(rate / (1.0 - rate)))
-    u = (s - centre) / spread  # work on standardised scores
+    u = (s - mean) / spread  # work on standardised scores
     a, b = 0.0, float(np.log((n_pos + 1.0) / (n_neg + 1.0)))
-    total_weight = s.shape[0] if wt is None else float(wt.sum())
 
     def nll(a_, b_):
         f = a_ * u + b_
-        terms = t * log_expit(f) + (1.0 - t) * log_expit(-f)
-        return -float(np.sum(terms if wt is None else wt * terms))
+        return -float(np.sum(v * (t * log_expit(f) + (1.0 - t) * log_expit(-f))))
 
     current = nll(a, b)
     for _ in range(max_iter):
         p = expit(a * u + b)
-        r = p - t
-        wgt = p * (1.0 - p) + 1e-12
-        if wt is not None:
-            r, wgt = wt * r, wt * wgt
+        r = v * (p - t)
         g = np.array([r @ u, r.sum()])
+        wgt = v * p * (1.0 - p) + 1e-12
         H = np.array([[wgt @ (u * u), wgt @ u], [wgt @ u, wgt.sum()]]) + 1e-10 * np.eye(2)
         step = np.linalg.solve(H, g)
         size = 1.0
@@ -80,10 +82,10 @@ def fit_platt(scores, y, *, sample_weight=None, max_iter=100):
         a, b = a - size * step[0], b - size * step[1]
         done = current - trial <= 1e-12 * max(1.0, abs(current))
         current = min(trial, current)
-        if done or np.max(np.abs(g)) <= 1e-10 * max(1, total_weight):
+        if done or np.max(np.abs(g)) <= 1e-10 * max(1, n_pos + n_neg):
             break
     A = a / spread
-    B = b - a * centre / spread
+    B = b - a * mean / spread
     return float(A), float(B)
 
 
@@ -102,8 +104,8 @@ def platt_calibrate(result, X, y, sample_weight=None):
     X : {ndarray, sparse matrix} of shape (n, d)
     y : ndarray of shape (n,)
         Labels in {-1, +1}.
-    sample_weight : ndarray of shape (n,) or None, default=None
-        Weights of the samples (:func:`fit_platt`).
+    sample_weight : ndarray of shape (n,), default=None
+        Positive weights of the samples; None for unit weights.
 
     Returns
     -------

@@ -13,6 +13,8 @@ from ._platt import PlattRankingMixin, platt_calibrate
 
 _SOLVERS = ("auto", "lbfgs", "exact", "agd-sbcd", "dca", "prox-dca", "ppd-sg", "ppd-adagrad")
 _FULL_RANGE_ONLY = ("exact", "ppd-sg", "ppd-adagrad")
+#: The solvers that take sample weights (and so class weights).
+_WEIGHTED = ("lbfgs", "exact")
 #: Largest number of features for which the default start is the closed-form
 #: full-AUC fit (a d x d solve); above it the difference of the class means.
 _CLOSED_FORM_START_MAX_FEATURES = 2000
@@ -51,6 +53,16 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     full-data ``F`` at the returned coefficients, whatever the solver, so
     fits by different solvers compare.
 
+    With ``sample_weight`` (and ``class_weight``) ``F`` is the objective of
+    the weighted empirical distribution: positive ``i`` and negative ``j``
+    carry the probabilities ``p_i = v_i / W+`` and ``r_j = v_j / W-``, and
+    the negatives' rank weights are the lengths of their cells of
+    cumulative probability, in decreasing order of score, inside
+    ``fpr_range`` (:mod:`skrank.partial_auc_objective`,
+    ``doc/sample_weights.rst``).  Integer weights fit as repeated rows and
+    zero weights as dropped rows.  The deterministic solvers ``"lbfgs"``
+    and ``"exact"`` take weights; the stochastic ones do not yet.
+
     Parameters
     ----------
     fpr_range : tuple of two floats, default=(0.05, 0.5)
@@ -70,6 +82,15 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         logistic loss).
     alpha : float, default=1e-4
         Strength of the l2 penalty ``alpha ||w||^2 / 2``.
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, multiplying ``sample_weight`` as in
+        :class:`sklearn.linear_model.LogisticRegression`: ``"balanced"``
+        gives class ``c`` the weight ``n / (n_classes n_c)``.  ``F`` is then
+        that of the weighted sample.  As ``F`` normalises each class by its
+        total weight, weights constant over each class leave a binary
+        ranking unchanged and move only the Platt threshold (so
+        ``predict``); with more than two classes they also reweight the
+        classes that make up each one-vs-rest problem's negatives.
     solver : {"auto", "lbfgs", "exact", "agd-sbcd", "dca", "prox-dca", \
 "ppd-sg", "ppd-adagrad"}, default="auto"
         - ``"lbfgs"``: L-BFGS on the exact full-batch ``F`` and its
@@ -90,8 +111,8 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
           (:mod:`skrank.solvers.ppd`).
         - ``"auto"``: ``"exact"`` when it applies; otherwise ``"lbfgs"``,
           except for the logistic loss when a pass would cost more than
-          5e7 pair terms (``N+`` times the negatives in the range), where
-          it takes ``"agd-sbcd"``.  On tables that fit in memory the exact
+          5e7 pair terms (``N+`` times the negatives in the range) and the
+          fit has no sample weights, where it takes ``"agd-sbcd"``.  On tables that fit in memory the exact
           full-batch evaluators make L-BFGS reach a lower ``F`` than the
           stochastic solvers in less time (``benchmarks/partial_auc.py``);
           the stochastic ones are for data too large for full passes.
@@ -141,6 +162,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     ``intercept_ = B / A`` is the threshold on ``s``, ``predict`` takes
     the sign (the largest column for more than two classes) and
     ``predict_proba`` the sigmoid.  None of them changes the ranking.
+    With sample weights the Platt fit is weighted too.
     ``score`` is accuracy, as for every scikit-learn classifier; tune with
     ``scoring=skrank.metrics.make_partial_auc_scorer(fpr_range)``.
 
@@ -160,28 +182,12 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     True
     """
 
-    def fit(self, X, y):
-        """Fit the model (its solvers do not take sample weights yet).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training data.
-        y : array-like of shape (n_samples,)
-            Binary class labels.
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-        """
-        return super().fit(X, y)
-
     _parameter_constraints = {
         "fpr_range": ["array-like"],
         "loss": [StrOptions(set(PAIRWISE_LOSSES))],
         "margin": [Interval(Real, 0, None, closed="neither")],
         "alpha": [Interval(Real, 0, None, closed="left")],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
         "solver": [StrOptions(set(_SOLVERS))],
         "max_iter": [Interval(Integral, 1, None, closed="left"), None],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -198,6 +204,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         loss="squared_hinge",
         margin=1.0,
         alpha=1e-4,
+        class_weight=None,
         solver="auto",
         max_iter=None,
         tol=1e-4,
@@ -210,6 +217,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         self.loss = loss
         self.margin = margin
         self.alpha = alpha
+        self.class_weight = class_weight
         self.solver = solver
         self.max_iter = max_iter
         self.tol = tol
@@ -229,6 +237,11 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         self._fpr_range = _check_fpr_range(self.fpr_range)
         self._pair_loss = get_pairwise_loss(self.loss, self.margin)
         solver = self._resolved_solver()
+        if sample_weight is not None and solver not in _WEIGHTED:
+            raise ValueError(
+                f"solver={solver!r} does not take sample_weight (nor class_weight) yet. "
+                "Use solver='lbfgs' (or 'exact' for fpr_range=(0, 1) with loss='squared')."
+            )
         if solver in _FULL_RANGE_ONLY:
             problems = []
             if self._fpr_range != (0.0, 1.0):
@@ -254,22 +267,24 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
             from ..solvers.auc_closed_form import solve_square_auc_system, square_auc_system
 
             A, r = square_auc_system(objective.X_pos, objective.X_neg, objective.alpha,
-                                     objective.loss.margin)
+                                     objective.loss.margin, objective.pos_weight, objective.neg_weight)
             return solve_square_auc_system(A, r, objective.alpha)[0]
-        diff = np.asarray(objective.X_pos.mean(axis=0) - objective.X_neg.mean(axis=0)).ravel()
+        diff = _class_mean(objective.X_pos, objective.pos_weight) - _class_mean(objective.X_neg,
+                                                                              objective.neg_weight)
         return diff / max(float(np.linalg.norm(diff)) ** 2, 1e-12)
 
     def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):
         from ..solvers.admm import _blas_threads
 
-        objective = PartialAUCObjective(X, y, self._fpr_range, self._pair_loss, self.alpha)
+        objective = PartialAUCObjective(X, y, self._fpr_range, self._pair_loss, self.alpha,
+                                        sample_weight=sample_weight)
         with _blas_threads(X):
             result = self._run(objective, coef_init)
-        return platt_calibrate(result, X, y)
+        return platt_calibrate(result, X, y, sample_weight if objective.weighted else None)
 
     def _run(self, objective, coef_init):
         solver = self._solver
-        if self.solver == "auto" and not objective.loss.is_quadratic:
+        if self.solver == "auto" and not objective.loss.is_quadratic and not objective.weighted:
             in_range = np.ceil(objective.n) - np.floor(objective.m)
             if objective.n_pos * in_range > _AUTO_MAX_LOGISTIC_PAIRS:
                 solver = "agd-sbcd"
@@ -302,3 +317,10 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         from ..solvers.ppd import ppd_adagrad, ppd_sg
 
         return (ppd_sg if solver == "ppd-sg" else ppd_adagrad)(objective, **stochastic)
+
+
+def _class_mean(X, sample_weight):
+    """Column means of one class's rows, weighted when ``sample_weight`` is given."""
+    if sample_weight is None:
+        return np.asarray(X.mean(axis=0)).ravel()
+    return np.asarray(X.T @ sample_weight).ravel() / float(sample_weight.sum())

@@ -18,6 +18,12 @@ and the gradient ``2 S w - 2 c dmu + alpha w`` vanishes at
 
     (2 S + alpha I) w = 2 c dmu.
 
+With sample weights the pairs are drawn from the weighted classes
+(positive ``i`` with probability ``p_i = v_i / W+``, negative ``j`` with
+``q_j = v_j / W-``), ``F(w) = sum_ij p_i q_j (c - (x_i - x_j)' w)^2 +
+alpha ||w||^2 / 2``, and the same algebra holds with the weighted class
+means and covariances ``S+ = sum_i p_i (x_i - mu+)(x_i - mu+)'``.
+
 One pass over the data, a ``d x d`` matrix and a ``d x d`` factorisation.
 The system is always consistent (``dmu`` lies in the range of ``S``); with
 ``alpha = 0`` and a singular ``S`` (fewer samples than features, duplicated
@@ -40,51 +46,44 @@ def class_moments(X, sample_weight=None):
     Parameters
     ----------
     X : {ndarray, sparse matrix} of shape (n, d)
-    sample_weight : ndarray of shape (n,) or None, default=None
-        Nonnegative weights with a positive sum: the moments of the
-        weighted rows (row ``i`` with probability ``w_i / sum w``).
+        The rows of the class.
+    sample_weight : ndarray of shape (n,), default=None
+        Nonnegative weights of the rows (not all zero); None for unit weights.
 
     Returns
     -------
     mean : ndarray of shape (d,)
+        ``sum_i p_i x_i`` with ``p_i = 1/n``, or ``v_i / sum v`` with weights.
     cov : ndarray of shape (d, d)
-        ``(X - mean)' (X - mean) / n``.  Dense input is centred first;
-        sparse input is never densified beyond ``d x d``: the covariance is
-        ``X' X / n - mean mean'``, which loses about ``eps ||mean||^2``
-        absolute accuracy to cancellation (harmless unless the features'
-        means dwarf their spreads).
+        ``sum_i p_i (x_i - mean)(x_i - mean)'``.  Dense input is centred
+        first; sparse input is never densified beyond ``d x d``: the
+        covariance is ``X' diag(p) X - mean mean'``, which loses about
+        ``eps ||mean||^2`` absolute accuracy to cancellation (harmless
+        unless the features' means dwarf their spreads).
     """
-    if sample_weight is not None:
-        return _weighted_class_moments(X, sample_weight)
     n = X.shape[0]
+    p = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64) / np.sum(sample_weight)
     if sp.issparse(X):
         X = X.astype(np.float64)
-        mean = np.asarray(X.mean(axis=0)).ravel()
-        gram = (X.T @ X).toarray() / n
+        if p is None:
+            mean = np.asarray(X.mean(axis=0)).ravel()
+            gram = (X.T @ X).toarray() / n
+        else:
+            mean = np.asarray(X.T @ p).ravel()
+            gram = (X.T @ sp.diags(p) @ X).toarray()
         cov = gram - np.outer(mean, mean)
         return mean, 0.5 * (cov + cov.T)
     X = np.asarray(X, dtype=np.float64)
-    mean = X.mean(axis=0)
-    centred = X - mean
-    return mean, centred.T @ centred / n
-
-
-def _weighted_class_moments(X, sample_weight):
-    p = np.asarray(sample_weight, dtype=np.float64)
-    p = p / p.sum()
-    if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float64)
-        mean = np.asarray(X.T @ p).ravel()
-        gram = (X.T @ (sp.diags(p) @ X)).toarray()
-        cov = gram - np.outer(mean, mean)
-        return mean, 0.5 * (cov + cov.T)
-    X = np.asarray(X, dtype=np.float64)
+    if p is None:
+        mean = X.mean(axis=0)
+        centred = X - mean
+        return mean, centred.T @ centred / n
     mean = p @ X
     centred = X - mean
-    return mean, (centred * p[:, None]).T @ centred
+    return mean, centred.T @ (centred * p[:, None])
 
 
-def square_auc_system(X_pos, X_neg, alpha, margin, w_pos=None, w_neg=None):
+def square_auc_system(X_pos, X_neg, alpha, margin, pos_weight=None, neg_weight=None):
     """The normal equations ``A w = r`` of the full-AUC square loss.
 
     Parameters
@@ -95,9 +94,10 @@ def square_auc_system(X_pos, X_neg, alpha, margin, w_pos=None, w_neg=None):
         Strength of the l2 penalty.
     margin : float
         The margin ``c``.
-    w_pos, w_neg : ndarray or None, default=None
-        Weights of the positives' and the negatives' rows: the moments are
-        then those of the weighted classes (:func:`class_moments`).
+    pos_weight, neg_weight : ndarray, default=None
+        Sample weights of the positives' and the negatives' rows (the
+        moments are then the weighted ones, module docstring); None for
+        unit weights.
 
     Returns
     -------
@@ -106,8 +106,8 @@ def square_auc_system(X_pos, X_neg, alpha, margin, w_pos=None, w_neg=None):
     r : ndarray of shape (d,)
         ``2 c dmu``.
     """
-    mu_pos, s_pos = class_moments(X_pos, w_pos)
-    mu_neg, s_neg = class_moments(X_neg, w_neg)
+    mu_pos, s_pos = class_moments(X_pos, pos_weight)
+    mu_neg, s_neg = class_moments(X_neg, neg_weight)
     dmu = mu_pos - mu_neg
     A = 2.0 * (s_pos + s_neg + np.outer(dmu, dmu))
     A[np.diag_indices_from(A)] += alpha
@@ -161,10 +161,10 @@ def square_auc_coef(X, y, alpha, margin=1.0, sample_weight=None):
     ndarray of shape (d,)
     """
     pos = np.asarray(y) > 0
-    w_pos = w_neg = None
+    pos_weight = neg_weight = None
     if sample_weight is not None:
-        w_pos, w_neg = sample_weight[pos], sample_weight[~pos]
-    A, r = square_auc_system(X[pos], X[~pos], alpha, margin, w_pos, w_neg)
+        pos_weight, neg_weight = sample_weight[pos], sample_weight[~pos]
+    A, r = square_auc_system(X[pos], X[~pos], alpha, margin, pos_weight, neg_weight)
     return solve_square_auc_system(A, r, alpha)[0]
 
 
@@ -175,8 +175,9 @@ def exact_square_auc(objective):
     ----------
     objective : skrank.partial_auc_objective.PartialAUCObjective
         With ``fpr_range=(0, 1)`` and the ``"squared"`` pairwise loss (not
-        checked here); its ``X_pos``, ``X_neg`` (dense or sparse), ``alpha``
-        and ``loss.margin`` are used.
+        checked here); its ``X_pos``, ``X_neg`` (dense or sparse), their
+        sample weights ``pos_weight`` and ``neg_weight`` (None without
+        weights), ``alpha`` and ``loss.margin`` are used.
 
     Returns
     -------
@@ -193,7 +194,7 @@ def exact_square_auc(objective):
     """
     start = time.perf_counter()
     A, r = square_auc_system(objective.X_pos, objective.X_neg, objective.alpha,
-                             objective.loss.margin)
+                             objective.loss.margin, objective.pos_weight, objective.neg_weight)
     w, method = solve_square_auc_system(A, r, objective.alpha)
     grad = A @ w - r
     return SolverResult(

@@ -106,6 +106,7 @@ def prox_dca_partial_auc(objective, *, coef_init=None, max_iter=10, tol=1e-4, ba
 
 def _dca(objective, coef_init, max_iter, tol, batch_size, step, inner_iter0, random_state,
          verbose, prox, name):
+    objective.check_unweighted(name)
     start = time.perf_counter()
     sampler = PairSampler(objective, batch_size, random_state)
     L = sampler.smoothness

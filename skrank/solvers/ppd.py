@@ -394,6 +394,7 @@ def _ppd(objective, coef_init, max_iter, tol, batch_size, step, gamma, inner_ite
          delta, random_state, verbose, adagrad):
     start = time.perf_counter()
     name = "ppd-adagrad" if adagrad else "ppd-sg"
+    objective.check_unweighted(name)
     if class_ratio not in ("known", "online"):
         raise ValueError(f"class_ratio must be 'known' or 'online', got {class_ratio!r}.")
     Xp, Xn = objective.X_pos, objective.X_neg

@@ -201,6 +201,7 @@ def agd_sbcd(
     ``1 + gamma (beta - alpha_fpr) alpha``); the inner SBCD loops estimate
     the proximal points of the unpenalised top-``l`` sums.
     """
+    objective.check_unweighted("agd-sbcd")
     start = time.perf_counter()
     sampler = PairSampler(objective, batch_size, random_state)
     alpha_fpr, beta_fpr = objective.fpr_range
