@@ -97,12 +97,9 @@ class _RankLinearModel(BaseEstimator):
                                  self._warm_start_intercept(j) if fitted else None)
                 for j in range(len(problems))
             ]
-        from ..solvers.admm import _blas_threads
-
-        with _blas_threads(X):
-            for stream, positive in zip(self._streams, problems):
-                target = y if positive is None else np.where(y == positive, 1.0, -1.0)
-                stream.partial(X, target, sample_weight)
+        for stream, positive in zip(self._streams, problems):
+            target = y if positive is None else np.where(y == positive, 1.0, -1.0)
+            stream.partial(X, target, sample_weight)
         self.n_iter_ = self._streams[0].passes
         return X, y, sample_weight
 

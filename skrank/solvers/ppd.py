@@ -138,7 +138,7 @@ from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
 from ._progress import Progress
 from ._result import SolverResult
-from ._sampling import _build_alias, _draw, state_from_random_state
+from ._sampling import _build_alias, _uniform, state_from_random_state
 
 _STAGE_FACTOR = 3.0  # T_k = T0 3^k, eta_k = eta_0 / 3^k (Section 5)
 _RISE = 1e-2  # a stage raising F by more than this (relative) is redone
@@ -307,7 +307,13 @@ def _ppd_steps(Xd, indptr, indices, data, is_sparse, n_pos, prob, packed, weight
         gd = 0.0
         n_positive = 0
         for r in range(batch):
-            i = _draw(state, n, prob, packed, weighted)
+            # uniform, or Walker's alias draw (skrank.solvers._sampling._draw, written out here)
+            u = _uniform(state) * n
+            i = int(u)
+            if i >= n:
+                i = n - 1
+            if weighted and (u - i) >= prob[i]:
+                i = packed[i] >> 32
             h = 0.0
             if is_sparse:
                 for k in range(indptr[i], indptr[i + 1]):
