@@ -171,20 +171,30 @@ def test_soap_moving_averages_persist_for_rows_seen_again():
     np.testing.assert_array_equal(stream.totals, [12, 36])
 
 
-def test_soap_class_weights_come_from_the_running_totals():
+def test_soap_class_weights_come_from_the_running_totals(monkeypatch):
+    import skrank.solvers.soap as soap_module
+
+    weights = []
+
+    def record(*args):
+        weights.append(args[21:23])  # weight_pos, weight_neg
+        return kernel(*args)
+
+    kernel = soap_module.soap_steps
+    monkeypatch.setattr(soap_module, "soap_steps", record)
     X, y = _data(300, seed=1)
     y_pm = np.where(y == 1, 1.0, -1.0)
-    half = np.flatnonzero(y == 0)[:100]
-    chunk = np.concatenate([np.flatnonzero(y == 1), half])  # a chunk with more positives than the data
-    a = SOAPStream(get_pairwise_loss("squared_hinge", 0.5), 1e-4, random_state=0, n_features=5)
-    b = SOAPStream(get_pairwise_loss("squared_hinge", 0.5), 1e-4, random_state=0, n_features=5,
-                   coef_init=_ap_objective(X[chunk], y[chunk]).start())
-    a.partial(X, y_pm)  # a has seen every row once: its totals are the data's
-    b.partial(X[chunk], y_pm[chunk])
-    np.testing.assert_array_equal(a.totals, [np.sum(y == 1), np.sum(y == 0)])
-    np.testing.assert_array_equal(b.totals, [np.sum(y == 1), 100])
-    a.partial(X[chunk], y_pm[chunk])
-    np.testing.assert_array_equal(a.totals, [2 * np.sum(y == 1), np.sum(y == 0) + 100])
+    n_pos, n_neg = int(np.sum(y == 1)), int(np.sum(y == 0))
+    chunk = np.concatenate([np.flatnonzero(y == 1), np.flatnonzero(y == 0)[:100]])  # richer in positives
+    stream = SOAPStream(get_pairwise_loss("squared_hinge", 0.5), 1e-4, batch_size=64, positives_per_batch=8,
+                        random_state=0, n_features=5)
+    stream.partial(X, y_pm)
+    stream.partial(X[chunk], y_pm[chunk])
+    np.testing.assert_array_equal(stream.totals, [2 * n_pos, n_neg + 100])
+    total = 2 * n_pos + n_neg + 100
+    # the class mix of everything seen, not the chunk's, against the batch's 8 of 64
+    assert weights == [((n_pos / 300) / (8 / 64), (n_neg / 300) / (56 / 64)),
+                       ((2 * n_pos / total) / (8 / 64), ((n_neg + 100) / total) / (56 / 64))]
 
 
 def test_ppd_state_is_kept_between_calls():
@@ -334,3 +344,16 @@ def test_partial_fit_continues_a_fit():
     auc.partial_fit(X[:200], y[:200])
     np.testing.assert_array_equal(auc._streams[0].w_init, before[0])
     assert 0 < np.abs(auc.coef_ - before).max() < 0.5 * np.abs(before).max()
+
+
+@pytest.mark.parametrize("est", _streaming_estimators(), ids=["soap", "ppd-sg", "ppd-adagrad"])
+def test_a_pickled_stream_goes_on_as_the_original(est):
+    import pickle
+
+    X, y = _data()
+    est.partial_fit(X[:200], y[:200], classes=[0, 1])
+    copy = pickle.loads(pickle.dumps(est))
+    est.partial_fit(X[200:], y[200:])
+    copy.partial_fit(X[200:], y[200:])
+    np.testing.assert_array_equal(copy.coef_, est.coef_)
+    np.testing.assert_array_equal(copy.calibration_, est.calibration_)

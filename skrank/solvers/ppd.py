@@ -478,7 +478,7 @@ class PPDStream:
         The square loss's margin ``c``.
     adagrad : bool
         PPD-AdaGrad rather than PPD-SG.
-    batch_size, step, gamma, inner_iter0, class_ratio, delta
+    batch_size, step, gamma, inner_iter0, class_ratio, delta : see ppd_sg
         As in :func:`ppd_sg` and :func:`ppd_adagrad`; ``step=None`` takes
         their defaults (1 and 10).
     random_state : int, RandomState, Generator or None

@@ -217,7 +217,7 @@ class SOAPStream:
         The surrogate.
     alpha : float
         l2 strength.
-    batch_size, positives_per_batch, gamma, optimizer, learning_rate, beta1, beta2, eps
+    batch_size, positives_per_batch, gamma, optimizer, learning_rate, beta1, beta2, eps : see soap
         As in :func:`soap`; ``learning_rate=None`` for ``"sgd"`` and
         ``"momentum"`` is scaled on the first batch.
     random_state : int, RandomState, Generator or None
