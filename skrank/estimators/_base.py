@@ -434,8 +434,9 @@ class RankLinearClassifierMixin(ClassifierMixin):
         to sum to one.  Rank-risk estimators offer it for the logistic loss
         only; a rank-based risk reweights samples, so these are scores on a
         probability scale rather than calibrated probabilities.
-        PartialAUCClassifier's decision function is a Platt fit, so its
-        probabilities are calibrated on the training scores.
+        PartialAUCClassifier's and AveragePrecisionClassifier's decision
+        functions are Platt fits, so their probabilities are calibrated on
+        the training scores (on the latest batch after ``partial_fit``).
 
         Parameters
         ----------
