@@ -293,8 +293,6 @@ def test_binary_class_weight_moves_only_the_threshold():
     ("agd-sbcd", {}),
     ("dca", {}),
     ("prox-dca", {}),
-    ("ppd-sg", dict(loss="squared", fpr_range=(0, 1))),
-    ("ppd-adagrad", dict(loss="squared", fpr_range=(0, 1))),
 ])
 def test_stochastic_solvers_refuse_weights(solver, kwargs):
     X, y, counts = _data()
@@ -309,17 +307,52 @@ def test_stochastic_solvers_refuse_weights(solver, kwargs):
 
 def test_stochastic_solver_functions_refuse_a_weighted_objective():
     from skrank.solvers.pauc_dca import dca_partial_auc
-    from skrank.solvers.ppd import ppd_sg
     from skrank.solvers.sbcd import agd_sbcd
 
     X, y, counts = _data()
     ypm = np.where(y == 1, 1.0, -1.0)
     for solver, fpr_range, loss in [(agd_sbcd, (0.05, 0.5), "squared_hinge"),
-                                    (dca_partial_auc, (0.05, 0.5), "squared_hinge"),
-                                    (ppd_sg, (0, 1), "squared")]:
+                                    (dca_partial_auc, (0.05, 0.5), "squared_hinge")]:
         obj = PartialAUCObjective(X, ypm, fpr_range, get_pairwise_loss(loss), 1e-3, sample_weight=counts)
         with pytest.raises(ValueError, match="does not take sample_weight"):
             solver(obj)
+
+
+def test_ppd_step_units_and_restarts_of_integer_weights_are_those_of_repeated_rows():
+    from skrank.solvers.ppd import PPDStream, _curvatures
+
+    X, ypm, counts, _ = _case(5, n=60)  # d = 3: the largest eigenvalue is computed exactly
+    pos = ypm > 0
+    order = np.concatenate([np.flatnonzero(pos), np.flatnonzero(~pos)])
+    Xs, cs, n_pos = X[order], counts[order].astype(float), int(pos.sum())
+    rep = np.repeat(Xs, counts[order], 0)
+    np.testing.assert_allclose(_curvatures(Xs, n_pos, 8, 0.1, cs),
+                               _curvatures(rep, int(counts[pos].sum()), 8, 0.1), rtol=1e-12)
+    weighted = PPDStream(alpha=0.1, margin=1.0, adagrad=False, n_features=3)
+    weighted.prepare(X, ypm, counts.astype(float))
+    repeated = PPDStream(alpha=0.1, margin=1.0, adagrad=False, n_features=3)
+    repeated.prepare(np.repeat(X, counts, 0), np.repeat(ypm, counts))
+    for a, b in zip(weighted.class_means() + weighted.class_ratio(),
+                    repeated.class_means() + repeated.class_ratio()):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("solver", ["ppd-sg", "ppd-adagrad"])
+def test_ppd_draws_the_weighted_sample(solver):
+    X, y, _ = _data(600, seed=3)
+    counts = np.where(X[:, 0] > 0.5, 8, 1)  # weights that move the minimiser
+    kwargs = dict(solver=solver, loss="squared", fpr_range=(0, 1), random_state=0)
+    exact = PartialAUCClassifier(solver="exact", loss="squared", fpr_range=(0, 1))
+    exact.fit(X, y, sample_weight=counts)
+    weighted = PartialAUCClassifier(**kwargs).fit(X, y, sample_weight=counts)
+    assert weighted.objective_ <= 1.001 * exact.objective_  # the weighted F, within 0.1% of its minimum
+    unweighted = PartialAUCClassifier(**kwargs).fit(X, y)
+    objective = PartialAUCObjective(X, np.where(y == 1, 1.0, -1.0), (0, 1), get_pairwise_loss("squared"),
+                                    1e-4, sample_weight=counts)
+    assert objective.value(unweighted.coef_[0]) > 1.1 * exact.objective_  # the weights matter here
+    balanced = PartialAUCClassifier(class_weight="balanced", **kwargs).fit(X, y)
+    np.testing.assert_allclose(balanced.coef_, unweighted.coef_, rtol=0.05, atol=0.02)
 
 
 def test_auto_keeps_lbfgs_with_weights(monkeypatch):

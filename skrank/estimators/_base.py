@@ -61,12 +61,26 @@ class _RankLinearModel(BaseEstimator):
         """Hook: the solver's state for ``partial_fit`` (``partial``, ``coef``, ``intercept``, ``passes``)."""
         raise NotImplementedError
 
+    def _warm_start_intercept(self, j):
+        """Hook: the solver's starting intercept of problem ``j`` on a warm start (or ``partial_fit``)."""
+        return float(np.atleast_1d(self.intercept_)[j])
+
+    def _after_partial_fit(self, X, y, sample_weight):
+        """Hook: refresh what the streams' coefficients do not give, on the batch just passed.
+
+        ``X``, ``y`` and ``sample_weight`` are the batch's samples of positive
+        weight and their weights (times ``class_weight``'s; None for equal
+        weights).
+        """
+
     def _partial_fit_problems(self, X, y, targets, sample_weight, reset):
         """One pass of the streaming solver over a batch, for each binary problem in ``targets``.
 
         ``targets``: None for a regression, else the positive class of each
         problem.  ``reset``: the first call, whose streams start from the
-        fitted coefficients when there are some (a ``fit`` before).
+        fitted coefficients when there are some (a ``fit`` before).  Returns
+        the batch's samples of positive weight and their weights (None for
+        equal weights).
         """
         if getattr(self, "class_weight", None) == "balanced":
             raise ValueError("class_weight='balanced' needs the whole data and is not available in "
@@ -80,13 +94,14 @@ class _RankLinearModel(BaseEstimator):
             fitted = coef is not None and coef.shape == (len(problems), X.shape[1])
             self._streams = [
                 self._new_stream(X.shape[1], coef[j] if fitted else None,
-                                 float(np.atleast_1d(self.intercept_)[j]) if fitted else None)
+                                 self._warm_start_intercept(j) if fitted else None)
                 for j in range(len(problems))
             ]
         for stream, positive in zip(self._streams, problems):
             target = y if positive is None else np.where(y == positive, 1.0, -1.0)
             stream.partial(X, target, sample_weight)
         self.n_iter_ = self._streams[0].passes
+        return X, y, sample_weight
 
     def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -300,11 +315,17 @@ class RankLinearClassifierMixin(ClassifierMixin):
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One pass of the stochastic solver over a batch of samples.
 
-        Available when the solver runs on batches (``solver="sgd"``): the
-        solver's state (coefficients, step, generator) is kept between
-        calls, and each call runs one epoch over the samples it is given,
-        as scikit-learn's ``SGDClassifier.partial_fit`` does.  After a
-        ``fit``, the passes start from its coefficients.
+        Available when the solver runs on batches (``solver="sgd"``;
+        ``"soap"`` for AveragePrecisionClassifier, ``"ppd-sg"`` and
+        ``"ppd-adagrad"`` for PartialAUCClassifier): the solver's state
+        (coefficients, step, generator and whatever else its steps carry,
+        see the estimator's Notes) is kept between calls, and each call runs
+        one epoch over the samples it is given, as scikit-learn's
+        ``SGDClassifier.partial_fit`` does.  After a ``fit``, the passes
+        start from its coefficients.  Where the decision function is a
+        Platt fit on the scores (PartialAUCClassifier,
+        AveragePrecisionClassifier), that fit is redone after each call on
+        the call's batch, the only data at hand.
 
         Parameters
         ----------
@@ -316,7 +337,9 @@ class RankLinearClassifierMixin(ClassifierMixin):
             Every class of the stream; required on the first call (unless
             the estimator was fitted), and equal to it on later calls.
         sample_weight : array-like of shape (n_samples,), default=None
-            Nonnegative weights of the batch's samples (see ``fit``).
+            Nonnegative weights of the batch's samples (see ``fit``); the
+            stochastic solvers draw the samples of a pass with probabilities
+            proportional to them.
 
         Returns
         -------
@@ -350,17 +373,14 @@ class RankLinearClassifierMixin(ClassifierMixin):
         if reset:
             self.classes_ = classes_given
         targets = [self.classes_[1]] if self.classes_.shape[0] == 2 else list(self.classes_)
-        self._partial_fit_problems(X, y, targets, sample_weight, reset)
+        X, y, sample_weight = self._partial_fit_problems(X, y, targets, sample_weight, reset)
         self.coef_ = np.vstack([stream.coef for stream in self._streams])
         self.intercept_ = np.asarray([stream.intercept for stream in self._streams], dtype=np.float64)
+        self._after_partial_fit(X, y, sample_weight)
         return self
 
     def _store_results(self, results):
         """Hook: keep solver extras of each binary problem (``results[j].info``)."""
-
-    def _warm_start_intercept(self, j):
-        """Hook: the solver's starting intercept of problem ``j`` on a warm start."""
-        return float(self.intercept_[j])
 
     def decision_function(self, X):
         """Signed scores: positive means ``classes_[1]`` (binary).
@@ -414,8 +434,9 @@ class RankLinearClassifierMixin(ClassifierMixin):
         to sum to one.  Rank-risk estimators offer it for the logistic loss
         only; a rank-based risk reweights samples, so these are scores on a
         probability scale rather than calibrated probabilities.
-        PartialAUCClassifier's decision function is a Platt fit, so its
-        probabilities are calibrated on the training scores.
+        PartialAUCClassifier's and AveragePrecisionClassifier's decision
+        functions are Platt fits, so their probabilities are calibrated on
+        the training scores (on the latest batch after ``partial_fit``).
 
         Parameters
         ----------

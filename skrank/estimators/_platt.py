@@ -89,14 +89,41 @@ def fit_platt(scores, y, *, sample_weight=None, max_iter=100):
     return float(A), float(B)
 
 
+def platt_threshold(scores, y, sample_weight=None):
+    """The Platt map of ``scores`` as a threshold on them and its coefficients.
+
+    When the scores carry no ranking to calibrate (constant, or ranking the
+    classes worse than chance, ``A <= 0``) the model predicts the majority
+    class: ``A = 1`` and a threshold that puts every score on that side.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n,)
+        Ranking scores.
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}.
+    sample_weight : ndarray of shape (n,), default=None
+        Positive weights of the samples; None for unit weights.
+
+    Returns
+    -------
+    intercept : float
+        ``B / A``, the threshold on the scores.
+    calibration : tuple of two floats
+        ``(A, B)``.
+    """
+    A, B = fit_platt(scores, y, sample_weight=sample_weight)
+    if A > 0:
+        return B / A, (A, B)
+    intercept = (1.0 - scores.min()) if B > 0 else -(1.0 + scores.max())
+    return intercept, (1.0, intercept)
+
+
 def platt_calibrate(result, X, y, sample_weight=None):
     """Fit the Platt map on the training scores ``X @ result.coef``, in place.
 
     Sets ``result.intercept`` to the threshold ``B / A`` on the scores and
-    ``result.info["calibration"] = (A, B)``.  When the scores carry no
-    ranking to calibrate (constant, or ranking the classes worse than
-    chance, ``A <= 0``) the model predicts the majority class: ``A = 1``
-    and an intercept that puts every training score on that side.
+    ``result.info["calibration"] = (A, B)`` (:func:`platt_threshold`).
 
     Parameters
     ----------
@@ -112,14 +139,7 @@ def platt_calibrate(result, X, y, sample_weight=None):
     result
     """
     scores = np.asarray(X @ result.coef, dtype=np.float64).ravel()
-    A, B = fit_platt(scores, y, sample_weight=sample_weight)
-    if A > 0:
-        result.intercept = B / A
-    else:
-        A = 1.0
-        result.intercept = (1.0 - scores.min()) if B > 0 else -(1.0 + scores.max())
-        B = result.intercept
-    result.info["calibration"] = (A, B)
+    result.intercept, result.info["calibration"] = platt_threshold(scores, y, sample_weight)
     return result
 
 
@@ -129,11 +149,22 @@ class PlattRankingMixin:
     The estimator's ``_solve`` ends with :func:`platt_calibrate`; this mixin
     keeps the Platt coefficients as ``calibration_`` and makes
     ``decision_function`` the Platt logit, ``predict_proba`` its sigmoid.
+    After each ``partial_fit`` call the Platt map is refitted on that
+    call's batch.
     """
 
     def _store_results(self, results):
         self.calibration_ = np.array([r.info["calibration"] for r in results], dtype=np.float64)
         self._solver_info = [r.info for r in results]
+
+    def _after_partial_fit(self, X, y, sample_weight):
+        # partial_fit: the Platt map is refitted on the batch's scores, the only data at hand
+        targets = [self.classes_[1]] if self.classes_.shape[0] == 2 else list(self.classes_)
+        fits = [platt_threshold(np.asarray(X @ self.coef_[j], dtype=np.float64).ravel(),
+                                np.where(y == positive, 1.0, -1.0), sample_weight)
+                for j, positive in enumerate(targets)]
+        self.intercept_ = np.array([intercept for intercept, _ in fits], dtype=np.float64)
+        self.calibration_ = np.array([calibration for _, calibration in fits], dtype=np.float64)
 
     def decision_function(self, X):
         """Platt logits ``A (X coef_ + intercept_)``: the ranking scores, positively rescaled.

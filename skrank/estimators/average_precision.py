@@ -69,16 +69,17 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
           gradient (:func:`skrank.solvers.lbfgs.lbfgs`); deterministic.
         - ``"soap"``: the paper's Algorithms 1-3 (:func:`skrank.solvers.soap.soap`),
           one moving average per positive and a sampler with
-          ``positives_per_batch`` positives per batch.
+          ``positives_per_batch`` positives per batch; the one solver with
+          ``partial_fit``.
         - ``"auto"``: ``"lbfgs"``, except for the logistic and sigmoid
           surrogates when one pass would cost more than 5e7 pair terms
-          (``N+ n``) and the fit has no sample or class weights, where it
-          takes ``"soap"``.  On tables that fit in memory L-BFGS reaches a
-          lower ``F`` than SOAP in less time
+          (``N+ n``), where it takes ``"soap"``.  On tables that fit in
+          memory L-BFGS reaches a lower ``F`` than SOAP in less time
           (``benchmarks/average_precision.py``).
 
-        Only ``"lbfgs"`` (and ``"auto"``) take sample or class weights;
-        ``"soap"`` refuses them.
+        Both take sample and class weights: L-BFGS exactly, SOAP by drawing
+        each class's rows with probabilities proportional to their weights
+        (equal to the repeated rows in distribution only).
     optimizer : {"sgd", "momentum", "adam"}, default="adam"
         SOAP's update (Algorithm 3): plain SGD, momentum, or the paper's
         Adam-style step.
@@ -148,6 +149,22 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
     and centre) and the Platt fit (log-likelihood and Platt's targets) are
     weighted too.
 
+    With ``solver="soap"``, ``partial_fit(X, y, classes, sample_weight)``
+    runs one SOAP epoch (``ceil(N- / (batch_size - positives_per_batch))``
+    steps) on each batch it is given and keeps what the steps carry between
+    calls (:class:`skrank.solvers.soap.SOAPStream`): ``(w, b)``, the
+    optimizer's moments and step counter, the generator, the moving
+    averages, keyed by the positives' content so that a row seen again
+    continues its average, and the class totals of all the batches seen,
+    which set the batch reweighting.  The first call starts from the
+    default start computed on its batch (on the first batch that holds both
+    classes), or from ``coef_`` after a ``fit``; a batch without positives
+    or without negatives takes no step.  After every call the Platt map is
+    refitted on that call's batch, the only data at hand, so
+    ``intercept_`` and ``calibration_`` describe the latest batch;
+    ``objective_`` is left as it was (``partial_fit`` does not evaluate
+    ``F``).  ``max_iter`` and ``tol`` play no part.
+
     Examples
     --------
     >>> from sklearn.datasets import make_classification
@@ -214,9 +231,6 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
 
     def _check_before_solve(self, X, sample_weight=None):
         self._pair_loss = get_pairwise_loss(self.loss, self.margin)
-        if sample_weight is not None and self.solver == "soap":
-            raise ValueError("solver='soap' does not take sample_weight (nor class_weight). "
-                             "Use solver='lbfgs'.")
         if self.positives_per_batch >= self.batch_size:
             raise ValueError(
                 f"positives_per_batch={self.positives_per_batch} must be smaller than "
@@ -242,8 +256,7 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         if solver == "auto":
             n_pairs = np.sum(objective.y > 0) * objective.y.shape[0]
             costly = not objective.loss.is_quadratic and n_pairs > _AUTO_MAX_LOGISTIC_PAIRS
-            # SOAP does not take weights
-            solver = "soap" if costly and objective.sample_weight is None else "lbfgs"
+            solver = "soap" if costly else "lbfgs"
         common = dict(coef_init=theta0, tol=self.tol, verbose=self.verbose)
         if self.max_iter is not None:
             common["max_iter"] = self.max_iter
@@ -264,3 +277,19 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
 
     def _warm_start_intercept(self, j):
         return float(self.score_intercept_[j])
+
+    def _streaming(self):
+        return self.solver == "soap"
+
+    def _new_stream(self, n_features, coef_init=None, intercept_init=None):
+        from ..solvers.soap import SOAPStream
+
+        theta0 = None if coef_init is None else np.append(coef_init, intercept_init)
+        return SOAPStream(self._pair_loss, self.alpha, batch_size=self.batch_size,
+                          positives_per_batch=self.positives_per_batch, gamma=self.gamma,
+                          optimizer=self.optimizer, learning_rate=self.learning_rate,
+                          random_state=self.random_state, coef_init=theta0, n_features=n_features)
+
+    def _after_partial_fit(self, X, y, sample_weight):
+        self.score_intercept_ = np.array([stream.intercept for stream in self._streams])
+        super()._after_partial_fit(X, y, sample_weight)

@@ -14,7 +14,9 @@ from ._platt import PlattRankingMixin, platt_calibrate
 _SOLVERS = ("auto", "lbfgs", "exact", "agd-sbcd", "dca", "prox-dca", "ppd-sg", "ppd-adagrad")
 _FULL_RANGE_ONLY = ("exact", "ppd-sg", "ppd-adagrad")
 #: The solvers that take sample weights (and so class weights).
-_WEIGHTED = ("lbfgs", "exact")
+_WEIGHTED = ("lbfgs", "exact", "ppd-sg", "ppd-adagrad")
+#: The solvers with partial_fit.
+_STREAMING = ("ppd-sg", "ppd-adagrad")
 #: Largest number of features for which the default start is the closed-form
 #: full-AUC fit (a d x d solve); above it the difference of the class means.
 _CLOSED_FORM_START_MAX_FEATURES = 2000
@@ -61,7 +63,10 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     ``fpr_range`` (:mod:`skrank.partial_auc_objective`,
     ``doc/sample_weights.rst``).  Integer weights fit as repeated rows and
     zero weights as dropped rows.  The deterministic solvers ``"lbfgs"``
-    and ``"exact"`` take weights; the stochastic ones do not yet.
+    and ``"exact"`` take weights, and so do ``"ppd-sg"`` and
+    ``"ppd-adagrad"``, which draw their samples with probabilities
+    proportional to the weights (equal to the repeated rows in distribution
+    only); ``"agd-sbcd"``, ``"dca"`` and ``"prox-dca"`` do not yet.
 
     Parameters
     ----------
@@ -108,7 +113,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         - ``"ppd-sg"``, ``"ppd-adagrad"``: the proximal primal-dual
           stochastic methods of Liu et al. 2020 on the min-max form of the square loss; need
           ``loss="squared"`` and ``fpr_range=(0, 1)``
-          (:mod:`skrank.solvers.ppd`).
+          (:mod:`skrank.solvers.ppd`).  The solvers with ``partial_fit``.
         - ``"auto"``: ``"exact"`` when it applies; otherwise ``"lbfgs"``,
           except for the logistic loss when a pass would cost more than
           5e7 pair terms (``N+`` times the negatives in the range) and the
@@ -170,6 +175,27 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     ranks well and avoids the all-tied point ``w = 0`` (the paper leaves the start open);
     PPD-SG and PPD-AdaGrad start from ``w = 0`` as in their paper (their
     min-max form has no ties to fear, and the closed form is their answer).
+
+    With ``solver="ppd-sg"`` or ``"ppd-adagrad"``,
+    ``partial_fit(X, y, classes, sample_weight)`` runs one pass on each
+    batch it is given, ``max(n // batch_size, 1)`` steps on samples drawn
+    from the batch, and keeps what the steps carry between calls
+    (:class:`skrank.solvers.ppd.PPDStream`): the stage's start and current
+    ``(w, a, b, dual)``, the sums of its average, its step counter and step
+    size, the AdaGrad sums, the generator, and the class totals and class
+    sums of all the batches seen, which give the class ratio and the
+    class means of the dual's restarts.  A stage ends after its
+    ``1000 3^k`` steps, whichever call they fall in, and the next starts
+    from its average with a third of its step (the paper's schedule, with
+    no last stage; there is no exact objective to check a stage against,
+    so the safeguard of ``fit`` is off).  ``coef_`` is the average of the
+    current stage's points so far, the stage's output were it to end now.
+    The step units come from the first batch that holds both classes, and
+    no step is taken before one has come.  After every call the Platt map
+    is refitted on that call's batch, the only data at hand, so
+    ``intercept_`` and ``calibration_`` describe the latest batch;
+    ``objective_`` is left as it was.  ``max_iter`` and ``tol`` play no
+    part.
 
     Examples
     --------
@@ -257,6 +283,16 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         self._solver = solver
 
     # --- fitting -------------------------------------------------------------------------
+    def _streaming(self):
+        return self.solver in _STREAMING
+
+    def _new_stream(self, n_features, coef_init=None, intercept_init=None):
+        from ..solvers.ppd import PPDStream
+
+        return PPDStream(alpha=self.alpha, margin=self._pair_loss.margin,
+                         adagrad=self._solver == "ppd-adagrad", batch_size=self.batch_size,
+                         random_state=self.random_state, coef_init=coef_init, n_features=n_features)
+
     def _start(self, objective, coef_init):
         if coef_init is not None:
             return np.asarray(coef_init, dtype=np.float64)

@@ -29,12 +29,17 @@ def _seed_state(rng):
     return np.array([int(rng.integers(1, 2**63 - 1))], dtype=np.uint64)
 
 
-def state_from_random_state(random_state):
-    """The generator's state from a scikit-learn ``random_state`` (None, int, RandomState or Generator)."""
+def generator_from_random_state(random_state):
+    """A NumPy ``Generator`` from a scikit-learn ``random_state`` (None, int, RandomState or Generator)."""
     seed = random_state
     if isinstance(seed, np.random.RandomState):
         seed = seed.randint(0, 2**31 - 1)
-    return _seed_state(np.random.default_rng(seed))
+    return np.random.default_rng(seed)
+
+
+def state_from_random_state(random_state):
+    """The generator's state from a scikit-learn ``random_state`` (None, int, RandomState or Generator)."""
+    return _seed_state(generator_from_random_state(random_state))
 
 
 @njit(cache=True, inline="always")

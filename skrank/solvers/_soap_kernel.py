@@ -13,7 +13,8 @@ One call runs ``n_steps`` iterations of
 3. the moving averages ``u`` of the anchors' rows: set to ``(gt1, gt2)`` at
    a row's first visit, ``u <- (1 - gamma) u + gamma gt`` afterwards, the
    second entry clipped below at ``U_FLOOR``; a positive drawn twice in one
-   batch is updated once (its copies have the same scores and averages);
+   batch is updated once (its copies have the same scores and averages),
+   and so are identical rows, which share one entry of ``u``;
 4. the gradient estimate of eq. (9) with the updated ``u``,
    ``G = (1/(B+ B)) sum_a sum_j w_j (u1_a - u2_a 1(j positive)) / u2_a^2
    * l'(h_a - h_j) (grad h_a - grad h_j) + alpha (w, 0)``, with
@@ -49,7 +50,7 @@ def _next_index(perm, cursor, k, state):
 
 
 @njit(cache=True)
-def soap_steps(X, pos_idx, neg_idx, w, u, seen, stamp, m1, m2, n_steps, t0, n_anchor, batch,
+def soap_steps(X, pos_idx, neg_idx, slot, w, u, seen, stamp, m1, m2, n_steps, t0, n_anchor, batch,
                gamma, lr, alpha, optimizer, beta1, beta2, eps, weight_pos, weight_neg,
                code, shift, scale, state, perm_pos, perm_neg, cursor):
     """Run ``n_steps`` SOAP iterations in place (module docstring).
@@ -58,16 +59,18 @@ def soap_steps(X, pos_idx, neg_idx, w, u, seen, stamp, m1, m2, n_steps, t0, n_an
     ----------
     X : ndarray of shape (n, d), C-contiguous float64
     pos_idx, neg_idx : int64 arrays
-        Rows of the positives and of the negatives; ``u``, ``seen`` and
-        ``stamp`` are indexed by position in ``pos_idx``.
+        Rows of the positives and of the negatives.
+    slot : int64 array of the length of ``pos_idx``
+        The entry of ``u``, ``seen`` and ``stamp`` of each positive (the
+        same for identical rows, whose averages are equal).
     w : ndarray of shape (d + 1,)
         Coefficients and the intercept last, updated.
-    u : ndarray of shape (n_pos, 2)
+    u : ndarray of shape (n_slots, 2)
         Moving averages (Algorithm 2's ``u^1``, ``u^2``), updated.
-    seen : bool array of shape (n_pos,)
-        Whether a positive's ``u`` has been initialised.
-    stamp : int64 array of shape (n_pos,)
-        The last step that updated a positive's ``u``.
+    seen : bool array of shape (n_slots,)
+        Whether an entry of ``u`` has been initialised.
+    stamp : int64 array of shape (n_slots,)
+        The last step that updated an entry of ``u``.
     m1, m2 : ndarray of shape (d + 1,)
         First and second moments of the optimizer, updated.
     n_steps, t0 : int
@@ -102,7 +105,7 @@ def soap_steps(X, pos_idx, neg_idx, w, u, seen, stamp, m1, m2, n_steps, t0, n_an
         t = t0 + step
         for a in range(n_anchor):
             r = _next_index(perm_pos, cursor, 0, state)
-            anchor[a] = r
+            anchor[a] = slot[r]
             rows[a] = pos_idx[r]
         for j in range(n_anchor, batch):
             rows[j] = neg_idx[_next_index(perm_neg, cursor, 1, state)]

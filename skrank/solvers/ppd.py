@@ -104,6 +104,29 @@ same start with half its step; later stages use at most that step.  With
 the default steps this happened only in the first stage of PPD-SG, on
 tables with a few rows of very large norm (standardised digits, whose
 rarely-inked pixels become large values).
+
+Sample weights ``v`` (the weighted objective of
+:class:`~skrank.partial_auc_objective.PartialAUCObjective`, over the pairs
+weighted ``v_i v_j``): the min-max form holds for any distribution of
+``z``, so the steps draw their samples from the weighted empirical
+distribution (with replacement, probabilities ``v_i / V``, Walker's alias
+table) and ``p``, the class means, the moments of ``L_w`` and the means
+of ``L_s`` are those of that distribution.  Integer weights are then the
+repeated rows in distribution, not draw for draw.
+
+Streaming.  :class:`PPDStream` holds everything the steps carry: the
+stage's start and current point, the sums of its average, its step
+counter, length and step sizes, the AdaGrad sums, Algorithm 4's
+estimates, the generator, and the class totals and sums of the rows seen.
+:func:`ppd_sg` and :func:`ppd_adagrad` run their stages through one
+stream on the training set, with the safeguard above; an estimator's
+``partial_fit`` runs one pass of ``max(n // B, 1)`` steps on each batch,
+drawn from that batch, and a stage ends wherever its ``T_k``-th step
+falls, with no last stage and no safeguard (there is no exact ``F`` of a
+stream to check a stage against).  There ``"known"`` means the class
+ratio of all the rows seen, and the dual's restarts use the class means
+of all the rows seen (``m_k`` is everything seen so far); the step units
+come from the first batch that holds both classes.
 """
 
 import time
@@ -115,7 +138,7 @@ from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
 from ._progress import Progress
 from ._result import SolverResult
-from ._sampling import _uniform, state_from_random_state
+from ._sampling import _build_alias, _uniform, state_from_random_state
 
 _STAGE_FACTOR = 3.0  # T_k = T0 3^k, eta_k = eta_0 / 3^k (Section 5)
 _RISE = 1e-2  # a stage raising F by more than this (relative) is redone
@@ -237,40 +260,40 @@ def saddle_objective(X, positive, w, a, b, dual, p, margin, alpha, q=None):
 
 
 @njit(cache=True, fastmath={"reassoc", "contract", "arcp", "nsz"})
-def _stage(Xd, indptr, indices, data, is_sparse, n_pos, w0, a0, b0, dual0, n_steps, eta, eta_s,
-           inv_gamma, inv_gamma_s, delta, delta_s, adagrad, batch, p_known, margin, alpha, online,
-           stats, state, v, gw, G, S2, w_avg, out):
-    """One stage of PPD-SG (Algorithm 2) or PPD-AdaGrad (Algorithm 3) from ``(w0, a0, b0, dual0)``.
+def _ppd_steps(Xd, indptr, indices, data, is_sparse, n_pos, prob, packed, weighted, start, cur, n_steps,
+               eta, eta_s, inv_gamma, inv_gamma_s, delta, delta_s, adagrad, batch, p_known, margin, alpha,
+               online, stats, state, gw, G, S2, sums):
+    """``n_steps`` steps of a stage of PPD-SG (Algorithm 2) or PPD-AdaGrad (Algorithm 3), in place.
 
     Rows ``0 .. n_pos-1`` of the data (dense ``Xd``, or CSR ``indptr``,
-    ``indices``, ``data`` when ``is_sparse``) are the positives.  ``eta``,
+    ``indices``, ``data`` when ``is_sparse``) are the positives; each step
+    draws ``batch`` rows with replacement, uniformly or, when ``weighted``,
+    from the alias table ``prob``, ``packed``
+    (:func:`skrank.solvers._sampling._draw`).  ``start`` is the stage's
+    start ``(w0, a0, b0, dual0)`` and ``cur`` the current point, both of
+    length ``d + 3``; ``cur`` is updated.  ``sums`` (length ``d + 2``)
+    accumulates the points ``(w, a, b)`` at which gradients are taken (the
+    stage average is ``sums`` over the stage's steps), and ``G``, ``S2`` the
+    stage's AdaGrad sums of gradients and of their squares.  ``eta``,
     ``inv_gamma``, ``delta`` act on ``w``; ``eta_s``, ``inv_gamma_s``,
     ``delta_s`` on ``(a, b, dual)``.  ``stats = [T+, T-, y_bar, q_hat]``
-    (Algorithm 4) is updated when ``online``; ``state`` is the generator's.
-    ``v``, ``gw``, ``G``, ``S2`` are work arrays.  On return ``w_avg`` holds the
-    average of the ``n_steps`` points at which gradients were taken and
-    ``out = [a_avg, b_avg, a_T, b_T, dual_T]`` (the last iterate's
-    ``w_T`` is left in ``v``).
+    (Algorithm 4) is updated when ``online``, else ``p_known`` is the
+    positive share; ``state`` is the generator's; ``gw`` is a work array.
     """
     n = indptr.shape[0] - 1 if is_sparse else Xd.shape[0]
-    d = w0.shape[0]
-    for f in range(d):
-        v[f] = w0[f]
-        w_avg[f] = 0.0
-    for f in range(d + 3):
-        G[f] = 0.0
-        S2[f] = 0.0
-    a = a0
-    b = b0
-    du = dual0
-    a_sum = 0.0
-    b_sum = 0.0
+    d = start.shape[0] - 3
+    a0 = start[d]
+    b0 = start[d + 1]
+    dual0 = start[d + 2]
+    a = cur[d]
+    b = cur[d + 1]
+    du = cur[d + 2]
     inv_batch = 1.0 / batch
     for t in range(n_steps):
         for f in range(d):
-            w_avg[f] += v[f]
-        a_sum += a
-        b_sum += b
+            sums[f] += cur[f]
+        sums[d] += a
+        sums[d + 1] += b
         if online:
             p = (stats[0] + 1.0) / (stats[0] + stats[1] + 2.0)
             q = stats[3]
@@ -284,16 +307,20 @@ def _stage(Xd, indptr, indices, data, is_sparse, n_pos, w0, a0, b0, dual0, n_ste
         gd = 0.0
         n_positive = 0
         for r in range(batch):
-            i = int(_uniform(state) * n)
+            # uniform, or Walker's alias draw (skrank.solvers._sampling._draw, written out here)
+            u = _uniform(state) * n
+            i = int(u)
             if i >= n:
                 i = n - 1
+            if weighted and (u - i) >= prob[i]:
+                i = packed[i] >> 32
             h = 0.0
             if is_sparse:
                 for k in range(indptr[i], indptr[i + 1]):
-                    h += data[k] * v[indices[k]]
+                    h += data[k] * cur[indices[k]]
             else:
                 for f in range(d):
-                    h += Xd[i, f] * v[f]
+                    h += Xd[i, f] * cur[f]
             positive = i < n_pos
             n_positive += 1 if positive else 0
             s, da, db, dd = _sample_terms(h, positive, a, b, du, p, q, margin)
@@ -323,10 +350,10 @@ def _stage(Xd, indptr, indices, data, is_sparse, n_pos, w0, a0, b0, dual0, n_ste
             # dual averaging anchored at the stage start (Algorithm 3, line 5);
             # the dual's gradient enters negated (ascent)
             for f in range(d):
-                g = gw[f] * inv_batch + alpha * v[f] + inv_gamma * (v[f] - w0[f])
+                g = gw[f] * inv_batch + alpha * cur[f] + inv_gamma * (cur[f] - start[f])
                 G[f] += g
                 S2[f] += g * g
-                v[f] = w0[f] - eta * G[f] / (delta + np.sqrt(S2[f]))
+                cur[f] = start[f] - eta * G[f] / (delta + np.sqrt(S2[f]))
             G[d] += ga
             S2[d] += ga * ga
             a = a0 - eta_s * G[d] / (delta_s + np.sqrt(S2[d]))
@@ -338,39 +365,46 @@ def _stage(Xd, indptr, indices, data, is_sparse, n_pos, w0, a0, b0, dual0, n_ste
             du = dual0 - eta_s * G[d + 2] / (delta_s + np.sqrt(S2[d + 2]))
         else:
             for f in range(d):
-                v[f] -= eta * (gw[f] * inv_batch + alpha * v[f] + inv_gamma * (v[f] - w0[f]))
+                cur[f] -= eta * (gw[f] * inv_batch + alpha * cur[f] + inv_gamma * (cur[f] - start[f]))
             a -= eta_s * ga
             b -= eta_s * gb
             du += eta_s * gd
-    inv = 1.0 / n_steps
-    for f in range(d):
-        w_avg[f] *= inv
-    out[0] = a_sum * inv
-    out[1] = b_sum * inv
-    out[2] = a
-    out[3] = b
-    out[4] = du
+    cur[d] = a
+    cur[d + 1] = b
+    cur[d + 2] = du
 
 
-def _curvatures(X, n_pos, batch, alpha):
+def _curvatures(X, n_pos, batch, alpha, weights=None):
     """Block curvatures ``(L_w, L_s)`` that set the step units (module docstring).
 
     ``lambda_max(2 (M+ + M-))`` comes from a Lanczos run on matrix-vector
     products (a deterministic start; the trace, an upper bound, if it does
-    not converge).  ``X`` holds the positives in its first ``n_pos`` rows.
+    not converge).  ``X`` holds the positives in its first ``n_pos`` rows;
+    with ``weights`` the moments and means are those of the weighted
+    sample, the distribution the steps draw from.
     """
     n, d = X.shape
     n_neg = n - n_pos
-    p = n_pos / n
     Xp, Xn = X[:n_pos], X[n_pos:]
     sq = (np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X)
           else np.einsum("ij,ij->i", X, X))
-    trace = 2.0 * (sq[:n_pos].mean() + sq[n_pos:].mean())
+    if weights is None:
+        p = n_pos / n
+        r_pos = r_neg = None
+        trace = 2.0 * (sq[:n_pos].mean() + sq[n_pos:].mean())
+    else:
+        w_pos, w_neg = weights[:n_pos], weights[n_pos:]
+        p = float(w_pos.sum() / weights.sum())
+        r_pos, r_neg = w_pos / w_pos.sum(), w_neg / w_neg.sum()
+        trace = 2.0 * (r_pos @ sq[:n_pos] + r_neg @ sq[n_pos:])
+
+    def moment(A, r, count, z):
+        s = A @ z
+        return np.asarray(A.T @ s).ravel() / count if r is None else np.asarray(A.T @ (r * s)).ravel()
 
     def hess(z):
         z = np.asarray(z, dtype=np.float64).ravel()
-        return 2.0 * (np.asarray(Xp.T @ (Xp @ z)).ravel() / n_pos
-                      + np.asarray(Xn.T @ (Xn @ z)).ravel() / n_neg)
+        return 2.0 * (moment(Xp, r_pos, n_pos, z) + moment(Xn, r_neg, n_neg, z))
 
     if d <= 3:
         lam = float(np.linalg.eigvalsh(np.column_stack([hess(e) for e in np.eye(d)]))[-1])
@@ -383,95 +417,332 @@ def _curvatures(X, n_pos, batch, alpha):
             lam = trace
     # per-sample curvatures l_i = tr H_i; tr E[H_i^2] / tr E[H_i] = E[l_i^2] / E[l_i]
     l_i = 2.0 * np.concatenate([sq[:n_pos] / p, sq[n_pos:] / (1.0 - p)])
-    mean_l = float(l_i.mean())
-    noise = float(np.mean(l_i * l_i)) / mean_l if mean_l > 0 else 0.0
+    if weights is None:
+        mean_l, mean_l2 = float(l_i.mean()), float(np.mean(l_i * l_i))
+    else:
+        share = weights / weights.sum()
+        mean_l, mean_l2 = float(share @ l_i), float(share @ (l_i * l_i))
+    noise = mean_l2 / mean_l if mean_l > 0 else 0.0
     L_w = max(lam, 0.0) + alpha + noise / batch
     L_s = 2.0 + 2.0 * max(1.0 / p, 1.0 / (1.0 - p)) / batch
     return max(L_w, 1e-300), L_s
+
+
+class _PPDData:
+    """One data set for :func:`_ppd_steps`: the rows, positives first, and the sampler's alias table."""
+
+    def __init__(self, X, n_pos, weights):
+        self.n, self.n_pos = X.shape[0], int(n_pos)
+        self.is_sparse = sp.issparse(X)
+        if self.is_sparse:
+            X = sp.csr_matrix(X, dtype=np.float64)
+            X.sort_indices()
+            self.Xd = np.zeros((1, 1))
+            self.indptr, self.indices = X.indptr.astype(np.int64), X.indices.astype(np.int64)
+            self.data = X.data.astype(np.float64)
+        else:
+            self.Xd = np.ascontiguousarray(X, dtype=np.float64)
+            self.indptr, self.indices, self.data = np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1)
+        self.weighted = weights is not None
+        if self.weighted:
+            self.prob = self.n * weights / weights.sum()
+            self.packed = np.empty(self.n, dtype=np.int64)
+            _build_alias(self.prob, self.packed, np.empty(self.n, np.int64), np.empty(self.n, np.int64))
+        else:
+            self.prob, self.packed = np.zeros(1), np.zeros(1, dtype=np.int64)
+
+
+class PPDStream:
+    """The state of PPD-SG or PPD-AdaGrad between passes (Liu et al. 2020, Algorithms 2-4).
+
+    The stage's start and current point ``(w, a, b, dual)``, the sums of
+    the stage's average, its step counter, length and step sizes, the
+    AdaGrad sums, Algorithm 4's class-ratio estimates, the generator, the
+    step units and the running class totals and sums of every batch seen.
+    :func:`ppd_sg` and :func:`ppd_adagrad` run their stages through one
+    stream on the training set (with the safeguard, which needs the exact
+    objective); an estimator's ``partial_fit`` keeps one between calls and
+    runs one pass on each batch it is given: ``max(n // batch_size, 1)``
+    steps drawn from the batch, a stage ending (and the next one starting
+    from its average, with the dual reset to its closed form on the running
+    class means) whenever it reaches its ``T0 3^k`` steps, with no end to
+    the number of stages.  ``"known"`` takes the class ratio of all the
+    batches seen; the step units come from the first batch that holds both
+    classes, and no step is taken before one has come.
+
+    Parameters
+    ----------
+    alpha : float
+        l2 strength.
+    margin : float
+        The square loss's margin ``c``.
+    adagrad : bool
+        PPD-AdaGrad rather than PPD-SG.
+    batch_size, step, gamma, inner_iter0, class_ratio, delta : see ppd_sg
+        As in :func:`ppd_sg` and :func:`ppd_adagrad`; ``step=None`` takes
+        their defaults (1 and 10).
+    random_state : int, RandomState, Generator or None
+        Seed of the generator.
+    coef_init : ndarray of shape (n_features,) or None
+        Start ``w`` (zeros by default).
+    n_features : int
+        Number of features.
+    """
+
+    def __init__(self, *, alpha, margin, adagrad, batch_size=64, step=None, gamma=None, inner_iter0=1000,
+                 class_ratio="known", delta=1e-2, random_state=None, coef_init=None, n_features):
+        if class_ratio not in ("known", "online"):
+            raise ValueError(f"class_ratio must be 'known' or 'online', got {class_ratio!r}.")
+        if int(batch_size) < 1 or int(inner_iter0) < 1:
+            raise ValueError("batch_size and inner_iter0 must be >= 1 and max_iter >= 0.")
+        d = int(n_features)
+        w = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64).ravel()
+        if w.shape != (d,):
+            raise ValueError(f"coef_init has shape {w.shape}; expected ({d},).")
+        self.alpha, self.margin, self.adagrad = float(alpha), float(margin), bool(adagrad)
+        self.batch, self.inner_iter0 = int(batch_size), int(inner_iter0)
+        self.step = (10.0 if adagrad else 1.0) if step is None else float(step)
+        self.gamma, self.delta = gamma, float(delta)
+        self.online = class_ratio == "online"
+        self.state = state_from_random_state(random_state)
+        self.w_init = w
+        self.stats = np.array([0.0, 0.0, 0.5, 0.25])  # T+, T-, y_bar, q_hat (Algorithm 4)
+        #: total weight (count without weights) of the positives and negatives seen, and their sums of rows
+        self.totals, self.class_sums = np.zeros(2), np.zeros((2, d))
+        #: (L_w, L_s), from the first data that hold both classes
+        self.units = None
+        self.start, self.cur, self.sums = np.empty(d + 3), np.empty(d + 3), np.zeros(d + 2)
+        self.G, self.S2, self.gw = np.zeros(d + 3), np.zeros(d + 3), np.empty(d)
+        #: the current stage (None before the first), its length and the steps it has run
+        self.stage, self.stage_length, self.t = None, None, 0
+        #: passes run so far
+        self.passes = 0
+        #: samples drawn so far
+        self.samples = 0
+
+    def _set_units(self, L_w, L_s):
+        self.units = (L_w, L_s)
+        c = self.margin
+        if self.adagrad:
+            self.eta0, self.eta0_s = self.step * c / np.sqrt(L_w), self.step * c / np.sqrt(L_s)
+            self.dlt, self.dlt_s = self.delta * c * np.sqrt(L_w), self.delta * c * np.sqrt(L_s)
+        else:
+            self.eta0, self.eta0_s = self.step / L_w, self.step / L_s
+            self.dlt = self.dlt_s = 0.0
+        self.inv_gamma, self.inv_gamma_s = (0.0, 0.0) if self.gamma is None else (L_w / self.gamma,
+                                                                                    L_s / self.gamma)
+
+    def prepare(self, X, y, sample_weight=None):
+        """The data of a pass, positives first; counts its classes into the running statistics.
+
+        Parameters
+        ----------
+        X : {ndarray, sparse matrix} of shape (n, d)
+        y : ndarray of shape (n,)
+            Labels in {-1, +1}.
+        sample_weight : ndarray of shape (n,), optional
+            Nonnegative weights: the steps draw the rows with probabilities
+            proportional to them.
+
+        Returns
+        -------
+        _PPDData
+        """
+        pos = np.asarray(y) > 0
+        order = np.concatenate([np.flatnonzero(pos), np.flatnonzero(~pos)])
+        X = X[order] if sp.issparse(X) else np.asarray(X, dtype=np.float64)[order]
+        weights = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)[order]
+        return self._prepare_sorted(X, int(pos.sum()), weights)
+
+    def _prepare_sorted(self, X, n_pos, weights):
+        Xp, Xn = X[:n_pos], X[n_pos:]
+        if weights is None:
+            self.totals += (n_pos, X.shape[0] - n_pos)
+            self.class_sums[0] += np.asarray(Xp.sum(axis=0)).ravel()
+            self.class_sums[1] += np.asarray(Xn.sum(axis=0)).ravel()
+            both = 0 < n_pos < X.shape[0]
+        else:
+            w_pos, w_neg = weights[:n_pos], weights[n_pos:]
+            self.totals += (w_pos.sum(), w_neg.sum())
+            self.class_sums[0] += np.asarray(Xp.T @ w_pos).ravel()
+            self.class_sums[1] += np.asarray(Xn.T @ w_neg).ravel()
+            both = w_pos.sum() > 0 and w_neg.sum() > 0
+        if self.units is None and both:
+            self._set_units(*_curvatures(X, n_pos, self.batch, self.alpha, weights))
+        return _PPDData(X, n_pos, weights)
+
+    def class_means(self):
+        """The class means of the rows seen (weighted), positives then negatives.
+
+        Returns
+        -------
+        mu_pos, mu_neg : ndarray of shape (n_features,)
+        """
+        return self.class_sums[0] / self.totals[0], self.class_sums[1] / self.totals[1]
+
+    def begin_stage(self, w, a, b, stage, divisor=None):
+        """Start stage ``stage`` at ``(w, a, b)``, the dual at its closed form on the running means.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_features,)
+        a, b : float
+        stage : int
+            ``k``: the stage has ``round(T0 3^k)`` steps.
+        divisor : float, optional
+            The step is ``eta_0 / divisor``; ``3^k`` by default.
+        """
+        d = self.w_init.shape[0]
+        mu_pos, mu_neg = self.class_means()
+        self.start[:d] = w
+        self.start[d], self.start[d + 1] = a, b
+        self.start[d + 2] = float(mu_neg @ w - mu_pos @ w)  # argmax_dual f(w, a, b, .) (Prop. 1)
+        self.cur[:] = self.start
+        self.sums[:] = 0.0
+        self.G[:] = 0.0
+        self.S2[:] = 0.0
+        self.t = 0
+        self.stage = int(stage)
+        self.stage_length = int(round(self.inner_iter0 * _STAGE_FACTOR**stage))
+        divisor = _STAGE_FACTOR**stage if divisor is None else divisor
+        self.eta, self.eta_s = self.eta0 / divisor, self.eta0_s / divisor
+
+    def run(self, data, n_steps):
+        """``n_steps`` steps of the current stage on ``data``.
+
+        Parameters
+        ----------
+        data : _PPDData
+            From :meth:`prepare`.
+        n_steps : int
+        """
+        p_known = self.totals[0] / (self.totals[0] + self.totals[1])
+        _ppd_steps(data.Xd, data.indptr, data.indices, data.data, data.is_sparse, data.n_pos, data.prob,
+                   data.packed, data.weighted, self.start, self.cur, int(n_steps), self.eta, self.eta_s,
+                   self.inv_gamma, self.inv_gamma_s, self.dlt, self.dlt_s, self.adagrad, self.batch,
+                   p_known, self.margin, self.alpha, self.online, self.stats, self.state, self.gw, self.G,
+                   self.S2, self.sums)
+        self.t += int(n_steps)
+        self.samples += int(n_steps) * self.batch
+
+    def average(self):
+        """The average of the current stage's points so far (its start before any step).
+
+        Returns
+        -------
+        w : ndarray of shape (n_features,)
+        a, b : float
+        """
+        d = self.w_init.shape[0]
+        if self.t == 0:
+            return self.start[:d].copy(), float(self.start[d]), float(self.start[d + 1])
+        inv = 1.0 / self.t
+        return self.sums[:d] * inv, float(self.sums[d] * inv), float(self.sums[d + 1] * inv)
+
+    def class_ratio(self):
+        """``(p, q)``: the positive share and the ``p (1 - p)`` the next step would use.
+
+        Returns
+        -------
+        p, q : float
+        """
+        if self.online:
+            return (self.stats[0] + 1.0) / (self.stats[0] + self.stats[1] + 2.0), float(self.stats[3])
+        p = self.totals[0] / (self.totals[0] + self.totals[1])
+        return float(p), float(p * (1.0 - p))
+
+    def partial(self, X, y, sample_weight=None):
+        """One pass over a batch of data (``partial_fit``).
+
+        Parameters
+        ----------
+        X : {ndarray, sparse matrix} of shape (n, d)
+        y : ndarray of shape (n,)
+            Labels in {-1, +1}.
+        sample_weight : ndarray of shape (n,), optional
+        """
+        data = self.prepare(X, y, sample_weight)
+        self.passes += 1
+        if self.units is None:
+            return
+        if self.stage is None:
+            mu_pos, mu_neg = self.class_means()
+            self.begin_stage(self.w_init, float(mu_pos @ self.w_init), float(mu_neg @ self.w_init), 0)
+        remaining = max(data.n // self.batch, 1)
+        while remaining > 0:
+            todo = min(remaining, self.stage_length - self.t)
+            self.run(data, todo)
+            remaining -= todo
+            if self.t == self.stage_length:
+                w, a, b = self.average()
+                self.begin_stage(w, a, b, self.stage + 1)
+
+    @property
+    def coef(self):
+        """The current stage's average ``w`` (the start before any step)."""
+        return self.w_init.copy() if self.stage is None else self.average()[0]
+
+    @property
+    def intercept(self):
+        """0: an intercept cancels in the pairwise differences."""
+        return 0.0
 
 
 def _ppd(objective, coef_init, max_iter, tol, batch_size, step, gamma, inner_iter0, class_ratio,
          delta, random_state, verbose, adagrad):
     start = time.perf_counter()
     name = "ppd-adagrad" if adagrad else "ppd-sg"
-    objective.check_unweighted(name)
-    if class_ratio not in ("known", "online"):
-        raise ValueError(f"class_ratio must be 'known' or 'online', got {class_ratio!r}.")
     Xp, Xn = objective.X_pos, objective.X_neg
     n_pos, n_neg = Xp.shape[0], Xn.shape[0]
     if n_pos == 0 or n_neg == 0:
         raise ValueError(f"{name} needs both classes (got {n_pos} positives, {n_neg} negatives).")
-    n, d = n_pos + n_neg, Xp.shape[1]
-    is_sparse = sp.issparse(Xp) or sp.issparse(Xn)
-    if is_sparse:
-        X = sp.vstack([sp.csr_matrix(Xp), sp.csr_matrix(Xn)], format="csr", dtype=np.float64)
-        X.sort_indices()
-        Xd = np.zeros((1, 1))
-        indptr, indices = X.indptr.astype(np.int64), X.indices.astype(np.int64)
-        data = X.data.astype(np.float64)
-    else:
-        X = Xd = np.ascontiguousarray(np.vstack([Xp, Xn]), dtype=np.float64)
-        indptr, indices, data = np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1)
-    mu_pos = np.asarray(Xp.mean(axis=0), dtype=np.float64).ravel()
-    mu_neg = np.asarray(Xn.mean(axis=0), dtype=np.float64).ravel()
-    p = n_pos / n
-    batch = int(batch_size)
-    if batch < 1 or int(max_iter) < 0 or int(inner_iter0) < 1:
+    if int(max_iter) < 0:
         raise ValueError("batch_size and inner_iter0 must be >= 1 and max_iter >= 0.")
-    c = float(objective.loss.margin)
-    L_w, L_s = _curvatures(X, n_pos, batch, objective.alpha)
-    if adagrad:
-        eta0, eta0_s = step * c / np.sqrt(L_w), step * c / np.sqrt(L_s)
-        dlt, dlt_s = delta * c * np.sqrt(L_w), delta * c * np.sqrt(L_s)
+    n, d = n_pos + n_neg, Xp.shape[1]
+    stream = PPDStream(alpha=objective.alpha, margin=objective.loss.margin, adagrad=adagrad,
+                       batch_size=batch_size, step=step, gamma=gamma, inner_iter0=inner_iter0,
+                       class_ratio=class_ratio, delta=delta, random_state=random_state,
+                       coef_init=coef_init, n_features=d)
+    if sp.issparse(Xp) or sp.issparse(Xn):
+        X = sp.vstack([sp.csr_matrix(Xp), sp.csr_matrix(Xn)], format="csr", dtype=np.float64)
     else:
-        eta0, eta0_s = step / L_w, step / L_s
-        dlt = dlt_s = 0.0
-    inv_gamma, inv_gamma_s = (0.0, 0.0) if gamma is None else (L_w / gamma, L_s / gamma)
+        X = np.ascontiguousarray(np.vstack([Xp, Xn]), dtype=np.float64)
+    weights = np.concatenate([objective.pos_weight, objective.neg_weight]) if objective.weighted else None
+    data = stream._prepare_sorted(X, n_pos, weights)
 
-    w = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64).ravel()
-    if w.shape != (d,):
-        raise ValueError(f"coef_init has shape {w.shape}; expected ({d},).")
+    w = stream.w_init.copy()
+    mu_pos, mu_neg = stream.class_means()
     a, b = float(mu_pos @ w), float(mu_neg @ w)  # the optimal a, b for the start
-    state = state_from_random_state(random_state)
-    stats = np.array([0.0, 0.0, 0.5, 0.25])  # T+, T-, y_bar, q_hat (Algorithm 4)
-    v, gw, w_avg = np.empty(d), np.empty(d), np.empty(d)
-    G, S2, out = np.empty(d + 3), np.empty(d + 3), np.empty(5)
-
     F = objective.value(w)
     history = [F]
     crit, converged = np.inf, False
     progress = Progress(name, verbose, max_iter, unit="stage", criterion="change")
-    k, redos, samples = 0, 0, 0
+    k, redos = 0, 0
     divisor_floor = 1.0
     while k < int(max_iter):
-        T = int(round(inner_iter0 * _STAGE_FACTOR**k))
         divisor = max(_STAGE_FACTOR**k, divisor_floor)
-        dual = float(mu_neg @ w - mu_pos @ w)  # argmax_dual f(w, a, b, .) (Prop. 1)
-        _stage(Xd, indptr, indices, data, is_sparse, n_pos, w, a, b, dual, T, eta0 / divisor,
-               eta0_s / divisor, inv_gamma, inv_gamma_s, dlt, dlt_s, adagrad, batch, p, c,
-               objective.alpha, class_ratio == "online", stats, state, v, gw, G, S2, w_avg, out)
-        samples += T * batch
+        stream.begin_stage(w, a, b, k, divisor)
+        stream.run(data, stream.stage_length)
+        w_avg, a_avg, b_avg = stream.average()
         F_new = objective.value(w_avg)
         if not F_new <= F + _RISE * abs(F):
             # safeguard (not in the paper): redo the stage with half its step
             redos += 1
             divisor_floor = 2.0 * divisor
-            progress.note(f"stage {k + 1}: {T} steps, F={F_new:.8g} rejected, step halved")
+            progress.note(f"stage {k + 1}: {stream.stage_length} steps, F={F_new:.8g} rejected, step halved")
             if redos > _MAX_REDOS:
                 break
             continue
         k += 1
-        w, a, b = w_avg.copy(), float(out[0]), float(out[1])
+        w, a, b = w_avg, a_avg, b_avg
         crit = abs(F - F_new) / max(abs(F_new), 1e-300)
         F = F_new
         history.append(F)
-        progress(k, F, crit, f"steps={T}")
+        progress(k, F, crit, f"steps={stream.stage_length}")
         if crit <= tol:
             converged = True
             break
-    online = class_ratio == "online"
-    p_used = (stats[0] + 1.0) / (stats[0] + stats[1] + 2.0) if online else p
-    q_used = stats[3] if online else p * (1.0 - p)
+    p_used, q_used = stream.class_ratio()
     return SolverResult(
         coef=w,
         intercept=0.0,
@@ -479,9 +750,9 @@ def _ppd(objective, coef_init, max_iter, tol, batch_size, step, gamma, inner_ite
         objective_history=np.asarray(history),
         stop_criterion=float(crit),
         converged=converged,
-        info={"passes": samples / n, "time": time.perf_counter() - start,
+        info={"passes": stream.samples / n, "time": time.perf_counter() - start,
               "stages_redone": redos, "objective_evaluations": len(history) + redos,
-              "step_units": (L_w, L_s), "a": a, "b": b,
+              "step_units": stream.units, "a": a, "b": b,
               "dual": float(mu_neg @ w - mu_pos @ w), "p": p_used, "q": q_used},
     )
 
@@ -491,8 +762,9 @@ _DOC = """
     ----------
     objective : skrank.partial_auc_objective.PartialAUCObjective
         With ``fpr_range=(0, 1)`` and the ``"squared"`` loss (not checked
-        here); its ``X_pos``, ``X_neg`` (dense or sparse), ``alpha`` and
-        ``loss.margin`` define the problem.  Standardise the features: the
+        here); its ``X_pos``, ``X_neg`` (dense or sparse), ``alpha``,
+        ``loss.margin`` and sample weights (drawn with their probabilities,
+        module docstring) define the problem.  Standardise the features: the
         steps adapt to their scale, but not to a bad conditioning.
     coef_init : ndarray of shape (d,) or None, default=None
         Start ``w`` (zeros, the paper's ``v_bar_0 = 0``, when None); ``a``,

@@ -24,7 +24,11 @@ Decisions where the paper is silent or leaves a choice (Qi et al. 2021):
   a row's first batch averages at its first visit (rather than a moving
   average from zero, which would start ``u^2`` at ``gamma`` times its
   value), and updated before the gradient is formed (Algorithm 1's order).
-  A positive drawn twice in one batch is updated once.
+  A positive drawn twice in one batch is updated once.  ``u`` is keyed by
+  the row's content (a 128-bit BLAKE2b hash of its float64 values), not by
+  its position: identical positive rows have equal ``g_i(w)`` and share
+  one average, and a row that comes back in a later batch of a stream
+  continues its average (:class:`SOAPStream`).
 * ``gamma`` weighs the NEW estimate, ``u <- (1 - gamma) u + gamma g``, as
   in the paper and LibAUC.
 * Adam style: the paper's Algorithm 3 (no bias correction, ``eps`` inside
@@ -33,19 +37,34 @@ Decisions where the paper is silent or leaves a choice (Qi et al. 2021):
 * The l2 term ``alpha w`` of the objective is added to every gradient
   estimate.
 * Sparse input is densified (one dense copy of ``X``).
+* Sample weights ``v`` (the weighted ``P_w`` of the objective): each
+  epoch draws the positives' list with probabilities ``v_i / V+`` and the
+  negatives' with ``v_j / V-`` (with replacement), and the class weights
+  above use the classes' total weights, ``(V+/V) / (B+/B)`` and
+  ``(V-/V) / ((B - B+)/B)``: the batch averages are then unbiased for the
+  weighted ``g_i(w)`` and the anchors for the weighted mean over the
+  positives.
 * The exact objective is evaluated after every epoch; the returned point
   is the epoch end of lowest exact objective, and the loop stops when that
   best value has not improved by ``tol * max(1, |F|)`` for
   ``n_iter_no_change`` epochs (scikit-learn's SGD convention).
+
+Streaming.  :class:`SOAPStream` holds everything the steps carry from one
+epoch to the next: ``(w, b)``, the optimizer's moments and step counter,
+the generator, the moving averages and the running class totals of
+every batch seen (which set the class weights above).  :func:`soap` runs
+its epochs through one stream on the training set; an estimator's
+``partial_fit`` runs one epoch on each batch it is given.
 """
 
+import hashlib
 import time
 
 import numpy as np
 import scipy.sparse as sp
 
 from ._outer import OuterLoop
-from ._sampling import state_from_random_state
+from ._sampling import _seed_state, generator_from_random_state
 from ._soap_kernel import ADAM, MOMENTUM, SGD, soap_steps
 
 OPTIMIZERS = {"sgd": SGD, "momentum": MOMENTUM, "adam": ADAM}
@@ -77,8 +96,8 @@ def soap(
     Parameters
     ----------
     objective : skrank.average_precision_objective.AveragePrecisionObjective
-        The objective on the training set: its data, surrogate loss and l2
-        strength.
+        The objective on the training set: its data, surrogate loss, l2
+        strength and sample weights (module docstring: weighted draws).
     coef_init : ndarray of shape (d + 1,)
         Start ``(w, b)``.
     max_iter : int, default=100
@@ -118,63 +137,29 @@ def soap(
         ``n_iter_no_change`` epochs.  ``info`` has ``passes`` (sampled rows
         / n plus one per exact evaluation), ``steps``, ``time``,
         ``learning_rate`` and ``u`` (the final moving averages, one row per
-        positive in the order of ``y``).
+        positive of positive weight, in the order of ``y``).
 
     Raises
     ------
     ValueError
-        If ``objective`` has sample weights (SOAP does not take them yet).
+        If the objective has no negative of positive weight.
     """
-    if getattr(objective, "sample_weight", None) is not None:
-        raise ValueError("SOAP does not take sample weights: minimise a weighted objective with "
-                         "skrank.solvers.lbfgs.lbfgs (solver='lbfgs').")
     start = time.perf_counter()
-    X = objective.X
-    X = X.toarray() if sp.issparse(X) else X
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    pos = objective.y > 0
-    pos_idx = np.flatnonzero(pos).astype(np.int64)
-    neg_idx = np.flatnonzero(~pos).astype(np.int64)
-    n, d = X.shape
-    n_pos, n_neg = pos_idx.shape[0], neg_idx.shape[0]
-    B, Bp = int(batch_size), int(positives_per_batch)
-    if not 1 <= Bp < B:
-        raise ValueError(
-            f"positives_per_batch={Bp} must be at least 1 and below batch_size={B}: "
-            "each batch needs negatives as well as positives."
-        )
-    if n_neg == 0:
-        raise ValueError("SOAP needs at least one negative sample.")
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"Unknown optimizer {optimizer!r}; expected one of {list(OPTIMIZERS)}.")
-    lr = DEFAULT_LEARNING_RATES[optimizer] if learning_rate is None else float(learning_rate)
-    if optimizer != "adam":
-        lr /= float(np.einsum("ij,ij->", X, X)) / n + 1.0
-    weight_pos = (n_pos / n) / (Bp / B)
-    weight_neg = (n_neg / n) / ((B - Bp) / B)
-    loss = objective.loss
-    state = state_from_random_state(random_state)
-    perm_pos = np.arange(n_pos, dtype=np.int64)
-    perm_neg = np.arange(n_neg, dtype=np.int64)
-    cursor = np.array([n_pos, n_neg], dtype=np.int64)  # shuffle at the first draw
-    u = np.zeros((n_pos, 2))
-    seen = np.zeros(n_pos, dtype=np.bool_)
-    stamp = np.full(n_pos, -1, dtype=np.int64)
-    m1, m2 = np.zeros(d + 1), np.zeros(d + 1)
-    steps_per_epoch = -(-n_neg // (B - Bp))
-
-    w = np.array(coef_init, dtype=np.float64)
+    stream = SOAPStream(objective.loss, objective.alpha, batch_size=batch_size,
+                        positives_per_batch=positives_per_batch, gamma=gamma, optimizer=optimizer,
+                        learning_rate=learning_rate, beta1=beta1, beta2=beta2, eps=eps,
+                        random_state=random_state, coef_init=coef_init,
+                        n_features=objective.X.shape[1])
+    data = stream.prepare(objective.X, objective.y, objective.sample_weight)
+    if data.neg_idx.shape[0] == 0 or not stream.totals[1] > 0:
+        raise ValueError("SOAP needs at least one negative sample (of positive weight).")
+    w = stream.theta  # updated in place by the epochs
     loop = OuterLoop(w, objective.value(w), tol, verbose, "soap")
     best_window = [loop.best_F]
-    t = 0
     for _ in range(max_iter):
-        soap_steps(X, pos_idx, neg_idx, w, u, seen, stamp, m1, m2, steps_per_epoch, t, Bp, B,
-                   float(gamma), lr, objective.alpha, OPTIMIZERS[optimizer], float(beta1),
-                   float(beta2), float(eps), weight_pos, weight_neg, loss.code, loss.shift,
-                   loss.scale, state, perm_pos, perm_neg, cursor)
-        t += steps_per_epoch
+        stream.epoch(data)
         F = objective.value(w)
-        loop.step(w, F, f"steps {t:7d}")
+        loop.step(w, F, f"steps {stream.t:7d}")
         best_window.append(loop.best_F)
         if not np.isfinite(F):
             loop.converged = False
@@ -189,10 +174,229 @@ def soap(
             loop.crit = (best_window[0] - loop.best_F) / max(1.0, abs(loop.best_F))
             loop.converged = False
     result = loop.result({
-        "passes": t * B / n + loop.n_iter + 1,
-        "steps": t,
+        "passes": stream.t * stream.batch_size / data.n + loop.n_iter + 1,
+        "steps": stream.t,
         "time": time.perf_counter() - start,
-        "learning_rate": lr,
-        "u": u,
+        "learning_rate": stream.lr,
+        "u": stream.moving_averages(data),
     })
     return result
+
+
+class _SoapPass:
+    """One data set prepared for :func:`skrank.solvers._soap_kernel.soap_steps`.
+
+    The dense rows, each class's rows, the positives' entries of the moving
+    averages, and the sampler's lists and cursor (carried from one epoch on
+    the same data to the next).
+    """
+
+    def __init__(self, X, pos_idx, neg_idx, slot, p_pos, p_neg, steps):
+        self.X, self.pos_idx, self.neg_idx, self.slot = X, pos_idx, neg_idx, slot
+        self.n = X.shape[0]
+        self.p_pos, self.p_neg, self.steps = p_pos, p_neg, steps
+        self.perm_pos = np.arange(pos_idx.shape[0], dtype=np.int64)
+        self.perm_neg = np.arange(neg_idx.shape[0], dtype=np.int64)
+        self.cursor = np.array([pos_idx.shape[0], neg_idx.shape[0]], dtype=np.int64)  # shuffle first
+
+
+class SOAPStream:
+    """The state of SOAP between epochs: the point, optimizer, generator, moving averages, class totals.
+
+    :func:`soap` runs its epochs through one stream; an estimator's
+    ``partial_fit`` keeps one between calls and runs one epoch (its
+    ``ceil(N- / (B - B+))`` steps) on each batch of data it is given.  The
+    moving averages are keyed by the positives' content, so a row that
+    comes back in a later batch continues its average and a new one starts
+    from its first batch averages; the class weights of the batches come
+    from the class totals of all the batches seen (module docstring).
+
+    Parameters
+    ----------
+    loss : skrank.pairwise_losses.PairwiseLoss
+        The surrogate.
+    alpha : float
+        l2 strength.
+    batch_size, positives_per_batch, gamma, optimizer, learning_rate, beta1, beta2, eps : see soap
+        As in :func:`soap`; ``learning_rate=None`` for ``"sgd"`` and
+        ``"momentum"`` is scaled on the first batch.
+    random_state : int, RandomState, Generator or None
+        Seed of the generator.
+    coef_init : ndarray of shape (n_features + 1,) or None
+        Start ``(w, b)``; None: the start of
+        :meth:`skrank.average_precision_objective.AveragePrecisionObjective.start`
+        on the first batch that holds both classes.
+    n_features : int
+        Number of features.
+    """
+
+    def __init__(self, loss, alpha, *, batch_size=64, positives_per_batch=8, gamma=0.9, optimizer="adam",
+                 learning_rate=None, beta1=0.9, beta2=0.999, eps=1e-8, random_state=None, coef_init=None,
+                 n_features):
+        B, Bp = int(batch_size), int(positives_per_batch)
+        if not 1 <= Bp < B:
+            raise ValueError(
+                f"positives_per_batch={Bp} must be at least 1 and below batch_size={B}: "
+                "each batch needs negatives as well as positives."
+            )
+        if optimizer not in OPTIMIZERS:
+            raise ValueError(f"Unknown optimizer {optimizer!r}; expected one of {list(OPTIMIZERS)}.")
+        self.loss, self.alpha = loss, float(alpha)
+        self.batch_size, self.positives_per_batch = B, Bp
+        self.gamma, self.optimizer = float(gamma), optimizer
+        self.beta1, self.beta2, self.eps = float(beta1), float(beta2), float(eps)
+        self._base_lr = DEFAULT_LEARNING_RATES[optimizer] if learning_rate is None else float(learning_rate)
+        #: the step size (None until the first batch for "sgd" and "momentum")
+        self.lr = self._base_lr if optimizer == "adam" else None
+        self.rng = generator_from_random_state(random_state)
+        self.state = _seed_state(self.rng)
+        self.n_features = int(n_features)
+        self.theta = None if coef_init is None else np.array(coef_init, dtype=np.float64).ravel()
+        d = self.n_features
+        self.m1, self.m2 = np.zeros(d + 1), np.zeros(d + 1)
+        #: steps run so far (the index of the next step)
+        self.t = 0
+        #: passes run so far
+        self.passes = 0
+        #: total weight (count without weights) of the positives and negatives seen
+        self.totals = np.zeros(2)
+        self._index = {}
+        self.u = np.zeros((0, 2))
+        self.seen = np.zeros(0, dtype=np.bool_)
+        self.stamp = np.zeros(0, dtype=np.int64)
+
+    def _slots(self, rows):
+        """The entries of ``u`` of ``rows`` (new rows get new, unseen entries)."""
+        rows = rows + 0.0  # -0.0 and 0.0 are one value
+        out = np.empty(rows.shape[0], dtype=np.int64)
+        index = self._index
+        for k in range(rows.shape[0]):
+            key = hashlib.blake2b(rows[k].tobytes(), digest_size=16).digest()
+            slot = index.get(key)
+            if slot is None:
+                slot = index[key] = len(index)
+            out[k] = slot
+        size, old = len(index), self.u.shape[0]
+        if size > old:
+            cap = max(size, 2 * old)
+            u, seen, stamp = np.zeros((cap, 2)), np.zeros(cap, dtype=np.bool_), np.full(cap, -1, np.int64)
+            u[:old], seen[:old], stamp[:old] = self.u, self.seen, self.stamp
+            self.u, self.seen, self.stamp = u, seen, stamp
+        return out
+
+    def prepare(self, X, y, sample_weight=None):
+        """The data of an epoch; counts its classes into the running totals.
+
+        On the first batch it also fixes the step of ``"sgd"`` and
+        ``"momentum"`` and, without ``coef_init``, the start (on the first
+        batch that holds both classes).
+
+        Parameters
+        ----------
+        X : {ndarray, sparse matrix} of shape (n, d)
+        y : ndarray of shape (n,)
+            Labels in {-1, +1}.
+        sample_weight : ndarray of shape (n,), optional
+            Nonnegative weights: the epochs draw each class's rows with
+            probabilities proportional to them (rows of weight zero never).
+
+        Returns
+        -------
+        _SoapPass
+        """
+        X = X.toarray() if sp.issparse(X) else X
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        pos = y > 0
+        v = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        kept = np.ones(y.shape[0], dtype=bool) if v is None else v > 0  # a weight of zero drops a row
+        pos_idx = np.flatnonzero(pos & kept).astype(np.int64)
+        neg_idx = np.flatnonzero(~pos & kept).astype(np.int64)
+        n, n_neg = X.shape[0], neg_idx.shape[0]
+        p_pos = p_neg = None
+        if v is None:
+            self.totals += (pos_idx.shape[0], n_neg)
+        else:
+            v_pos, v_neg = v[pos_idx], v[neg_idx]
+            self.totals += (v_pos.sum(), v_neg.sum())
+            p_pos, p_neg = v_pos / v_pos.sum(), v_neg / v_neg.sum()
+        if self.lr is None:
+            if v is None:
+                self.lr = self._base_lr / (float(np.einsum("ij,ij->", X, X)) / n + 1.0)
+            else:
+                self.lr = self._base_lr / (float(np.average(np.einsum("ij,ij->i", X, X), weights=v)) + 1.0)
+        if self.theta is None and pos_idx.shape[0] and n_neg:
+            from ..average_precision_objective import AveragePrecisionObjective
+
+            self.theta = AveragePrecisionObjective(X, y, self.loss, self.alpha, v).start()
+        steps = -(-n_neg // (self.batch_size - self.positives_per_batch))
+        return _SoapPass(X, pos_idx, neg_idx, self._slots(X[pos_idx]), p_pos, p_neg, steps)
+
+    def epoch(self, data, steps=None):
+        """``steps`` SOAP steps (one epoch by default) on ``data``, in place.
+
+        A batch without positives or without negatives (or, without
+        ``coef_init``, before the first batch with both) takes no step.
+
+        Parameters
+        ----------
+        data : _SoapPass
+            From :meth:`prepare`.
+        steps : int, optional
+        """
+        self.passes += 1
+        if self.theta is None or data.pos_idx.shape[0] == 0 or data.neg_idx.shape[0] == 0:
+            return
+        steps = data.steps if steps is None else int(steps)
+        if data.p_pos is not None:
+            # a fresh weighted sample of each class's list for every epoch
+            data.perm_pos = self.rng.choice(data.pos_idx.shape[0], size=data.pos_idx.shape[0],
+                                            p=data.p_pos).astype(np.int64)
+            data.perm_neg = self.rng.choice(data.neg_idx.shape[0], size=data.neg_idx.shape[0],
+                                            p=data.p_neg).astype(np.int64)
+            data.cursor[:] = 0
+        B, Bp = self.batch_size, self.positives_per_batch
+        total = self.totals[0] + self.totals[1]
+        weight_pos = (self.totals[0] / total) / (Bp / B)
+        weight_neg = (self.totals[1] / total) / ((B - Bp) / B)
+        loss = self.loss
+        soap_steps(data.X, data.pos_idx, data.neg_idx, data.slot, self.theta, self.u, self.seen, self.stamp,
+                   self.m1, self.m2, steps, self.t, Bp, B, self.gamma, self.lr, self.alpha,
+                   OPTIMIZERS[self.optimizer], self.beta1, self.beta2, self.eps, weight_pos, weight_neg,
+                   loss.code, loss.shift, loss.scale, self.state, data.perm_pos, data.perm_neg, data.cursor)
+        self.t += steps
+
+    def partial(self, X, y, sample_weight=None):
+        """One epoch on a batch of data (``partial_fit``).
+
+        Parameters
+        ----------
+        X : {ndarray, sparse matrix} of shape (n, d)
+        y : ndarray of shape (n,)
+            Labels in {-1, +1}.
+        sample_weight : ndarray of shape (n,), optional
+        """
+        self.epoch(self.prepare(X, y, sample_weight))
+
+    def moving_averages(self, data):
+        """The moving averages ``u`` of the positives of ``data``, in their order.
+
+        Parameters
+        ----------
+        data : _SoapPass
+
+        Returns
+        -------
+        ndarray of shape (n_positives, 2)
+        """
+        return self.u[data.slot].copy()
+
+    @property
+    def coef(self):
+        """The coefficients ``w``."""
+        return np.zeros(self.n_features) if self.theta is None else self.theta[:-1].copy()
+
+    @property
+    def intercept(self):
+        """The score intercept ``b``."""
+        return 0.0 if self.theta is None else float(self.theta[-1])
