@@ -266,3 +266,9 @@ def test_rank_risk_score_and_scorer_take_weights():
         -rank_risk_score(y, reg.predict(X), risk=risk, sample_weight=counts))
     with pytest.raises(ValueError, match="inconsistent"):
         rank_risk_score(y, pred, risk=risk, sample_weight=counts[:-1])
+
+
+def test_refusal_for_a_ranked_range_names_the_stochastic_solver():
+    X, y, counts = _data("classification")
+    with pytest.raises(ValueError, match="solver='dca' does not take sample_weight. Use solver='sgd'"):
+        RankADMMClassifier(risk=RankedRange(), solver="dca").fit(X, y, sample_weight=counts)

@@ -185,5 +185,8 @@ def choose_solver(requested, preference, risk, loss, penalty, weighted=False):
     if reason is not None:
         fits = [name for name in preference
                 if SOLVERS[name].unsupported(risk, loss, penalty, weighted) is None]
+        if not fits and weighted:
+            fits = [other.name for other in _TABLE
+                    if other.unsupported(risk, loss, penalty, weighted) is None]
         raise ValueError(f"{reason} Use solver={fits[0]!r}." if fits else reason)
     return info
