@@ -164,7 +164,9 @@ def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=No
     fpr, tpr, _ = roc_curve(
         y_true, y_score, pos_label=pos_label, sample_weight=sample_weight, drop_intermediate=False
     )
-    return _area_between(fpr, tpr, alpha, beta) / (beta - alpha)
+    # the area over the band, in [0, beta - alpha]: clipped after the division, which rounds
+    # above 1 for a band of width ~1e-9
+    return float(np.clip(_area_between(fpr, tpr, alpha, beta) / (beta - alpha), 0.0, 1.0))
 
 
 def make_partial_auc_scorer(fpr_range=(0.0, 1.0), *, pos_label=None):

@@ -325,3 +325,11 @@ def test_rank_risk_scorer_classification(imbalanced):
     scorer = make_rank_risk_scorer("superquantile", "logistic")
     expected = rank_risk_score(y, clf.decision_function(X), loss="logistic")
     assert scorer(clf, X, y) == pytest.approx(-expected)
+
+
+def test_a_narrow_band_does_not_round_above_one():
+    # found by the property test above: a band of width ~1e-9 rounded the ratio to 1 + 2e-16
+    value = partial_auc_score([0, 0, 1], [-1.0, -2.0, 0.0], fpr_range=(1.3099027131335344e-09, 1.0))
+    assert value <= 1.0
+    value = partial_auc_score([0, 0, 1], [-1.0, -2.0, 0.0], fpr_range=(0.0, 1.3099027131335344e-09))
+    assert 0.0 <= value <= 1.0

@@ -23,6 +23,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from ..losses import get_loss
 from ..penalties import get_penalty
 from ..risks import check_risk
+from ..solvers._dask_design import check_dask_array, is_dask_array
 from ..solvers._registry import choose_solver
 
 
@@ -137,6 +138,8 @@ class _RankLinearModel(BaseEstimator):
         return X[keep], y[keep], sample_weight[keep]
 
     def _validate_fit_data(self, X, y, reset=True):
+        if is_dask_array(X):
+            return self._validate_dask_data(X, y, reset)
         X, y = validate_data(
             self,
             X,
@@ -149,6 +152,30 @@ class _RankLinearModel(BaseEstimator):
         )
         if X.dtype != np.float64:
             X = X.astype(np.float64)
+        return X, y
+
+    def _validate_dask_data(self, X, y, reset):
+        """A Dask ``X`` checked without gathering it (one pass for the finiteness), ``y`` in memory."""
+        X = check_dask_array(X)
+        n, d = X.shape
+        if reset:
+            self.n_features_in_ = d
+            self.__dict__.pop("feature_names_in_", None)
+        elif d != self.n_features_in_:
+            raise ValueError(f"X has {d} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input.")
+        if n < (2 if reset else 1):
+            raise ValueError(f"Found array with {n} sample(s) while a minimum of 2 is required.")
+        if not bool(X.map_blocks(lambda block: np.all(np.isfinite(block)).reshape(1, 1), chunks=(1, 1),
+                                 dtype=bool).all().compute()):
+            raise ValueError("Input X contains NaN or infinity.")
+        y = np.asarray(y.compute() if is_dask_array(y) else y)
+        if y.ndim != 1 or y.shape[0] != n:
+            raise ValueError(f"y must be a vector of length {n} (the rows of X), got shape {y.shape}.")
+        if self._task == "regression":
+            y = y.astype(np.float64)
+            if not np.all(np.isfinite(y)):
+                raise ValueError("Input y contains NaN or infinity.")
         return X, y
 
     def _warn_if_not_converged(self, result):
@@ -174,6 +201,12 @@ class _RankLinearModel(BaseEstimator):
 
     def _linear_predict(self, X):
         check_is_fitted(self)
+        if is_dask_array(X):
+            X = check_dask_array(X)
+            if X.shape[1] != self.n_features_in_:
+                raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                                 f"{self.n_features_in_} features as input.")
+            return X @ np.atleast_2d(self.coef_).T + self.intercept_  # lazy
         X = validate_data(
             self, X, accept_sparse=self._accept_sparse, dtype=[np.float64, np.float32], reset=False
         )
@@ -201,16 +234,17 @@ class _RegisteredSolverModel(_RankLinearModel):
                          random_state=options.get("random_state"), coef_init=coef_init,
                          intercept_init=intercept_init, n_features=n_features)
 
-    def _choose_solver(self, risk, weighted=False):
+    def _choose_solver(self, risk, weighted=False, dask=False):
         """Resolve the loss, the penalty and the solver for ``risk`` (a clear error if it does not fit).
 
-        ``weighted``: the fit has sample weights, which only some solvers take.
+        ``weighted``: the fit has sample weights, which only some solvers take;
+        ``dask``: ``X`` is a Dask array, which only the full-batch solvers take.
         """
         self._risk = risk
         self._loss_obj = self._get_loss()
         self._penalty_obj = self._get_penalty()
         self._solver_info = choose_solver(self.solver, self._AUTO, risk, self._loss_obj, self._penalty_obj,
-                                          weighted=weighted)
+                                          weighted=weighted, dask=dask)
         self._solver = self._solver_info.name
 
     def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):
@@ -396,7 +430,9 @@ class RankLinearClassifierMixin(ClassifierMixin):
             ``X @ coef_.T + intercept_``: one column for two classes, one
             per class (one-vs-rest) for more.
         """
-        scores = np.asarray(self._linear_predict(X))
+        scores = self._linear_predict(X)
+        if not is_dask_array(scores):
+            scores = np.asarray(scores)
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def predict(self, X):
@@ -415,9 +451,15 @@ class RankLinearClassifierMixin(ClassifierMixin):
             the largest score otherwise.
         """
         scores = self.decision_function(X)
+        classes = self.classes_
+        if is_dask_array(scores):
+            if scores.ndim == 1:
+                return scores.map_blocks(lambda s: classes[(s > 0).astype(int)], dtype=classes.dtype)
+            return scores.map_blocks(lambda s: classes[np.argmax(s, axis=1)], drop_axis=1,
+                                     dtype=classes.dtype)
         if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
+            return classes[(scores > 0).astype(int)]
+        return classes[np.argmax(scores, axis=1)]
 
     def _has_proba(self):
         return self.loss == "logistic"
@@ -568,4 +610,5 @@ class RankLinearRegressorMixin(RegressorMixin):
         ndarray of shape (n_samples,)
             The predictions.
         """
-        return np.asarray(self._linear_predict(X)).ravel()
+        predictions = self._linear_predict(X)
+        return predictions.ravel() if is_dask_array(predictions) else np.asarray(predictions).ravel()

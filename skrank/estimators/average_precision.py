@@ -7,6 +7,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..average_precision_objective import AveragePrecisionObjective
 from ..pairwise_losses import AVERAGE_PRECISION_LOSSES, get_pairwise_loss
+from ..solvers._dask_design import is_dask_array
 from ..solvers.soap import OPTIMIZERS
 from ._base import RankLinearClassifierMixin, _RankLinearModel
 from ._platt import PlattRankingMixin, platt_calibrate
@@ -230,6 +231,9 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         self.verbose = verbose
 
     def _check_before_solve(self, X, sample_weight=None):
+        if is_dask_array(X):
+            raise ValueError(f"{type(self).__name__} does not take a Dask array yet; compute X into "
+                             "memory (X.compute()), or use RankADMMClassifier or SpectralRiskClassifier.")
         self._pair_loss = get_pairwise_loss(self.loss, self.margin)
         if self.positives_per_batch >= self.batch_size:
             raise ValueError(

@@ -8,6 +8,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..metrics import _check_fpr_range
 from ..pairwise_losses import PAIRWISE_LOSSES, get_pairwise_loss
 from ..partial_auc_objective import PartialAUCObjective
+from ..solvers._dask_design import is_dask_array
 from ._base import RankLinearClassifierMixin, _RankLinearModel
 from ._platt import PlattRankingMixin, platt_calibrate
 
@@ -260,6 +261,9 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         return self.solver
 
     def _check_before_solve(self, X, sample_weight=None):
+        if is_dask_array(X):
+            raise ValueError(f"{type(self).__name__} does not take a Dask array yet; compute X into "
+                             "memory (X.compute()), or use RankADMMClassifier or SpectralRiskClassifier.")
         self._fpr_range = _check_fpr_range(self.fpr_range)
         self._pair_loss = get_pairwise_loss(self.loss, self.margin)
         solver = self._resolved_solver()

@@ -65,7 +65,7 @@ class Design:
         h = np.asarray(h, dtype=np.float64)
         if self._gram is not None and self._updates < self.max_updates:
             changed = np.flatnonzero(np.abs(h - self._h) > slack * self._h)
-            if changed.size <= 0.25 * max(np.count_nonzero(h), 1):
+            if changed.size <= min(0.25 * max(np.count_nonzero(h), 1), self.max_update_rows):
                 if changed.size:
                     delta = h[changed] - self._h[changed]
                     rows = self.rows(changed)
@@ -79,6 +79,8 @@ class Design:
     rel_change = 0.2
     #: Low-rank updates of :meth:`gram` before a full recomputation.
     max_updates = 20
+    #: Most rows gathered for one update of :meth:`gram` (beyond, it is recomputed).
+    max_update_rows = np.inf
 
     def left_product(self, M):
         """``M [X, 1]`` as a dense array, for a sparse ``M`` with ``n`` columns."""

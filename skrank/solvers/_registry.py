@@ -58,6 +58,10 @@ class SolverInfo:
     sample_weight : bool, default=False
         Whether it takes ``sample_weight`` (the risk of the weighted
         empirical distribution, :mod:`skrank.risks`).
+    dask : bool, default=False
+        Whether it takes a Dask array chunked by rows (a full-batch solver
+        whose products with ``X`` go through
+        :class:`skrank.solvers._dask_design.DaskDesign`).
     """
 
     name: str
@@ -69,8 +73,9 @@ class SolverInfo:
     penalized: bool = False
     options: dict = field(default_factory=dict)
     sample_weight: bool = False
+    dask: bool = False
 
-    def unsupported(self, risk, loss, penalty, weighted=False):
+    def unsupported(self, risk, loss, penalty, weighted=False, dask=False):
         """Why this solver cannot fit the problem, or None when it can.
 
         Parameters
@@ -83,6 +88,8 @@ class SolverInfo:
             The penalty.
         weighted : bool, default=False
             Whether the fit has sample weights.
+        dask : bool, default=False
+            Whether ``X`` is a Dask array.
 
         Returns
         -------
@@ -91,6 +98,9 @@ class SolverInfo:
         """
         if weighted and not self.sample_weight:
             return f"solver={self.name!r} does not take sample_weight."
+        if dask and not self.dask:
+            return (f"solver={self.name!r} needs X in memory (a NumPy array or a SciPy sparse matrix), "
+                    "not a Dask array.")
         accepts, needs = _RISK_KINDS[self.risks]
         if not accepts(risk):
             return f"solver={self.name!r} needs {needs}; got {type(risk).__name__}."
@@ -121,9 +131,9 @@ class SolverInfo:
 
 _TABLE = (
     SolverInfo("newton", "newton:smoothed_newton", "convex", losses="smooth", curvature=True,
-               sample_weight=True),
+               sample_weight=True, dask=True),
     SolverInfo("ipm", "interior_point:interior_point", "one_threshold", losses="piecewise_linear",
-               penalized=True, sample_weight=True),
+               penalized=True, sample_weight=True, dask=True),
     SolverInfo("admm", "admm:admm", "any"),
     SolverInfo("sorel", "sorel:sorel", "convex", losses="smooth", strongly_convex=True),
     SolverInfo("sgd", "sgd:sgd", "any", sample_weight=True),
@@ -138,7 +148,7 @@ _TABLE = (
 SOLVERS = {info.name: info for info in _TABLE}
 
 
-def choose_solver(requested, preference, risk, loss, penalty, weighted=False):
+def choose_solver(requested, preference, risk, loss, penalty, weighted=False, dask=False):
     """The solver an estimator runs: ``requested``, or for ``"auto"`` the first of ``preference`` that fits.
 
     Parameters
@@ -152,6 +162,8 @@ def choose_solver(requested, preference, risk, loss, penalty, weighted=False):
         The problem (see :meth:`SolverInfo.unsupported`).
     weighted : bool, default=False
         Whether the fit has sample weights.
+    dask : bool, default=False
+        Whether ``X`` is a Dask array.
 
     Returns
     -------
@@ -166,8 +178,15 @@ def choose_solver(requested, preference, risk, loss, penalty, weighted=False):
     """
     if requested == "auto":
         for name in preference:
-            if SOLVERS[name].unsupported(risk, loss, penalty, weighted) is None:
+            if SOLVERS[name].unsupported(risk, loss, penalty, weighted, dask) is None:
                 return SOLVERS[name]
+        if dask:
+            raise ValueError(
+                "no full-batch solver for a Dask array fits this problem: "
+                + " ".join(SOLVERS[name].unsupported(risk, loss, penalty, weighted, dask)
+                           for name in preference if SOLVERS[name].dask)
+                + " Compute X into memory (X.compute()) to use the other solvers."
+            )
         if weighted:
             exact = [name for name in preference if SOLVERS[name].sample_weight]
             others = [info.name for info in _TABLE if info.sample_weight and info.name not in exact
@@ -181,12 +200,12 @@ def choose_solver(requested, preference, risk, loss, penalty, weighted=False):
             )
         raise ValueError(f"no solver among {preference} fits this problem.")  # pragma: no cover
     info = SOLVERS[requested]
-    reason = info.unsupported(risk, loss, penalty, weighted)
+    reason = info.unsupported(risk, loss, penalty, weighted, dask)
     if reason is not None:
         fits = [name for name in preference
-                if SOLVERS[name].unsupported(risk, loss, penalty, weighted) is None]
+                if SOLVERS[name].unsupported(risk, loss, penalty, weighted, dask) is None]
         if not fits and weighted:
             fits = [other.name for other in _TABLE
-                    if other.unsupported(risk, loss, penalty, weighted) is None]
+                    if other.unsupported(risk, loss, penalty, weighted, dask) is None]
         raise ValueError(f"{reason} Use solver={fits[0]!r}." if fits else reason)
     return info

@@ -40,7 +40,7 @@ import numpy as np
 import scipy.linalg
 
 from ..objective import affine_map
-from ._design import Design
+from ._dask_design import is_dask_array, make_design
 from ._progress import Progress
 from ._registry import SOLVERS
 from ._result import SolverResult
@@ -57,7 +57,7 @@ class _Program:
     """The quadratic program of one fit: its data, residuals and Newton steps."""
 
     def __init__(self, X, y, risk, loss, penalty, fit_intercept, sample_weight=None):
-        self.design = Design(X, fit_intercept)
+        self.design = make_design(X, fit_intercept)
         self.s, self.c = affine_map(y, loss.task)
         self.loss, self.l1, self.l2 = loss, float(penalty.l1), float(penalty.l2)
         self.slopes = np.asarray(loss.slopes, dtype=np.float64)
@@ -289,7 +289,8 @@ def interior_point(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=N
     reason = SOLVERS["ipm"].unsupported(risk, loss, penalty)
     if reason is not None:
         raise ValueError(reason)
-    X = X if hasattr(X, "tocsr") else np.asarray(X, dtype=np.float64)
+    if not (hasattr(X, "tocsr") or is_dask_array(X)):
+        X = np.asarray(X, dtype=np.float64)
     program = _Program(X, y, risk, loss, penalty, fit_intercept, sample_weight)
     theta = np.zeros(program.p)
     if coef_init is not None:

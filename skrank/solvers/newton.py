@@ -45,7 +45,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from ..objective import affine_map
-from ._design import Design
+from ._dask_design import is_dask_array, make_design
 from ._progress import Progress
 from ._registry import SOLVERS
 from ._result import SolverResult
@@ -76,7 +76,7 @@ class _Problem:
     """Data, weights and loss of one fit; evaluates ``F``, ``F_mu`` and their derivatives."""
 
     def __init__(self, X, y, risk, loss, penalty, fit_intercept, sample_weight=None):
-        self.design = Design(X, fit_intercept)
+        self.design = make_design(X, fit_intercept)
         self.s, self.c = affine_map(y, loss.task)
         n = self.s.size
         self.risk = risk
@@ -511,7 +511,8 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
     reason = SOLVERS["newton"].unsupported(risk, loss, penalty)
     if reason is not None:
         raise ValueError(reason)
-    X = X if hasattr(X, "tocsr") else np.asarray(X, dtype=np.float64)
+    if not (hasattr(X, "tocsr") or is_dask_array(X)):
+        X = np.asarray(X, dtype=np.float64)
     n = X.shape[0]
     problem = _Problem(X, y, risk, loss, penalty, fit_intercept, sample_weight)
     design = problem.design

@@ -1,0 +1,156 @@
+"""The design ``[X, 1]`` of a Dask array chunked by rows: products computed where the chunks live.
+
+Every product the full-batch solvers need (:class:`skrank.solvers._design.Design`)
+is a sum or a concatenation over row chunks: ``X w`` is the concatenation of
+the chunks' ``X_c w``, ``X^T r`` the sum of ``X_c^T r_c``, a weighted Gram
+matrix the sum of ``X_c^T diag(h_c) X_c``.  Each is one task per chunk, run
+by Dask's current scheduler (threads by default, the workers of a
+``dask.distributed.Client`` when one is active), and only vectors of length
+``n`` or ``d`` and ``d x d`` matrices come back to the caller: ``X`` is never
+gathered.  A lazily generated array (``dask.array.random``) is generated
+again at each product, chunk by chunk, so that memory holds a few chunks at
+a time: an out-of-core fit.
+"""
+
+import numpy as np
+
+from ._design import Design
+
+
+def is_dask_array(X):
+    """Whether ``X`` is a ``dask.array.Array`` (without importing Dask)."""
+    return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks")
+
+
+def check_dask_array(X):
+    """A float64 Dask array of known row chunks and a single column chunk.
+
+    Column chunks are merged (``X.rechunk({1: -1})``): the products need
+    whole rows.  Unknown chunk sizes (NaN, e.g. after boolean indexing by a
+    Dask mask) raise: ``X.compute_chunk_sizes()`` fixes them.
+
+    Parameters
+    ----------
+    X : dask.array.Array
+
+    Returns
+    -------
+    dask.array.Array
+    """
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D Dask array, got {X.ndim} dimensions.")
+    if any(np.isnan(size) for size in X.chunks[0]) or any(np.isnan(size) for size in X.chunks[1]):
+        raise ValueError("X has unknown chunk sizes (NaN); call X.compute_chunk_sizes() first.")
+    if len(X.chunks[1]) > 1:
+        X = X.rechunk({1: -1})
+    if X.dtype != np.float64:
+        X = X.astype(np.float64)
+    return X
+
+
+def _matvec(block, w):
+    return np.asarray(block, dtype=np.float64) @ w
+
+
+def _rmatvec(block, r):
+    return np.asarray(block, dtype=np.float64).T @ r
+
+
+def _weighted_gram(block, h, fit_intercept):
+    block = np.asarray(block, dtype=np.float64)
+    root = np.sqrt(h)
+    rows = block * root[:, None]
+    gram = rows.T @ rows
+    if not fit_intercept:
+        return gram
+    d = block.shape[1]
+    out = np.empty((d + 1, d + 1))
+    out[:d, :d] = gram
+    out[:d, d] = out[d, :d] = rows.T @ root
+    out[d, d] = root @ root
+    return out
+
+
+def _take(block, local):
+    return np.asarray(block, dtype=np.float64)[local]
+
+
+def _left_product(block, M):
+    return np.asarray(M @ np.asarray(block, dtype=np.float64))
+
+
+class DaskDesign(Design):
+    """:class:`Design` of a Dask array chunked by rows (see the module docstring).
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n, d)
+        From :func:`check_dask_array`.
+    fit_intercept : bool
+    """
+
+    def __init__(self, X, fit_intercept):
+        import dask
+
+        self._dask = dask
+        X = check_dask_array(X)
+        super().__init__(X, fit_intercept)
+        self.sparse = False
+        self._blocks = list(X.to_delayed().ravel())
+        self._bounds = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
+        # the Gram updates gather their rows: at most one chunk's worth
+        self.max_update_rows = int(max(X.chunks[0]))
+
+    def _run(self, function, *per_block):
+        """``function(block_c, *args_c)`` for every chunk ``c``, on the current scheduler."""
+        delayed = self._dask.delayed(function, pure=False)
+        tasks = [delayed(block, *(args[c] for args in per_block)) for c, block in enumerate(self._blocks)]
+        return self._dask.compute(*tasks)
+
+    def _slices(self, v):
+        return [v[a:b] for a, b in zip(self._bounds[:-1], self._bounds[1:])]
+
+    def matvec(self, theta):
+        """``[X, 1] theta`` (a NumPy vector of length ``n``)."""
+        self.passes += 1
+        w = np.ascontiguousarray(theta[: self.d], dtype=np.float64)
+        f = np.concatenate(self._run(_matvec, [w] * len(self._blocks)))
+        return f + theta[self.d] if self.fit_intercept else f
+
+    def rmatvec(self, r):
+        """``[X, 1]^T r`` for a NumPy vector ``r`` of length ``n``."""
+        self.passes += 1
+        r = np.asarray(r, dtype=np.float64)
+        g = np.sum(self._run(_rmatvec, self._slices(r)), axis=0)
+        return np.append(g, r.sum()) if self.fit_intercept else g
+
+    def rows(self, idx):
+        """The rows ``idx`` of ``[X, 1]``, gathered chunk by chunk (few rows: the Gram updates)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        order = np.argsort(idx, kind="stable")
+        ordered = idx[order]
+        cuts = np.searchsorted(ordered, self._bounds)
+        local = [ordered[cuts[c]:cuts[c + 1]] - self._bounds[c] for c in range(len(self._blocks))]
+        Xi = np.empty((idx.size, self.d))
+        Xi[order] = np.concatenate(self._run(_take, local), axis=0)
+        return np.hstack([Xi, np.ones((len(idx), 1))]) if self.fit_intercept else Xi
+
+    def left_product(self, M):
+        """``M [X, 1]`` for a sparse ``M`` with ``n`` columns (a dense ``k x p`` array)."""
+        self.passes += 1
+        M = M.tocsc()
+        parts = [M[:, a:b] for a, b in zip(self._bounds[:-1], self._bounds[1:])]
+        P = np.sum(self._run(_left_product, parts), axis=0)
+        return np.hstack([P, np.asarray(M.sum(axis=1))]) if self.fit_intercept else P
+
+    def weighted_gram(self, h):
+        """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0``, the chunks' matrices summed."""
+        self.passes += 1
+        h = np.asarray(h, dtype=np.float64)
+        flags = [self.fit_intercept] * len(self._blocks)
+        return np.sum(self._run(_weighted_gram, self._slices(h), flags), axis=0)
+
+
+def make_design(X, fit_intercept):
+    """:class:`DaskDesign` for a Dask array, :class:`Design` otherwise."""
+    return DaskDesign(X, fit_intercept) if is_dask_array(X) else Design(X, fit_intercept)

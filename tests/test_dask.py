@@ -1,0 +1,135 @@
+"""Full-batch fits on Dask arrays chunked by rows equal the NumPy fits, without gathering X."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from skrank import AveragePrecisionClassifier, PartialAUCClassifier
+from skrank.estimators import (
+    RankADMMClassifier,
+    RankADMMRegressor,
+    SpectralRiskClassifier,
+    SpectralRiskRegressor,
+)
+from skrank.risks import ERM, Extremile, Superquantile
+
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+
+
+def _data(task, n=1003, d=6, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    f = X @ rng.normal(size=d)
+    if task == "classification":
+        return X, (f + rng.normal(size=n) > 0.3).astype(int)
+    return X, f + rng.standard_t(3, size=n)
+
+
+ESTIMATORS = [
+    (RankADMMClassifier(risk=Superquantile(q=0.6), tol=1e-10), "classification", "newton"),
+    (RankADMMClassifier(risk=Superquantile(q=0.6), loss="hinge", tol=1e-10), "classification", "ipm"),
+    (RankADMMRegressor(risk=Extremile(r=2.0), tol=1e-10), "regression", "newton"),
+    (RankADMMRegressor(risk=Superquantile(q=0.5), loss="absolute", tol=1e-10), "regression", "ipm"),
+    (SpectralRiskClassifier(risk=Superquantile(q=0.5), tol=1e-10), "classification", "newton"),
+    (SpectralRiskRegressor(tol=1e-10), "regression", "newton"),
+]
+_IDS = [f"{type(e).__name__}-{s}" for e, _, s in ESTIMATORS]
+
+
+def _fit_both(estimator, task, rows, **fit_params):
+    X, y = _data(task)
+    plain = clone(estimator).fit(X, y, **fit_params)
+    Xd = da.from_array(X, chunks=(rows, X.shape[1]))
+    chunked = clone(estimator).fit(Xd, da.from_array(y, chunks=rows), **fit_params)
+    return X, Xd, plain, chunked
+
+
+@pytest.mark.parametrize("estimator, task, solver", ESTIMATORS, ids=_IDS)
+@pytest.mark.parametrize("rows", [1003, 250, 97])  # one chunk, an uneven last chunk, many chunks
+def test_dask_fit_equals_the_numpy_fit(estimator, task, solver, rows):
+    X, Xd, plain, chunked = _fit_both(estimator, task, rows)
+    assert chunked._solver == solver
+    assert chunked.objective_ == pytest.approx(plain.objective_, rel=1e-9)
+    assert np.allclose(chunked.coef_, plain.coef_, atol=1e-6)
+    predicted = chunked.predict(Xd)
+    assert isinstance(predicted, da.Array)  # lazy
+    # both fits are certified to tol: their points agree to about sqrt(tol)
+    if task == "regression":
+        assert np.allclose(predicted.compute(), plain.predict(X), atol=1e-5)
+    else:
+        clear = np.abs(plain.decision_function(X)) > 1e-5
+        assert np.array_equal(predicted.compute()[clear], plain.predict(X)[clear])
+        assert np.allclose(chunked.decision_function(Xd).compute(), plain.decision_function(X), atol=1e-5)
+
+
+@pytest.mark.parametrize("estimator, task, solver", ESTIMATORS[:2], ids=_IDS[:2])
+def test_dask_fit_with_sample_weights(estimator, task, solver):
+    weights = np.random.default_rng(1).integers(0, 4, size=1003).astype(float)
+    _, _, plain, chunked = _fit_both(estimator, task, 250, sample_weight=weights)
+    assert chunked.objective_ == pytest.approx(plain.objective_, rel=1e-9)
+    assert np.allclose(chunked.coef_, plain.coef_, atol=1e-6)
+
+
+def test_dask_fit_on_a_two_worker_local_cluster():
+    distributed = pytest.importorskip("distributed")
+    estimator = RankADMMClassifier(risk=Superquantile(q=0.6), tol=1e-10)
+    X, y = _data("classification")
+    plain = clone(estimator).fit(X, y)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster):
+        chunked = clone(estimator).fit(da.from_array(X, chunks=(250, 6)), y)
+    assert chunked.objective_ == pytest.approx(plain.objective_, rel=1e-9)
+    assert np.allclose(chunked.coef_, plain.coef_, atol=1e-6)
+
+
+def test_column_chunks_are_merged_and_unknown_chunks_refused():
+    X, y = _data("classification")
+    plain = RankADMMClassifier().fit(X, y)
+    by_columns = RankADMMClassifier().fit(da.from_array(X, chunks=(250, 2)), y)  # rechunked to whole rows
+    assert np.allclose(by_columns.coef_, plain.coef_, atol=1e-9)
+    Xd = da.from_array(X, chunks=(250, 6))
+    unknown = Xd[da.from_array(y, chunks=250) >= 0]  # a Dask mask: NaN chunk sizes
+    with pytest.raises(ValueError, match="compute_chunk_sizes"):
+        RankADMMClassifier().fit(unknown, y)
+
+
+def test_bad_dask_input_is_refused():
+    X, y = _data("classification")
+    Xd = da.from_array(X, chunks=(250, 6))
+    bad = X.copy()
+    bad[5, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        RankADMMClassifier().fit(da.from_array(bad, chunks=(250, 6)), y)
+    with pytest.raises(ValueError, match="length"):
+        RankADMMClassifier().fit(Xd, y[:-1])
+    with pytest.raises(ValueError, match="solver='admm' needs X in memory.*Use solver='newton'"):
+        RankADMMClassifier(solver="admm").fit(Xd, y)
+    with pytest.raises(ValueError, match="no full-batch solver for a Dask array"):
+        RankADMMClassifier(loss="hinge", risk="extremile").fit(Xd, y)
+    for Est in (PartialAUCClassifier, AveragePrecisionClassifier):
+        with pytest.raises(ValueError, match="does not take a Dask array yet"):
+            Est().fit(Xd, y)
+    fitted = RankADMMClassifier().fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        fitted.predict(da.from_array(X[:, :5], chunks=(250, 5)))
+
+
+def test_lazily_generated_data_is_never_gathered():
+    """An out-of-core fit: the chunks are generated at each pass and dropped after it."""
+    n, d, rows = 100_000, 200, 5_000
+    X = da.random.RandomState(0).random_sample(size=(n, d), chunks=(rows, d)) - 0.5
+    w_true = np.linspace(-1.0, 1.0, d)
+    with dask.config.set(scheduler="threads"):
+        y = ((X @ w_true).compute() + np.random.default_rng(0).normal(size=n) > 0).astype(int)
+        tracemalloc.start()
+        try:
+            clf = RankADMMClassifier(risk=ERM()).fit(X, y)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    size = n * d * 8
+    assert peak < 0.4 * size, f"peak {peak / 2**20:.1f} MiB for a {size / 2**20:.0f} MiB array"
+    assert np.corrcoef(clf.coef_.ravel(), w_true)[0, 1] > 0.9
