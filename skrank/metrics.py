@@ -164,8 +164,7 @@ def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=No
     fpr, tpr, _ = roc_curve(
         y_true, y_score, pos_label=pos_label, sample_weight=sample_weight, drop_intermediate=False
     )
-    # the area over the band, in [0, beta - alpha]: clipped after the division, which rounds
-    # above 1 for a band of width ~1e-9
+    # the area over the band lies in [0, beta - alpha]; rounding can put the ratio an ulp above 1
     return float(np.clip(_area_between(fpr, tpr, alpha, beta) / (beta - alpha), 0.0, 1.0))
 
 

@@ -328,7 +328,7 @@ def test_rank_risk_scorer_classification(imbalanced):
 
 
 def test_a_narrow_band_does_not_round_above_one():
-    # found by the property test above: a band of width ~1e-9 rounded the ratio to 1 + 2e-16
+    # found by the property test above: a perfect ranking gave 1 + 2e-16 on this band
     value = partial_auc_score([0, 0, 1], [-1.0, -2.0, 0.0], fpr_range=(1.3099027131335344e-09, 1.0))
     assert value <= 1.0
     value = partial_auc_score([0, 0, 1], [-1.0, -2.0, 0.0], fpr_range=(0.0, 1.3099027131335344e-09))
