@@ -197,6 +197,7 @@ class _RankLinearModel(BaseEstimator):
                   f"in {time.perf_counter() - start:.2f} s: F={result.objective:.10g}, "
                   f"criterion={result.stop_criterion:.3g}", flush=True)
         self._warn_if_not_converged(result)
+        self._last_result_info = result.info  # for the benchmarks (passes, times)
         return result
 
     def _linear_predict(self, X):
