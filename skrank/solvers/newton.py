@@ -68,8 +68,10 @@ _RIDGE = 1e-6
 _CD_SWEEPS = 100
 #: An inner solve ends when its model decrease is this fraction of the last certified gap.
 _INNER_FRACTION = 0.1
-#: Most projected-gradient steps on the dual weights when the Newton steps stall uncertified.
+#: Most projected-gradient steps on the dual weights when the Newton steps stall uncertified,
+#: and the steps without a gain of a thousandth of the gap after which they stop.
 _DUAL_ASCENT_STEPS = 300
+_DUAL_ASCENT_PATIENCE = 20
 
 
 class _Problem:
@@ -329,7 +331,8 @@ def _dual_ascent_impl(problem, theta, max_steps):
             return False
         v /= norm
     step = problem.l2 / max(norm, 1e-300)
-    improved = False
+    improved, since = False, 0
+    F_theta = problem.objective(theta)
     starts = np.empty(q.size + 1, dtype=np.int64)
     q_sorted = np.empty(q.size)
     for _ in range(max_steps):
@@ -347,8 +350,14 @@ def _dual_ascent_impl(problem, theta, max_steps):
         q[order] = q_sorted
         bound = problem.dual_bound(q, slope)
         if bound > problem.best_dual:
+            gain = bound - problem.best_dual
             problem.best_dual, problem.best_dual_weights = bound, q
             improved = True
+            since = 0 if gain > 1e-3 * max(F_theta - problem.best_dual, 1e-300) else since + 1
+        else:
+            since += 1
+        if since >= _DUAL_ASCENT_PATIENCE:
+            break  # no step closed a thousandth of the gap for a while
     return improved
 
 
