@@ -117,6 +117,24 @@ def test_bad_dask_input_is_refused():
         fitted.predict(da.from_array(X[:, :5], chunks=(250, 5)))
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_chunked_class_moments_equal_the_in_memory_ones(weighted):
+    from skrank.solvers.auc_closed_form import class_moments, two_class_moments
+
+    X, y = _data("classification")
+    X = X + 50.0  # means far from zero: the chunks' scatters must be merged about the class means
+    positive = y > 0
+    positive[:97] = False  # the first chunk holds no positive
+    weights = np.random.default_rng(2).uniform(0.0, 3.0, size=y.size) if weighted else None
+    expected = [class_moments(X[rows], None if weights is None else weights[rows])
+                for rows in (positive, ~positive)]
+    for rows in (1003, 250, 97):
+        chunked = two_class_moments(da.from_array(X, chunks=(rows, 6)), positive, weights)
+        for (mean, cov), (mean_ref, cov_ref) in zip(chunked, expected):
+            assert np.allclose(mean, mean_ref, rtol=1e-13, atol=0.0)
+            assert np.allclose(cov, cov_ref, rtol=1e-11, atol=1e-13)
+
+
 def test_lazily_generated_data_is_never_gathered():
     """An out-of-core fit: the chunks are generated at each pass and dropped after it."""
     n, d, rows = 100_000, 200, 5_000

@@ -300,17 +300,15 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     def _start(self, objective, coef_init):
         if coef_init is not None:
             return np.asarray(coef_init, dtype=np.float64)
-        d = objective.X_pos.shape[1]
+        d = objective.X.shape[1]
         if self._solver in ("ppd-sg", "ppd-adagrad"):
             return np.zeros(d)  # the paper's start; the closed form would be the answer
         if d <= _CLOSED_FORM_START_MAX_FEATURES:
-            from ..solvers.auc_closed_form import solve_square_auc_system, square_auc_system
+            from ..solvers.auc_closed_form import square_auc_coef
 
-            A, r = square_auc_system(objective.X_pos, objective.X_neg, objective.alpha,
-                                     objective.loss.margin, objective.pos_weight, objective.neg_weight)
-            return solve_square_auc_system(A, r, objective.alpha)[0]
-        diff = _class_mean(objective.X_pos, objective.pos_weight) - _class_mean(objective.X_neg,
-                                                                              objective.neg_weight)
+            return square_auc_coef(objective.X, np.where(objective.positive, 1.0, -1.0), objective.alpha,
+                                   objective.loss.margin, objective.sample_weight)
+        diff = _class_mean_difference(objective)
         return diff / max(float(np.linalg.norm(diff)) ** 2, 1e-12)
 
     def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):
@@ -359,8 +357,9 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         return (ppd_sg if solver == "ppd-sg" else ppd_adagrad)(objective, **stochastic)
 
 
-def _class_mean(X, sample_weight):
-    """Column means of one class's rows, weighted when ``sample_weight`` is given."""
-    if sample_weight is None:
-        return np.asarray(X.mean(axis=0)).ravel()
-    return np.asarray(X.T @ sample_weight).ravel() / float(sample_weight.sum())
+def _class_mean_difference(objective):
+    """The positives' mean row minus the negatives' (weighted with sample weights), as one ``X' c``."""
+    v = np.ones(objective.positive.shape[0]) if objective.sample_weight is None else objective.sample_weight
+    pos = objective.positive
+    c = np.where(pos, v / v[pos].sum(), -v / v[~pos].sum())
+    return objective.design.rmatvec(c)
