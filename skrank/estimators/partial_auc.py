@@ -18,6 +18,8 @@ _FULL_RANGE_ONLY = ("exact", "ppd-sg", "ppd-adagrad")
 _WEIGHTED = ("lbfgs", "exact", "ppd-sg", "ppd-adagrad")
 #: The solvers with partial_fit.
 _STREAMING = ("ppd-sg", "ppd-adagrad")
+#: The full-batch solvers, the ones that fit a Dask array.
+_FULL_BATCH = ("lbfgs", "exact")
 #: Largest number of features for which the default start is the closed-form
 #: full-AUC fit (a d x d solve); above it the difference of the class means.
 _CLOSED_FORM_START_MAX_FEATURES = 2000
@@ -122,6 +124,11 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
           full-batch evaluators make L-BFGS reach a lower ``F`` than the
           stochastic solvers in less time (``benchmarks/partial_auc.py``);
           the stochastic ones are for data too large for full passes.
+
+        A Dask array ``X`` chunked by rows is fitted by ``"lbfgs"`` and
+        ``"exact"`` without being gathered (every product with ``X`` runs
+        chunk by chunk, ``doc/scaling.rst``); ``"auto"`` then takes one of
+        them, and the stochastic solvers refuse it.
     max_iter : int or None, default=None
         Maximum iterations of the solver: L-BFGS iterations, outer
         iterations of AGD-SBCD and DCA, stages of PPD.  None means the
@@ -261,12 +268,17 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         return self.solver
 
     def _check_before_solve(self, X, sample_weight=None):
-        if is_dask_array(X):
-            raise ValueError(f"{type(self).__name__} does not take a Dask array yet; compute X into "
-                             "memory (X.compute()), or use RankADMMClassifier or SpectralRiskClassifier.")
         self._fpr_range = _check_fpr_range(self.fpr_range)
         self._pair_loss = get_pairwise_loss(self.loss, self.margin)
         solver = self._resolved_solver()
+        if is_dask_array(X) and solver not in _FULL_BATCH:
+            full = self._fpr_range == (0.0, 1.0) and self.loss == "squared"
+            use = ("solver='exact' or solver='lbfgs', the full-batch solvers" if full
+                   else "solver='lbfgs', the full-batch solver for this loss and range")
+            raise ValueError(
+                f"solver={solver!r} needs X in memory (a NumPy array or a SciPy sparse matrix), not a "
+                f"Dask array. Use {use}, or compute X into memory (X.compute())."
+            )
         if sample_weight is not None and solver not in _WEIGHTED:
             raise ValueError(
                 f"solver={solver!r} does not take sample_weight (nor class_weight) yet. "
@@ -322,7 +334,9 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
 
     def _run(self, objective, coef_init):
         solver = self._solver
-        if self.solver == "auto" and not objective.loss.is_quadratic and not objective.weighted:
+        # a Dask X stays with L-BFGS, the one full-batch solver for this loss
+        if (self.solver == "auto" and not objective.loss.is_quadratic and not objective.weighted
+                and not is_dask_array(objective.X)):
             in_range = np.ceil(objective.n) - np.floor(objective.m)
             if objective.n_pos * in_range > _AUTO_MAX_LOGISTIC_PAIRS:
                 solver = "agd-sbcd"
