@@ -134,7 +134,7 @@ def _check_ranker(X, Xd, plain, chunked):
     assert isinstance(decision, da.Array) and isinstance(predicted, da.Array)  # lazy
     expected = plain.decision_function(X)
     assert np.allclose(decision.compute(), expected, atol=1e-5)
-    clear = np.abs(expected) > 1e-5 if expected.ndim == 1 else np.ones(expected.shape[0], dtype=bool)
+    clear = np.abs(expected) > 1e-5
     assert np.array_equal(predicted.compute()[clear], plain.predict(X)[clear])
 
 
