@@ -44,6 +44,7 @@ from numba import njit
 from scipy.special import expit
 
 from .pairwise_losses import pair_value_and_derivative
+from .solvers._dask_design import make_design
 
 
 def ap_surrogate_and_score_gradients(h, y, loss, sample_weight=None):
@@ -209,11 +210,13 @@ class AveragePrecisionObjective:
     The parameter vector is ``theta = (w, b)`` of length ``d + 1``.  One
     value and gradient cost ``O(n log n + n d)`` for the squared hinge.
     With sample weights ``P`` is the weighted ``P_w`` of the module
-    docstring.
+    docstring.  The products with ``X`` go through the design ``[X, 1]``
+    (:func:`skrank.solvers._dask_design.make_design`): a Dask array chunked
+    by rows is read chunk by chunk and never gathered.
 
     Parameters
     ----------
-    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+    X : {ndarray, sparse matrix, dask.array.Array} of shape (n_samples, n_features)
     y : ndarray of shape (n_samples,)
         Labels in {-1, +1}, at least one positive.
     loss : skrank.pairwise_losses.PairwiseLoss
@@ -226,6 +229,7 @@ class AveragePrecisionObjective:
 
     def __init__(self, X, y, loss, alpha, sample_weight=None):
         self.X = X
+        self.design = make_design(X, fit_intercept=True)
         self.y = np.asarray(y, dtype=np.float64)
         if sample_weight is not None:
             sample_weight = np.asarray(sample_weight, dtype=np.float64)
@@ -241,9 +245,7 @@ class AveragePrecisionObjective:
 
     def scores(self, theta):
         """``h = sigmoid(X w + b)``."""
-        theta = np.asarray(theta, dtype=np.float64)
-        z = np.asarray(self.X @ theta[:-1], dtype=np.float64).ravel() + theta[-1]
-        return expit(z)
+        return expit(self.design.matvec(np.asarray(theta, dtype=np.float64)))
 
     def value(self, theta):
         """``F(theta)``."""
@@ -260,9 +262,8 @@ class AveragePrecisionObjective:
         value, g = ap_surrogate_and_score_gradients(h, self.y, self.loss, self.sample_weight)
         g *= h * (1.0 - h)
         w = theta[:-1]
-        grad = np.empty_like(theta)
-        grad[:-1] = np.asarray(self.X.T @ g, dtype=np.float64).ravel() + self.alpha * w
-        grad[-1] = g.sum()
+        grad = self.design.rmatvec(g)
+        grad[:-1] += self.alpha * w
         return value + 0.5 * self.alpha * float(w @ w), grad
 
     def start(self, y_margin=1.0):
@@ -286,7 +287,7 @@ class AveragePrecisionObjective:
         from .solvers.auc_closed_form import square_auc_coef
 
         w = square_auc_coef(self.X, self.y, self.alpha, y_margin, self.sample_weight)
-        z = np.asarray(self.X @ w, dtype=np.float64).ravel()
+        z = self.design.matvec(np.append(w, 0.0))
         if self.sample_weight is None:
             spread = float(np.std(z))
             if spread > 0:

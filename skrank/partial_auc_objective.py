@@ -63,12 +63,15 @@ stays continuous).  The sums are computed in units of weight: cells
 total divided by ``W+ (beta_fpr - alpha_fpr) W-``.
 """
 
+import functools
+
 import numpy as np
 from numba import njit
 
 from ._sorting import _insertion_keyed
 from .metrics import _check_fpr_range
 from .pairwise_losses import pair_value_and_derivative
+from .solvers._dask_design import is_dask_array, make_design
 
 
 def negative_rank_weights(n_negatives, fpr_range, sample_weight=None):
@@ -310,10 +313,19 @@ def _pair_range_sums(code, shift, scale, h_pos, vp, q, omega):
 class PartialAUCObjective:
     """``F(w)`` of the module docstring on one training set, with its gradient.
 
+    Every product with ``X`` goes through one design
+    (:func:`skrank.solvers._dask_design.make_design`): the scores ``h = X w``
+    are one vector of length ``n``, split into the classes by the boolean
+    mask :attr:`positive`, and the gradient is ``X' g`` with ``g`` the
+    scores' derivatives put back in the rows' order.  ``X`` is never split,
+    so a Dask array chunked by rows is read chunk by chunk and never
+    gathered.
+
     Parameters
     ----------
-    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
-        Training data.
+    X : {ndarray, sparse matrix, dask.array.Array} of shape (n_samples, n_features)
+        Training data; a Dask array must be chunked by rows
+        (:func:`skrank.solvers._dask_design.check_dask_array`).
     y : ndarray of shape (n_samples,)
         Labels in {-1, +1}.
     fpr_range : tuple (alpha, beta)
@@ -329,7 +341,17 @@ class PartialAUCObjective:
 
     Attributes
     ----------
-    X_pos, X_neg : the rows of each class.
+    X : {ndarray, sparse matrix, dask.array.Array}
+        The training data, as given.
+    design : skrank.solvers._design.Design
+        The products with ``X`` (a ``DaskDesign`` for a Dask array).
+    positive : ndarray of bool of shape (n_samples,)
+        The positives' rows.
+    X_pos, X_neg : {ndarray, sparse matrix}
+        The rows of each class, copied on first use (for the stochastic
+        solvers; not available for a Dask ``X``).
+    sample_weight : ndarray of shape (n_samples,) or None
+        The rows' weights; None without weights.
     pos_weight, neg_weight : ndarray or None
         The weights of each class's rows; None without weights.
     weighted : bool
@@ -348,10 +370,12 @@ class PartialAUCObjective:
     def __init__(self, X, y, fpr_range, loss, alpha, sample_weight=None):
         y = np.asarray(y)
         pos = y > 0
-        self.X_pos = X[pos]
-        self.X_neg = X[~pos]
-        self.n_pos = self.X_pos.shape[0]
-        self.n_neg = self.X_neg.shape[0]
+        self.X = X
+        self.design = make_design(X, fit_intercept=False)
+        self.positive = pos
+        # index arrays: taking and scattering by them is several times faster than by a mask
+        self._rows = (np.flatnonzero(pos), np.flatnonzero(~pos))
+        self.n_pos, self.n_neg = self._rows[0].shape[0], self._rows[1].shape[0]
         self.fpr_range = _check_fpr_range(fpr_range)
         if sample_weight is not None:
             sample_weight = np.asarray(sample_weight, dtype=np.float64)
@@ -362,6 +386,7 @@ class PartialAUCObjective:
             if np.all(sample_weight == 1.0):
                 sample_weight = None
         self.weighted = sample_weight is not None
+        self.sample_weight = sample_weight
         self.pos_weight = sample_weight[pos] if self.weighted else None
         self.neg_weight = sample_weight[~pos] if self.weighted else None
         self.loss = loss
@@ -385,6 +410,22 @@ class PartialAUCObjective:
         self.n = self.fpr_range[1] * total_neg
         self.omega = None
         self.normaliser = total_pos * (self.n - self.m)
+
+    @functools.cached_property
+    def X_pos(self):
+        """The positives' rows (a copy, made on first use)."""
+        return self._class_rows(self._rows[0])
+
+    @functools.cached_property
+    def X_neg(self):
+        """The negatives' rows (a copy, made on first use)."""
+        return self._class_rows(self._rows[1])
+
+    def _class_rows(self, rows):
+        if is_dask_array(self.X):
+            raise ValueError("the rows of a class are not split out of a Dask X: only the full-batch "
+                             "solvers (lbfgs, exact) fit one.")
+        return self.X[rows]
 
     def _ranked_omega(self, order_neg):
         """Rank weights of the negatives taken in the order ``order_neg`` (decreasing scores)."""
@@ -428,8 +469,15 @@ class PartialAUCObjective:
         h_pos, h_neg : ndarray
             The scores of the positives and of the negatives.
         """
-        return (np.asarray(self.X_pos @ w, dtype=np.float64).ravel(),
-                np.asarray(self.X_neg @ w, dtype=np.float64).ravel())
+        h = self.design.matvec(np.asarray(w, dtype=np.float64))
+        return h.take(self._rows[0]), h.take(self._rows[1])
+
+    def _gradient(self, g_pos, g_neg):
+        """``X' g`` for the scores' derivatives of each class, ``g_pos`` and ``g_neg``."""
+        g = np.empty(self.positive.shape[0])
+        g[self._rows[0]] = g_pos
+        g[self._rows[1]] = g_neg
+        return self.design.rmatvec(g)
 
     def data_value(self, w):
         """The pAUC surrogate without the penalty.
@@ -482,7 +530,7 @@ class PartialAUCObjective:
         w = np.asarray(w, dtype=np.float64)
         h_pos, h_neg = self.scores(w)
         total, g_pos, g_neg = self._range_sums(h_pos, h_neg)
-        grad = np.asarray(self.X_pos.T @ g_pos).ravel() + np.asarray(self.X_neg.T @ g_neg).ravel()
+        grad = self._gradient(g_pos, g_neg)
         self.n_passes += 1
         return (total / self.normaliser + 0.5 * self.alpha * float(w @ w),
                 grad / self.normaliser + self.alpha * w)
@@ -517,5 +565,5 @@ class PartialAUCObjective:
         if not np.any(omega_top > 0):
             return 0.0, np.zeros_like(w)
         total, g_pos, g_neg = self._range_sums(h_pos, h_neg, omega_top)
-        grad = np.asarray(self.X_pos.T @ g_pos).ravel() + np.asarray(self.X_neg.T @ g_neg).ravel()
+        grad = self._gradient(g_pos, g_neg)
         return total / self.normaliser, grad / self.normaliser

@@ -1,5 +1,6 @@
 """Full-batch fits on Dask arrays chunked by rows equal the NumPy fits, without gathering X."""
 
+import re
 import tracemalloc
 
 import numpy as np
@@ -109,12 +110,129 @@ def test_bad_dask_input_is_refused():
         RankADMMClassifier(solver="admm").fit(Xd, y)
     with pytest.raises(ValueError, match="no full-batch solver for a Dask array"):
         RankADMMClassifier(loss="hinge", risk="extremile").fit(Xd, y)
-    for Est in (PartialAUCClassifier, AveragePrecisionClassifier):
-        with pytest.raises(ValueError, match="does not take a Dask array yet"):
-            Est().fit(Xd, y)
     fitted = RankADMMClassifier().fit(X, y)
     with pytest.raises(ValueError, match="features"):
         fitted.predict(da.from_array(X[:, :5], chunks=(250, 5)))
+
+
+RANKERS = [
+    (PartialAUCClassifier(solver="lbfgs", tol=1e-10), "lbfgs"),
+    (PartialAUCClassifier(loss="logistic", fpr_range=(0.1, 0.6), tol=1e-10), "lbfgs"),
+    (PartialAUCClassifier(fpr_range=(0.0, 1.0), loss="squared"), "exact"),
+    (PartialAUCClassifier(solver="lbfgs", fpr_range=(0.0, 1.0), loss="squared", tol=1e-10), "lbfgs"),
+    (AveragePrecisionClassifier(tol=1e-10), "lbfgs"),
+    (AveragePrecisionClassifier(loss="logistic", tol=1e-10), "lbfgs"),
+]
+_RANKER_IDS = [f"{type(e).__name__}-{e.solver}-{e.loss}-{s}" for e, s in RANKERS]
+
+
+def _check_ranker(X, Xd, plain, chunked):
+    assert chunked.objective_ == pytest.approx(plain.objective_, rel=1e-9)
+    assert np.allclose(chunked.coef_, plain.coef_, atol=1e-6)
+    decision = chunked.decision_function(Xd)
+    predicted = chunked.predict(Xd)
+    assert isinstance(decision, da.Array) and isinstance(predicted, da.Array)  # lazy
+    expected = plain.decision_function(X)
+    assert np.allclose(decision.compute(), expected, atol=1e-5)
+    clear = np.abs(expected) > 1e-5
+    assert np.array_equal(predicted.compute()[clear], plain.predict(X)[clear])
+
+
+@pytest.mark.parametrize("estimator, solver", RANKERS, ids=_RANKER_IDS)
+@pytest.mark.parametrize("rows", [1003, 250, 97])  # one chunk, an uneven last chunk, many chunks
+def test_ranking_dask_fit_equals_the_numpy_fit(estimator, solver, rows):
+    X, Xd, plain, chunked = _fit_both(estimator, "classification", rows)
+    if isinstance(estimator, PartialAUCClassifier):
+        assert chunked._solver == plain._solver == solver
+    _check_ranker(X, Xd, plain, chunked)
+
+
+@pytest.mark.parametrize("estimator, solver", RANKERS, ids=_RANKER_IDS)
+def test_ranking_dask_fit_with_sample_weights(estimator, solver):
+    weights = np.random.default_rng(1).integers(0, 4, size=1003).astype(float)  # zeros drop rows
+    X, Xd, plain, chunked = _fit_both(estimator, "classification", 97, sample_weight=weights)
+    _check_ranker(X, Xd, plain, chunked)
+
+
+@pytest.mark.parametrize("Est", [PartialAUCClassifier, AveragePrecisionClassifier])
+def test_ranking_dask_fit_one_vs_rest(Est):
+    X, _ = _data("classification")
+    y = np.digitize(X @ np.linspace(-1.0, 1.0, 6), [-0.5, 0.5])  # three classes
+    plain = Est(solver="lbfgs", tol=1e-10).fit(X, y)
+    Xd = da.from_array(X, chunks=(250, 6))
+    chunked = Est(solver="lbfgs", tol=1e-10).fit(Xd, y)
+    assert np.allclose(chunked.objective_, plain.objective_, rtol=1e-9)
+    assert np.allclose(chunked.coef_, plain.coef_, atol=1e-6)
+    assert np.allclose(chunked.decision_function(Xd).compute(), plain.decision_function(X), atol=1e-5)
+    assert np.array_equal(chunked.predict(Xd).compute(), plain.predict(X))
+
+
+def test_auto_takes_a_full_batch_solver_for_a_dask_array(monkeypatch):
+    """Where ``solver="auto"`` would take a stochastic solver in memory, a Dask X is fitted by L-BFGS."""
+    from skrank.estimators import average_precision, partial_auc
+
+    monkeypatch.setattr(partial_auc, "_AUTO_MAX_LOGISTIC_PAIRS", 0)
+    monkeypatch.setattr(average_precision, "_AUTO_MAX_LOGISTIC_PAIRS", 0)
+    X, y = _data("classification")
+    Xd = da.from_array(X, chunks=(250, 6))
+    for Est in (PartialAUCClassifier, AveragePrecisionClassifier):
+        chunked = Est(loss="logistic", tol=1e-10, max_iter=500).fit(Xd, y)
+        plain = Est(loss="logistic", solver="lbfgs", tol=1e-10).fit(X, y)
+        assert chunked.objective_ == pytest.approx(plain.objective_, rel=1e-9)
+        assert "message" in chunked._solver_info[0]  # L-BFGS's record
+
+
+@pytest.mark.parametrize("estimator, use", [
+    (PartialAUCClassifier(solver="agd-sbcd"), "Use solver='lbfgs', the full-batch solver"),
+    (PartialAUCClassifier(solver="dca"), "Use solver='lbfgs'"),
+    (PartialAUCClassifier(solver="prox-dca"), "Use solver='lbfgs'"),
+    (PartialAUCClassifier(solver="ppd-sg", fpr_range=(0, 1), loss="squared"),
+     "Use solver='exact' or solver='lbfgs', the full-batch solvers"),
+    (PartialAUCClassifier(solver="ppd-adagrad", fpr_range=(0, 1), loss="squared"), "solver='exact'"),
+    (AveragePrecisionClassifier(solver="soap"), "Use solver='lbfgs', the full-batch solver"),
+], ids=repr)
+def test_stochastic_ranking_solvers_refuse_a_dask_array(estimator, use):
+    X, y = _data("classification")
+    Xd = da.from_array(X, chunks=(250, 6))
+    with pytest.raises(ValueError, match=f"solver={estimator.solver!r} needs X in memory.*{re.escape(use)}"):
+        clone(estimator).fit(Xd, y)
+    if estimator.solver in ("ppd-sg", "ppd-adagrad", "soap"):
+        with pytest.raises(ValueError, match="needs X in memory"):
+            clone(estimator).partial_fit(Xd, y, classes=[0, 1])
+
+
+def test_ranking_dask_fit_on_a_two_worker_local_cluster():
+    distributed = pytest.importorskip("distributed")
+    X, y = _data("classification")
+    weights = np.random.default_rng(3).uniform(0.5, 2.0, size=y.size)
+    estimator = PartialAUCClassifier(solver="lbfgs", tol=1e-10)
+    plain = clone(estimator).fit(X, y, sample_weight=weights)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster):
+        Xd = da.from_array(X, chunks=(250, 6))
+        chunked = clone(estimator).fit(Xd, y, sample_weight=weights)
+        scores = chunked.decision_function(Xd).compute()
+    assert chunked.objective_ == pytest.approx(plain.objective_, rel=1e-9)
+    assert np.allclose(chunked.coef_, plain.coef_, atol=1e-6)
+    assert np.allclose(scores, plain.decision_function(X), atol=1e-5)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_chunked_class_moments_equal_the_in_memory_ones(weighted):
+    from skrank.solvers.auc_closed_form import class_moments, two_class_moments
+
+    X, y = _data("classification")
+    X = X + 50.0  # means far from zero: the chunks' scatters must be merged about the class means
+    positive = y > 0
+    positive[:97] = False  # the first chunk holds no positive
+    weights = np.random.default_rng(2).uniform(0.0, 3.0, size=y.size) if weighted else None
+    expected = [class_moments(X[rows], None if weights is None else weights[rows])
+                for rows in (positive, ~positive)]
+    for rows in (1003, 250, 97):
+        chunked = two_class_moments(da.from_array(X, chunks=(rows, 6)), positive, weights)
+        for (mean, cov), (mean_ref, cov_ref) in zip(chunked, expected):
+            assert np.allclose(mean, mean_ref, rtol=1e-13, atol=0.0)
+            assert np.allclose(cov, cov_ref, rtol=1e-11, atol=1e-13)
 
 
 def test_lazily_generated_data_is_never_gathered():

@@ -20,6 +20,8 @@ import numpy as np
 from scipy.special import expit, log_expit
 from sklearn.utils.validation import check_is_fitted
 
+from ..solvers._dask_design import is_dask_array, make_design
+
 
 def fit_platt(scores, y, *, sample_weight=None, max_iter=100):
     """Fit ``sigmoid(A s + B)`` to labels ``y`` in {-1, +1} by Newton's method.
@@ -128,7 +130,8 @@ def platt_calibrate(result, X, y, sample_weight=None):
     Parameters
     ----------
     result : skrank.solvers.SolverResult
-    X : {ndarray, sparse matrix} of shape (n, d)
+    X : {ndarray, sparse matrix, dask.array.Array} of shape (n, d)
+        A Dask array is read chunk by chunk; the scores come into memory.
     y : ndarray of shape (n,)
         Labels in {-1, +1}.
     sample_weight : ndarray of shape (n,), default=None
@@ -138,7 +141,7 @@ def platt_calibrate(result, X, y, sample_weight=None):
     -------
     result
     """
-    scores = np.asarray(X @ result.coef, dtype=np.float64).ravel()
+    scores = make_design(X, fit_intercept=False).matvec(np.asarray(result.coef, dtype=np.float64))
     result.intercept, result.info["calibration"] = platt_threshold(scores, y, sample_weight)
     return result
 
@@ -171,16 +174,18 @@ class PlattRankingMixin:
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask.array.Array} of shape (n_samples, n_features)
 
         Returns
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
             Positive means ``classes_[1]`` (binary); every column ranks the
-            samples as ``X @ coef_.T`` does.
+            samples as ``X @ coef_.T`` does.  A lazy Dask array for a Dask
+            ``X``.
         """
         check_is_fitted(self)
-        logits = np.asarray(self._linear_predict(X)) * self.calibration_[:, 0]
+        scores = self._linear_predict(X)
+        logits = (scores if is_dask_array(scores) else np.asarray(scores)) * self.calibration_[:, 0]
         return logits.ravel() if logits.shape[1] == 1 else logits
 
     def _has_proba(self):

@@ -80,7 +80,10 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
 
         Both take sample and class weights: L-BFGS exactly, SOAP by drawing
         each class's rows with probabilities proportional to their weights
-        (equal to the repeated rows in distribution only).
+        (equal to the repeated rows in distribution only).  A Dask array
+        ``X`` chunked by rows is fitted by ``"lbfgs"`` (what ``"auto"``
+        takes for it) without being gathered (``doc/scaling.rst``); SOAP
+        refuses it.
     optimizer : {"sgd", "momentum", "adam"}, default="adam"
         SOAP's update (Algorithm 3): plain SGD, momentum, or the paper's
         Adam-style step.
@@ -231,9 +234,10 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         self.verbose = verbose
 
     def _check_before_solve(self, X, sample_weight=None):
-        if is_dask_array(X):
-            raise ValueError(f"{type(self).__name__} does not take a Dask array yet; compute X into "
-                             "memory (X.compute()), or use RankADMMClassifier or SpectralRiskClassifier.")
+        if is_dask_array(X) and self.solver == "soap":
+            raise ValueError("solver='soap' needs X in memory (a NumPy array or a SciPy sparse matrix), "
+                             "not a Dask array. Use solver='lbfgs', the full-batch solver, or compute X "
+                             "into memory (X.compute()).")
         self._pair_loss = get_pairwise_loss(self.loss, self.margin)
         if self.positives_per_batch >= self.batch_size:
             raise ValueError(
@@ -257,7 +261,9 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
 
     def _run(self, objective, theta0):
         solver = self.solver
-        if solver == "auto":
+        if solver == "auto" and is_dask_array(objective.X):
+            solver = "lbfgs"  # the full-batch solver
+        elif solver == "auto":
             n_pairs = np.sum(objective.y > 0) * objective.y.shape[0]
             costly = not objective.loss.is_quadratic and n_pairs > _AUTO_MAX_LOGISTIC_PAIRS
             solver = "soap" if costly else "lbfgs"

@@ -18,6 +18,8 @@ _FULL_RANGE_ONLY = ("exact", "ppd-sg", "ppd-adagrad")
 _WEIGHTED = ("lbfgs", "exact", "ppd-sg", "ppd-adagrad")
 #: The solvers with partial_fit.
 _STREAMING = ("ppd-sg", "ppd-adagrad")
+#: The full-batch solvers, the ones that fit a Dask array.
+_FULL_BATCH = ("lbfgs", "exact")
 #: Largest number of features for which the default start is the closed-form
 #: full-AUC fit (a d x d solve); above it the difference of the class means.
 _CLOSED_FORM_START_MAX_FEATURES = 2000
@@ -122,6 +124,11 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
           full-batch evaluators make L-BFGS reach a lower ``F`` than the
           stochastic solvers in less time (``benchmarks/partial_auc.py``);
           the stochastic ones are for data too large for full passes.
+
+        A Dask array ``X`` chunked by rows is fitted by ``"lbfgs"`` and
+        ``"exact"`` without being gathered (every product with ``X`` runs
+        chunk by chunk, ``doc/scaling.rst``); ``"auto"`` then takes one of
+        them, and the stochastic solvers refuse it.
     max_iter : int or None, default=None
         Maximum iterations of the solver: L-BFGS iterations, outer
         iterations of AGD-SBCD and DCA, stages of PPD.  None means the
@@ -261,12 +268,17 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         return self.solver
 
     def _check_before_solve(self, X, sample_weight=None):
-        if is_dask_array(X):
-            raise ValueError(f"{type(self).__name__} does not take a Dask array yet; compute X into "
-                             "memory (X.compute()), or use RankADMMClassifier or SpectralRiskClassifier.")
         self._fpr_range = _check_fpr_range(self.fpr_range)
         self._pair_loss = get_pairwise_loss(self.loss, self.margin)
         solver = self._resolved_solver()
+        if is_dask_array(X) and solver not in _FULL_BATCH:
+            full = self._fpr_range == (0.0, 1.0) and self.loss == "squared"
+            use = ("solver='exact' or solver='lbfgs', the full-batch solvers" if full
+                   else "solver='lbfgs', the full-batch solver for this loss and range")
+            raise ValueError(
+                f"solver={solver!r} needs X in memory (a NumPy array or a SciPy sparse matrix), not a "
+                f"Dask array. Use {use}, or compute X into memory (X.compute())."
+            )
         if sample_weight is not None and solver not in _WEIGHTED:
             raise ValueError(
                 f"solver={solver!r} does not take sample_weight (nor class_weight) yet. "
@@ -300,17 +312,15 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     def _start(self, objective, coef_init):
         if coef_init is not None:
             return np.asarray(coef_init, dtype=np.float64)
-        d = objective.X_pos.shape[1]
+        d = objective.X.shape[1]
         if self._solver in ("ppd-sg", "ppd-adagrad"):
             return np.zeros(d)  # the paper's start; the closed form would be the answer
         if d <= _CLOSED_FORM_START_MAX_FEATURES:
-            from ..solvers.auc_closed_form import solve_square_auc_system, square_auc_system
+            from ..solvers.auc_closed_form import square_auc_coef
 
-            A, r = square_auc_system(objective.X_pos, objective.X_neg, objective.alpha,
-                                     objective.loss.margin, objective.pos_weight, objective.neg_weight)
-            return solve_square_auc_system(A, r, objective.alpha)[0]
-        diff = _class_mean(objective.X_pos, objective.pos_weight) - _class_mean(objective.X_neg,
-                                                                              objective.neg_weight)
+            return square_auc_coef(objective.X, np.where(objective.positive, 1.0, -1.0), objective.alpha,
+                                   objective.loss.margin, objective.sample_weight)
+        diff = _class_mean_difference(objective)
         return diff / max(float(np.linalg.norm(diff)) ** 2, 1e-12)
 
     def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):
@@ -324,7 +334,9 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
 
     def _run(self, objective, coef_init):
         solver = self._solver
-        if self.solver == "auto" and not objective.loss.is_quadratic and not objective.weighted:
+        # a Dask X stays with L-BFGS, the one full-batch solver for this loss
+        if (self.solver == "auto" and not objective.loss.is_quadratic and not objective.weighted
+                and not is_dask_array(objective.X)):
             in_range = np.ceil(objective.n) - np.floor(objective.m)
             if objective.n_pos * in_range > _AUTO_MAX_LOGISTIC_PAIRS:
                 solver = "agd-sbcd"
@@ -359,8 +371,9 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         return (ppd_sg if solver == "ppd-sg" else ppd_adagrad)(objective, **stochastic)
 
 
-def _class_mean(X, sample_weight):
-    """Column means of one class's rows, weighted when ``sample_weight`` is given."""
-    if sample_weight is None:
-        return np.asarray(X.mean(axis=0)).ravel()
-    return np.asarray(X.T @ sample_weight).ravel() / float(sample_weight.sum())
+def _class_mean_difference(objective):
+    """The positives' mean row minus the negatives' (weighted with sample weights), as one ``X' c``."""
+    v = np.ones(objective.positive.shape[0]) if objective.sample_weight is None else objective.sample_weight
+    pos = objective.positive
+    c = np.where(pos, v / v[pos].sum(), -v / v[~pos].sum())
+    return objective.design.rmatvec(c)

@@ -12,6 +12,8 @@ again at each product, chunk by chunk, so that memory holds a few chunks at
 a time: an out-of-core fit.
 """
 
+import functools
+
 import numpy as np
 
 from ._design import Design
@@ -79,6 +81,41 @@ def _left_product(block, M):
     return np.asarray(M @ np.asarray(block, dtype=np.float64))
 
 
+def _class_scatters(block, positive, weight):
+    """``(total weight, mean, scatter about the mean)`` of the chunk's positives, then of its negatives."""
+    block = np.asarray(block, dtype=np.float64)
+    out = []
+    for rows in (positive, ~positive):
+        Xc = block[rows]
+        v = None if weight is None else weight[rows]
+        total = float(Xc.shape[0] if v is None else v.sum())
+        if total == 0.0:
+            out.append((0.0, np.zeros(block.shape[1]), np.zeros((block.shape[1], block.shape[1]))))
+            continue
+        mean = Xc.mean(axis=0) if v is None else (v @ Xc) / total
+        centred = Xc - mean
+        scatter = centred.T @ (centred if v is None else centred * v[:, None])
+        out.append((total, mean, scatter))
+    return out
+
+
+def _merge_scatters(a, b):
+    """The ``(total, mean, scatter)`` of two groups of rows from those of each.
+
+    The pairwise update of Chan, Golub and LeVeque: the scatter about the
+    merged mean adds ``delta delta' W_a W_b / W`` to the two scatters, with
+    ``delta`` the difference of the means, so no chunk is ever uncentred.
+    """
+    (wa, ma, sa), (wb, mb, sb) = a, b
+    if wb == 0.0:
+        return a
+    if wa == 0.0:
+        return b
+    total = wa + wb
+    delta = mb - ma
+    return total, ma + delta * (wb / total), sa + sb + np.outer(delta, delta * (wa * wb / total))
+
+
 class DaskDesign(Design):
     """:class:`Design` of a Dask array chunked by rows (see the module docstring).
 
@@ -142,6 +179,41 @@ class DaskDesign(Design):
         parts = [M[:, a:b] for a, b in zip(self._bounds[:-1], self._bounds[1:])]
         P = np.sum(self._run(_left_product, parts), axis=0)
         return np.hstack([P, np.asarray(M.sum(axis=1))]) if self.fit_intercept else P
+
+    def class_moments(self, positive, sample_weight=None):
+        """Means and covariances of the rows of ``X`` in each class, in one pass over the chunks.
+
+        Each chunk returns its classes' total weights, means and scatter
+        matrices about those means; they are merged pairwise
+        (:func:`_merge_scatters`), as accurate as centring the whole class.
+
+        Parameters
+        ----------
+        positive : ndarray of bool of shape (n,)
+            The rows of the first class.
+        sample_weight : ndarray of shape (n,), default=None
+            Nonnegative weights of the rows, with a positive total in each
+            class; None for unit weights.
+
+        Returns
+        -------
+        (mean, cov) of the positive rows, (mean, cov) of the others
+            As :func:`skrank.solvers.auc_closed_form.class_moments`:
+            ``mean = sum_i p_i x_i`` and ``cov = sum_i p_i (x_i - mean)(x_i - mean)'``
+            with ``p`` the rows' weights normalised over their class.
+        """
+        self.passes += 1
+        positive = np.asarray(positive, dtype=bool)
+        weights = [None] * len(self._blocks) if sample_weight is None else self._slices(
+            np.asarray(sample_weight, dtype=np.float64))
+        parts = self._run(_class_scatters, self._slices(positive), weights)
+        moments = []
+        for k in range(2):
+            total, mean, scatter = functools.reduce(_merge_scatters, [part[k] for part in parts])
+            if total == 0.0:
+                raise ValueError("a class has no rows of positive weight.")
+            moments.append((mean, scatter / total))
+        return tuple(moments)
 
     def weighted_gram(self, h):
         """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0``, the chunks' matrices summed."""

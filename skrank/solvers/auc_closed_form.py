@@ -24,11 +24,13 @@ With sample weights the pairs are drawn from the weighted classes
 alpha ||w||^2 / 2``, and the same algebra holds with the weighted class
 means and covariances ``S+ = sum_i p_i (x_i - mu+)(x_i - mu+)'``.
 
-One pass over the data, a ``d x d`` matrix and a ``d x d`` factorisation.
-The system is always consistent (``dmu`` lies in the range of ``S``); with
-``alpha = 0`` and a singular ``S`` (fewer samples than features, duplicated
-columns) the minimisers form an affine set and the least-norm one is
-returned (pseudo-inverse from an eigendecomposition).
+One pass over the data (chunk by chunk for a Dask array,
+:meth:`skrank.solvers._dask_design.DaskDesign.class_moments`), a ``d x d``
+matrix and a ``d x d`` factorisation.  The system is always consistent
+(``dmu`` lies in the range of ``S``); with ``alpha = 0`` and a singular
+``S`` (fewer samples than features, duplicated columns) the minimisers form
+an affine set and the least-norm one is returned (pseudo-inverse from an
+eigendecomposition).
 """
 
 import time
@@ -37,6 +39,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from ._dask_design import DaskDesign, is_dask_array
 from ._result import SolverResult
 
 
@@ -83,6 +86,40 @@ def class_moments(X, sample_weight=None):
     return mean, centred.T @ (centred * p[:, None])
 
 
+def two_class_moments(X, positive, sample_weight=None):
+    """:func:`class_moments` of the positive rows and of the others, without splitting a Dask ``X``.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix, dask.array.Array} of shape (n, d)
+        The rows of both classes; a Dask array chunked by rows is read
+        once, chunk by chunk
+        (:meth:`skrank.solvers._dask_design.DaskDesign.class_moments`).
+    positive : ndarray of bool of shape (n,)
+        The rows of the first class.
+    sample_weight : ndarray of shape (n,), default=None
+        Nonnegative weights of the rows, with a positive total in each
+        class; None for unit weights.
+
+    Returns
+    -------
+    (mean, cov) of the positive rows, (mean, cov) of the others
+    """
+    positive = np.asarray(positive, dtype=bool)
+    if is_dask_array(X):
+        return DaskDesign(X, False).class_moments(positive, sample_weight)
+    v = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    return tuple(class_moments(X[rows], None if v is None else v[rows]) for rows in (positive, ~positive))
+
+
+def _system_of_moments(moments_pos, moments_neg, alpha, margin):
+    (mu_pos, s_pos), (mu_neg, s_neg) = moments_pos, moments_neg
+    dmu = mu_pos - mu_neg
+    A = 2.0 * (s_pos + s_neg + np.outer(dmu, dmu))
+    A[np.diag_indices_from(A)] += alpha
+    return A, 2.0 * margin * dmu
+
+
 def square_auc_system(X_pos, X_neg, alpha, margin, pos_weight=None, neg_weight=None):
     """The normal equations ``A w = r`` of the full-AUC square loss.
 
@@ -106,12 +143,31 @@ def square_auc_system(X_pos, X_neg, alpha, margin, pos_weight=None, neg_weight=N
     r : ndarray of shape (d,)
         ``2 c dmu``.
     """
-    mu_pos, s_pos = class_moments(X_pos, pos_weight)
-    mu_neg, s_neg = class_moments(X_neg, neg_weight)
-    dmu = mu_pos - mu_neg
-    A = 2.0 * (s_pos + s_neg + np.outer(dmu, dmu))
-    A[np.diag_indices_from(A)] += alpha
-    return A, 2.0 * margin * dmu
+    return _system_of_moments(class_moments(X_pos, pos_weight), class_moments(X_neg, neg_weight),
+                              alpha, margin)
+
+
+def labelled_square_auc_system(X, y, alpha, margin, sample_weight=None):
+    """:func:`square_auc_system` of the rows of ``X`` split by the labels ``y``.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix, dask.array.Array} of shape (n, d)
+        The data; a Dask array is read once, chunk by chunk, and never split
+        (:func:`two_class_moments`).
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}, both present.
+    alpha, margin : float
+        As in :func:`square_auc_system`.
+    sample_weight : ndarray of shape (n,), default=None
+        Weights of the rows; None for unit weights.
+
+    Returns
+    -------
+    A : ndarray of shape (d, d)
+    r : ndarray of shape (d,)
+    """
+    return _system_of_moments(*two_class_moments(X, np.asarray(y) > 0, sample_weight), alpha, margin)
 
 
 def _least_norm_solve(A, r):
@@ -148,7 +204,7 @@ def square_auc_coef(X, y, alpha, margin=1.0, sample_weight=None):
 
     Parameters
     ----------
-    X : {ndarray, sparse matrix} of shape (n, d)
+    X : {ndarray, sparse matrix, dask.array.Array} of shape (n, d)
     y : ndarray of shape (n,)
         Labels in {-1, +1}, both present.
     alpha, margin : float
@@ -160,11 +216,7 @@ def square_auc_coef(X, y, alpha, margin=1.0, sample_weight=None):
     -------
     ndarray of shape (d,)
     """
-    pos = np.asarray(y) > 0
-    pos_weight = neg_weight = None
-    if sample_weight is not None:
-        pos_weight, neg_weight = sample_weight[pos], sample_weight[~pos]
-    A, r = square_auc_system(X[pos], X[~pos], alpha, margin, pos_weight, neg_weight)
+    A, r = labelled_square_auc_system(X, y, alpha, margin, sample_weight)
     return solve_square_auc_system(A, r, alpha)[0]
 
 
@@ -175,9 +227,9 @@ def exact_square_auc(objective):
     ----------
     objective : skrank.partial_auc_objective.PartialAUCObjective
         With ``fpr_range=(0, 1)`` and the ``"squared"`` pairwise loss (not
-        checked here); its ``X_pos``, ``X_neg`` (dense or sparse), their
-        sample weights ``pos_weight`` and ``neg_weight`` (None without
-        weights), ``alpha`` and ``loss.margin`` are used.
+        checked here); its ``X`` (dense, sparse or a Dask array chunked
+        by rows), ``positive`` (the positives' rows), ``sample_weight``
+        (None without weights), ``alpha`` and ``loss.margin`` are used.
 
     Returns
     -------
@@ -193,8 +245,8 @@ def exact_square_auc(objective):
         ``"least-norm"``).
     """
     start = time.perf_counter()
-    A, r = square_auc_system(objective.X_pos, objective.X_neg, objective.alpha,
-                             objective.loss.margin, objective.pos_weight, objective.neg_weight)
+    A, r = _system_of_moments(*two_class_moments(objective.X, objective.positive, objective.sample_weight),
+                              objective.alpha, objective.loss.margin)
     w, method = solve_square_auc_system(A, r, objective.alpha)
     grad = A @ w - r
     return SolverResult(
