@@ -251,3 +251,11 @@ def test_lazily_generated_data_is_never_gathered():
     size = n * d * 8
     assert peak < 0.4 * size, f"peak {peak / 2**20:.1f} MiB for a {size / 2**20:.0f} MiB array"
     assert np.corrcoef(clf.coef_.ravel(), w_true)[0, 1] > 0.9
+
+
+def test_predict_proba_stays_lazy():
+    X, y = _data("classification")
+    plain = RankADMMClassifier().fit(X, y)
+    proba = plain.predict_proba(da.from_array(X, chunks=(250, 6)))
+    assert isinstance(proba, da.Array)
+    assert np.allclose(proba.compute(), plain.predict_proba(X))

@@ -494,6 +494,9 @@ class RankLinearClassifierMixin(ClassifierMixin):
         scores = self.decision_function(X)
         if scores.ndim == 1:
             p = expit(scores)
+            if is_dask_array(p):
+                return p.map_blocks(lambda b: np.column_stack([1.0 - b, b]), new_axis=1,
+                                    chunks=(p.chunks[0], (2,)), dtype=np.float64)  # lazy
             return np.column_stack([1.0 - p, p])
         p = expit(scores)
         return p / p.sum(axis=1, keepdims=True)
