@@ -82,8 +82,10 @@ def _row(n, backend, X, y, reference):
     per_pass = seconds / max(passes, 1)
     plain = _plain_pass(X)
     gap = "-" if reference is None else f"{abs(est.objective_ - reference) / abs(reference):.1e}"
+    certified = "yes" if est._last_result_info.get("certified") else "no"
     print(f"| {n:.0e} | {backend} | {seconds:.2f} | {passes} | {per_pass:.3g} | {per_pass / plain:.2g} | "
-          f"{peak / 2**20:.0f} | {n * _D * 8 / 2**20:.0f} | {gap} | {est.n_iter_} |", flush=True)
+          f"{peak / 2**20:.0f} | {n * _D * 8 / 2**20:.0f} | {gap} | {est.n_iter_} | {certified} |",
+          flush=True)
     return est
 
 
@@ -97,8 +99,8 @@ def main():
     import dask.array as da
 
     print("| n | backend | seconds | passes | s per pass | pass / plain pass | peak MiB | X MiB "
-          "| gap to numpy | Newton steps |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| gap to numpy | Newton steps | certified |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for n in [int(float(s)) for s in args.sizes.split(",") if s]:
         lazy = _lazy(n)
         X = lazy.compute()
