@@ -175,19 +175,24 @@ class _Problem:
             t = self.arguments(theta)
         n = t.size
         value, d1, d2, keys = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-        losses_and_keys(t, self.loss.code, self.loss.param, mu, center / self.m, value, d1, d2, keys)
+        unit = self.mass is None  # unit masses: no divisions, no reordered copies
+        losses_and_keys(t, self.loss.code, self.loss.param, mu, center if unit else center / self.m,
+                        value, d1, d2, keys)
         # the last order nearly sorts the keys: a stable sort (timsort) of them is fast
         order = self._order[np.argsort(keys[self._order], kind="stable")]
         self._order = order
         q_sorted = np.empty(n)
         nb = pooled_projection(keys[order], self.rank_weights(order), mu, q_sorted, self._starts,
-                               self.m[order])
+                               self.m if unit else self.m[order])
         q = np.empty(n)
         q[order] = q_sorted
         diff = q - center
-        omega = float(q @ value) - 0.5 * mu * float(diff @ (diff / self.m))
+        omega = float(q @ value) - 0.5 * mu * float(diff @ (diff if unit else diff / self.m))
+        # the pooled blocks only (first position, size): singletons need no record
+        sizes = np.diff(self._starts[: nb + 1])
+        pooled = np.flatnonzero(sizes > 1)
         state = dict(t=t, value=value, d1=d1, d2=d2, order=order, q=q,
-                     starts=self._starts[: nb + 1].copy())
+                     pooled=(self._starts[pooled], sizes[pooled]))
         return omega + self.penalty(theta), state
 
     def gradient(self, theta, q, d1):
@@ -208,23 +213,20 @@ class _Problem:
         and one product with a sparse block-indicator matrix, without
         gathering rows.
         """
-        starts = state["starts"]
-        sizes = np.diff(starts)
-        pooled = np.flatnonzero(sizes > 1)
-        if pooled.size == 0:
+        block_start, size = state["pooled"]
+        if size.size == 0:
             return None
-        size = sizes[pooled]
         first = np.cumsum(size) - size
-        pos = np.arange(size.sum()) - np.repeat(first - starts[pooled], size)
+        pos = np.arange(size.sum()) - np.repeat(first - block_start, size)
         idx = state["order"][pos]
         coef = state["d1"][idx] * self.s[idx]
         mass = self.m[idx]
         h = np.zeros(self.s.size)
         h[idx] = mass * coef * coef
-        block_id = np.repeat(np.arange(pooled.size), size)
-        block = sp.csr_matrix((mass * coef, (block_id, idx)), shape=(pooled.size, self.s.size))
+        block_id = np.repeat(np.arange(size.size), size)
+        block = sp.csr_matrix((mass * coef, (block_id, idx)), shape=(size.size, self.s.size))
         sums = self.design.left_product(block)
-        block_mass = np.bincount(block_id, weights=mass, minlength=pooled.size)
+        block_mass = np.bincount(block_id, weights=mass, minlength=size.size)
         return (self.design.weighted_gram(h) - (sums.T / block_mass) @ sums) / mu
 
     def certificate(self, theta, state, decrease):
@@ -579,7 +581,7 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
                 best = (F, theta.copy(), gap, state["q"])
             history.append(F)
             progress(steps, F, gap / max(abs(F), 1e-300),
-                     f"outer={outer} mu={mu:.3g} pooled blocks={int(np.sum(np.diff(state['starts']) > 1))}")
+                     f"outer={outer} mu={mu:.3g} pooled blocks={state['pooled'][1].size}")
             if best[2] <= tol * abs(best[0]):
                 certified = True
                 break
