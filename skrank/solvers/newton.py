@@ -191,9 +191,14 @@ class _Problem:
         # the pooled blocks only (first position, size): singletons need no record
         sizes = np.diff(self._starts[: nb + 1])
         pooled = np.flatnonzero(sizes > 1)
-        state = dict(t=t, value=value, d1=d1, d2=d2, order=order, q=q,
+        # l'' is not kept: only the accepted states need it (:meth:`curvature`)
+        state = dict(t=t, value=value, d1=d1, order=order, q=q,
                      pooled=(self._starts[pooled], sizes[pooled]))
         return omega + self.penalty(theta), state
+
+    def curvature(self, state):
+        """``l''(t)`` at the state's loss arguments."""
+        return self.loss.derivatives(state["t"])[2]
 
     def gradient(self, theta, q, d1):
         return self.design.rmatvec(self.s * q * d1) + self.reg * theta
@@ -383,7 +388,9 @@ def _line_search(problem, theta, step, F0, state0, mu, center, max_evals=12):
     taken when it satisfies the Armijo condition, otherwise the root of the
     directional derivative is bracketed and found by the Illinois variant of
     regula falsi.  ``state`` is None when no trial lowers
-    ``F_mu`` (rounding).
+    ``F_mu`` (rounding).  Only the state of the last trial is kept (each
+    costs several vectors of length ``n``); the best one is evaluated again
+    when it was not the last.
     """
     dt = problem.s * problem.design.matvec(step)
     t0 = state0["t"]
@@ -407,12 +414,15 @@ def _line_search(problem, theta, step, F0, state0, mu, center, max_evals=12):
     slope0 = float(state0["q"] @ (state0["d1"] * dt)) + float(reg_step @ theta) + l1_slope(0.0)
     lo, s_lo = 0.0, slope0
     hi, s_hi = None, None
-    alpha, best = 1.0, None
+    alpha, best, last = 1.0, None, None
     side = 0
     for _ in range(max_evals):
+        last = None  # frees the previous trial's state before the next one
         F, st, slope = trial(alpha)
+        last = (alpha, st)
+        del st
         if F < F0 and F <= F0 + 1e-4 * alpha * slope0 and (best is None or F < best[1]):
-            best = (alpha, F, st)
+            best = (alpha, F)
             if alpha == 1.0 or abs(slope) <= 0.1 * abs(slope0):
                 break
         if slope < 0.0:
@@ -433,7 +443,11 @@ def _line_search(problem, theta, step, F0, state0, mu, center, max_evals=12):
         alpha = lo - s_lo * (hi - lo) / (s_hi - s_lo)
     if best is None:
         return 0.0, F0, None
-    return best
+    alpha, F = best
+    if last[0] == alpha:
+        return alpha, F, last[1]
+    last = None
+    return alpha, F, problem.smoothed(theta + alpha * step, mu, center, t0 + alpha * dt)[1]
 
 
 def _newton_fixed_weights(problem, theta, q, rel_tol, max_iter):
@@ -559,7 +573,7 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
     F_mu, state = problem.smoothed(theta, mu, center)
     while steps < max_iter and outer < max_iter:
         g = problem.gradient(theta, state["q"], state["d1"])
-        H = problem.hessian(state["q"], state["d2"])
+        H = problem.hessian(state["q"], problem.curvature(state))
         _, decrease_q = problem.direction(H, g, theta)
         if decrease_q <= inner_tol or stalled:
             if stalled and outer_stalls >= 2:
