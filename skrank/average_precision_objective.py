@@ -44,7 +44,7 @@ from numba import njit
 from scipy.special import expit
 
 from .pairwise_losses import pair_value_and_derivative
-from .solvers._dask_design import make_design
+from .solvers._external import make_design
 
 
 def ap_surrogate_and_score_gradients(h, y, loss, sample_weight=None):
@@ -211,12 +211,13 @@ class AveragePrecisionObjective:
     value and gradient cost ``O(n log n + n d)`` for the squared hinge.
     With sample weights ``P`` is the weighted ``P_w`` of the module
     docstring.  The products with ``X`` go through the design ``[X, 1]``
-    (:func:`skrank.solvers._dask_design.make_design`): a Dask array chunked
-    by rows is read chunk by chunk and never gathered.
+    (:func:`skrank.solvers._external.make_design`): a Dask array chunked
+    by rows is read chunk by chunk and never gathered, a CuPy array stays
+    on its device.
 
     Parameters
     ----------
-    X : {ndarray, sparse matrix, dask.array.Array} of shape (n_samples, n_features)
+    X : {ndarray, sparse matrix, dask.array.Array, array-API array} of shape (n_samples, n_features)
     y : ndarray of shape (n_samples,)
         Labels in {-1, +1}, at least one positive.
     loss : skrank.pairwise_losses.PairwiseLoss

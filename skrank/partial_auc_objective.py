@@ -71,7 +71,7 @@ from numba import njit
 from ._sorting import _insertion_keyed
 from .metrics import _check_fpr_range
 from .pairwise_losses import pair_value_and_derivative
-from .solvers._dask_design import is_dask_array, make_design
+from .solvers._external import external_kind, make_design
 
 
 def negative_rank_weights(n_negatives, fpr_range, sample_weight=None):
@@ -314,18 +314,20 @@ class PartialAUCObjective:
     """``F(w)`` of the module docstring on one training set, with its gradient.
 
     Every product with ``X`` goes through one design
-    (:func:`skrank.solvers._dask_design.make_design`): the scores ``h = X w``
+    (:func:`skrank.solvers._external.make_design`): the scores ``h = X w``
     are one vector of length ``n``, split into the classes by the boolean
     mask :attr:`positive`, and the gradient is ``X' g`` with ``g`` the
     scores' derivatives put back in the rows' order.  ``X`` is never split,
     so a Dask array chunked by rows is read chunk by chunk and never
-    gathered.
+    gathered, and an array of another array-API library (CuPy) stays on
+    its device.
 
     Parameters
     ----------
-    X : {ndarray, sparse matrix, dask.array.Array} of shape (n_samples, n_features)
+    X : {ndarray, sparse matrix, dask.array.Array, array-API array} of shape (n_samples, n_features)
         Training data; a Dask array must be chunked by rows
-        (:func:`skrank.solvers._dask_design.check_dask_array`).
+        (:func:`skrank.solvers._dask_design.check_dask_array`), an
+        array-API array be float64 (:mod:`skrank.solvers._external`).
     y : ndarray of shape (n_samples,)
         Labels in {-1, +1}.
     fpr_range : tuple (alpha, beta)
@@ -341,15 +343,15 @@ class PartialAUCObjective:
 
     Attributes
     ----------
-    X : {ndarray, sparse matrix, dask.array.Array}
+    X : {ndarray, sparse matrix, dask.array.Array, array-API array}
         The training data, as given.
     design : skrank.solvers._design.Design
-        The products with ``X`` (a ``DaskDesign`` for a Dask array).
+        The products with ``X`` (:func:`skrank.solvers._external.make_design`).
     positive : ndarray of bool of shape (n_samples,)
         The positives' rows.
     X_pos, X_neg : {ndarray, sparse matrix}
         The rows of each class, copied on first use (for the stochastic
-        solvers; not available for a Dask ``X``).
+        solvers; not available for an external ``X``: Dask, CuPy...).
     sample_weight : ndarray of shape (n_samples,) or None
         The rows' weights; None without weights.
     pos_weight, neg_weight : ndarray or None
@@ -422,8 +424,9 @@ class PartialAUCObjective:
         return self._class_rows(self._rows[1])
 
     def _class_rows(self, rows):
-        if is_dask_array(self.X):
-            raise ValueError("the rows of a class are not split out of a Dask X: only the full-batch "
+        kind = external_kind(self.X)
+        if kind is not None:
+            raise ValueError(f"the rows of a class are not split out of {kind}: only the full-batch "
                              "solvers (lbfgs, exact) fit one.")
         return self.X[rows]
 

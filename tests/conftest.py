@@ -4,15 +4,23 @@ The referee solves the same convex problem as the solvers, generically, with
 CLARABEL at tight tolerances, so a test can compare a solver's objective with
 an independent optimum.  Tests ask for it as the ``referee`` fixture; a test
 that does so is skipped where cvxpy is not installed, the others still run.
+
+SciPy's array API support is switched on here, before SciPy is first
+imported, as scikit-learn's array API dispatch needs
+(``tests/test_array_api.py``); the rest of the suite runs with it too.
 """
 
-import numpy as np
-import pytest
-from sklearn.datasets import load_breast_cancer, load_diabetes, make_classification
-from sklearn.preprocessing import StandardScaler
+import os
 
-from skrank.losses import _LOSSES, get_loss
-from skrank.penalties import get_penalty
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from sklearn.datasets import load_breast_cancer, load_diabetes, make_classification  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+
+from skrank.losses import _LOSSES, get_loss  # noqa: E402
+from skrank.penalties import get_penalty  # noqa: E402
 
 
 def pytest_addoption(parser):

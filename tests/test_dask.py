@@ -5,39 +5,16 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from external_cases import ESTIMATORS, IDS, RANKER_IDS, RANKERS
+from external_cases import data as _data
 from sklearn.base import clone
 
 from skrank import AveragePrecisionClassifier, PartialAUCClassifier
-from skrank.estimators import (
-    RankADMMClassifier,
-    RankADMMRegressor,
-    SpectralRiskClassifier,
-    SpectralRiskRegressor,
-)
-from skrank.risks import ERM, Extremile, Superquantile
+from skrank.estimators import RankADMMClassifier
+from skrank.risks import ERM, Superquantile
 
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
-
-
-def _data(task, n=1003, d=6, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    f = X @ rng.normal(size=d)
-    if task == "classification":
-        return X, (f + rng.normal(size=n) > 0.3).astype(int)
-    return X, f + rng.standard_t(3, size=n)
-
-
-ESTIMATORS = [
-    (RankADMMClassifier(risk=Superquantile(q=0.6), tol=1e-10), "classification", "newton"),
-    (RankADMMClassifier(risk=Superquantile(q=0.6), loss="hinge", tol=1e-10), "classification", "ipm"),
-    (RankADMMRegressor(risk=Extremile(r=2.0), tol=1e-10), "regression", "newton"),
-    (RankADMMRegressor(risk=Superquantile(q=0.5), loss="absolute", tol=1e-10), "regression", "ipm"),
-    (SpectralRiskClassifier(risk=Superquantile(q=0.5), tol=1e-10), "classification", "newton"),
-    (SpectralRiskRegressor(tol=1e-10), "regression", "newton"),
-]
-_IDS = [f"{type(e).__name__}-{s}" for e, _, s in ESTIMATORS]
 
 
 def _fit_both(estimator, task, rows, **fit_params):
@@ -48,7 +25,7 @@ def _fit_both(estimator, task, rows, **fit_params):
     return X, Xd, plain, chunked
 
 
-@pytest.mark.parametrize("estimator, task, solver", ESTIMATORS, ids=_IDS)
+@pytest.mark.parametrize("estimator, task, solver", ESTIMATORS, ids=IDS)
 @pytest.mark.parametrize("rows", [1003, 250, 97])  # one chunk, an uneven last chunk, many chunks
 def test_dask_fit_equals_the_numpy_fit(estimator, task, solver, rows):
     X, Xd, plain, chunked = _fit_both(estimator, task, rows)
@@ -66,7 +43,7 @@ def test_dask_fit_equals_the_numpy_fit(estimator, task, solver, rows):
         assert np.allclose(chunked.decision_function(Xd).compute(), plain.decision_function(X), atol=1e-5)
 
 
-@pytest.mark.parametrize("estimator, task, solver", ESTIMATORS[:2], ids=_IDS[:2])
+@pytest.mark.parametrize("estimator, task, solver", ESTIMATORS[:2], ids=IDS[:2])
 def test_dask_fit_with_sample_weights(estimator, task, solver):
     weights = np.random.default_rng(1).integers(0, 4, size=1003).astype(float)
     _, _, plain, chunked = _fit_both(estimator, task, 250, sample_weight=weights)
@@ -115,17 +92,6 @@ def test_bad_dask_input_is_refused():
         fitted.predict(da.from_array(X[:, :5], chunks=(250, 5)))
 
 
-RANKERS = [
-    (PartialAUCClassifier(solver="lbfgs", tol=1e-10), "lbfgs"),
-    (PartialAUCClassifier(loss="logistic", fpr_range=(0.1, 0.6), tol=1e-10), "lbfgs"),
-    (PartialAUCClassifier(fpr_range=(0.0, 1.0), loss="squared"), "exact"),
-    (PartialAUCClassifier(solver="lbfgs", fpr_range=(0.0, 1.0), loss="squared", tol=1e-10), "lbfgs"),
-    (AveragePrecisionClassifier(tol=1e-10), "lbfgs"),
-    (AveragePrecisionClassifier(loss="logistic", tol=1e-10), "lbfgs"),
-]
-_RANKER_IDS = [f"{type(e).__name__}-{e.solver}-{e.loss}-{s}" for e, s in RANKERS]
-
-
 def _check_ranker(X, Xd, plain, chunked):
     assert chunked.objective_ == pytest.approx(plain.objective_, rel=1e-9)
     assert np.allclose(chunked.coef_, plain.coef_, atol=1e-6)
@@ -138,7 +104,7 @@ def _check_ranker(X, Xd, plain, chunked):
     assert np.array_equal(predicted.compute()[clear], plain.predict(X)[clear])
 
 
-@pytest.mark.parametrize("estimator, solver", RANKERS, ids=_RANKER_IDS)
+@pytest.mark.parametrize("estimator, solver", RANKERS, ids=RANKER_IDS)
 @pytest.mark.parametrize("rows", [1003, 250, 97])  # one chunk, an uneven last chunk, many chunks
 def test_ranking_dask_fit_equals_the_numpy_fit(estimator, solver, rows):
     X, Xd, plain, chunked = _fit_both(estimator, "classification", rows)
@@ -147,7 +113,7 @@ def test_ranking_dask_fit_equals_the_numpy_fit(estimator, solver, rows):
     _check_ranker(X, Xd, plain, chunked)
 
 
-@pytest.mark.parametrize("estimator, solver", RANKERS, ids=_RANKER_IDS)
+@pytest.mark.parametrize("estimator, solver", RANKERS, ids=RANKER_IDS)
 def test_ranking_dask_fit_with_sample_weights(estimator, solver):
     weights = np.random.default_rng(1).integers(0, 4, size=1003).astype(float)  # zeros drop rows
     X, Xd, plain, chunked = _fit_both(estimator, "classification", 97, sample_weight=weights)
@@ -197,7 +163,7 @@ def test_stochastic_ranking_solvers_refuse_a_dask_array(estimator, use):
     with pytest.raises(ValueError, match=f"solver={estimator.solver!r} needs X in memory.*{re.escape(use)}"):
         clone(estimator).fit(Xd, y)
     if estimator.solver in ("ppd-sg", "ppd-adagrad", "soap"):
-        with pytest.raises(ValueError, match="needs X in memory"):
+        with pytest.raises(ValueError, match="partial_fit takes X in memory .*not a Dask array"):
             clone(estimator).partial_fit(Xd, y, classes=[0, 1])
 
 

@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 from scipy.special import expit
+from sklearn import get_config
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.class_weight import compute_sample_weight
@@ -23,8 +24,46 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from ..losses import get_loss
 from ..penalties import get_penalty
 from ..risks import check_risk
+from ..solvers._array_api_design import (
+    array_api_namespace,
+    check_array_api_array,
+    device_of,
+    to_namespace,
+    to_numpy,
+)
 from ..solvers._dask_design import check_dask_array, is_dask_array
+from ..solvers._external import external_kind
 from ..solvers._registry import choose_solver
+
+
+def _check_external(X):
+    """An external ``X`` checked where it lives: Dask or array API on its device."""
+    if is_dask_array(X):
+        return check_dask_array(X)
+    if not get_config()["array_api_dispatch"]:
+        raise ValueError(
+            f"X is {external_kind(X)}: fitting or predicting where it lives needs scikit-learn's array API "
+            "dispatch, sklearn.set_config(array_api_dispatch=True), with SCIPY_ARRAY_API=1 set in the "
+            "environment before SciPy is imported. Or pass a NumPy array."
+        )
+    return check_array_api_array(X, array_api_namespace(X))
+
+
+def _in_memory(v):
+    """``y`` or ``sample_weight`` in NumPy: a Dask array computed, an array-API array copied to the host."""
+    if is_dask_array(v):
+        return np.asarray(v.compute())
+    if array_api_namespace(v) is not None:
+        return to_numpy(v)
+    return np.asarray(v)
+
+
+def _one_column_flat(scores):
+    """``scores`` of shape ``(n, 1)`` as a vector (NumPy, Dask or array API); wider ones as given."""
+    if scores.shape[1] != 1:
+        return scores
+    xp = array_api_namespace(scores)
+    return scores.ravel() if xp is None else xp.reshape(scores, (-1,))
 
 
 class _RankLinearModel(BaseEstimator):
@@ -64,7 +103,7 @@ class _RankLinearModel(BaseEstimator):
 
     def _warm_start_intercept(self, j):
         """Hook: the solver's starting intercept of problem ``j`` on a warm start (or ``partial_fit``)."""
-        return float(np.atleast_1d(self.intercept_)[j])
+        return float(np.atleast_1d(to_numpy(self.intercept_))[j])
 
     def _after_partial_fit(self, X, y, sample_weight):
         """Hook: refresh what the streams' coefficients do not give, on the batch just passed.
@@ -86,12 +125,16 @@ class _RankLinearModel(BaseEstimator):
         if getattr(self, "class_weight", None) == "balanced":
             raise ValueError("class_weight='balanced' needs the whole data and is not available in "
                              "partial_fit; pass a dict or sample_weight.")
+        kind = external_kind(X)
+        if kind is not None:
+            raise ValueError(f"partial_fit takes X in memory (a NumPy array or a SciPy sparse matrix), "
+                             f"not {kind}: its solver draws rows. Use fit, whose full-batch solvers take it.")
         sample_weight = self._fit_sample_weight(X, y, sample_weight)
         X, y, sample_weight = self._drop_weightless(X, y, sample_weight)
         problems = [None] if targets is None else list(targets)
         if reset:
             self._check_before_solve(X, sample_weight)
-            coef = np.atleast_2d(self.coef_) if hasattr(self, "coef_") else None
+            coef = np.atleast_2d(to_numpy(self.coef_)) if hasattr(self, "coef_") else None
             fitted = coef is not None and coef.shape == (len(problems), X.shape[1])
             self._streams = [
                 self._new_stream(X.shape[1], coef[j] if fitted else None,
@@ -116,7 +159,10 @@ class _RankLinearModel(BaseEstimator):
         class_weight = getattr(self, "class_weight", None)
         if sample_weight is None and class_weight is None:
             return None
-        weights = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        if sample_weight is not None and not np.isscalar(sample_weight):
+            sample_weight = _in_memory(sample_weight)  # n values, on the host for an external X
+        weights = _check_sample_weight(sample_weight, np.asarray(y), dtype=np.float64,
+                                       ensure_non_negative=True)
         if class_weight is not None:
             if isinstance(class_weight, dict):
                 unknown = [c for c in class_weight if c not in set(np.unique(y).tolist())]
@@ -135,11 +181,15 @@ class _RankLinearModel(BaseEstimator):
         if sample_weight is None or np.all(sample_weight > 0.0):
             return X, y, sample_weight
         keep = sample_weight > 0.0
+        xp = array_api_namespace(X)
+        if xp is not None:
+            rows = to_namespace(np.flatnonzero(keep), xp, device_of(X))
+            return xp.take(X, rows, axis=0), y[keep], sample_weight[keep]
         return X[keep], y[keep], sample_weight[keep]
 
     def _validate_fit_data(self, X, y, reset=True):
-        if is_dask_array(X):
-            return self._validate_dask_data(X, y, reset)
+        if external_kind(X) is not None:
+            return self._validate_external_data(X, y, reset)
         X, y = validate_data(
             self,
             X,
@@ -154,9 +204,14 @@ class _RankLinearModel(BaseEstimator):
             X = X.astype(np.float64)
         return X, y
 
-    def _validate_dask_data(self, X, y, reset):
-        """A Dask ``X`` checked without gathering it (one pass for the finiteness), ``y`` in memory."""
-        X = check_dask_array(X)
+    def _validate_external_data(self, X, y, reset):
+        """An external ``X`` checked where it lives, without gathering it; ``y`` in memory (``n`` values).
+
+        A Dask ``X`` is checked finite in one pass over its chunks; an
+        array-API ``X`` (CuPy...) on its device, with scikit-learn's array
+        API dispatch on.
+        """
+        X = _check_external(X)
         n, d = X.shape
         if reset:
             self.n_features_in_ = d
@@ -166,10 +221,11 @@ class _RankLinearModel(BaseEstimator):
                              f"{self.n_features_in_} features as input.")
         if n < (2 if reset else 1):
             raise ValueError(f"Found array with {n} sample(s) while a minimum of 2 is required.")
-        if not bool(X.map_blocks(lambda block: np.all(np.isfinite(block)).reshape(1, 1), chunks=(1, 1),
-                                 dtype=bool).all().compute()):
+        if is_dask_array(X) and not bool(
+                X.map_blocks(lambda block: np.all(np.isfinite(block)).reshape(1, 1), chunks=(1, 1),
+                             dtype=bool).all().compute()):
             raise ValueError("Input X contains NaN or infinity.")
-        y = np.asarray(y.compute() if is_dask_array(y) else y)
+        y = _in_memory(y)
         if y.ndim != 1 or y.shape[0] != n:
             raise ValueError(f"y must be a vector of length {n} (the rows of X), got shape {y.shape}.")
         if self._task == "regression":
@@ -201,17 +257,42 @@ class _RankLinearModel(BaseEstimator):
         return result
 
     def _linear_predict(self, X):
+        """``X @ coef_.T + intercept_`` with one column per problem, where ``X`` lives (lazy for Dask)."""
         check_is_fitted(self)
-        if is_dask_array(X):
-            X = check_dask_array(X)
+        coef = np.atleast_2d(to_numpy(self.coef_)).T
+        intercept = np.atleast_1d(to_numpy(self.intercept_))
+        if external_kind(X) is not None:
+            X = _check_external(X)
             if X.shape[1] != self.n_features_in_:
                 raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                                  f"{self.n_features_in_} features as input.")
-            return X @ np.atleast_2d(self.coef_).T + self.intercept_  # lazy
+            xp = array_api_namespace(X)
+            if xp is None:
+                return X @ coef + intercept  # lazy
+            device = device_of(X)
+            return X @ to_namespace(coef, xp, device) + to_namespace(intercept, xp, device)
         X = validate_data(
             self, X, accept_sparse=self._accept_sparse, dtype=[np.float64, np.float32], reset=False
         )
-        return X @ self.coef_.T + self.intercept_
+        return np.asarray(X @ coef + intercept)
+
+    #: Fitted arrays that follow ``X`` to its namespace and device (array API conventions).
+    _device_attributes = ("coef_", "intercept_", "classes_")
+
+    def _place_fitted(self, X):
+        """Move the fitted arrays to the namespace and device of an array-API ``X`` (CuPy...).
+
+        As scikit-learn's estimators do under array API dispatch; labels
+        that are not numbers (strings) stay NumPy arrays.
+        """
+        xp = array_api_namespace(X)
+        if xp is None:
+            return
+        device = device_of(X)
+        for name in self._device_attributes:
+            value = getattr(self, name, None)
+            if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+                setattr(self, name, to_namespace(value, xp, device))
 
 
 class _RegisteredSolverModel(_RankLinearModel):
@@ -235,17 +316,19 @@ class _RegisteredSolverModel(_RankLinearModel):
                          random_state=options.get("random_state"), coef_init=coef_init,
                          intercept_init=intercept_init, n_features=n_features)
 
-    def _choose_solver(self, risk, weighted=False, dask=False):
+    def _choose_solver(self, risk, weighted=False, external=None):
         """Resolve the loss, the penalty and the solver for ``risk`` (a clear error if it does not fit).
 
         ``weighted``: the fit has sample weights, which only some solvers take;
-        ``dask``: ``X`` is a Dask array, which only the full-batch solvers take.
+        ``external``: what ``X`` is when it is not in memory (``"a Dask array"``,
+        ``"a cupy array"``: :func:`skrank.solvers._external.external_kind`),
+        which only the full-batch solvers take.
         """
         self._risk = risk
         self._loss_obj = self._get_loss()
         self._penalty_obj = self._get_penalty()
         self._solver_info = choose_solver(self.solver, self._AUTO, risk, self._loss_obj, self._penalty_obj,
-                                          weighted=weighted, dask=dask)
+                                          weighted=weighted, external=external)
         self._solver = self._solver_info.name
 
     def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):
@@ -317,10 +400,11 @@ class RankLinearClassifierMixin(ClassifierMixin):
             and hasattr(self, "coef_")
             and self.coef_.shape == (len(targets), X.shape[1])
         )
+        fitted_coef = to_numpy(self.coef_) if warm else None
         coefs, intercepts, n_iters, objectives, histories, results = [], [], [], [], [], []
         for j, positive in enumerate(targets):
             y_pm = np.where(y == positive, 1.0, -1.0)
-            coef0 = self.coef_[j].copy() if warm else None
+            coef0 = fitted_coef[j].copy() if warm else None
             b0 = self._warm_start_intercept(j) if warm else None
             result = self._run_solver(X, y_pm, coef0, b0, sample_weight)
             coefs.append(result.coef)
@@ -341,6 +425,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
             self.objective_ = np.asarray(objectives)
             self.objective_history_ = histories
         self._store_results(results)
+        self._place_fitted(X)
         return self
 
     def _partial_fit_available(self):
@@ -431,10 +516,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
             ``X @ coef_.T + intercept_``: one column for two classes, one
             per class (one-vs-rest) for more.
         """
-        scores = self._linear_predict(X)
-        if not is_dask_array(scores):
-            scores = np.asarray(scores)
-        return scores.ravel() if scores.shape[1] == 1 else scores
+        return _one_column_flat(self._linear_predict(X))
 
     def predict(self, X):
         """Predicted class labels.
@@ -452,7 +534,13 @@ class RankLinearClassifierMixin(ClassifierMixin):
             the largest score otherwise.
         """
         scores = self.decision_function(X)
-        classes = self.classes_
+        classes = to_numpy(self.classes_)
+        xp = array_api_namespace(scores)
+        if xp is not None:
+            index = xp.astype(scores > 0, xp.int64) if scores.ndim == 1 else xp.argmax(scores, axis=1)
+            if classes.dtype.kind not in "biuf":
+                return classes[to_numpy(index)]  # labels an array library cannot hold: NumPy
+            return xp.take(to_namespace(classes, xp, device_of(scores)), index, axis=0)
         if is_dask_array(scores):
             if scores.ndim == 1:
                 return scores.map_blocks(lambda s: classes[(s > 0).astype(int)], dtype=classes.dtype)
@@ -492,6 +580,12 @@ class RankLinearClassifierMixin(ClassifierMixin):
             The probability of each class, in the order of ``classes_``.
         """
         scores = self.decision_function(X)
+        xp = array_api_namespace(scores)
+        if xp is not None:
+            p = 1.0 / (1.0 + xp.exp(-scores))
+            if p.ndim == 1:
+                return xp.stack([1.0 - p, p], axis=1)
+            return p / xp.sum(p, axis=1, keepdims=True)
         if scores.ndim == 1:
             p = expit(scores)
             if is_dask_array(p):
@@ -515,7 +609,9 @@ class RankLinearClassifierMixin(ClassifierMixin):
         ndarray of shape (n_samples, n_classes)
             The log-probability of each class, in the order of ``classes_``.
         """
-        return np.log(self.predict_proba(X))
+        proba = self.predict_proba(X)
+        xp = array_api_namespace(proba)
+        return np.log(proba) if xp is None else xp.log(proba)
 
 
 class RankLinearRegressorMixin(RegressorMixin):
@@ -554,14 +650,15 @@ class RankLinearRegressorMixin(RegressorMixin):
             and hasattr(self, "coef_")
             and self.coef_.shape == (X.shape[1],)
         )
-        coef0 = self.coef_.copy() if warm else None
-        b0 = float(self.intercept_) if warm else None
+        coef0 = to_numpy(self.coef_).copy() if warm else None
+        b0 = float(to_numpy(self.intercept_)) if warm else None
         result = self._run_solver(X, y, coef0, b0, sample_weight)
         self.coef_ = np.asarray(result.coef, dtype=np.float64)
         self.intercept_ = float(result.intercept)
         self.n_iter_ = int(result.n_iter)
         self.objective_ = float(result.objective)
         self.objective_history_ = np.asarray(result.objective_history)
+        self._place_fitted(X)
         return self
 
     def _partial_fit_available(self):
@@ -614,5 +711,4 @@ class RankLinearRegressorMixin(RegressorMixin):
         ndarray of shape (n_samples,)
             The predictions.
         """
-        predictions = self._linear_predict(X)
-        return predictions.ravel() if is_dask_array(predictions) else np.asarray(predictions).ravel()
+        return _one_column_flat(self._linear_predict(X))

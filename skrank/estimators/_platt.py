@@ -20,7 +20,9 @@ import numpy as np
 from scipy.special import expit, log_expit
 from sklearn.utils.validation import check_is_fitted
 
-from ..solvers._dask_design import is_dask_array, make_design
+from ..solvers._array_api_design import array_api_namespace, device_of, to_namespace, to_numpy
+from ..solvers._external import make_design
+from ._base import _one_column_flat
 
 
 def fit_platt(scores, y, *, sample_weight=None, max_iter=100):
@@ -130,8 +132,9 @@ def platt_calibrate(result, X, y, sample_weight=None):
     Parameters
     ----------
     result : skrank.solvers.SolverResult
-    X : {ndarray, sparse matrix, dask.array.Array} of shape (n, d)
-        A Dask array is read chunk by chunk; the scores come into memory.
+    X : {ndarray, sparse matrix, dask.array.Array, array-API array} of shape (n, d)
+        A Dask array is read chunk by chunk, a CuPy array on its device;
+        the scores come into memory.
     y : ndarray of shape (n,)
         Labels in {-1, +1}.
     sample_weight : ndarray of shape (n,), default=None
@@ -156,6 +159,8 @@ class PlattRankingMixin:
     call's batch.
     """
 
+    _device_attributes = ("coef_", "intercept_", "classes_", "calibration_")
+
     def _store_results(self, results):
         self.calibration_ = np.array([r.info["calibration"] for r in results], dtype=np.float64)
         self._solver_info = [r.info for r in results]
@@ -174,19 +179,23 @@ class PlattRankingMixin:
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, dask.array.Array} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask.array.Array, array-API array} of shape (n_samples, n_features)
 
         Returns
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
             Positive means ``classes_[1]`` (binary); every column ranks the
             samples as ``X @ coef_.T`` does.  A lazy Dask array for a Dask
+            ``X``, an array of ``X``'s namespace and device for an array-API
             ``X``.
         """
         check_is_fitted(self)
         scores = self._linear_predict(X)
-        logits = (scores if is_dask_array(scores) else np.asarray(scores)) * self.calibration_[:, 0]
-        return logits.ravel() if logits.shape[1] == 1 else logits
+        slope = to_numpy(self.calibration_)[:, 0]
+        xp = array_api_namespace(scores)
+        if xp is not None:
+            slope = to_namespace(slope, xp, device_of(scores))
+        return _one_column_flat(scores * slope)
 
     def _has_proba(self):
         # sigmoid(decision_function) is the Platt probability

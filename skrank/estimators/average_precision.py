@@ -7,7 +7,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..average_precision_objective import AveragePrecisionObjective
 from ..pairwise_losses import AVERAGE_PRECISION_LOSSES, get_pairwise_loss
-from ..solvers._dask_design import is_dask_array
+from ..solvers._external import external_kind, is_external
 from ..solvers.soap import OPTIMIZERS
 from ._base import RankLinearClassifierMixin, _RankLinearModel
 from ._platt import PlattRankingMixin, platt_calibrate
@@ -234,10 +234,11 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         self.verbose = verbose
 
     def _check_before_solve(self, X, sample_weight=None):
-        if is_dask_array(X) and self.solver == "soap":
+        kind = external_kind(X)
+        if kind is not None and self.solver == "soap":
             raise ValueError("solver='soap' needs X in memory (a NumPy array or a SciPy sparse matrix), "
-                             "not a Dask array. Use solver='lbfgs', the full-batch solver, or compute X "
-                             "into memory (X.compute()).")
+                             f"not {kind}. Use solver='lbfgs', the full-batch solver, or bring X into "
+                             "memory as a NumPy array.")
         self._pair_loss = get_pairwise_loss(self.loss, self.margin)
         if self.positives_per_batch >= self.batch_size:
             raise ValueError(
@@ -261,7 +262,7 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
 
     def _run(self, objective, theta0):
         solver = self.solver
-        if solver == "auto" and is_dask_array(objective.X):
+        if solver == "auto" and is_external(objective.X):
             solver = "lbfgs"  # the full-batch solver
         elif solver == "auto":
             n_pairs = np.sum(objective.y > 0) * objective.y.shape[0]

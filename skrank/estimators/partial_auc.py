@@ -8,7 +8,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..metrics import _check_fpr_range
 from ..pairwise_losses import PAIRWISE_LOSSES, get_pairwise_loss
 from ..partial_auc_objective import PartialAUCObjective
-from ..solvers._dask_design import is_dask_array
+from ..solvers._external import external_kind, is_external
 from ._base import RankLinearClassifierMixin, _RankLinearModel
 from ._platt import PlattRankingMixin, platt_calibrate
 
@@ -271,13 +271,14 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         self._fpr_range = _check_fpr_range(self.fpr_range)
         self._pair_loss = get_pairwise_loss(self.loss, self.margin)
         solver = self._resolved_solver()
-        if is_dask_array(X) and solver not in _FULL_BATCH:
+        kind = external_kind(X)
+        if kind is not None and solver not in _FULL_BATCH:
             full = self._fpr_range == (0.0, 1.0) and self.loss == "squared"
             use = ("solver='exact' or solver='lbfgs', the full-batch solvers" if full
                    else "solver='lbfgs', the full-batch solver for this loss and range")
             raise ValueError(
-                f"solver={solver!r} needs X in memory (a NumPy array or a SciPy sparse matrix), not a "
-                f"Dask array. Use {use}, or compute X into memory (X.compute())."
+                f"solver={solver!r} needs X in memory (a NumPy array or a SciPy sparse matrix), not "
+                f"{kind}. Use {use}, or bring X into memory as a NumPy array."
             )
         if sample_weight is not None and solver not in _WEIGHTED:
             raise ValueError(
@@ -336,7 +337,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         solver = self._solver
         # a Dask X stays with L-BFGS, the one full-batch solver for this loss
         if (self.solver == "auto" and not objective.loss.is_quadratic and not objective.weighted
-                and not is_dask_array(objective.X)):
+                and not is_external(objective.X)):
             in_range = np.ceil(objective.n) - np.floor(objective.m)
             if objective.n_pos * in_range > _AUTO_MAX_LOGISTIC_PAIRS:
                 solver = "agd-sbcd"

@@ -5,7 +5,7 @@ from numbers import Integral, Real
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..risks import _RISKS, BaseRisk
-from ..solvers._dask_design import is_dask_array
+from ..solvers._external import external_kind
 from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RegisteredSolverModel
 
 _SOLVERS = ("auto", "newton", "ipm", "admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd")
@@ -47,7 +47,7 @@ class _RankADMMModel(_RegisteredSolverModel):
             risk.weight_pieces(n)
         else:
             risk.weights(n)
-        self._choose_solver(risk, weighted=sample_weight is not None, dask=is_dask_array(X))
+        self._choose_solver(risk, weighted=sample_weight is not None, external=external_kind(X))
 
     def _solver_options(self):
         """Each solver's keyword arguments beyond the shared ones."""

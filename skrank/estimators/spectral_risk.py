@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..risks import _RISKS, BaseRisk
-from ..solvers._dask_design import is_dask_array
+from ..solvers._external import external_kind
 from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RegisteredSolverModel
 
 _SOLVERS = ("auto", "newton", "sorel", "sgd", "lsvrg", "prospect", "admm")
@@ -46,7 +46,7 @@ class _SpectralRiskModel(_RegisteredSolverModel):
         risk.weights(X.shape[0])  # validates the risk's parameters for this n
         if not np.isfinite(self.alpha) or self.alpha < 0:
             raise ValueError(f"alpha must be a nonnegative finite number, got {self.alpha!r}.")
-        self._choose_solver(risk, weighted=sample_weight is not None, dask=is_dask_array(X))
+        self._choose_solver(risk, weighted=sample_weight is not None, external=external_kind(X))
 
     def _solver_options(self):
         """Each solver's keyword arguments beyond the shared ones."""

@@ -222,7 +222,3 @@ class DaskDesign(Design):
         flags = [self.fit_intercept] * len(self._blocks)
         return np.sum(self._run(_weighted_gram, self._slices(h), flags), axis=0)
 
-
-def make_design(X, fit_intercept):
-    """:class:`DaskDesign` for a Dask array, :class:`Design` otherwise."""
-    return DaskDesign(X, fit_intercept) if is_dask_array(X) else Design(X, fit_intercept)

@@ -58,10 +58,11 @@ class SolverInfo:
     sample_weight : bool, default=False
         Whether it takes ``sample_weight`` (the risk of the weighted
         empirical distribution, :mod:`skrank.risks`).
-    dask : bool, default=False
-        Whether it takes a Dask array chunked by rows (a full-batch solver
-        whose products with ``X`` go through
-        :class:`skrank.solvers._dask_design.DaskDesign`).
+    external : bool, default=False
+        Whether it takes an external ``X``: a Dask array chunked by rows or
+        an array of another array-API library such as CuPy (a full-batch
+        solver whose products with ``X`` go through the design of
+        :func:`skrank.solvers._external.make_design`).
     """
 
     name: str
@@ -73,9 +74,9 @@ class SolverInfo:
     penalized: bool = False
     options: dict = field(default_factory=dict)
     sample_weight: bool = False
-    dask: bool = False
+    external: bool = False
 
-    def unsupported(self, risk, loss, penalty, weighted=False, dask=False):
+    def unsupported(self, risk, loss, penalty, weighted=False, external=None):
         """Why this solver cannot fit the problem, or None when it can.
 
         Parameters
@@ -88,8 +89,10 @@ class SolverInfo:
             The penalty.
         weighted : bool, default=False
             Whether the fit has sample weights.
-        dask : bool, default=False
-            Whether ``X`` is a Dask array.
+        external : str or None, default=None
+            What ``X`` is when it is external (``"a Dask array"``, from
+            :func:`skrank.solvers._external.external_kind`); None for data
+            in memory.
 
         Returns
         -------
@@ -98,9 +101,9 @@ class SolverInfo:
         """
         if weighted and not self.sample_weight:
             return f"solver={self.name!r} does not take sample_weight."
-        if dask and not self.dask:
+        if external and not self.external:
             return (f"solver={self.name!r} needs X in memory (a NumPy array or a SciPy sparse matrix), "
-                    "not a Dask array.")
+                    f"not {external}.")
         accepts, needs = _RISK_KINDS[self.risks]
         if not accepts(risk):
             return f"solver={self.name!r} needs {needs}; got {type(risk).__name__}."
@@ -131,9 +134,9 @@ class SolverInfo:
 
 _TABLE = (
     SolverInfo("newton", "newton:smoothed_newton", "convex", losses="smooth", curvature=True,
-               sample_weight=True, dask=True),
+               sample_weight=True, external=True),
     SolverInfo("ipm", "interior_point:interior_point", "one_threshold", losses="piecewise_linear",
-               penalized=True, sample_weight=True, dask=True),
+               penalized=True, sample_weight=True, external=True),
     SolverInfo("admm", "admm:admm", "any"),
     SolverInfo("sorel", "sorel:sorel", "convex", losses="smooth", strongly_convex=True),
     SolverInfo("sgd", "sgd:sgd", "any", sample_weight=True),
@@ -148,7 +151,7 @@ _TABLE = (
 SOLVERS = {info.name: info for info in _TABLE}
 
 
-def choose_solver(requested, preference, risk, loss, penalty, weighted=False, dask=False):
+def choose_solver(requested, preference, risk, loss, penalty, weighted=False, external=None):
     """The solver an estimator runs: ``requested``, or for ``"auto"`` the first of ``preference`` that fits.
 
     Parameters
@@ -162,8 +165,8 @@ def choose_solver(requested, preference, risk, loss, penalty, weighted=False, da
         The problem (see :meth:`SolverInfo.unsupported`).
     weighted : bool, default=False
         Whether the fit has sample weights.
-    dask : bool, default=False
-        Whether ``X`` is a Dask array.
+    external : str or None, default=None
+        What ``X`` is when it is external (see :meth:`SolverInfo.unsupported`).
 
     Returns
     -------
@@ -178,14 +181,14 @@ def choose_solver(requested, preference, risk, loss, penalty, weighted=False, da
     """
     if requested == "auto":
         for name in preference:
-            if SOLVERS[name].unsupported(risk, loss, penalty, weighted, dask) is None:
+            if SOLVERS[name].unsupported(risk, loss, penalty, weighted, external) is None:
                 return SOLVERS[name]
-        if dask:
+        if external:
             raise ValueError(
-                "no full-batch solver for a Dask array fits this problem: "
-                + " ".join(SOLVERS[name].unsupported(risk, loss, penalty, weighted, dask)
-                           for name in preference if SOLVERS[name].dask)
-                + " Compute X into memory (X.compute()) to use the other solvers."
+                f"no full-batch solver for {external} fits this problem: "
+                + " ".join(SOLVERS[name].unsupported(risk, loss, penalty, weighted, external)
+                           for name in preference if SOLVERS[name].external)
+                + " Bring X into memory as a NumPy array to use the other solvers."
             )
         if weighted:
             exact = [name for name in preference if SOLVERS[name].sample_weight]
@@ -200,12 +203,12 @@ def choose_solver(requested, preference, risk, loss, penalty, weighted=False, da
             )
         raise ValueError(f"no solver among {preference} fits this problem.")  # pragma: no cover
     info = SOLVERS[requested]
-    reason = info.unsupported(risk, loss, penalty, weighted, dask)
+    reason = info.unsupported(risk, loss, penalty, weighted, external)
     if reason is not None:
         fits = [name for name in preference
-                if SOLVERS[name].unsupported(risk, loss, penalty, weighted, dask) is None]
+                if SOLVERS[name].unsupported(risk, loss, penalty, weighted, external) is None]
         if not fits and weighted:
             fits = [other.name for other in _TABLE
-                    if other.unsupported(risk, loss, penalty, weighted, dask) is None]
+                    if other.unsupported(risk, loss, penalty, weighted, external) is None]
         raise ValueError(f"{reason} Use solver={fits[0]!r}." if fits else reason)
     return info

@@ -25,7 +25,8 @@ alpha ||w||^2 / 2``, and the same algebra holds with the weighted class
 means and covariances ``S+ = sum_i p_i (x_i - mu+)(x_i - mu+)'``.
 
 One pass over the data (chunk by chunk for a Dask array,
-:meth:`skrank.solvers._dask_design.DaskDesign.class_moments`), a ``d x d``
+:meth:`skrank.solvers._dask_design.DaskDesign.class_moments`; on its device
+for a CuPy array), a ``d x d``
 matrix and a ``d x d`` factorisation.  The system is always consistent
 (``dmu`` lies in the range of ``S``); with ``alpha = 0`` and a singular
 ``S`` (fewer samples than features, duplicated columns) the minimisers form
@@ -39,7 +40,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from ._dask_design import DaskDesign, is_dask_array
+from ._external import is_external, make_design
 from ._result import SolverResult
 
 
@@ -87,14 +88,15 @@ def class_moments(X, sample_weight=None):
 
 
 def two_class_moments(X, positive, sample_weight=None):
-    """:func:`class_moments` of the positive rows and of the others, without splitting a Dask ``X``.
+    """:func:`class_moments` of the positive rows and of the others, without splitting an external ``X``.
 
     Parameters
     ----------
-    X : {ndarray, sparse matrix, dask.array.Array} of shape (n, d)
+    X : {ndarray, sparse matrix, dask.array.Array, array-API array} of shape (n, d)
         The rows of both classes; a Dask array chunked by rows is read
         once, chunk by chunk
-        (:meth:`skrank.solvers._dask_design.DaskDesign.class_moments`).
+        (:meth:`skrank.solvers._dask_design.DaskDesign.class_moments`), a
+        CuPy array on its device.
     positive : ndarray of bool of shape (n,)
         The rows of the first class.
     sample_weight : ndarray of shape (n,), default=None
@@ -106,8 +108,8 @@ def two_class_moments(X, positive, sample_weight=None):
     (mean, cov) of the positive rows, (mean, cov) of the others
     """
     positive = np.asarray(positive, dtype=bool)
-    if is_dask_array(X):
-        return DaskDesign(X, False).class_moments(positive, sample_weight)
+    if is_external(X):
+        return make_design(X, False).class_moments(positive, sample_weight)
     v = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     return tuple(class_moments(X[rows], None if v is None else v[rows]) for rows in (positive, ~positive))
 

@@ -40,7 +40,7 @@ import numpy as np
 import scipy.linalg
 
 from ..objective import affine_map
-from ._dask_design import is_dask_array, make_design
+from ._external import is_external, make_design
 from ._progress import Progress
 from ._registry import SOLVERS
 from ._result import SolverResult
@@ -289,7 +289,7 @@ def interior_point(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=N
     reason = SOLVERS["ipm"].unsupported(risk, loss, penalty)
     if reason is not None:
         raise ValueError(reason)
-    if not (hasattr(X, "tocsr") or is_dask_array(X)):
+    if not (hasattr(X, "tocsr") or is_external(X)):
         X = np.asarray(X, dtype=np.float64)
     program = _Program(X, y, risk, loss, penalty, fit_intercept, sample_weight)
     theta = np.zeros(program.p)

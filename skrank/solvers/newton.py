@@ -45,7 +45,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from ..objective import affine_map
-from ._dask_design import is_dask_array, make_design
+from ._external import is_external, make_design
 from ._progress import Progress
 from ._registry import SOLVERS
 from ._result import SolverResult
@@ -536,7 +536,7 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
     reason = SOLVERS["newton"].unsupported(risk, loss, penalty)
     if reason is not None:
         raise ValueError(reason)
-    if not (hasattr(X, "tocsr") or is_dask_array(X)):
+    if not (hasattr(X, "tocsr") or is_external(X)):
         X = np.asarray(X, dtype=np.float64)
     n = X.shape[0]
     problem = _Problem(X, y, risk, loss, penalty, fit_intercept, sample_weight)
