@@ -99,13 +99,20 @@ def test_one_vs_rest_string_labels_and_probabilities():
     assert np.array_equal(labelled.predict(_on_device(X)), plain.predict(X).choose(["low", "mid", "high"]))
 
 
-def test_warm_start_and_predicting_numpy_data_after_a_device_fit():
+def test_warm_start_and_the_namespace_of_prediction():
+    from sklearn.utils._array_api import move_estimator_to
+
     X, y = data("regression")
     placed = RankADMMRegressor(warm_start=True, tol=1e-10).fit(_on_device(X), _on_device(y))
     first = placed.n_iter_
     placed.fit(_on_device(X), _on_device(y))  # starts from the device's coef_
     assert placed.n_iter_ < first
-    assert np.allclose(placed.predict(X), to_numpy(placed.predict(_on_device(X))), atol=1e-12)
+    # as in scikit-learn: predict takes the namespace and device of the fit, or the estimator moves
+    with pytest.raises(ValueError, match=r"RankADMMRegressor.predict\(\) must use the same namespace"):
+        placed.predict(X)
+    moved = move_estimator_to(placed, np, "cpu")
+    assert isinstance(moved.coef_, np.ndarray)
+    assert np.allclose(moved.predict(X), to_numpy(placed.predict(_on_device(X))), atol=1e-12)
 
 
 def test_array_api_design_products_equal_numpy_products():
@@ -152,7 +159,7 @@ def test_bad_array_api_input_is_refused():
         RankADMMClassifier(loss="hinge", risk="extremile").fit(_on_device(X), y)
     with pytest.raises(ValueError, match="partial_fit takes X in memory"):
         RankADMMClassifier(solver="sgd").partial_fit(_on_device(X), y, classes=[0, 1])
-    fitted = RankADMMClassifier().fit(X, y)
+    fitted = RankADMMClassifier().fit(_on_device(X), y)
     with pytest.raises(ValueError, match="features"):
         fitted.predict(_on_device(X[:, :5]))
     with sklearn.config_context(array_api_dispatch=False):

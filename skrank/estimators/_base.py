@@ -16,6 +16,7 @@ from scipy.special import expit
 from sklearn import get_config
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._array_api import check_same_namespace
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
@@ -33,7 +34,7 @@ from ..solvers._array_api_design import (
 )
 from ..solvers._dask_design import check_dask_array, is_dask_array
 from ..solvers._external import external_kind
-from ..solvers._registry import choose_solver
+from ..solvers._registry import SOLVERS, choose_solver
 
 
 def _check_external(X):
@@ -92,6 +93,16 @@ class _RankLinearModel(BaseEstimator):
 
     def _check_before_solve(self, X, sample_weight=None):
         """Hook: resolve and check the risk, loss and solver before fitting."""
+
+    def _takes_external(self):
+        """Hook: whether the configured solver fits an external ``X`` (Dask, array API)."""
+        return False
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.array_api_support = self._takes_external()
+        return tags
 
     def _streaming(self):
         """Hook: whether the solver runs on batches of data (``partial_fit`` is then available)."""
@@ -256,9 +267,14 @@ class _RankLinearModel(BaseEstimator):
         self._last_result_info = result.info  # for the benchmarks (passes, times)
         return result
 
-    def _linear_predict(self, X):
-        """``X @ coef_.T + intercept_`` with one column per problem, where ``X`` lives (lazy for Dask)."""
-        check_is_fitted(self)
+    def _linear_predict(self, X, method):
+        """``X @ coef_.T + intercept_`` with one column per problem, where ``X`` lives (lazy for Dask).
+
+        Under array API dispatch, ``X`` must be of the namespace and device
+        of the fit (``method`` names the caller in the error), as in
+        scikit-learn.
+        """
+        self._check_fitted_namespace(X, method)
         coef = np.atleast_2d(to_numpy(self.coef_)).T
         intercept = np.atleast_1d(to_numpy(self.intercept_))
         if external_kind(X) is not None:
@@ -276,11 +292,13 @@ class _RankLinearModel(BaseEstimator):
         )
         return np.asarray(X @ coef + intercept)
 
-    #: Fitted arrays that follow ``X`` to its namespace and device (array API conventions).
-    _device_attributes = ("coef_", "intercept_", "classes_")
+    def _check_fitted_namespace(self, X, method):
+        """Fitted, and under array API dispatch on ``X``'s namespace and device (as in scikit-learn)."""
+        check_is_fitted(self)
+        check_same_namespace(X, self, attribute="coef_", method=method)
 
     def _place_fitted(self, X):
-        """Move the fitted arrays to the namespace and device of an array-API ``X`` (CuPy...).
+        """Move the fitted arrays (``coef_``...) to the namespace and device of an array-API ``X``.
 
         As scikit-learn's estimators do under array API dispatch; labels
         that are not numbers (strings) stay NumPy arrays.
@@ -289,9 +307,9 @@ class _RankLinearModel(BaseEstimator):
         if xp is None:
             return
         device = device_of(X)
-        for name in self._device_attributes:
-            value = getattr(self, name, None)
-            if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        for name, value in list(vars(self).items()):
+            fitted = name.endswith("_") and not name.startswith("_")
+            if fitted and isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
                 setattr(self, name, to_namespace(value, xp, device))
 
 
@@ -346,10 +364,8 @@ class _RegisteredSolverModel(_RankLinearModel):
             options["sample_weight"] = sample_weight
         return info.load()(X, y, self._risk, self._loss_obj, self._penalty_obj, **options)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
+    def _takes_external(self):
+        return self.solver == "auto" or SOLVERS[self.solver].external
 
 
 class RankLinearClassifierMixin(ClassifierMixin):
@@ -516,7 +532,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
             ``X @ coef_.T + intercept_``: one column for two classes, one
             per class (one-vs-rest) for more.
         """
-        return _one_column_flat(self._linear_predict(X))
+        return _one_column_flat(self._linear_predict(X, "decision_function"))
 
     def predict(self, X):
         """Predicted class labels.
@@ -533,6 +549,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
             the decision function is positive (two classes), the class of
             the largest score otherwise.
         """
+        self._check_fitted_namespace(X, "predict")
         scores = self.decision_function(X)
         classes = to_numpy(self.classes_)
         xp = array_api_namespace(scores)
@@ -579,6 +596,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
         ndarray of shape (n_samples, n_classes)
             The probability of each class, in the order of ``classes_``.
         """
+        self._check_fitted_namespace(X, "predict_proba")
         scores = self.decision_function(X)
         xp = array_api_namespace(scores)
         if xp is not None:
@@ -609,6 +627,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
         ndarray of shape (n_samples, n_classes)
             The log-probability of each class, in the order of ``classes_``.
         """
+        self._check_fitted_namespace(X, "predict_log_proba")
         proba = self.predict_proba(X)
         xp = array_api_namespace(proba)
         return np.log(proba) if xp is None else xp.log(proba)
@@ -711,4 +730,4 @@ class RankLinearRegressorMixin(RegressorMixin):
         ndarray of shape (n_samples,)
             The predictions.
         """
-        return _one_column_flat(self._linear_predict(X))
+        return _one_column_flat(self._linear_predict(X, "predict"))

@@ -159,8 +159,6 @@ class PlattRankingMixin:
     call's batch.
     """
 
-    _device_attributes = ("coef_", "intercept_", "classes_", "calibration_")
-
     def _store_results(self, results):
         self.calibration_ = np.array([r.info["calibration"] for r in results], dtype=np.float64)
         self._solver_info = [r.info for r in results]
@@ -190,7 +188,7 @@ class PlattRankingMixin:
             ``X``.
         """
         check_is_fitted(self)
-        scores = self._linear_predict(X)
+        scores = self._linear_predict(X, "decision_function")
         slope = to_numpy(self.calibration_)[:, 0]
         xp = array_api_namespace(scores)
         if xp is not None:
@@ -200,8 +198,3 @@ class PlattRankingMixin:
     def _has_proba(self):
         # sigmoid(decision_function) is the Platt probability
         return True
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags

@@ -233,6 +233,9 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         self.warm_start = warm_start
         self.verbose = verbose
 
+    def _takes_external(self):
+        return self.solver in ("auto", "lbfgs")
+
     def _check_before_solve(self, X, sample_weight=None):
         kind = external_kind(X)
         if kind is not None and self.solver == "soap":

@@ -267,6 +267,9 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
             return "exact" if full and self.loss == "squared" else "lbfgs"
         return self.solver
 
+    def _takes_external(self):
+        return self.solver in ("auto",) + _FULL_BATCH
+
     def _check_before_solve(self, X, sample_weight=None):
         self._fpr_range = _check_fpr_range(self.fpr_range)
         self._pair_loss = get_pairwise_loss(self.loss, self.margin)
