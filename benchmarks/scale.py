@@ -1,53 +1,158 @@
-"""The superquantile classifier on NumPy and on Dask arrays, from 10^4 rows up.
+"""A certified superquantile fit on NumPy, Dask and GPU (CuPy) arrays, from 10^4 rows up.
 
-For each size ``n x 100`` (synthetic, ``y = 1(x . w + noise > 0)``, ``x`` and the
-noise standard normal, ``||w|| = 10 sqrt(1/3)``), ``RankADMMClassifier(risk=
-Superquantile(q=0.8), alpha=1e-3)`` (the certified Newton method), and backend:
+Data (``--data``), ``n`` rows:
+
+* ``classification`` (default): ``n x 100`` synthetic, ``y = 1(x . w + noise > 0)``,
+  ``x`` and the noise standard normal, ``||w|| = 10 sqrt(1/3)``;
+* ``regression``: the same ``x``, ``y = x . w + noise`` with Student-t(3) noise;
+* ``real:NAME``: a curated real table of :mod:`skrank.datasets` (``real:lending_club``,
+  9,857 x 114), standardised and replicated to ``n`` rows: each row a random row of
+  the table plus Gaussian noise of standard deviation 0.1 per column, its label
+  the row's.
+
+The fit is ``RankADMMClassifier`` or ``RankADMMRegressor`` with
+``risk=Superquantile(q=0.8), alpha=1e-3`` (the certified Newton method), on
+each backend:
 
 * ``numpy``: the array in memory;
 * ``dask``: the same array as a Dask array in memory, chunked by rows (threaded scheduler);
-* ``dask-lazy``: a Dask array whose chunks are generated at each pass
-  (``dask.array.random``), never held whole: the out-of-core case;
-* ``cluster``: ``dask`` on a ``dask.distributed.LocalCluster`` of 2 workers (``--cluster``).
+* ``dask-lazy``: a Dask array whose chunks are generated at each pass, never
+  held whole: the out-of-core case;
+* ``cluster``: ``dask-lazy`` on a ``dask.distributed.LocalCluster`` of 2 workers (``--cluster``);
+* ``cupy``: the array on a GPU, with scikit-learn's array API dispatch
+  (``--gpu``; skipped, with a line that says so, without CuPy and a GPU).
 
-Per fit: seconds, passes over the data (products with ``[X, 1]`` or its
-transpose, a Gram matrix counted as one), seconds per pass, the ratio of a
-pass to one plain ``X @ w`` plus ``X.T @ r`` on the same backend, the peak
-of the memory allocated in this process during the fit (``tracemalloc``:
-NumPy arrays and Dask's chunks in the threaded scheduler; the cluster's
-workers are not counted), and the objective's relative gap to the NumPy fit.
+Per fit: seconds; passes over the data (products with ``[X, 1]`` or its
+transpose, a Gram matrix counted as one); seconds per pass; the ratio of a
+pass to one plain ``X @ w`` plus ``X.T @ r`` on the same backend; the share
+of the fit spent outside the products with ``X`` (the rank steps, sorts and
+PAVAs of ``n`` losses, and the vector arithmetic, all on the host: what a
+faster backend for ``X`` cannot speed up); the peak of the memory allocated
+in this process during the fit (``tracemalloc``: NumPy arrays and Dask's
+chunks in the threaded scheduler; neither the cluster's workers nor the GPU
+are counted); the objective's relative gap to the NumPy fit; Newton steps;
+whether the fit certified its optimality.
 
-    OMP_NUM_THREADS=1 python benchmarks/scale.py --sizes 1e4,1e5,1e6 [--cluster] [--lazy-only 1e7]
+    OMP_NUM_THREADS=1 python benchmarks/scale.py --sizes 1e4,1e5,1e6 [--data regression]
+        [--cluster] [--gpu] [--lazy-only 1e7]
 """
 
-import argparse
-import time
-import tracemalloc
-import warnings
+import os
 
-import numpy as np
+os.environ.setdefault("SCIPY_ARRAY_API", "1")  # for scikit-learn's array API dispatch (--gpu)
 
-from skrank.estimators import RankADMMClassifier
-from skrank.risks import Superquantile
+import argparse  # noqa: E402
+import functools  # noqa: E402
+import time  # noqa: E402
+import tracemalloc  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from skrank.estimators import RankADMMClassifier, RankADMMRegressor  # noqa: E402
+from skrank.risks import Superquantile  # noqa: E402
+from skrank.solvers._array_api_design import ArrayAPIDesign  # noqa: E402
+from skrank.solvers._dask_design import DaskDesign  # noqa: E402
+from skrank.solvers._design import Design  # noqa: E402
 
 _D = 100
 _CHUNK_ROWS = 50_000
+_PRODUCTS = ("matvec", "rmatvec", "weighted_gram", "left_product", "rows", "class_moments")
+_product_seconds = [0.0]
 
 
-def _lazy(n, seed=0):
-    import dask.array as da
+def _timed(method):
+    @functools.wraps(method)
+    def run(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            _product_seconds[0] += time.perf_counter() - start
+    return run
 
-    rows = min(_CHUNK_ROWS, n)
-    return da.random.RandomState(seed).standard_normal(size=(n, _D), chunks=(rows, _D))
+
+for _cls in (Design, DaskDesign, ArrayAPIDesign):
+    for _name in _PRODUCTS:
+        if _name in vars(_cls):
+            setattr(_cls, _name, _timed(vars(_cls)[_name]))
 
 
-def _labels(X, seed=0):
-    # a clear signal: with noisier labels the superquantile at 0.8 drives w to 0 (every loss
-    # log 2), a degenerate optimum that is no test of scale
-    w = 10.0 * np.linspace(-1.0, 1.0, _D) / np.sqrt(_D)
-    f = X @ w
-    f = f.compute() if hasattr(f, "compute") else f
-    return (f + np.random.default_rng(seed).normal(size=f.shape[0]) > 0.0).astype(int)
+class _Synthetic:
+    """Standard normal rows generated chunk by chunk; labels from a fixed ``w``."""
+
+    def __init__(self, task):
+        self.task = task
+        self.columns = _D
+
+    def lazy(self, n, seed=0):
+        import dask.array as da
+
+        return da.random.RandomState(seed).standard_normal(size=(n, _D), chunks=(min(_CHUNK_ROWS, n), _D))
+
+    def labels(self, X, seed=0):
+        # a clear signal: with noisier labels the superquantile at 0.8 drives w to 0 (every loss
+        # log 2), a degenerate optimum that is no test of scale
+        w = 10.0 * np.linspace(-1.0, 1.0, _D) / np.sqrt(_D)
+        f = X @ w
+        f = f.compute() if hasattr(f, "compute") else f
+        rng = np.random.default_rng(seed)
+        if self.task == "regression":
+            return f + rng.standard_t(3, size=f.shape[0])
+        return (f + rng.normal(size=f.shape[0]) > 0.0).astype(int)
+
+
+class _Replicated:
+    """A real table replicated: random rows plus noise, generated chunk by chunk from a seed per chunk."""
+
+    def __init__(self, name):
+        from sklearn.preprocessing import StandardScaler
+
+        from skrank.datasets import list_tabular, load_tabular
+
+        X, y = load_tabular(name, sparse=False)
+        self.base = StandardScaler().fit_transform(X)
+        self.target = y
+        self.task = {e["name"]: e["task"] for e in list_tabular()}[name]
+        self.task = "regression" if self.task == "regression" else "classification"
+        self.columns = X.shape[1]
+
+    def _rows(self, block_id, size, seed):
+        return np.random.default_rng([seed, block_id]).integers(0, self.base.shape[0], size=size)
+
+    def lazy(self, n, seed=0):
+        import dask.array as da
+
+        rows = min(_CHUNK_ROWS, n)
+        chunks = (tuple(min(rows, n - a) for a in range(0, n, rows)), (self.columns,))
+
+        def block(block_info=None):
+            (a, b), _ = block_info[None]["array-location"]
+            index = self._rows(block_info[None]["chunk-location"][0], b - a, seed)
+            noise = np.random.default_rng([seed, block_info[None]["chunk-location"][0], 1])
+            return self.base[index] + 0.1 * noise.standard_normal((b - a, self.columns))
+
+        return da.map_blocks(block, chunks=chunks, dtype=np.float64)
+
+    def labels(self, X, seed=0):
+        sizes = X.chunks[0] if hasattr(X, "chunks") else [min(_CHUNK_ROWS, X.shape[0] - a)
+                                                          for a in range(0, X.shape[0], _CHUNK_ROWS)]
+        return np.concatenate([self.target[self._rows(c, size, seed)] for c, size in enumerate(sizes)])
+
+
+def _estimator(task):
+    Est = RankADMMRegressor if task == "regression" else RankADMMClassifier
+    return Est(risk=Superquantile(q=0.8), alpha=1e-3)
+
+
+def _gpu():
+    """CuPy when it and a GPU are present, else None."""
+    try:
+        import cupy
+
+        return cupy if cupy.cuda.runtime.getDeviceCount() > 0 else None
+    except Exception:  # no CuPy, no driver
+        return None
 
 
 def _plain_pass(X):
@@ -58,16 +163,24 @@ def _plain_pass(X):
         import dask.array as da
 
         dask.compute(X @ w, X.T @ da.from_array(r, chunks=X.chunks[0]))
-    else:
+    elif isinstance(X, np.ndarray):
         X @ w, X.T @ r
+    else:  # CuPy
+        import cupy
+
+        cupy.asarray(X @ cupy.asarray(w)), X.T @ cupy.asarray(r)
+        cupy.cuda.Device().synchronize()
     return time.perf_counter() - start
 
 
-def _fit(X, y):
-    est = RankADMMClassifier(risk=Superquantile(q=0.8), alpha=1e-3)
+def _fit(est, X, y):
+    import sklearn
+
     tracemalloc.start()
+    _product_seconds[0] = 0.0
     start = time.perf_counter()
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), sklearn.config_context(array_api_dispatch=not hasattr(X, "compute")
+                                                           and not isinstance(X, np.ndarray)):
         warnings.simplefilter("ignore")
         est.fit(X, y)
     seconds = time.perf_counter() - start
@@ -76,53 +189,66 @@ def _fit(X, y):
     return est, seconds, peak
 
 
-def _row(n, backend, X, y, reference):
-    est, seconds, peak = _fit(X, y)
+def _row(n, backend, X, y, task, reference):
+    est, seconds, peak = _fit(_estimator(task), X, y)
+    host = 1.0 - _product_seconds[0] / seconds
     passes = int(est._last_result_info.get("passes", 0))
     per_pass = seconds / max(passes, 1)
     plain = _plain_pass(X)
     gap = "-" if reference is None else f"{abs(est.objective_ - reference) / abs(reference):.1e}"
     certified = "yes" if est._last_result_info.get("certified") else "no"
     print(f"| {n:.0e} | {backend} | {seconds:.2f} | {passes} | {per_pass:.3g} | {per_pass / plain:.2g} | "
-          f"{peak / 2**20:.0f} | {n * _D * 8 / 2**20:.0f} | {gap} | {est.n_iter_} | {certified} |",
-          flush=True)
+          f"{host:.0%} | {peak / 2**20:.0f} | {n * X.shape[1] * 8 / 2**20:.0f} | {gap} | {est.n_iter_} | "
+          f"{certified} |", flush=True)
     return est
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1e4,1e5,1e6")
+    parser.add_argument("--data", default="classification",
+                        help="classification, regression or real:NAME (a table of skrank.datasets)")
     parser.add_argument("--cluster", action="store_true", help="add a 2-worker LocalCluster")
+    parser.add_argument("--gpu", action="store_true", help="add CuPy on the GPU, where there is one")
     parser.add_argument("--lazy-only", default="", help="sizes fitted out of core only (e.g. 1e7)")
     args = parser.parse_args()
     import dask
     import dask.array as da
 
-    print("| n | backend | seconds | passes | s per pass | pass / plain pass | peak MiB | X MiB "
-          "| gap to numpy | Newton steps | certified |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    source = _Replicated(args.data[5:]) if args.data.startswith("real:") else _Synthetic(args.data)
+    cupy = _gpu() if args.gpu else None
+    warm = source.lazy(2_000).compute()  # kernels compiled before the timings (first_fit.py times that)
+    _fit(_estimator(source.task), warm, source.labels(warm))
+    if args.gpu and cupy is None:
+        print("(--gpu: no CuPy with a GPU here; the cupy rows are left out)\n")
+    print("| n | backend | seconds | passes | s per pass | pass / plain pass | host share | peak MiB "
+          "| X MiB | gap to numpy | Newton steps | certified |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n in [int(float(s)) for s in args.sizes.split(",") if s]:
-        lazy = _lazy(n)
+        lazy = source.lazy(n)
         X = lazy.compute()
-        y = _labels(X)
-        ref = _row(n, "numpy", X, y, None).objective_
-        _row(n, "dask", da.from_array(X, chunks=(min(_CHUNK_ROWS, n), _D)), y, ref)
+        y = source.labels(X)
+        ref = _row(n, "numpy", X, y, source.task, None).objective_
+        _row(n, "dask", da.from_array(X, chunks=(min(_CHUNK_ROWS, n), X.shape[1])), y, source.task, ref)
+        if cupy is not None:
+            _row(n, "cupy", cupy.asarray(X), y, source.task, ref)
         del X
         with dask.config.set(scheduler="threads"):
-            _row(n, "dask-lazy", lazy, y, ref)
+            _row(n, "dask-lazy", lazy, y, source.task, ref)
         if args.cluster:
             from distributed import Client, LocalCluster
 
             with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster, \
                     Client(cluster):
-                _row(n, "cluster", lazy, y, ref)
+                _row(n, "cluster", lazy, y, source.task, ref)
     for n in [int(float(s)) for s in args.lazy_only.split(",") if s]:
-        lazy = _lazy(n)
+        lazy = source.lazy(n)
         with dask.config.set(scheduler="threads"):
-            y = _labels(lazy)
-            _row(n, "dask-lazy", lazy, y, None)
-    command = "OMP_NUM_THREADS=1 python benchmarks/scale.py --sizes " + args.sizes
+            y = source.labels(lazy)
+            _row(n, "dask-lazy", lazy, y, source.task, None)
+    command = f"OMP_NUM_THREADS=1 python benchmarks/scale.py --sizes {args.sizes} --data {args.data}"
     command += " --cluster" if args.cluster else ""
+    command += " --gpu" if args.gpu else ""
     command += f" --lazy-only {args.lazy_only}" if args.lazy_only else ""
     print("\ncommand: " + command)
 

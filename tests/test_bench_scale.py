@@ -1,0 +1,35 @@
+"""benchmarks/scale.py and benchmarks/rank_step.py run end to end on small sizes."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("dask.array")
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _table(script, *args):
+    out = subprocess.run([sys.executable, str(BENCHMARKS / script), *args], capture_output=True, text=True,
+                         check=True, timeout=600).stdout
+    return [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines()
+            if line.startswith("| ") and line[2:3].isdigit()], out
+
+
+@pytest.mark.parametrize("data", ["classification", "regression", "real:hmda"])
+def test_scale_benchmark_fits_every_backend_to_the_numpy_optimum(data):
+    rows, out = _table("scale.py", "--sizes", "3e3", "--data", data, "--gpu")
+    gpu = [] if "no CuPy with a GPU here" in out else ["cupy"]
+    assert [row[1] for row in rows] == ["numpy", "dask", *gpu, "dask-lazy"]
+    assert all(row[-1] == "yes" for row in rows)  # certified
+    assert all(float(row[9]) < 1e-9 for row in rows[1:])  # gap to the NumPy objective
+    assert all(0.0 <= float(row[6].rstrip("%")) <= 100.0 for row in rows)  # host share
+    assert "command: OMP_NUM_THREADS=1 python benchmarks/scale.py --sizes 3e3" in out
+
+
+def test_rank_step_benchmark_agrees_both_ways():
+    rows, out = _table("rank_step.py", "--sizes", "2e4", "--bracket", "1000", "--repeats", "1")
+    assert len(rows) == 1
+    assert float(rows[0][5]) < 1e-12  # the threshold form's value equals the sorted one
+    assert "command:" in out
