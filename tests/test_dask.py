@@ -225,3 +225,32 @@ def test_predict_proba_stays_lazy():
     proba = plain.predict_proba(da.from_array(X, chunks=(250, 6)))
     assert isinstance(proba, da.Array)
     assert np.allclose(proba.compute(), plain.predict_proba(X))
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_fused_step_products_equal_the_separate_products(fit_intercept):
+    """One pass of DaskDesign.step_products gives what Design's four products give, Gram updates too."""
+    import scipy.sparse as sp
+
+    from skrank.solvers._dask_design import DaskDesign
+    from skrank.solvers._design import Design
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1003, 6))
+    plain, chunked = Design(X, fit_intercept), DaskDesign(da.from_array(X, chunks=(97, 6)), fit_intercept)
+    h = rng.uniform(0.5, 2.0, size=1003)
+    for call in range(3):
+        r = rng.normal(size=1003)
+        members = rng.permutation(1003)[:40]
+        h_block = np.zeros(1003)
+        h_block[members] = rng.uniform(0.1, 1.0, size=40)
+        M = sp.csr_matrix((rng.normal(size=40), (np.repeat(np.arange(8), 5), members)), shape=(8, 1003))
+        block = None if call == 2 else (h_block, M)
+        passes = chunked.passes
+        expected, got = plain.step_products(r, h, 0.05, block), chunked.step_products(r, h, 0.05, block)
+        assert chunked.passes == passes + 1
+        for a, b in zip(got, expected):
+            assert (a is None and b is None) or np.allclose(a, b, rtol=1e-12, atol=1e-11)
+        h = h.copy()
+        h[rng.permutation(1003)[:30]] *= 2.0  # a few rows move: the next Gram matrix is an update
+    assert chunked._updates == plain._updates == 2

@@ -60,6 +60,9 @@ def _rmatvec(block, r):
 
 def _weighted_gram(block, h, fit_intercept):
     block = np.asarray(block, dtype=np.float64)
+    if np.count_nonzero(h) < 0.5 * h.size:  # few weighted rows (a block term): those only
+        keep = h > 0.0
+        block, h = block[keep], h[keep]
     root = np.sqrt(h)
     rows = block * root[:, None]
     gram = rows.T @ rows
@@ -71,6 +74,16 @@ def _weighted_gram(block, h, fit_intercept):
     out[:d, d] = out[d, :d] = rows.T @ root
     out[d, d] = root @ root
     return out
+
+
+def _step_products(block, r, h, take, h_block, M, fit_intercept):
+    """A chunk's share of :meth:`DaskDesign.step_products`, the chunk read once."""
+    block = np.asarray(block, dtype=np.float64)
+    gram = None if h is None else _weighted_gram(block, h, fit_intercept)
+    rows = None if take is None else block[take]
+    if M is None:
+        return block.T @ r, gram, rows, None, None
+    return block.T @ r, gram, rows, _weighted_gram(block, h_block, fit_intercept), np.asarray(M @ block)
 
 
 def _take(block, local):
@@ -161,16 +174,63 @@ class DaskDesign(Design):
         g = np.sum(self._run(_rmatvec, self._slices(r)), axis=0)
         return np.append(g, r.sum()) if self.fit_intercept else g
 
-    def rows(self, idx):
-        """The rows ``idx`` of ``[X, 1]``, gathered chunk by chunk (few rows: the Gram updates)."""
+    def _local(self, idx):
+        """``(order, local)``: ``idx[order]`` ascending, ``local[c]`` its members in chunk ``c``, locally."""
         idx = np.asarray(idx, dtype=np.int64)
         order = np.argsort(idx, kind="stable")
         ordered = idx[order]
         cuts = np.searchsorted(ordered, self._bounds)
-        local = [ordered[cuts[c]:cuts[c + 1]] - self._bounds[c] for c in range(len(self._blocks))]
-        Xi = np.empty((idx.size, self.d))
-        Xi[order] = np.concatenate(self._run(_take, local), axis=0)
-        return np.hstack([Xi, np.ones((len(idx), 1))]) if self.fit_intercept else Xi
+        return order, [ordered[cuts[c]:cuts[c + 1]] - self._bounds[c] for c in range(len(self._blocks))]
+
+    def _gathered(self, order, parts):
+        """The rows of the chunks' ``parts`` (in ascending order) back in the order of the index."""
+        Xi = np.empty((order.size, self.d))
+        Xi[order] = np.concatenate(parts, axis=0)
+        return np.hstack([Xi, np.ones((order.size, 1))]) if self.fit_intercept else Xi
+
+    def rows(self, idx):
+        """The rows ``idx`` of ``[X, 1]``, gathered chunk by chunk (few rows: the Gram updates)."""
+        order, local = self._local(idx)
+        return self._gathered(order, self._run(_take, local))
+
+    fuses_products = True
+
+    def step_products(self, r, h, slack, block=None):
+        """:meth:`Design.step_products` in one pass: each chunk makes its share of the four products.
+
+        The Gram matrix of ``h`` is the last one updated with the rows
+        whose weight moved, gathered in the same pass, when
+        :meth:`Design.gram` would update it, else summed afresh.
+        """
+        self.passes += 1
+        h = np.asarray(h, dtype=np.float64)
+        changed = self._gram_plan(h, slack)
+        chunks = len(self._blocks)
+        if changed is None:
+            weights, take, order = self._slices(h), [None] * chunks, None
+        else:
+            (order, take), weights = self._local(changed), [None] * chunks
+        if block is None:
+            h_block, M = [None] * chunks, [None] * chunks
+        else:
+            h_block, M = self._slices(np.asarray(block[0], dtype=np.float64)), block[1].tocsc()
+            M = [M[:, a:b] for a, b in zip(self._bounds[:-1], self._bounds[1:])]
+        parts = self._run(_step_products, self._slices(np.asarray(r, dtype=np.float64)), weights, take,
+                          h_block, M, [self.fit_intercept] * chunks)
+        g, grams, rows, block_grams, products = zip(*parts)
+        g = np.sum(g, axis=0)
+        if self.fit_intercept:
+            g = np.append(g, np.sum(r))
+        if changed is None:
+            G = self._gram_reset(h, np.sum(grams, axis=0))
+        else:
+            G = self._gram_update(h, changed, self._gathered(order, rows) if changed.size else None)
+        if block is None:
+            return g, G, None, None
+        P = np.sum(products, axis=0)
+        if self.fit_intercept:
+            P = np.hstack([P, np.asarray(block[1].sum(axis=1))])
+        return g, G, np.sum(block_grams, axis=0), P
 
     def left_product(self, M):
         """``M [X, 1]`` for a sparse ``M`` with ``n`` columns (a dense ``k x p`` array)."""

@@ -63,24 +63,54 @@ class Design:
         constant ``l''`` (squared, Huber, squared hinge).
         """
         h = np.asarray(h, dtype=np.float64)
-        if self._gram is not None and self._updates < self.max_updates:
-            changed = np.flatnonzero(np.abs(h - self._h) > slack * self._h)
-            if changed.size <= min(0.25 * max(np.count_nonzero(h), 1), self.max_update_rows):
-                if changed.size:
-                    delta = h[changed] - self._h[changed]
-                    rows = self.rows(changed)
-                    self._gram = self._gram + (rows.T * delta) @ rows
-                    self._h[changed] = h[changed]
-                    self._updates += 1
-                return self._gram.copy()
-        self._gram, self._h, self._updates = self.weighted_gram(h), h.copy(), 0
+        changed = self._gram_plan(h, slack)
+        if changed is None:
+            return self._gram_reset(h, self.weighted_gram(h))
+        return self._gram_update(h, changed, self.rows(changed) if changed.size else None)
+
+    def _gram_plan(self, h, slack):
+        """The rows whose weight moved by more than ``slack`` when :meth:`gram` updates, None to recompute."""
+        if self._gram is None or self._updates >= self.max_updates:
+            return None
+        changed = np.flatnonzero(np.abs(h - self._h) > slack * self._h)
+        if changed.size <= min(0.25 * max(np.count_nonzero(h), 1), self.max_update_rows):
+            return changed
+        return None
+
+    def _gram_update(self, h, changed, rows):
+        """The last Gram matrix with the weights of the rows ``changed`` (``rows``: theirs) moved to ``h``."""
+        if changed.size:
+            delta = h[changed] - self._h[changed]
+            self._gram = self._gram + (rows.T * delta) @ rows
+            self._h[changed] = h[changed]
+            self._updates += 1
         return self._gram.copy()
+
+    def _gram_reset(self, h, G):
+        """Keep ``G``, the Gram matrix of the weights ``h``, for the updates of :meth:`gram`."""
+        self._gram, self._h, self._updates = G, h.copy(), 0
+        return G.copy()
 
     rel_change = 0.2
     #: Low-rank updates of :meth:`gram` before a full recomputation.
     max_updates = 20
     #: Most rows gathered for one update of :meth:`gram` (beyond, it is recomputed).
     max_update_rows = np.inf
+
+    #: Whether :meth:`step_products` reads ``X`` once for all its products (else once per product).
+    fuses_products = False
+
+    def step_products(self, r, h, slack, block=None):
+        """What one Newton step needs from ``X``: ``([X, 1]^T r, gram(h, slack), G_block, P)``.
+
+        ``block``: None, or ``(h_block, M)`` with ``G_block =
+        weighted_gram(h_block)`` and ``P = M [X, 1]`` (None without it).
+        One product after the other here; a design whose passes are costly
+        (:attr:`fuses_products`) computes them in one pass.
+        """
+        if block is None:
+            return self.rmatvec(r), self.gram(h, slack), None, None
+        return self.rmatvec(r), self.gram(h, slack), self.weighted_gram(block[0]), self.left_product(block[1])
 
     def left_product(self, M):
         """``M [X, 1]`` as a dense array, for a sparse ``M`` with ``n`` columns."""
