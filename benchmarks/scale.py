@@ -238,7 +238,7 @@ def main():
         if args.cluster:
             from distributed import Client, LocalCluster
 
-            with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster, \
+            with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
                     Client(cluster):
                 _row(n, "cluster", lazy, y, source.task, ref)
     for n in [int(float(s)) for s in args.lazy_only.split(",") if s]:

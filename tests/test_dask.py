@@ -11,7 +11,7 @@ from sklearn.base import clone
 
 from skrank import AveragePrecisionClassifier, PartialAUCClassifier
 from skrank.estimators import RankADMMClassifier
-from skrank.risks import ERM, Superquantile
+from skrank.risks import ERM
 
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
@@ -51,14 +51,27 @@ def test_dask_fit_with_sample_weights(estimator, task, solver):
     assert np.allclose(chunked.coef_, plain.coef_, atol=1e-6)
 
 
-def test_dask_fit_on_a_two_worker_local_cluster():
+@pytest.fixture(scope="module")
+def local_cluster():
+    """A two-worker ``LocalCluster`` and its client, shared by the module's cluster tests."""
     distributed = pytest.importorskip("distributed")
-    estimator = RankADMMClassifier(risk=Superquantile(q=0.6), tol=1e-10)
-    X, y = _data("classification")
-    plain = clone(estimator).fit(X, y)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster):
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+@pytest.mark.parametrize("estimator, task", [(e, t) for e, t, _ in ESTIMATORS]
+                         + [(e, "classification") for e, _ in RANKERS], ids=IDS + RANKER_IDS)
+def test_dask_fit_on_a_two_worker_local_cluster(estimator, task, local_cluster):
+    X, y = _data(task)
+    plain = clone(estimator).fit(X, y)
+    def transitions(dask_scheduler):
+        return dask_scheduler.transition_counter
+
+    before = local_cluster.run_on_scheduler(transitions)
+    with local_cluster.as_current():
         chunked = clone(estimator).fit(da.from_array(X, chunks=(250, 6)), y)
+    assert local_cluster.run_on_scheduler(transitions) > before + 100  # the chunk tasks ran on the cluster
     assert chunked.objective_ == pytest.approx(plain.objective_, rel=1e-9)
     assert np.allclose(chunked.coef_, plain.coef_, atol=1e-6)
 
@@ -174,7 +187,7 @@ def test_ranking_dask_fit_on_a_two_worker_local_cluster():
     estimator = PartialAUCClassifier(solver="lbfgs", tol=1e-10)
     plain = clone(estimator).fit(X, y, sample_weight=weights)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster):
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster):
         Xd = da.from_array(X, chunks=(250, 6))
         chunked = clone(estimator).fit(Xd, y, sample_weight=weights)
         scores = chunked.decision_function(Xd).compute()
