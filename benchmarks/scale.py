@@ -34,7 +34,7 @@ are counted); the objective's relative gap to the NumPy fit; Newton steps;
 whether the fit certified its optimality.
 
     OMP_NUM_THREADS=1 python benchmarks/scale.py --sizes 1e4,1e5,1e6 [--data regression]
-        [--cluster] [--gpu] [--lazy-only 1e7]
+        [--backends numpy,dask,dask-lazy] [--cluster] [--gpu] [--lazy-only 1e7]
 """
 
 import os
@@ -208,6 +208,8 @@ def main():
     parser.add_argument("--sizes", default="1e4,1e5,1e6")
     parser.add_argument("--data", default="classification",
                         help="classification, regression or real:NAME (a table of skrank.datasets)")
+    parser.add_argument("--backends", default="numpy,dask,dask-lazy",
+                        help="of numpy, dask, dask-lazy (numpy is the reference of the gaps)")
     parser.add_argument("--cluster", action="store_true", help="add a 2-worker LocalCluster")
     parser.add_argument("--gpu", action="store_true", help="add CuPy on the GPU, where there is one")
     parser.add_argument("--lazy-only", default="", help="sizes fitted out of core only (e.g. 1e7)")
@@ -215,6 +217,7 @@ def main():
     import dask
     import dask.array as da
 
+    backends = args.backends.split(",")
     source = _Replicated(args.data[5:]) if args.data.startswith("real:") else _Synthetic(args.data)
     cupy = _gpu() if args.gpu else None
     warm = source.lazy(2_000).compute()  # kernels compiled before the timings (first_fit.py times that)
@@ -228,13 +231,15 @@ def main():
         lazy = source.lazy(n)
         X = lazy.compute()
         y = source.labels(X)
-        ref = _row(n, "numpy", X, y, source.task, None).objective_
-        _row(n, "dask", da.from_array(X, chunks=(min(_CHUNK_ROWS, n), X.shape[1])), y, source.task, ref)
+        ref = _row(n, "numpy", X, y, source.task, None).objective_ if "numpy" in backends else None
+        if "dask" in backends:
+            _row(n, "dask", da.from_array(X, chunks=(min(_CHUNK_ROWS, n), X.shape[1])), y, source.task, ref)
         if cupy is not None:
             _row(n, "cupy", cupy.asarray(X), y, source.task, ref)
         del X
-        with dask.config.set(scheduler="threads"):
-            _row(n, "dask-lazy", lazy, y, source.task, ref)
+        if "dask-lazy" in backends:
+            with dask.config.set(scheduler="threads"):
+                _row(n, "dask-lazy", lazy, y, source.task, ref)
         if args.cluster:
             from distributed import Client, LocalCluster
 
@@ -246,7 +251,8 @@ def main():
         with dask.config.set(scheduler="threads"):
             y = source.labels(lazy)
             _row(n, "dask-lazy", lazy, y, source.task, None)
-    command = f"OMP_NUM_THREADS=1 python benchmarks/scale.py --sizes {args.sizes} --data {args.data}"
+    command = (f"OMP_NUM_THREADS=1 python benchmarks/scale.py --sizes {args.sizes} --data {args.data} "
+               f"--backends {args.backends}")
     command += " --cluster" if args.cluster else ""
     command += " --gpu" if args.gpu else ""
     command += f" --lazy-only {args.lazy_only}" if args.lazy_only else ""
