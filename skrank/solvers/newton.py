@@ -79,8 +79,13 @@ class _Problem:
 
     def __init__(self, X, y, risk, loss, penalty, fit_intercept, sample_weight=None):
         self.design = make_design(X, fit_intercept)
-        self.s, self.c = affine_map(y, loss.task)
-        n = self.s.size
+        s, c = affine_map(y, loss.task)
+        n = s.size
+        # c = 0 (classification) or s = 1 (regression): a view of one number, not a vector
+        if loss.task == "classification":
+            self.s, self.c = s, np.broadcast_to(0.0, n)
+        else:
+            self.s, self.c = np.broadcast_to(1.0, n), c
         self.risk = risk
         if sample_weight is None:
             self.mass, self.m = None, np.ones(n)
@@ -110,8 +115,13 @@ class _Problem:
         order = np.argsort(losses, kind="stable")
         return float(losses[order] @ self.rank_weights(order))
 
-    def arguments(self, theta):
-        return self.s * self.design.matvec(theta) + self.c
+    def arguments(self, theta, shift=True):
+        """The loss arguments ``s [X, 1] theta + c``; without ``shift``, their change ``s [X, 1] theta``."""
+        t = self.design.matvec(theta)
+        t *= self.s
+        if shift:
+            t += self.c
+        return t
 
     def penalty(self, theta):
         w = theta[: self.design.d]
@@ -392,7 +402,7 @@ def _line_search(problem, theta, step, F0, state0, mu, center, max_evals=12):
     costs several vectors of length ``n``); the best one is evaluated again
     when it was not the last.
     """
-    dt = problem.s * problem.design.matvec(step)
+    dt = problem.arguments(step, shift=False)
     t0 = state0["t"]
     reg_step = problem.reg * step
 
