@@ -29,6 +29,10 @@ def test_pooled_projection_is_the_projection_onto_the_permutahedron(mu):
     # outside the pooled blocks a sorted sample keeps its rank weight
     singles = starts[:nb][np.diff(starts[: nb + 1]) == 1]
     assert np.array_equal(q[singles], sigma[singles])
+    # one mass for every sample: the same projection, without a vector of ones
+    q_one = np.empty(n)
+    assert pooled_projection(u, sigma, mu, q_one, starts, np.ones(1)) == nb
+    assert np.array_equal(q_one, q)
 
 
 @pytest.mark.parametrize("loss_name", ["logistic", "squared_hinge", "squared", "huber"])

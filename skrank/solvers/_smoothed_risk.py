@@ -61,9 +61,10 @@ def pooled_projection(u, sigma, mu, q, block_start, m):
         Output: the projection, in the order of ``u``.
     block_start : ndarray of shape (n + 1,), int64
         Output: the first positions of the blocks, then ``n``.
-    m : ndarray of shape (n,)
-        Positive masses of the samples, in the order of ``u`` (ones without
-        sample weights).
+    m : ndarray of shape (n,) or (1,)
+        Positive masses of the samples, in the order of ``u``, or a single
+        mass of every sample (``np.ones(1)`` without sample weights: no
+        vector of ones).
 
     Returns
     -------
@@ -71,13 +72,14 @@ def pooled_projection(u, sigma, mu, q, block_start, m):
         Number of blocks (``block_start[:n_blocks + 1]`` is filled).
     """
     n = u.shape[0]
+    stride = 1 if m.shape[0] == n else 0  # m[i * stride]: the mass of sample i
     b_sum = np.empty(n)  # sum of m (u - mu sigma / m) over the block
     b_mass = np.empty(n)
     top = -1
     for i in range(n):
         top += 1
-        b_sum[top] = m[i] * u[i] - mu * sigma[i]
-        b_mass[top] = m[i]
+        b_sum[top] = m[i * stride] * u[i] - mu * sigma[i]
+        b_mass[top] = m[i * stride]
         block_start[top] = i
         # pool while the block below has a mean >= this block's mean
         while top > 0 and b_sum[top - 1] * b_mass[top] >= b_sum[top] * b_mass[top - 1]:
@@ -95,13 +97,13 @@ def pooled_projection(u, sigma, mu, q, block_start, m):
         mean_s = 0.0
         mass = 0.0
         for i in range(lo, hi):
-            mean_u += m[i] * u[i]
+            mean_u += m[i * stride] * u[i]
             mean_s += sigma[i]
-            mass += m[i]
+            mass += m[i * stride]
         mean_u /= mass
         mean_s /= mass
         for i in range(lo, hi):
-            q[i] = m[i] * (mean_s + (u[i] - mean_u) / mu)
+            q[i] = m[i * stride] * (mean_s + (u[i] - mean_u) / mu)
     return n_blocks
 
 

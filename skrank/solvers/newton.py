@@ -88,7 +88,7 @@ class _Problem:
             self.s, self.c = np.broadcast_to(1.0, n), c
         self.risk = risk
         if sample_weight is None:
-            self.mass, self.m = None, np.ones(n)
+            self.mass, self.m = None, np.broadcast_to(1.0, n)
             self.sigma = np.sort(np.asarray(risk.weights(n), dtype=np.float64))
         else:
             # masses of mean 1 (:mod:`skrank.solvers._smoothed_risk`); rank weights per order
@@ -109,6 +109,10 @@ class _Problem:
         if self.mass is None:
             return self.sigma
         return self.risk.weights(order.size, self.mass[order])
+
+    def masses(self, order):
+        """The masses ``m`` sorted by ``order``, for :func:`pooled_projection` (one entry: unit masses)."""
+        return np.ones(1) if self.mass is None else self.m[order]
 
     def risk_value(self, losses):
         """``Omega(l)``, the (weighted) risk of the losses."""
@@ -193,7 +197,7 @@ class _Problem:
         self._order = order
         q_sorted = np.empty(n)
         nb = pooled_projection(keys[order], self.rank_weights(order), mu, q_sorted, self._starts,
-                               self.m if unit else self.m[order])
+                               self.masses(order))
         q = np.empty(n)
         q[order] = q_sorted
         diff = q - center
@@ -362,7 +366,8 @@ def _dual_ascent_impl(problem, theta, max_steps):
         # ascent in the metric of the masses, then the projection onto P in that metric
         keys = (q + step * m * g) / m
         order = np.argsort(keys, kind="stable")
-        pooled_projection(keys[order], problem.rank_weights(order), 1.0, q_sorted, starts, m[order])
+        pooled_projection(keys[order], problem.rank_weights(order), 1.0, q_sorted, starts,
+                          problem.masses(order))
         q = np.empty_like(q)
         q[order] = q_sorted
         bound = problem.dual_bound(q, slope)
