@@ -35,7 +35,7 @@ Jacobian is ``diag(m) (I - 1 m^T / m(B)) / mu`` on the block.  Equal masses
 import numpy as np
 from numba import njit
 
-from ..losses import loss_second_derivative, loss_value_and_derivative
+from ..losses import loss_value_and_derivative
 
 
 @njit(cache=True)
@@ -108,11 +108,10 @@ def pooled_projection(u, sigma, mu, q, block_start, m):
 
 
 @njit(cache=True)
-def losses_and_keys(t, code, param, mu, center, value, d1, d2, keys):
-    """Fill ``value``, ``d1``, ``d2`` with ``l``, ``l'``, ``l''`` at ``t``, and ``keys = mu center + l``."""
+def losses_and_keys(t, code, param, mu, center, value, d1, keys):
+    """Fill ``value`` and ``d1`` with ``l`` and ``l'`` at ``t``, and ``keys = mu center + l``."""
     for i in range(t.shape[0]):
         value[i], d1[i] = loss_value_and_derivative(code, t[i], param)
-        d2[i] = loss_second_derivative(code, t[i], param)
         keys[i] = mu * center[i] + value[i]
 
 

@@ -188,10 +188,10 @@ class _Problem:
         if t is None:
             t = self.arguments(theta)
         n = t.size
-        value, d1, d2, keys = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+        value, d1, keys = np.empty(n), np.empty(n), np.empty(n)
         unit = self.mass is None  # unit masses: no divisions, no reordered copies
         losses_and_keys(t, self.loss.code, self.loss.param, mu, center if unit else center / self.m,
-                        value, d1, d2, keys)
+                        value, d1, keys)
         # the last order nearly sorts the keys: a stable sort (timsort) of them is fast
         order = self._order[np.argsort(keys[self._order], kind="stable")]
         self._order = order
@@ -205,7 +205,7 @@ class _Problem:
         # the pooled blocks only (first position, size): singletons need no record
         sizes = np.diff(self._starts[: nb + 1])
         pooled = np.flatnonzero(sizes > 1)
-        # l'' is not kept: only the accepted states need it (:meth:`curvature`)
+        # l'' is not computed: only the accepted states need it (:meth:`curvature`)
         state = dict(t=t, value=value, d1=d1, order=order, q=q,
                      pooled=(self._starts[pooled], sizes[pooled]))
         return omega + self.penalty(theta), state
