@@ -33,6 +33,9 @@ def test_pooled_projection_is_the_projection_onto_the_permutahedron(mu):
     q_one = np.empty(n)
     assert pooled_projection(u, sigma, mu, q_one, starts, np.ones(1)) == nb
     assert np.array_equal(q_one, q)
+    # the output written over the input
+    assert pooled_projection(u, sigma, mu, u, starts, np.ones(n)) == nb
+    assert np.array_equal(u, q)
 
 
 @pytest.mark.parametrize("loss_name", ["logistic", "squared_hinge", "squared", "huber"])

@@ -52,13 +52,14 @@ def pooled_projection(u, sigma, mu, q, block_start, m):
     Parameters
     ----------
     u : ndarray of shape (n,)
-        The point times ``mu``, sorted ascending.
+        The point times ``mu``, sorted ascending.  ``q`` may be ``u`` itself:
+        each block reads its entries of ``u`` before it writes them.
     sigma : ndarray of shape (n,)
         The rank weights of this order (nondecreasing per unit of mass).
     mu : float
         ``mu > 0``.
     q : ndarray of shape (n,)
-        Output: the projection, in the order of ``u``.
+        Output: the projection, in the order of ``u`` (may be ``u``).
     block_start : ndarray of shape (n + 1,), int64
         Output: the first positions of the blocks, then ``n``.
     m : ndarray of shape (n,) or (1,)

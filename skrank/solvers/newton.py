@@ -114,6 +114,17 @@ class _Problem:
         """The masses ``m`` sorted by ``order``, for :func:`pooled_projection` (one entry: unit masses)."""
         return np.ones(1) if self.mass is None else self.m[order]
 
+    def projection(self, keys, order, mu):
+        """The weights ``q = proj_P(keys / mu)`` (:func:`pooled_projection`), ``order`` sorting ``keys``.
+
+        ``q`` is written over ``keys``.  Returns ``q`` and the number of
+        blocks, whose first positions are in ``self._starts``.
+        """
+        u = keys[order]
+        n_blocks = pooled_projection(u, self.rank_weights(order), mu, u, self._starts, self.masses(order))
+        keys[order] = u
+        return keys, n_blocks
+
     def risk_value(self, losses):
         """``Omega(l)``, the (weighted) risk of the losses."""
         order = np.argsort(losses, kind="stable")
@@ -195,11 +206,7 @@ class _Problem:
         # the last order nearly sorts the keys: a stable sort (timsort) of them is fast
         order = self._order[np.argsort(keys[self._order], kind="stable")]
         self._order = order
-        q_sorted = np.empty(n)
-        nb = pooled_projection(keys[order], self.rank_weights(order), mu, q_sorted, self._starts,
-                               self.masses(order))
-        q = np.empty(n)
-        q[order] = q_sorted
+        q, nb = self.projection(keys, order, mu)
         diff = q - center
         omega = float(q @ value) - 0.5 * mu * float(diff @ (diff if unit else diff / self.m))
         # the pooled blocks only (first position, size): singletons need no record
@@ -354,8 +361,6 @@ def _dual_ascent_impl(problem, theta, max_steps):
     step = problem.l2 / max(norm, 1e-300)
     improved, since = False, 0
     F_theta = problem.objective(theta)
-    starts = np.empty(q.size + 1, dtype=np.int64)
-    q_sorted = np.empty(q.size)
     for _ in range(max_steps):
         z = design.rmatvec(sa * q)[: design.d]
         y = -z
@@ -365,11 +370,7 @@ def _dual_ascent_impl(problem, theta, max_steps):
         g = e + sa * design.matvec(coef)
         # ascent in the metric of the masses, then the projection onto P in that metric
         keys = (q + step * m * g) / m
-        order = np.argsort(keys, kind="stable")
-        pooled_projection(keys[order], problem.rank_weights(order), 1.0, q_sorted, starts,
-                          problem.masses(order))
-        q = np.empty_like(q)
-        q[order] = q_sorted
+        q, _ = problem.projection(keys, np.argsort(keys, kind="stable"), 1.0)
         bound = problem.dual_bound(q, slope)
         if bound > problem.best_dual:
             gain = bound - problem.best_dual
