@@ -403,7 +403,7 @@ def _line_search(problem, theta, step, F0, state0, mu, center, max_evals=12):
     ``F_mu`` is convex and differentiable along the line: the full step is
     taken when it satisfies the Armijo condition, otherwise the root of the
     directional derivative is bracketed and found by the Illinois variant of
-    regula falsi.  ``state`` is None when no trial lowers
+    regula falsi.  Returns ``(0, F0, state0)`` when no trial lowers
     ``F_mu`` (rounding).  Only the state of the last trial is kept (each
     costs several vectors of length ``n``); the best one is evaluated again
     when it was not the last.
@@ -458,7 +458,7 @@ def _line_search(problem, theta, step, F0, state0, mu, center, max_evals=12):
             continue
         alpha = lo - s_lo * (hi - lo) / (s_hi - s_lo)
     if best is None:
-        return 0.0, F0, None
+        return 0.0, F0, state0
     alpha, F = best
     if last[0] == alpha:
         return alpha, F, last[1]
@@ -488,6 +488,22 @@ def _newton_fixed_weights(problem, theta, q, rel_tol, max_iter):
             alpha *= 0.5
         theta = trial
     return theta, steps
+
+
+def _first_center(problem, theta, warm):
+    """The centre of the first smoothing and the largest rank weight per unit of mass, at ``theta``.
+
+    The centre is the mean weight (the weights of the mean risk) or, from a
+    warm start, the rank weights of the losses at ``theta``.
+    """
+    order = np.argsort(problem.loss.value(problem.arguments(theta)), kind="stable")
+    sigma = problem.rank_weights(order)
+    if warm:
+        center = np.empty(order.size)
+        center[order] = sigma
+    else:
+        center = problem.m * (sigma.sum() / order.size)
+    return center, float(np.max(sigma / problem.m[order]))
 
 
 def _zero_small_coefficients(problem, theta, F):
@@ -564,20 +580,13 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
         theta[-1] = float(intercept_init)
 
     steps = 0
-    order = np.argsort(problem.loss.value(problem.arguments(theta)), kind="stable")
-    sigma = problem.rank_weights(order)
+    center, top = _first_center(problem, theta, coef_init is not None)
     if coef_init is None:
         # the mean risk first (its weights are the centre): all losses tie at theta = 0
-        center = problem.m * (sigma.sum() / n)
         theta, steps = _newton_fixed_weights(problem, theta, center, 1e-1, max_iter)
-    else:
-        # a warm start: the rank weights of its losses
-        center = np.empty(n)
-        center[order] = sigma
     F = problem.objective(theta)
     history = [F]
     best = (F, theta.copy(), np.inf, center)
-    top = float(np.max(sigma / problem.m[order]))  # the largest weight per unit of mass
     mu = _MU_SCALE * max(abs(F), 1e-12) / max(n * top, 1e-300)
     if coef_init is not None:
         mu *= _MU_WARM
@@ -629,11 +638,11 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
             step, _ = problem.direction(K + _RIDGE * np.mean(np.diag(K)) * np.eye(K.shape[0]), g,
                                         theta)
         steps += 1
-        alpha, F_trial, state_trial = _line_search(problem, theta, step, F_mu, state, mu, center)
-        if state_trial is None:
+        alpha, F_mu, state = _line_search(problem, theta, step, F_mu, state, mu, center)
+        if alpha == 0.0:
             stalled = True
             continue
-        theta, F_mu, state = theta + alpha * step, F_trial, state_trial
+        theta = theta + alpha * step
         if verbose > 1:
             progress.note(f"step {steps}: F_mu={F_mu:.12g} alpha={alpha:.3g}")
 
