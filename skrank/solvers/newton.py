@@ -110,19 +110,14 @@ class _Problem:
             return self.sigma
         return self.risk.weights(order.size, self.mass[order])
 
-    def masses(self, order):
-        """The masses ``m`` sorted by ``order``, for :func:`pooled_projection` (one entry: unit masses)."""
-        return np.ones(1) if self.mass is None else self.m[order]
-
     def projection(self, keys, order, mu):
         """The weights ``q = proj_P(keys / mu)`` (:func:`pooled_projection`), ``order`` sorting ``keys``.
 
         ``q`` is written over ``keys``.  Returns ``q`` and the number of
         blocks, whose first positions are in ``self._starts``.
         """
-        u = keys[order]
-        n_blocks = pooled_projection(u, self.rank_weights(order), mu, u, self._starts, self.masses(order))
-        keys[order] = u
+        m = np.ones(1) if self.mass is None else self.m  # one mass of every sample: no vector of ones
+        n_blocks = pooled_projection(keys, order, self.rank_weights(order), mu, self._starts, m)
         return keys, n_blocks
 
     def risk_value(self, losses):
