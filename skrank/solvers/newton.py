@@ -331,29 +331,14 @@ class _Problem:
 def _dual_ascent_impl(problem, theta, max_steps):
     """Projected gradient ascent of the dual bound over the weights ``q``, slopes fixed at ``theta``."""
     design = problem.design
-    t = problem.arguments(theta)
-    _, slope, _ = problem.loss.derivatives(t)
+    _, slope, _ = problem.loss.derivatives(problem.arguments(theta))
     e = slope * problem.c - problem.loss.conjugate(slope)
     sa = problem.s * slope
+    step = _dual_ascent_step(problem, sa)
+    if step is None:
+        return False
     m = problem.m
     q = np.array(problem.best_dual_weights, dtype=np.float64)
-    # step 1/L, L the largest eigenvalue of diag(m)^(1/2) A A^T diag(m)^(1/2) / l2, A = diag(s a) X
-    root_m = np.sqrt(m)
-
-    def operator(v):
-        z = design.rmatvec(sa * root_m * v)
-        z[design.d:] = 0.0  # the intercept is not penalised: not in R*
-        return root_m * sa * design.matvec(z)
-
-    v = np.random.default_rng(0).normal(size=q.size)
-    norm = 0.0
-    for _ in range(20):
-        v = operator(v)
-        norm = float(np.linalg.norm(v))
-        if norm == 0.0:
-            return False
-        v /= norm
-    step = problem.l2 / max(norm, 1e-300)
     improved, since = False, 0
     F_theta = problem.objective(theta)
     for _ in range(max_steps):
@@ -377,6 +362,31 @@ def _dual_ascent_impl(problem, theta, max_steps):
         if since >= _DUAL_ASCENT_PATIENCE:
             break  # no step closed a thousandth of the gap for a while
     return improved
+
+
+def _dual_ascent_step(problem, sa):
+    """The step ``1/L`` of :func:`_dual_ascent_impl` (``sa = s a``), None when ``L = 0``.
+
+    ``L`` is the largest eigenvalue of ``diag(m)^(1/2) A A^T diag(m)^(1/2) / l2``,
+    ``A = diag(s a) X``, by 20 power iterations.
+    """
+    design = problem.design
+    root_m = np.sqrt(problem.m)
+
+    def operator(v):
+        z = design.rmatvec(sa * root_m * v)
+        z[design.d:] = 0.0  # the intercept is not penalised: not in R*
+        return root_m * sa * design.matvec(z)
+
+    v = np.random.default_rng(0).normal(size=sa.size)
+    norm = 0.0
+    for _ in range(20):
+        v = operator(v)
+        norm = float(np.linalg.norm(v))
+        if norm == 0.0:
+            return None
+        v /= norm
+    return problem.l2 / max(norm, 1e-300)
 
 
 def _solve_spd(H, g):
