@@ -22,13 +22,18 @@ def test_pooled_projection_is_the_projection_onto_the_permutahedron(mu):
     sigma = np.sort(Extremile(r=3.0).weights(n))
     v = np.round(rng.normal(size=n), 1)  # ties in v
     u = np.sort(mu * v)
-    q, starts = np.empty(n), np.empty(n + 1, dtype=np.int64)
-    nb = pooled_projection(u, sigma, mu, q, starts, np.ones(n))
+    q, starts = u.copy(), np.empty(n + 1, dtype=np.int64)
+    nb = pooled_projection(q, np.arange(n), sigma, mu, starts, np.ones(n))
     assert np.allclose(q, project_permutahedron(u / mu, sigma), atol=1e-12)
     assert starts[0] == 0 and starts[nb] == n and np.all(np.diff(starts[: nb + 1]) > 0)
     # outside the pooled blocks a sorted sample keeps its rank weight
     singles = starts[:nb][np.diff(starts[: nb + 1]) == 1]
     assert np.array_equal(q[singles], sigma[singles])
+    # keys in any order, one mass for every sample: the same projection, in the keys' order
+    keys = rng.permutation(u)
+    order = np.argsort(keys, kind="stable")
+    assert pooled_projection(keys, order, sigma, mu, starts, np.ones(1)) == nb
+    assert np.array_equal(keys[order], q)
 
 
 @pytest.mark.parametrize("loss_name", ["logistic", "squared_hinge", "squared", "huber"])

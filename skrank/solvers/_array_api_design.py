@@ -122,10 +122,13 @@ class ArrayAPIDesign(Design):
         return to_namespace(np.asarray(a, dtype=np.float64), self.xp, self.device)
 
     def matvec(self, theta):
-        """``[X, 1] theta``, a NumPy vector of length ``n``."""
+        """``[X, 1] theta``, a new NumPy vector of length ``n``."""
         self.passes += 1
-        f = to_numpy(self.X @ self._on_device(theta[: self.d]))
-        return f + theta[self.d] if self.fit_intercept else f
+        # the host copy of a new product, or a view of it: copied only when the library lends it read-only
+        f = np.require(to_numpy(self.X @ self._on_device(theta[: self.d])), requirements="W")
+        if self.fit_intercept:
+            f += theta[self.d]
+        return f
 
     def rmatvec(self, r):
         """``[X, 1]^T r`` for a NumPy vector ``r`` of length ``n``."""

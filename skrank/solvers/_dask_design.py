@@ -161,11 +161,13 @@ class DaskDesign(Design):
         return [v[a:b] for a, b in zip(self._bounds[:-1], self._bounds[1:])]
 
     def matvec(self, theta):
-        """``[X, 1] theta`` (a NumPy vector of length ``n``)."""
+        """``[X, 1] theta`` (a new NumPy vector of length ``n``)."""
         self.passes += 1
         w = np.ascontiguousarray(theta[: self.d], dtype=np.float64)
         f = np.concatenate(self._run(_matvec, [w] * len(self._blocks)))
-        return f + theta[self.d] if self.fit_intercept else f
+        if self.fit_intercept:
+            f += theta[self.d]
+        return f
 
     def rmatvec(self, r):
         """``[X, 1]^T r`` for a NumPy vector ``r`` of length ``n``."""

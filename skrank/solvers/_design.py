@@ -34,10 +34,12 @@ class Design:
         return theta[: self.d], (float(theta[self.d]) if self.fit_intercept else 0.0)
 
     def matvec(self, theta):
-        """``[X, 1] theta``."""
+        """``[X, 1] theta``, a new vector (the callers may write over it)."""
         self.passes += 1
         f = np.asarray(self.X @ theta[: self.d], dtype=np.float64).ravel()
-        return f + theta[self.d] if self.fit_intercept else f
+        if self.fit_intercept:
+            f += theta[self.d]
+        return f
 
     def rmatvec(self, r):
         """``[X, 1]^T r``."""

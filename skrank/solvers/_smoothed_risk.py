@@ -35,49 +35,57 @@ Jacobian is ``diag(m) (I - 1 m^T / m(B)) / mu`` on the block.  Equal masses
 import numpy as np
 from numba import njit
 
-from ..losses import loss_second_derivative, loss_value_and_derivative
+from ..losses import loss_value_and_derivative
 
 
 @njit(cache=True)
-def pooled_projection(u, sigma, mu, q, block_start, m):
-    """``q = proj_P(u / mu)`` for ``u`` sorted ascending, and the pooled blocks.
+def pooled_projection(keys, order, sigma, mu, block_start, m):
+    """``q = proj_P(keys / mu)``, written over ``keys``, and the pooled blocks.
 
     ``P`` is the permutahedron of the nondecreasing ``sigma`` (with masses
-    ``m``, the base polytope of the module docstring, in its metric).  The
-    projection is ``u / mu - iso(u / mu - sigma)``; computed as
+    ``m``, the base polytope of the module docstring, in its metric).  With
+    ``u = keys[order]`` sorted ascending, the projection is
+    ``u / mu - iso(u / mu - sigma)``; computed as
     ``(u_i - mean_B(u)) / mu + mean_B(sigma)`` on each block ``B`` of the
     isotonic regression of ``u - mu sigma``, so that ``mu`` may be tiny
-    (means weighted by ``m``, and ``q_i`` scaled by ``m_i``).
+    (means weighted by ``m``, and ``q_i`` scaled by ``m_i``).  ``u`` is
+    read through ``order``, not copied: each block reads its keys before it
+    writes its weights over them.
 
     Parameters
     ----------
-    u : ndarray of shape (n,)
-        The point times ``mu``, sorted ascending.
+    keys : ndarray of shape (n,)
+        The point times ``mu``; overwritten by the projection ``q`` (in the
+        same order).
+    order : ndarray of shape (n,), int64
+        The permutation that sorts ``keys`` ascending.
     sigma : ndarray of shape (n,)
         The rank weights of this order (nondecreasing per unit of mass).
     mu : float
         ``mu > 0``.
-    q : ndarray of shape (n,)
-        Output: the projection, in the order of ``u``.
     block_start : ndarray of shape (n + 1,), int64
-        Output: the first positions of the blocks, then ``n``.
-    m : ndarray of shape (n,)
-        Positive masses of the samples, in the order of ``u`` (ones without
-        sample weights).
+        Output: the first positions (in the sorted order) of the blocks,
+        then ``n``.
+    m : ndarray of shape (n,) or (1,)
+        Positive masses of the samples, in the order of ``keys``, or a
+        single mass of every sample (``np.ones(1)`` without sample weights:
+        no vector of ones).
 
     Returns
     -------
     n_blocks : int
         Number of blocks (``block_start[:n_blocks + 1]`` is filled).
     """
-    n = u.shape[0]
+    n = keys.shape[0]
+    stride = 1 if m.shape[0] == n else 0  # m[j * stride]: the mass of sample j
     b_sum = np.empty(n)  # sum of m (u - mu sigma / m) over the block
     b_mass = np.empty(n)
     top = -1
     for i in range(n):
+        j = order[i]
         top += 1
-        b_sum[top] = m[i] * u[i] - mu * sigma[i]
-        b_mass[top] = m[i]
+        b_sum[top] = m[j * stride] * keys[j] - mu * sigma[i]
+        b_mass[top] = m[j * stride]
         block_start[top] = i
         # pool while the block below has a mean >= this block's mean
         while top > 0 and b_sum[top - 1] * b_mass[top] >= b_sum[top] * b_mass[top - 1]:
@@ -89,28 +97,29 @@ def pooled_projection(u, sigma, mu, q, block_start, m):
     for b in range(n_blocks):
         lo, hi = block_start[b], block_start[b + 1]
         if hi - lo == 1:
-            q[lo] = sigma[lo]
+            keys[order[lo]] = sigma[lo]
             continue
         mean_u = 0.0
         mean_s = 0.0
         mass = 0.0
         for i in range(lo, hi):
-            mean_u += m[i] * u[i]
+            j = order[i]
+            mean_u += m[j * stride] * keys[j]
             mean_s += sigma[i]
-            mass += m[i]
+            mass += m[j * stride]
         mean_u /= mass
         mean_s /= mass
         for i in range(lo, hi):
-            q[i] = m[i] * (mean_s + (u[i] - mean_u) / mu)
+            j = order[i]
+            keys[j] = m[j * stride] * (mean_s + (keys[j] - mean_u) / mu)
     return n_blocks
 
 
 @njit(cache=True)
-def losses_and_keys(t, code, param, mu, center, value, d1, d2, keys):
-    """Fill ``value``, ``d1``, ``d2`` with ``l``, ``l'``, ``l''`` at ``t``, and ``keys = mu center + l``."""
+def losses_and_keys(t, code, param, mu, center, value, d1, keys):
+    """Fill ``value`` and ``d1`` with ``l`` and ``l'`` at ``t``, and ``keys = mu center + l``."""
     for i in range(t.shape[0]):
         value[i], d1[i] = loss_value_and_derivative(code, t[i], param)
-        d2[i] = loss_second_derivative(code, t[i], param)
         keys[i] = mu * center[i] + value[i]
 
 

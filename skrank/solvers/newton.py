@@ -79,11 +79,16 @@ class _Problem:
 
     def __init__(self, X, y, risk, loss, penalty, fit_intercept, sample_weight=None):
         self.design = make_design(X, fit_intercept)
-        self.s, self.c = affine_map(y, loss.task)
-        n = self.s.size
+        s, c = affine_map(y, loss.task)
+        n = s.size
+        # c = 0 (classification) or s = 1 (regression): a view of one number, not a vector
+        if loss.task == "classification":
+            self.s, self.c = s, np.broadcast_to(0.0, n)
+        else:
+            self.s, self.c = np.broadcast_to(1.0, n), c
         self.risk = risk
         if sample_weight is None:
-            self.mass, self.m = None, np.ones(n)
+            self.mass, self.m = None, np.broadcast_to(1.0, n)
             self.sigma = np.sort(np.asarray(risk.weights(n), dtype=np.float64))
         else:
             # masses of mean 1 (:mod:`skrank.solvers._smoothed_risk`); rank weights per order
@@ -105,13 +110,28 @@ class _Problem:
             return self.sigma
         return self.risk.weights(order.size, self.mass[order])
 
+    def projection(self, keys, order, mu):
+        """The weights ``q = proj_P(keys / mu)`` (:func:`pooled_projection`), ``order`` sorting ``keys``.
+
+        ``q`` is written over ``keys``.  Returns ``q`` and the number of
+        blocks, whose first positions are in ``self._starts``.
+        """
+        m = np.ones(1) if self.mass is None else self.m  # one mass of every sample: no vector of ones
+        n_blocks = pooled_projection(keys, order, self.rank_weights(order), mu, self._starts, m)
+        return keys, n_blocks
+
     def risk_value(self, losses):
         """``Omega(l)``, the (weighted) risk of the losses."""
         order = np.argsort(losses, kind="stable")
         return float(losses[order] @ self.rank_weights(order))
 
-    def arguments(self, theta):
-        return self.s * self.design.matvec(theta) + self.c
+    def arguments(self, theta, shift=True):
+        """The loss arguments ``s [X, 1] theta + c``; without ``shift``, their change ``s [X, 1] theta``."""
+        t = self.design.matvec(theta)
+        t *= self.s
+        if shift:
+            t += self.c
+        return t
 
     def penalty(self, theta):
         w = theta[: self.design.d]
@@ -174,24 +194,20 @@ class _Problem:
         if t is None:
             t = self.arguments(theta)
         n = t.size
-        value, d1, d2, keys = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+        value, d1, keys = np.empty(n), np.empty(n), np.empty(n)
         unit = self.mass is None  # unit masses: no divisions, no reordered copies
         losses_and_keys(t, self.loss.code, self.loss.param, mu, center if unit else center / self.m,
-                        value, d1, d2, keys)
+                        value, d1, keys)
         # the last order nearly sorts the keys: a stable sort (timsort) of them is fast
         order = self._order[np.argsort(keys[self._order], kind="stable")]
         self._order = order
-        q_sorted = np.empty(n)
-        nb = pooled_projection(keys[order], self.rank_weights(order), mu, q_sorted, self._starts,
-                               self.m if unit else self.m[order])
-        q = np.empty(n)
-        q[order] = q_sorted
+        q, nb = self.projection(keys, order, mu)
         diff = q - center
         omega = float(q @ value) - 0.5 * mu * float(diff @ (diff if unit else diff / self.m))
         # the pooled blocks only (first position, size): singletons need no record
         sizes = np.diff(self._starts[: nb + 1])
         pooled = np.flatnonzero(sizes > 1)
-        # l'' is not kept: only the accepted states need it (:meth:`curvature`)
+        # l'' is not computed: only the accepted states need it (:meth:`curvature`)
         state = dict(t=t, value=value, d1=d1, order=order, q=q,
                      pooled=(self._starts[pooled], sizes[pooled]))
         return omega + self.penalty(theta), state
@@ -315,33 +331,16 @@ class _Problem:
 def _dual_ascent_impl(problem, theta, max_steps):
     """Projected gradient ascent of the dual bound over the weights ``q``, slopes fixed at ``theta``."""
     design = problem.design
-    t = problem.arguments(theta)
-    _, slope, _ = problem.loss.derivatives(t)
+    _, slope, _ = problem.loss.derivatives(problem.arguments(theta))
     e = slope * problem.c - problem.loss.conjugate(slope)
     sa = problem.s * slope
+    step = _dual_ascent_step(problem, sa)
+    if step is None:
+        return False
     m = problem.m
     q = np.array(problem.best_dual_weights, dtype=np.float64)
-    # step 1/L, L the largest eigenvalue of diag(m)^(1/2) A A^T diag(m)^(1/2) / l2, A = diag(s a) X
-    root_m = np.sqrt(m)
-
-    def operator(v):
-        z = design.rmatvec(sa * root_m * v)
-        z[design.d:] = 0.0  # the intercept is not penalised: not in R*
-        return root_m * sa * design.matvec(z)
-
-    v = np.random.default_rng(0).normal(size=q.size)
-    norm = 0.0
-    for _ in range(20):
-        v = operator(v)
-        norm = float(np.linalg.norm(v))
-        if norm == 0.0:
-            return False
-        v /= norm
-    step = problem.l2 / max(norm, 1e-300)
     improved, since = False, 0
     F_theta = problem.objective(theta)
-    starts = np.empty(q.size + 1, dtype=np.int64)
-    q_sorted = np.empty(q.size)
     for _ in range(max_steps):
         z = design.rmatvec(sa * q)[: design.d]
         y = -z
@@ -351,10 +350,7 @@ def _dual_ascent_impl(problem, theta, max_steps):
         g = e + sa * design.matvec(coef)
         # ascent in the metric of the masses, then the projection onto P in that metric
         keys = (q + step * m * g) / m
-        order = np.argsort(keys, kind="stable")
-        pooled_projection(keys[order], problem.rank_weights(order), 1.0, q_sorted, starts, m[order])
-        q = np.empty_like(q)
-        q[order] = q_sorted
+        q, _ = problem.projection(keys, np.argsort(keys, kind="stable"), 1.0)
         bound = problem.dual_bound(q, slope)
         if bound > problem.best_dual:
             gain = bound - problem.best_dual
@@ -366,6 +362,31 @@ def _dual_ascent_impl(problem, theta, max_steps):
         if since >= _DUAL_ASCENT_PATIENCE:
             break  # no step closed a thousandth of the gap for a while
     return improved
+
+
+def _dual_ascent_step(problem, sa):
+    """The step ``1/L`` of :func:`_dual_ascent_impl` (``sa = s a``), None when ``L = 0``.
+
+    ``L`` is the largest eigenvalue of ``diag(m)^(1/2) A A^T diag(m)^(1/2) / l2``,
+    ``A = diag(s a) X``, by 20 power iterations.
+    """
+    design = problem.design
+    root_m = np.sqrt(problem.m)
+
+    def operator(v):
+        z = design.rmatvec(sa * root_m * v)
+        z[design.d:] = 0.0  # the intercept is not penalised: not in R*
+        return root_m * sa * design.matvec(z)
+
+    v = np.random.default_rng(0).normal(size=sa.size)
+    norm = 0.0
+    for _ in range(20):
+        v = operator(v)
+        norm = float(np.linalg.norm(v))
+        if norm == 0.0:
+            return None
+        v /= norm
+    return problem.l2 / max(norm, 1e-300)
 
 
 def _solve_spd(H, g):
@@ -387,12 +408,12 @@ def _line_search(problem, theta, step, F0, state0, mu, center, max_evals=12):
     ``F_mu`` is convex and differentiable along the line: the full step is
     taken when it satisfies the Armijo condition, otherwise the root of the
     directional derivative is bracketed and found by the Illinois variant of
-    regula falsi.  ``state`` is None when no trial lowers
+    regula falsi.  Returns ``(0, F0, state0)`` when no trial lowers
     ``F_mu`` (rounding).  Only the state of the last trial is kept (each
     costs several vectors of length ``n``); the best one is evaluated again
     when it was not the last.
     """
-    dt = problem.s * problem.design.matvec(step)
+    dt = problem.arguments(step, shift=False)
     t0 = state0["t"]
     reg_step = problem.reg * step
 
@@ -442,7 +463,7 @@ def _line_search(problem, theta, step, F0, state0, mu, center, max_evals=12):
             continue
         alpha = lo - s_lo * (hi - lo) / (s_hi - s_lo)
     if best is None:
-        return 0.0, F0, None
+        return 0.0, F0, state0
     alpha, F = best
     if last[0] == alpha:
         return alpha, F, last[1]
@@ -472,6 +493,22 @@ def _newton_fixed_weights(problem, theta, q, rel_tol, max_iter):
             alpha *= 0.5
         theta = trial
     return theta, steps
+
+
+def _first_center(problem, theta, warm):
+    """The centre of the first smoothing and the largest rank weight per unit of mass, at ``theta``.
+
+    The centre is the mean weight (the weights of the mean risk) or, from a
+    warm start, the rank weights of the losses at ``theta``.
+    """
+    order = np.argsort(problem.loss.value(problem.arguments(theta)), kind="stable")
+    sigma = problem.rank_weights(order)
+    if warm:
+        center = np.empty(order.size)
+        center[order] = sigma
+    else:
+        center = problem.m * (sigma.sum() / order.size)
+    return center, float(np.max(sigma / problem.m[order]))
 
 
 def _zero_small_coefficients(problem, theta, F):
@@ -548,20 +585,13 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
         theta[-1] = float(intercept_init)
 
     steps = 0
-    order = np.argsort(problem.loss.value(problem.arguments(theta)), kind="stable")
-    sigma = problem.rank_weights(order)
+    center, top = _first_center(problem, theta, coef_init is not None)
     if coef_init is None:
         # the mean risk first (its weights are the centre): all losses tie at theta = 0
-        center = problem.m * (sigma.sum() / n)
         theta, steps = _newton_fixed_weights(problem, theta, center, 1e-1, max_iter)
-    else:
-        # a warm start: the rank weights of its losses
-        center = np.empty(n)
-        center[order] = sigma
     F = problem.objective(theta)
     history = [F]
     best = (F, theta.copy(), np.inf, center)
-    top = float(np.max(sigma / problem.m[order]))  # the largest weight per unit of mass
     mu = _MU_SCALE * max(abs(F), 1e-12) / max(n * top, 1e-300)
     if coef_init is not None:
         mu *= _MU_WARM
@@ -613,11 +643,11 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
             step, _ = problem.direction(K + _RIDGE * np.mean(np.diag(K)) * np.eye(K.shape[0]), g,
                                         theta)
         steps += 1
-        alpha, F_trial, state_trial = _line_search(problem, theta, step, F_mu, state, mu, center)
-        if state_trial is None:
+        alpha, F_mu, state = _line_search(problem, theta, step, F_mu, state, mu, center)
+        if alpha == 0.0:
             stalled = True
             continue
-        theta, F_mu, state = theta + alpha * step, F_trial, state_trial
+        theta = theta + alpha * step
         if verbose > 1:
             progress.note(f"step {steps}: F_mu={F_mu:.12g} alpha={alpha:.3g}")
 
