@@ -56,7 +56,8 @@ def local_cluster():
     """A two-worker ``LocalCluster`` and its client, shared by the module's cluster tests."""
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
         yield client
 
 

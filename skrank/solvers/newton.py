@@ -225,6 +225,22 @@ class _Problem:
         H[np.diag_indices_from(H)] += self.reg
         return H
 
+    def derivatives(self, theta, state, mu, block):
+        """Gradient and Hessian of ``F_mu`` at the state for its weights ``q``, and the block term.
+
+        ``block``: whether to make :meth:`block_scatter` too (else None), in
+        the same call to the design, :meth:`Design.step_products`: one
+        pass over ``X`` where the design fuses its products.
+        """
+        terms = self._block_terms(state) if block else None
+        q = state["q"]
+        g, H, G_block, sums = self.design.step_products(
+            self.s * q * state["d1"], q * self.curvature(state), _HESSIAN_SLACK,
+            None if terms is None else terms[:2])
+        g += self.reg * theta
+        H[np.diag_indices_from(H)] += self.reg
+        return g, H, None if terms is None else self._scatter(G_block, sums, terms[2], mu)
+
     def block_scatter(self, state, mu):
         """``(1/mu) sum_B sum_{i in B} m_i (g_i - g_B)(g_i - g_B)^T``, ``g_i = l'_i s_i [x_i, 1]``.
 
@@ -232,8 +248,18 @@ class _Problem:
         as ``sum_i m_i g_i g_i^T - sum_B S_B S_B^T / m(B)`` with the block
         sums ``S_B = sum_B m_i g_i``: a weighted Gram matrix of the members
         and one product with a sparse block-indicator matrix, without
-        gathering rows.
+        gathering rows.  None without pooled blocks.
         """
+        terms = self._block_terms(state)
+        if terms is None:
+            return None
+        h, indicator, block_mass = terms
+        sums = self.design.left_product(indicator)
+        return self._scatter(self.design.weighted_gram(h), sums, block_mass, mu)
+
+    def _block_terms(self, state):
+        """``(h, M, m(B))`` of :meth:`block_scatter`: the members' weights ``m_i l'_i^2``, the sparse
+        matrix of the block sums and the blocks' masses; None without pooled blocks."""
         block_start, size = state["pooled"]
         if size.size == 0:
             return None
@@ -245,10 +271,12 @@ class _Problem:
         h = np.zeros(self.s.size)
         h[idx] = mass * coef * coef
         block_id = np.repeat(np.arange(size.size), size)
-        block = sp.csr_matrix((mass * coef, (block_id, idx)), shape=(size.size, self.s.size))
-        sums = self.design.left_product(block)
-        block_mass = np.bincount(block_id, weights=mass, minlength=size.size)
-        return (self.design.weighted_gram(h) - (sums.T / block_mass) @ sums) / mu
+        indicator = sp.csr_matrix((mass * coef, (block_id, idx)), shape=(size.size, self.s.size))
+        return h, indicator, np.bincount(block_id, weights=mass, minlength=size.size)
+
+    @staticmethod
+    def _scatter(G_block, sums, block_mass, mu):
+        return (G_block - (sums.T / block_mass) @ sums) / mu
 
     def certificate(self, theta, state, decrease):
         """``(F(theta), bound on F(theta) - F*, estimate of F(theta) - F*)`` from the state's weights ``q``.
@@ -602,8 +630,9 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
     stalled, outer_stalls = False, 0
     F_mu, state = problem.smoothed(theta, mu, center)
     while steps < max_iter and outer < max_iter:
-        g = problem.gradient(theta, state["q"], state["d1"])
-        H = problem.hessian(state["q"], problem.curvature(state))
+        # where a pass is costly the block term comes in the same one, though unused when the
+        # inner solve ends here
+        g, H, scatter = problem.derivatives(theta, state, mu, block=design.fuses_products)
         _, decrease_q = problem.direction(H, g, theta)
         if decrease_q <= inner_tol or stalled:
             if stalled and outer_stalls >= 2:
@@ -636,7 +665,8 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
             center = state["q"]
             F_mu, state = problem.smoothed(theta, mu, center)
             continue
-        scatter = problem.block_scatter(state, mu)
+        if not design.fuses_products:
+            scatter = problem.block_scatter(state, mu)
         K = H if scatter is None else H + scatter
         step, decrease = problem.direction(K, g, theta)
         if not np.isfinite(decrease):  # directions without curvature: a small ridge
