@@ -57,18 +57,22 @@ from skrank.solvers._design import Design  # noqa: E402
 
 _D = 100
 _CHUNK_ROWS = 50_000
-_PRODUCTS = ("matvec", "rmatvec", "weighted_gram", "left_product", "rows", "class_moments")
+_PRODUCTS = ("matvec", "rmatvec", "weighted_gram", "left_product", "rows", "class_moments", "step_products")
 _product_seconds = [0.0]
+_depth = [0]
 
 
 def _timed(method):
     @functools.wraps(method)
     def run(*args, **kwargs):
+        _depth[0] += 1
         start = time.perf_counter()
         try:
             return method(*args, **kwargs)
         finally:
-            _product_seconds[0] += time.perf_counter() - start
+            _depth[0] -= 1
+            if _depth[0] == 0:  # the outermost product (step_products calls the others)
+                _product_seconds[0] += time.perf_counter() - start
     return run
 
 
