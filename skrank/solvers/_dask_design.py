@@ -226,7 +226,8 @@ class DaskDesign(Design):
         if changed is None:
             G = self._gram_reset(h, np.sum(grams, axis=0))
         else:
-            G = self._gram_update(h, changed, self._gathered(order, rows) if changed.size else None)
+            gathered = self._gathered(order, rows) if changed.size else None
+            G = self._gram_update(h, changed, lambda a, b: gathered[a:b])
         if block is None:
             return g, G, None, None
         P = np.sum(products, axis=0)

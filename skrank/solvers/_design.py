@@ -68,7 +68,7 @@ class Design:
         changed = self._gram_plan(h, slack)
         if changed is None:
             return self._gram_reset(h, self.weighted_gram(h))
-        return self._gram_update(h, changed, self.rows(changed) if changed.size else None)
+        return self._gram_update(h, changed, lambda a, b: self.rows(changed[a:b]))
 
     def _gram_plan(self, h, slack):
         """The rows whose weight moved by more than ``slack`` when :meth:`gram` updates, None to recompute."""
@@ -79,11 +79,18 @@ class Design:
             return changed
         return None
 
-    def _gram_update(self, h, changed, rows):
-        """The last Gram matrix with the weights of the rows ``changed`` (``rows``: theirs) moved to ``h``."""
+    def _gram_update(self, h, changed, rows_between):
+        """The last Gram matrix with the weights of the rows ``changed`` moved to ``h``.
+
+        ``rows_between(a, b)``: the rows of ``changed[a:b]``, taken a block
+        at a time (as many entries as :meth:`weighted_gram`'s blocks).
+        """
+        step = max(1, _CHUNK_ENTRIES // self.p)
+        for a in range(0, changed.size, step):
+            part = changed[a:a + step]
+            rows = rows_between(a, a + part.size)
+            self._gram += (rows.T * (h[part] - self._h[part])) @ rows
         if changed.size:
-            delta = h[changed] - self._h[changed]
-            self._gram = self._gram + (rows.T * delta) @ rows
             self._h[changed] = h[changed]
             self._updates += 1
         return self._gram.copy()
