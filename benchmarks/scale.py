@@ -255,7 +255,7 @@ def main():
         with dask.config.set(scheduler="threads"):
             y = source.labels(lazy)
             _row(n, "dask-lazy", lazy, y, source.task, None)
-    command = (f"OMP_NUM_THREADS=1 python benchmarks/scale.py --sizes {args.sizes} --data {args.data} "
+    command = (f"OMP_NUM_THREADS=1 python benchmarks/scale.py --sizes '{args.sizes}' --data {args.data} "
                f"--backends {args.backends}")
     command += " --cluster" if args.cluster else ""
     command += " --gpu" if args.gpu else ""

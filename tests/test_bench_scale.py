@@ -26,7 +26,7 @@ def test_scale_benchmark_fits_every_backend_to_the_numpy_optimum(data):
     # both fits certified within tol=1e-7 (relative) of the optimum: so within that of each other
     assert all(float(row[9]) <= 1e-7 for row in rows[1:])
     assert all(0.0 <= float(row[6].rstrip("%")) <= 100.0 for row in rows)  # host share
-    assert "command: OMP_NUM_THREADS=1 python benchmarks/scale.py --sizes 3e3" in out
+    assert "command: OMP_NUM_THREADS=1 python benchmarks/scale.py --sizes '3e3'" in out
 
 
 def test_rank_step_benchmark_agrees_both_ways():
