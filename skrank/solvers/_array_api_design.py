@@ -121,21 +121,12 @@ class ArrayAPIDesign(Design):
     def _on_device(self, a):
         return to_namespace(np.asarray(a, dtype=np.float64), self.xp, self.device)
 
-    def matvec(self, theta):
-        """``[X, 1] theta``, a new NumPy vector of length ``n``."""
-        self.passes += 1
+    def _times(self, w):
         # the host copy of a new product, or a view of it: copied only when the library lends it read-only
-        f = np.require(to_numpy(self.X @ self._on_device(theta[: self.d])), requirements="W")
-        if self.fit_intercept:
-            f += theta[self.d]
-        return f
+        return np.require(to_numpy(self.X @ self._on_device(w)), requirements="W")
 
-    def rmatvec(self, r):
-        """``[X, 1]^T r`` for a NumPy vector ``r`` of length ``n``."""
-        self.passes += 1
-        r = np.asarray(r, dtype=np.float64)
-        g = to_numpy(self.X.T @ self._on_device(r))
-        return np.append(g, r.sum()) if self.fit_intercept else g
+    def _transposed_times(self, r):
+        return to_numpy(self.X.T @ self._on_device(r))
 
     def rows(self, idx):
         """The rows ``idx`` of ``[X, 1]``, copied to the host (few rows: the Gram updates)."""

@@ -160,21 +160,11 @@ class DaskDesign(Design):
     def _slices(self, v):
         return [v[a:b] for a, b in zip(self._bounds[:-1], self._bounds[1:])]
 
-    def matvec(self, theta):
-        """``[X, 1] theta`` (a new NumPy vector of length ``n``)."""
-        self.passes += 1
-        w = np.ascontiguousarray(theta[: self.d], dtype=np.float64)
-        f = np.concatenate(self._run(_matvec, [w] * len(self._blocks)))
-        if self.fit_intercept:
-            f += theta[self.d]
-        return f
+    def _times(self, w):
+        return np.concatenate(self._run(_matvec, [w] * len(self._blocks)))
 
-    def rmatvec(self, r):
-        """``[X, 1]^T r`` for a NumPy vector ``r`` of length ``n``."""
-        self.passes += 1
-        r = np.asarray(r, dtype=np.float64)
-        g = np.sum(self._run(_rmatvec, self._slices(r)), axis=0)
-        return np.append(g, r.sum()) if self.fit_intercept else g
+    def _transposed_times(self, r):
+        return np.sum(self._run(_rmatvec, self._slices(r)), axis=0)
 
     def _local(self, idx):
         """``(order, local)``: ``idx[order]`` ascending, ``local[c]`` its members in chunk ``c``, locally."""

@@ -36,7 +36,7 @@ class Design:
     def matvec(self, theta):
         """``[X, 1] theta``, a new vector (the callers may write over it)."""
         self.passes += 1
-        f = np.asarray(self.X @ theta[: self.d], dtype=np.float64).ravel()
+        f = self._times(np.ascontiguousarray(theta[: self.d], dtype=np.float64))
         if self.fit_intercept:
             f += theta[self.d]
         return f
@@ -44,8 +44,17 @@ class Design:
     def rmatvec(self, r):
         """``[X, 1]^T r``."""
         self.passes += 1
-        g = np.asarray(self.X.T @ r, dtype=np.float64).ravel()
+        r = np.asarray(r, dtype=np.float64)
+        g = self._transposed_times(r)
         return np.append(g, r.sum()) if self.fit_intercept else g
+
+    def _times(self, w):
+        """``X w``, a new writable NumPy vector (where ``X`` lives, for the designs of other arrays)."""
+        return np.asarray(self.X @ w, dtype=np.float64).ravel()
+
+    def _transposed_times(self, r):
+        """``X^T r`` as a NumPy vector."""
+        return np.asarray(self.X.T @ r, dtype=np.float64).ravel()
 
     def rows(self, idx):
         """The rows ``idx`` of ``[X, 1]`` as a dense array."""
