@@ -2,7 +2,9 @@
 
 from .estimators import (
     AveragePrecisionClassifier,
+    AveragePrecisionClassifierCV,
     PartialAUCClassifier,
+    PartialAUCClassifierCV,
     RankADMMClassifier,
     RankADMMRegressor,
     SpectralRiskClassifier,
@@ -23,12 +25,14 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "AveragePrecisionClassifier",
+    "AveragePrecisionClassifierCV",
     "ERM",
     "CVaR",
     "ExponentialSpectral",
     "Extremile",
     "HumanAligned",
     "PartialAUCClassifier",
+    "PartialAUCClassifierCV",
     "RankADMMClassifier",
     "RankADMMRegressor",
     "RankedRange",

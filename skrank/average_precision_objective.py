@@ -228,6 +228,9 @@ class AveragePrecisionObjective:
         positives; None for equal weights.
     """
 
+    #: the parameter vector is ``(w, b)``
+    fits_intercept = True
+
     def __init__(self, X, y, loss, alpha, sample_weight=None):
         self.X = X
         self.design = make_design(X, fit_intercept=True)

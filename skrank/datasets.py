@@ -898,7 +898,7 @@ _SUITES = {
 
 
 def suite_names(suite):
-    """Names of the tables in a benchmark suite.
+    """Return the names of the tables in a benchmark suite.
 
     Parameters
     ----------

@@ -369,6 +369,9 @@ class PartialAUCObjective:
         ``N+ (n - m)``; with weights ``W+ (n - m)``.
     """
 
+    #: the objective is a function of ``w`` alone (an intercept cancels in the pairs)
+    fits_intercept = False
+
     def __init__(self, X, y, fpr_range, loss, alpha, sample_weight=None):
         y = np.asarray(y)
         pos = y > 0
@@ -570,3 +573,48 @@ class PartialAUCObjective:
         total, g_pos, g_neg = self._range_sums(h_pos, h_neg, omega_top)
         grad = self._gradient(g_pos, g_neg)
         return total / self.normaliser, grad / self.normaliser
+
+
+class SigmoidScorePartialAUC:
+    """The partial-AUC surrogate of :class:`PartialAUCObjective` on the scores ``sigmoid(X w + b)``.
+
+    The pairs compare bounded scores in ``(0, 1)``, as the networks of the
+    papers do (their last layer is a sigmoid): a positive ranked far below
+    the negatives weighs at most ``loss(-1)``, so a few positives that no
+    threshold in the range would catch cannot steer the fit.  The ranking,
+    the rank weights and the exact evaluation in ``O(n log n)`` are those of
+    the linear score (the sigmoid keeps the order); the intercept ``b``
+    moves the scores along the sigmoid, so it is a parameter.
+
+    Parameters
+    ----------
+    objective : PartialAUCObjective
+        The surrogate on the linear score, built with ``alpha=0``; its data,
+        range, loss and weights are used.
+    """
+
+    fits_intercept = True
+
+    def __init__(self, objective):
+        self.objective = objective
+        self.design = make_design(objective.X, fit_intercept=True)
+
+    def _value(self, theta, gradient):
+        obj = self.objective
+        h = 1.0 / (1.0 + np.exp(-np.clip(self.design.matvec(np.asarray(theta, dtype=np.float64)), -500, 500)))
+        rows_pos, rows_neg = obj._rows
+        total, g_pos, g_neg = obj._range_sums(h.take(rows_pos), h.take(rows_neg))
+        if not gradient:
+            return total / obj.normaliser, None
+        g = np.empty_like(h)
+        g[rows_pos] = g_pos
+        g[rows_neg] = g_neg
+        return total / obj.normaliser, self.design.rmatvec(g * h * (1.0 - h)) / obj.normaliser
+
+    def value(self, theta):
+        """The surrogate at ``theta = (w, b)``."""
+        return self._value(theta, False)[0]
+
+    def value_and_grad(self, theta):
+        """The surrogate at ``theta = (w, b)`` and its gradient."""
+        return self._value(theta, True)

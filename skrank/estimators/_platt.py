@@ -161,7 +161,13 @@ class PlattRankingMixin:
 
     def _store_results(self, results):
         self.calibration_ = np.array([r.info["calibration"] for r in results], dtype=np.float64)
+        self.score_intercept_ = np.array([r.info["score_intercept"] for r in results], dtype=np.float64)
         self._solver_info = [r.info for r in results]
+
+    def _warm_start_intercept(self, j):
+        # the objective's own offset of the scores (the Platt intercept is refitted after)
+        score_intercept = getattr(self, "score_intercept_", None)
+        return 0.0 if score_intercept is None else float(score_intercept[j])
 
     def _after_partial_fit(self, X, y, sample_weight):
         # partial_fit: the Platt map is refitted on the batch's scores, the only data at hand

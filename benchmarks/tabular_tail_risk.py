@@ -1,0 +1,160 @@
+"""What a superquantile buys on held-out data: the tail and the mean of the losses against q.
+
+``SpectralRiskClassifier(risk=Superquantile(q))`` on the imbalanced suite
+(logistic loss, against ``LogisticRegression()``) and
+``SpectralRiskRegressor(risk=Superquantile(q))`` on the regression suite
+(squared loss, against ``Ridge()``), for each ``q`` of ``--levels``.
+Each table is split ``--splits`` times 70/30 (stratified for
+classification; seeds 0, 1, ...), the features standardised on the training
+part (and the regression target too).  On the test part, for the per-sample
+losses of each model (the logistic loss of its decision function, or the
+squared error):
+
+* ``CVaR``: the mean of the worst ``1 - --tail`` fraction of the losses
+  (default: the worst 20%, CVaR at 0.8);
+* ``mean``: the mean loss.
+
+Printed, for each ``q``: the geometric mean over tables of the ratios
+``model / reference`` of each (below 1 is better), the tables where the
+model's held-out CVaR is lower, and those where its mean loss is more than
+10% higher.  ``--plot`` draws both ratios against ``q``.
+
+Usage (from the repository root)::
+
+    OMP_NUM_THREADS=1 python benchmarks/tabular_tail_risk.py
+    OMP_NUM_THREADS=1 python benchmarks/tabular_tail_risk.py --quick
+    OMP_NUM_THREADS=1 python benchmarks/tabular_tail_risk.py --plot tail.png --json tail.json
+"""
+
+import argparse
+import json
+import sys
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import log_expit
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
+from sklearn.preprocessing import StandardScaler
+
+from skrank.datasets import load_suite
+from skrank.estimators import SpectralRiskClassifier, SpectralRiskRegressor
+from skrank.risks import Superquantile
+
+
+def tail_mean(losses, tail):
+    """Mean of the largest ``1 - tail`` fraction of ``losses``."""
+    s = np.sort(losses)[::-1]
+    k = max(1, int(np.ceil((1.0 - tail) * s.size)))
+    return float(s[:k].mean())
+
+
+def _losses(task, model, X, y):
+    if task == "binary":
+        return -log_expit(np.where(y > 0, 1.0, -1.0) * model.decision_function(X))
+    return (model.predict(X) - y) ** 2
+
+
+def run_table(table, levels, splits, tail, max_rows):
+    X, y, task = table.X, table.y, table.task
+    if sp.issparse(X):
+        return []
+    splitter = (StratifiedShuffleSplit if task == "binary" else ShuffleSplit)(
+        n_splits=splits, test_size=0.3, random_state=0)
+    rows = []
+    for split, (train, test) in enumerate(splitter.split(np.zeros(len(y)), y)):
+        if max_rows and train.size > max_rows:
+            train = np.random.RandomState(split).choice(train, max_rows, replace=False)
+        scaler = StandardScaler().fit(X[train])
+        X_train, X_test = scaler.transform(X[train]), scaler.transform(X[test])
+        y_train, y_test = y[train], y[test]
+        if task == "regression":
+            mu, sd = y_train.mean(), y_train.std()
+            y_train, y_test = (y_train - mu) / sd, (y_test - mu) / sd
+        ref = (LogisticRegression(max_iter=1000) if task == "binary" else Ridge()).fit(X_train, y_train)
+        ref_losses = _losses(task, ref, X_test, y_test)
+        for q in levels:
+            cls = SpectralRiskClassifier if task == "binary" else SpectralRiskRegressor
+            model = cls(risk=Superquantile(q=q)).fit(X_train, y_train)
+            losses = _losses(task, model, X_test, y_test)
+            rows.append(dict(table=table.name, task=task, split=split, q=q,
+                             cvar_ratio=tail_mean(losses, tail) / tail_mean(ref_losses, tail),
+                             mean_ratio=float(losses.mean() / ref_losses.mean())))
+    return rows
+
+
+def summarise(rows, levels):
+    out = {}
+    for task in ("binary", "regression"):
+        for q in levels:
+            rs = [r for r in rows if r["task"] == task and r["q"] == q]
+            if not rs:
+                continue
+            tables = list(dict.fromkeys(r["table"] for r in rs))
+            cvar = np.array([np.mean([r["cvar_ratio"] for r in rs if r["table"] == t]) for t in tables])
+            mean = np.array([np.mean([r["mean_ratio"] for r in rs if r["table"] == t]) for t in tables])
+            out[f"{task} q={q}"] = dict(
+                task=task, q=q, tables=len(tables),
+                cvar_ratio=float(np.exp(np.log(cvar).mean())), mean_ratio=float(np.exp(np.log(mean).mean())),
+                cvar_lower=int((cvar < 1).sum()), mean_worse_10=int((mean > 1.1).sum()),
+                cvar_range=(float(cvar.min()), float(cvar.max())),
+                mean_range=(float(mean.min()), float(mean.max())))
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="the quick suite and 3 regression tables, 2 splits")
+    parser.add_argument("--levels", default="0.5,0.8,0.9", help="superquantile levels q")
+    parser.add_argument("--tail", type=float, default=0.8, help="CVaR level of the held-out losses")
+    parser.add_argument("--splits", type=int, default=None, help="splits per table (default 3)")
+    parser.add_argument("--max-rows", type=int, default=20000, help="training rows at most (subsampled)")
+    parser.add_argument("--json", default=None)
+    parser.add_argument("--plot", default=None)
+    args = parser.parse_args(argv)
+    levels = [float(q) for q in args.levels.split(",")]
+    splits = args.splits or (2 if args.quick else 3)
+    tables = list(load_suite("quick" if args.quick else "imbalanced"))
+    tables += load_suite("regression")[:3] if args.quick else load_suite("regression")
+    warnings.simplefilter("ignore")
+    start = time.perf_counter()
+    rows = [r for t in tables for r in run_table(t, levels, splits, args.tail, args.max_rows)]
+    summary = summarise(rows, levels)
+    print(f"{len(tables)} tables x {splits} splits, {time.perf_counter() - start:.0f} s; "
+          f"command: python {' '.join(sys.argv)}")
+    print(f"{'model':<22} {'tables':>6}  {'CVaR ratio':>10} {'(min, max)':<16} {'mean ratio':>10} "
+          f"{'(min, max)':<16} CVaR lower  mean +10%")
+    for key, s in summary.items():
+        print(f"{key:<22} {s['tables']:>6}  {s['cvar_ratio']:>10.3f} ({s['cvar_range'][0]:.2f}, "
+              f"{s['cvar_range'][1]:.2f})   {s['mean_ratio']:>10.3f} ({s['mean_range'][0]:.2f}, "
+              f"{s['mean_range'][1]:.2f})   {s['cvar_lower']:>5}  {s['mean_worse_10']:>8}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(rows=rows, summary=summary), f, indent=1)
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
+        for ax, task, ref in zip(axes, ("binary", "regression"), ("LogisticRegression", "Ridge")):
+            qs = [s["q"] for s in summary.values() if s["task"] == task]
+            ax.plot(qs, [s["cvar_ratio"] for s in summary.values() if s["task"] == task], "o-",
+                    label=f"held-out CVaR {args.tail:g}")
+            ax.plot(qs, [s["mean_ratio"] for s in summary.values() if s["task"] == task], "s--",
+                    label="held-out mean loss")
+            ax.axhline(1, color="k", lw=0.8)
+            ax.set_xlabel("superquantile level q of the fit")
+            ax.set_title(f"{task}: ratio to {ref}\n(geometric mean over tables)", fontsize=9)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(args.plot, dpi=110)
+    return summary
+
+
+if __name__ == "__main__":
+    main()

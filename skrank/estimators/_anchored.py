@@ -1,0 +1,76 @@
+"""Fitting the ranking estimators' logistic-anchored objective (``rank_weight < 1``)."""
+
+import numpy as np
+
+from ..logistic_anchor import LogisticAnchoredObjective
+
+
+def check_rank_weight_solver(rank_weight, solver, link="identity"):
+    """Raise a ValueError when ``rank_weight < 1`` or a sigmoid link meets a solver of the papers.
+
+    Parameters
+    ----------
+    rank_weight : float
+        The estimator's ``rank_weight``.
+    solver : str
+        The solver that will run (``"auto"`` already resolved).
+    link : {"identity", "sigmoid"}, default="identity"
+        The partial-AUC estimator's ``link`` (the average-precision
+        surrogate always ranks sigmoid scores, which its solvers handle).
+    """
+    if solver == "lbfgs":
+        return
+    if rank_weight < 1.0:
+        fix = "rank_weight=1.0" + (", link='identity'" if link == "sigmoid" else "")
+        raise ValueError(
+            f"solver={solver!r} minimises the rank surrogate alone (rank_weight=1); with "
+            f"rank_weight={rank_weight:g} the objective mixes in the logistic loss, which only "
+            f"solver='lbfgs' (or 'auto') fits. Set {fix} to use this solver."
+        )
+    if link == "sigmoid":
+        raise ValueError(
+            f"solver={solver!r} ranks the linear scores X w; link='sigmoid' is fitted by "
+            "solver='lbfgs' (or 'auto') only. Set link='identity' to use this solver."
+        )
+
+
+def fit_anchored(rank_objective, X, y, estimator, coef_init, intercept_init, sample_weight):
+    """L-BFGS on ``(1 - r) logistic + r rank + alpha ||w||^2 / 2`` for one binary problem.
+
+    The start is ``(coef_init, intercept_init)`` on a warm start, otherwise
+    the logistic regression of the same ``alpha`` (the objective at
+    ``r = 0``), so that the rank term moves the fit away from it.
+
+    Parameters
+    ----------
+    rank_objective : object
+        The rank surrogate built with ``alpha=0``.
+    X : {ndarray, sparse matrix, dask.array.Array, array-API array} of shape (n, d)
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}.
+    estimator : object
+        Gives ``rank_weight``, ``alpha``, ``tol``, ``max_iter`` and ``verbose``.
+    coef_init, intercept_init : ndarray or None, float or None
+        A warm start, or None.
+    sample_weight : ndarray or None
+
+    Returns
+    -------
+    skrank.solvers.SolverResult
+        ``coef`` is ``w``; ``info["score_intercept"]`` is ``b``.
+    """
+    from ..solvers.lbfgs import lbfgs
+
+    objective = LogisticAnchoredObjective(rank_objective, X, y, estimator.rank_weight, estimator.alpha,
+                                          sample_weight)
+    max_iter = 500 if estimator.max_iter is None else estimator.max_iter
+    if coef_init is not None:
+        theta0 = np.append(np.asarray(coef_init, dtype=np.float64),
+                           0.0 if intercept_init is None else float(intercept_init))
+    else:
+        theta0 = objective.logistic_start(estimator.tol, max_iter)
+    result = lbfgs(objective, coef_init=theta0, tol=estimator.tol, max_iter=max_iter,
+                   verbose=estimator.verbose)
+    theta = result.coef
+    result.coef, result.info["score_intercept"] = theta[:-1], float(theta[-1])
+    return result

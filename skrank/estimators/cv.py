@@ -1,0 +1,634 @@
+"""Cross-validated PartialAUCClassifier and AveragePrecisionClassifier.
+
+In the manner of :class:`sklearn.linear_model.LogisticRegressionCV`: for
+each fold and each ``rank_weight`` the penalties ``alphas`` are fitted as a
+path, from the largest to the smallest, each fit starting from the
+coefficients of the previous one; the pair ``(alpha, rank_weight)`` of best
+mean held-out score is then refitted on all the data.
+"""
+
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.metrics import average_precision_score, check_scoring, get_scorer_names, make_scorer
+from sklearn.model_selection import check_cv
+from sklearn.utils import _safe_indexing
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.parallel import Parallel, delayed
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from ..metrics import make_partial_auc_scorer
+from .average_precision import AveragePrecisionClassifier
+from .partial_auc import PartialAUCClassifier
+
+__all__ = ["PartialAUCClassifierCV", "AveragePrecisionClassifierCV"]
+
+#: The parameters of the CV estimators that the base estimator does not have.
+_CV_PARAMS = ("alphas", "rank_weights", "cv", "scoring", "n_jobs", "refit")
+#: The base estimator's parameters that the CV estimators set themselves.
+_SEARCHED = ("alpha", "rank_weight", "warm_start")
+
+
+def _check_alphas(alphas):
+    """The penalties of the grid, decreasing: ``alphas`` log-spaced values or the values given."""
+    if isinstance(alphas, Integral):
+        return np.logspace(-1.0, -5.0, int(alphas))
+    values = np.asarray(alphas)
+    if values.dtype.kind not in "biuf" or values.ndim != 1:
+        raise ValueError(f"alphas must be an int or a 1-d array-like of nonnegative floats, got {alphas!r}.")
+    values = values.astype(np.float64)
+    if values.shape[0] == 0:
+        raise ValueError("alphas is empty: give at least one penalty (or an int, the number of penalties).")
+    if not np.all(np.isfinite(values)) or np.any(values < 0.0):
+        raise ValueError(f"alphas must be finite and nonnegative, got {values.tolist()}.")
+    return np.unique(values)[::-1].copy()
+
+
+def _check_rank_weights(rank_weights):
+    """The rank weights of the grid, increasing, each in [0, 1]."""
+    values = np.asarray(rank_weights)
+    if values.ndim == 0:
+        values = values.reshape(1)
+    if values.dtype.kind not in "biuf" or values.ndim != 1:
+        raise ValueError(f"rank_weights must be a 1-d array-like of floats in [0, 1], got {rank_weights!r}.")
+    values = values.astype(np.float64)
+    if values.shape[0] == 0:
+        raise ValueError("rank_weights is empty: give at least one rank weight in [0, 1].")
+    if not np.all(np.isfinite(values)) or np.any(values < 0.0) or np.any(values > 1.0):
+        raise ValueError(f"rank_weights must lie in [0, 1], got {values.tolist()}.")
+    return np.unique(values)
+
+
+def _fit_path(estimator, X, y, sample_weight, train, test, alphas, scorer):
+    """Fit ``estimator`` (warm started) along ``alphas`` on ``train``; score each fit on ``test``.
+
+    Returns the held-out scores, shape ``(n_alphas,)``, the ranking
+    coefficients, shape ``(n_alphas, n_features)``, and the solver's
+    iterations, shape ``(n_alphas,)``.
+    """
+    X_train, y_train = _safe_indexing(X, train), y[train]
+    X_test, y_test = _safe_indexing(X, test), y[test]
+    fit_params, score_params = {}, {}
+    if sample_weight is not None:
+        fit_params["sample_weight"] = sample_weight[train]
+        score_params["sample_weight"] = sample_weight[test]
+    scores = np.empty(alphas.shape[0])
+    coefs = np.empty((alphas.shape[0], X.shape[1]))
+    n_iter = np.empty(alphas.shape[0], dtype=np.int64)
+    for k, alpha in enumerate(alphas):
+        estimator.set_params(alpha=float(alpha))
+        estimator.fit(X_train, y_train, **fit_params)
+        scores[k] = scorer(estimator, X_test, y_test, **score_params)
+        coefs[k] = np.asarray(estimator.coef_, dtype=np.float64).ravel()
+        n_iter[k] = estimator.n_iter_
+    return scores, coefs, n_iter
+
+
+def _refitted(cv_estimator):
+    """Whether the prediction methods are available: ``refit=True`` (checked again after ``fit``)."""
+    return cv_estimator.refit
+
+
+class _RankClassifierCVMixin(ClassifierMixin, BaseEstimator):
+    """Cross-validation over ``(alpha, rank_weight)`` with warm-started paths (not public).
+
+    A subclass sets ``_base_class`` (the estimator it tunes), its
+    ``_parameter_constraints`` and ``__init__``, and ``_default_scorer``.
+    """
+
+    _base_class = None
+
+    @classmethod
+    def _cv_constraints(cls, base_class):
+        constraints = {k: v for k, v in base_class._parameter_constraints.items() if k not in _SEARCHED}
+        constraints.update({
+            "alphas": [Interval(Integral, 1, None, closed="left"), "array-like"],
+            "rank_weights": ["array-like"],
+            "cv": ["cv_object"],
+            "scoring": [StrOptions(set(get_scorer_names())), callable, None],
+            "n_jobs": [Integral, None],
+            "refit": ["boolean"],
+        })
+        return constraints
+
+    def _default_scorer(self, classes):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _base_estimator(self):
+        """The base estimator with this estimator's shared parameters, warm started."""
+        params = {k: v for k, v in self.get_params(deep=False).items() if k not in _CV_PARAMS}
+        return self._base_class(**params, warm_start=True)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the paths on every fold, select ``(alpha, rank_weight)`` and refit on all the data.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Class labels, of two classes.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Nonnegative weights of the samples.  Each fold's fits take the
+            weights of its training part, and its held-out part is scored
+            with its weights (``scoring(estimator, X, y, sample_weight=...)``,
+            so a callable scorer must then accept them); the final refit
+            takes them all.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        self._validate_params()
+        X_given = X
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
+                             ensure_min_samples=2)
+        check_classification_targets(y)
+        alphas = _check_alphas(self.alphas)
+        rank_weights = _check_rank_weights(self.rank_weights)
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                                 ensure_non_negative=True)
+        y_type = type_of_target(y, input_name="y", raise_unknown=True)
+        if y_type != "binary":
+            raise ValueError(f"Only binary classification is supported. The type of the target is {y_type}. "
+                             f"For more classes, tune {self._base_class.__name__} (one-vs-rest) with "
+                             "sklearn.model_selection.GridSearchCV.")
+        weighted = "" if sample_weight is None else " among the samples of positive weight"
+        present = np.unique(y if sample_weight is None else y[sample_weight > 0])
+        if present.shape[0] < 2:
+            raise ValueError(f"{type(self).__name__} needs samples of two classes in y{weighted}; got "
+                             f"{'only class ' + repr(present[0]) if present.shape[0] else 'none'}.")
+        self.classes_ = np.unique(y)
+
+        cv = check_cv(self.cv, y, classifier=True)
+        folds = list(cv.split(X, y))
+        scorer = self._default_scorer(self.classes_) if self.scoring is None else check_scoring(
+            self._base_estimator(), scoring=self.scoring)
+        base = self._base_estimator()
+        paths = Parallel(n_jobs=self.n_jobs)(
+            delayed(_fit_path)(clone(base).set_params(rank_weight=float(rank_weight)), X, y,
+                               sample_weight, train, test, alphas, scorer)
+            for train, test in folds for rank_weight in rank_weights
+        )
+        n_folds, n_rw, n_alphas = len(folds), rank_weights.shape[0], alphas.shape[0]
+        self.scores_ = np.array([scores for scores, _, _ in paths]).reshape(n_folds, n_rw, n_alphas)
+        self.coefs_paths_ = np.array([coefs for _, coefs, _ in paths]).reshape(n_folds, n_rw, n_alphas,
+                                                                                 X.shape[1])
+        self.n_iter_ = np.array([n_iter for _, _, n_iter in paths]).reshape(n_folds, n_rw, n_alphas)
+        self.alphas_ = alphas
+        self.rank_weights_ = rank_weights
+
+        # alpha-major, rank_weight-minor: the first best is the largest alpha, then the smallest weight
+        mean = self.scores_.mean(axis=0).T.ravel()
+        if not np.any(np.isfinite(mean)):
+            raise ValueError("Every (alpha, rank_weight) has a non-finite mean score over the folds.")
+        best = int(np.argmax(np.where(np.isfinite(mean), mean, -np.inf)))
+        self.alpha_ = float(alphas[best // n_rw])
+        self.rank_weight_ = float(rank_weights[best % n_rw])
+        self.best_score_ = float(mean[best])
+
+        if self.refit:
+            fit_params = {} if sample_weight is None else {"sample_weight": sample_weight}
+            self.best_estimator_ = clone(base).set_params(
+                alpha=self.alpha_, rank_weight=self.rank_weight_, warm_start=False
+            ).fit(X_given, y, **fit_params)
+            self.classes_ = self.best_estimator_.classes_
+            self.coef_ = self.best_estimator_.coef_
+            self.intercept_ = self.best_estimator_.intercept_
+        return self
+
+    @available_if(_refitted)
+    def decision_function(self, X):
+        """Decision function of ``best_estimator_``: positive means ``classes_[1]``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The Platt logits of ``best_estimator_``, which rank the samples
+            as ``X @ coef_.T`` does.
+        """
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.decision_function(X)
+
+    @available_if(_refitted)
+    def predict(self, X):
+        """Predicted class labels of ``best_estimator_``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The class of each sample among ``classes_``.
+        """
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict(X)
+
+    @available_if(_refitted)
+    def predict_proba(self, X):
+        """Class probabilities of ``best_estimator_`` (its Platt fit).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2)
+            The probability of each class, in the order of ``classes_``.
+        """
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict_proba(X)
+
+    @available_if(_refitted)
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2)
+            The log-probability of each class, in the order of ``classes_``.
+        """
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict_log_proba(X)
+
+
+_GRID_DOC = """
+    alphas : int or array-like of shape (n_alphas,), default=5
+        The penalties ``alpha`` to try.  An int ``n`` gives ``n`` values
+        log-spaced from ``1e-1`` down to ``1e-5``
+        (``numpy.logspace(-1, -5, n)``; ``[1e-1]`` for ``n = 1``); an
+        array-like of nonnegative floats is used as given, sorted in
+        decreasing order (repeated values once).
+    rank_weights : array-like of shape (n_rank_weights,), default=(0.0, 0.2, 0.5)
+        The weights ``rank_weight`` in [0, 1] to try, sorted in increasing
+        order (repeated values once): 0 is an l2-penalised logistic
+        regression, 1 the pure rank objective.
+    cv : int, cross-validation generator or iterable, default=5
+        The folds, as :func:`sklearn.model_selection.check_cv` reads them:
+        an int is the number of folds of a
+        :class:`~sklearn.model_selection.StratifiedKFold`; an iterable
+        yields ``(train, test)`` index arrays.
+"""
+
+_COMMON_DOC = """
+    n_jobs : int or None, default=None
+        Number of jobs that fit the paths in parallel (one path per fold
+        and rank weight), with joblib; None means 1 outside a
+        :func:`joblib.parallel_backend` context, -1 all processors.
+    refit : bool, default=True
+        Refit the base estimator on all the data with the selected
+        ``(alpha_, rank_weight_)``.  With ``refit=False`` only the search is
+        done: there is no ``best_estimator_``, ``coef_`` nor
+        ``intercept_``, and the prediction methods are not available.
+"""
+
+
+_PARTIAL_AUC_CAVEAT = """
+    With a partial ``fpr_range`` the surrogate has kinks (where a negative
+    enters or leaves the range) and its minimisers often lie on one; L-BFGS
+    started there can stop early, so a warm-started fit may keep close to
+    the previous penalty's.  ``fpr_range=(0, 1)`` has no kinks.
+"""
+
+_AVERAGE_PRECISION_CAVEAT = """
+    The objective is not convex when ``rank_weight > 0``: a warm-started
+    fit may reach another stationary point than a fit from the default
+    start.
+"""
+
+
+def _selection_doc(base, caveat):
+    return f"""
+    Each fold's training part is fitted for every rank weight along the
+    penalties ``alphas_``, from the largest to the smallest, each fit
+    starting from the coefficients of the previous one (``warm_start``), and
+    each fit is scored on the fold's held-out part with ``scoring``.  The
+    pair ``(alpha, rank_weight)`` of best mean score over the folds is
+    selected; among equal means the largest ``alpha`` is preferred, then
+    the smallest ``rank_weight``: the simplest model.  With ``refit=True``
+    the {base} of that pair is then fitted on all the data.  Only two
+    classes are supported.
+{caveat}"""
+
+
+class PartialAUCClassifierCV(_RankClassifierCVMixin):
+    __doc__ = f"""PartialAUCClassifier with ``alpha`` and ``rank_weight`` chosen by cross-validation.
+
+    Tunes the penalty ``alpha`` and the mix ``rank_weight`` of the logistic
+    loss and the partial-AUC surrogate of
+    :class:`~skrank.estimators.PartialAUCClassifier` over a grid, in the
+    manner of :class:`sklearn.linear_model.LogisticRegressionCV`.  The
+    fitted objective is
+
+        F(w, b) = (1 - rank_weight) mean logistic loss of (w, b)
+                  + rank_weight partial-AUC surrogate(w) + alpha ||w||^2 / 2.
+{_selection_doc("PartialAUCClassifier", _PARTIAL_AUC_CAVEAT)}
+    Parameters
+    ----------{_GRID_DOC}    scoring : str, callable or None, default=None
+        The held-out score, greater is better: a scorer name of
+        :func:`sklearn.metrics.get_scorer_names` or a callable
+        ``scorer(estimator, X, y)``.  None means the partial AUC over
+        ``fpr_range``, :func:`skrank.metrics.make_partial_auc_scorer`.
+    fpr_range : tuple of two floats, default=(0.05, 0.5)
+        ``(fpr_min, fpr_max)`` of the partial AUC, fitted and (with
+        ``scoring=None``) scored.  Every training fold must hold at least
+        one negative in the range.
+    loss : {{"squared_hinge", "logistic", "squared"}}, default="squared_hinge"
+        Loss of the pairwise margin of the rank surrogate.
+    margin : float, default=0.5
+        Margin of the squared hinge and squared losses.
+    link : {{"identity", "sigmoid"}}, default="sigmoid"
+        The scores the surrogate ranks: ``X w`` or ``sigmoid(X w + b)``;
+        see :class:`~skrank.estimators.PartialAUCClassifier`.
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, multiplying ``sample_weight``.
+    solver : {{"auto", "lbfgs", "exact", "agd-sbcd", "dca", "prox-dca", \
+"ppd-sg", "ppd-adagrad"}}, default="auto"
+        The solver of every fit; see
+        :class:`~skrank.estimators.PartialAUCClassifier`.  Only ``"auto"``
+        and ``"lbfgs"`` fit ``rank_weight < 1``: the others need
+        ``rank_weights=(1.0,)``.
+    max_iter : int or None, default=None
+        Maximum iterations of the solver in each fit; None means the
+        solver's own default.
+    tol : float, default=1e-4
+        Tolerance of the solver's stopping criterion in each fit.
+    batch_size : int, default=64
+        Mini-batch size of the stochastic solvers.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the stochastic solvers.
+    verbose : int, default=0
+        Print the solver's progress when positive.{_COMMON_DOC}
+    Attributes
+    ----------
+    alpha_ : float
+        The selected penalty.
+    rank_weight_ : float
+        The selected rank weight.
+    best_score_ : float
+        The mean held-out score of ``(alpha_, rank_weight_)``.
+    alphas_ : ndarray of shape (n_alphas,)
+        The penalties tried, decreasing.
+    rank_weights_ : ndarray of shape (n_rank_weights,)
+        The rank weights tried, increasing.
+    scores_ : ndarray of shape (n_folds, n_rank_weights, n_alphas)
+        The held-out score of every fold and grid cell.
+    coefs_paths_ : ndarray of shape (n_folds, n_rank_weights, n_alphas, n_features)
+        The ranking coefficients ``coef_.ravel()`` of every fold's fits.
+    n_iter_ : ndarray of shape (n_folds, n_rank_weights, n_alphas)
+        The solver's iterations in every fold's fits (warm-started fits
+        take fewer).
+    best_estimator_ : PartialAUCClassifier
+        The fit of ``(alpha_, rank_weight_)`` on all the data (with
+        ``refit=True``).
+    classes_ : ndarray of shape (2,)
+        The class labels.
+    coef_ : ndarray of shape (1, n_features)
+        ``best_estimator_.coef_``, the ranking direction.
+    intercept_ : ndarray of shape (1,)
+        ``best_estimator_.intercept_``.
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features seen during ``fit``, when ``X`` has feature
+        names that are all strings.
+
+    See Also
+    --------
+    skrank.estimators.PartialAUCClassifier : The estimator tuned here.
+    sklearn.linear_model.LogisticRegressionCV : The same search for the
+        logistic regression.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from skrank.estimators import PartialAUCClassifierCV
+    >>> X, y = make_classification(300, weights=[0.85], random_state=0)
+    >>> clf = PartialAUCClassifierCV(alphas=3, rank_weights=(0.0, 1.0), cv=3).fit(X, y)
+    >>> clf.scores_.shape
+    (3, 2, 3)
+    >>> float(clf.alpha_) in clf.alphas_, float(clf.rank_weight_) in clf.rank_weights_
+    (True, True)
+    """
+
+    _base_class = PartialAUCClassifier
+    _parameter_constraints = _RankClassifierCVMixin._cv_constraints(PartialAUCClassifier)
+
+    def __init__(
+        self,
+        *,
+        alphas=5,
+        rank_weights=(0.0, 0.2, 0.5),
+        cv=5,
+        scoring=None,
+        fpr_range=(0.05, 0.5),
+        loss="squared_hinge",
+        margin=0.5,
+        link="sigmoid",
+        class_weight=None,
+        solver="auto",
+        max_iter=None,
+        tol=1e-4,
+        batch_size=64,
+        random_state=None,
+        verbose=0,
+        n_jobs=None,
+        refit=True,
+    ):
+        self.alphas = alphas
+        self.rank_weights = rank_weights
+        self.cv = cv
+        self.scoring = scoring
+        self.fpr_range = fpr_range
+        self.loss = loss
+        self.margin = margin
+        self.link = link
+        self.class_weight = class_weight
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.batch_size = batch_size
+        self.random_state = random_state
+        self.verbose = verbose
+        self.n_jobs = n_jobs
+        self.refit = refit
+
+    def _default_scorer(self, classes):
+        return make_partial_auc_scorer(self.fpr_range, pos_label=classes[1])
+
+
+class AveragePrecisionClassifierCV(_RankClassifierCVMixin):
+    __doc__ = f"""AveragePrecisionClassifier with ``alpha`` and ``rank_weight`` chosen by cross-validation.
+
+    Tunes the penalty ``alpha`` and the mix ``rank_weight`` of the logistic
+    loss and the average-precision surrogate of
+    :class:`~skrank.estimators.AveragePrecisionClassifier` over a grid, in
+    the manner of :class:`sklearn.linear_model.LogisticRegressionCV`.  The
+    fitted objective is
+
+        F(w, b) = (1 - rank_weight) mean logistic loss of (w, b)
+                  + rank_weight average-precision surrogate(w) + alpha ||w||^2 / 2.
+{_selection_doc("AveragePrecisionClassifier", _AVERAGE_PRECISION_CAVEAT)}
+    Parameters
+    ----------{_GRID_DOC}    scoring : str, callable or None, default=None
+        The held-out score, greater is better: a scorer name of
+        :func:`sklearn.metrics.get_scorer_names` or a callable
+        ``scorer(estimator, X, y)``.  None means ``"average_precision"``.
+    loss : {{"squared_hinge", "logistic", "sigmoid"}}, default="squared_hinge"
+        The surrogate of the precision's indicator.
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, multiplying ``sample_weight``.
+    margin : float, default=0.5
+        Margin of the squared hinge, on the scale of the sigmoid scores.
+    gamma : float, default=0.9
+        SOAP's moving-average weight, in (0, 1].
+    solver : {{"auto", "lbfgs", "soap"}}, default="auto"
+        The solver of every fit; see
+        :class:`~skrank.estimators.AveragePrecisionClassifier`.  Only
+        ``"auto"`` and ``"lbfgs"`` fit ``rank_weight < 1``: ``"soap"``
+        needs ``rank_weights=(1.0,)``.
+    optimizer : {{"sgd", "momentum", "adam"}}, default="adam"
+        SOAP's update.
+    learning_rate : float or None, default=None
+        SOAP's step size; None for its default.
+    batch_size : int, default=64
+        SOAP's samples per step.
+    positives_per_batch : int, default=8
+        Positives per SOAP step, below ``batch_size``.
+    max_iter : int or None, default=None
+        Maximum iterations of the solver in each fit; None means the
+        solver's own default.
+    tol : float, default=1e-4
+        Tolerance of the solver's stopping criterion in each fit.
+    random_state : int, RandomState instance or None, default=None
+        Seed of SOAP's sampler.
+    verbose : int, default=0
+        Print the solver's progress when positive.{_COMMON_DOC}
+    Attributes
+    ----------
+    alpha_ : float
+        The selected penalty.
+    rank_weight_ : float
+        The selected rank weight.
+    best_score_ : float
+        The mean held-out score of ``(alpha_, rank_weight_)``.
+    alphas_ : ndarray of shape (n_alphas,)
+        The penalties tried, decreasing.
+    rank_weights_ : ndarray of shape (n_rank_weights,)
+        The rank weights tried, increasing.
+    scores_ : ndarray of shape (n_folds, n_rank_weights, n_alphas)
+        The held-out score of every fold and grid cell.
+    coefs_paths_ : ndarray of shape (n_folds, n_rank_weights, n_alphas, n_features)
+        The ranking coefficients ``coef_.ravel()`` of every fold's fits.
+    n_iter_ : ndarray of shape (n_folds, n_rank_weights, n_alphas)
+        The solver's iterations in every fold's fits (warm-started fits
+        take fewer).
+    best_estimator_ : AveragePrecisionClassifier
+        The fit of ``(alpha_, rank_weight_)`` on all the data (with
+        ``refit=True``).
+    classes_ : ndarray of shape (2,)
+        The class labels.
+    coef_ : ndarray of shape (1, n_features)
+        ``best_estimator_.coef_``, the ranking direction.
+    intercept_ : ndarray of shape (1,)
+        ``best_estimator_.intercept_``.
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features seen during ``fit``, when ``X`` has feature
+        names that are all strings.
+
+    See Also
+    --------
+    skrank.estimators.AveragePrecisionClassifier : The estimator tuned here.
+    sklearn.linear_model.LogisticRegressionCV : The same search for the
+        logistic regression.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from skrank.estimators import AveragePrecisionClassifierCV
+    >>> X, y = make_classification(300, weights=[0.85], random_state=0)
+    >>> clf = AveragePrecisionClassifierCV(alphas=3, rank_weights=(0.0, 1.0), cv=3).fit(X, y)
+    >>> clf.scores_.shape
+    (3, 2, 3)
+    >>> float(clf.alpha_) in clf.alphas_, float(clf.rank_weight_) in clf.rank_weights_
+    (True, True)
+    """
+
+    _base_class = AveragePrecisionClassifier
+    _parameter_constraints = _RankClassifierCVMixin._cv_constraints(AveragePrecisionClassifier)
+
+    def __init__(
+        self,
+        *,
+        alphas=5,
+        rank_weights=(0.0, 0.2, 0.5),
+        cv=5,
+        scoring=None,
+        loss="squared_hinge",
+        class_weight=None,
+        margin=0.5,
+        gamma=0.9,
+        solver="auto",
+        optimizer="adam",
+        learning_rate=None,
+        batch_size=64,
+        positives_per_batch=8,
+        max_iter=None,
+        tol=1e-4,
+        random_state=None,
+        verbose=0,
+        n_jobs=None,
+        refit=True,
+    ):
+        self.alphas = alphas
+        self.rank_weights = rank_weights
+        self.cv = cv
+        self.scoring = scoring
+        self.loss = loss
+        self.class_weight = class_weight
+        self.margin = margin
+        self.gamma = gamma
+        self.solver = solver
+        self.optimizer = optimizer
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.positives_per_batch = positives_per_batch
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+        self.verbose = verbose
+        self.n_jobs = n_jobs
+        self.refit = refit
+
+    def _default_scorer(self, classes):
+        # scikit-learn's "average_precision" scorer, with classes_[1] the positive class
+        return make_scorer(average_precision_score, response_method=("decision_function", "predict_proba"),
+                           pos_label=classes[1])
