@@ -113,8 +113,9 @@ def _run_table(name, X, y, estimators, params, n_splits):
             for role, k in (("ref", ref_key), ("est", key)):
                 if k in fitted:
                     continue
+                own = {p: (1.0 / len(y_train) if v == "1/n" else v) for p, v in params.items()}
                 model = (reference("cv" if k.startswith("ref-cv") else "", metric) if role == "ref"
-                         else make_estimator(key, params))
+                         else make_estimator(key, own))
                 start = time.perf_counter()
                 model.fit(X_train, y_train)
                 fitted[k] = (model, time.perf_counter() - start)

@@ -13,7 +13,17 @@ name              ``loss(z)``                     as an individual loss
 ``logistic``       ``log(1 + exp(-z))``            ``logistic(t = -z)``
 ``squared``        ``(margin - z)^2``              ``2 * squared(t = margin - z)``
 ``sigmoid``        ``1 / (1 + exp(z))``            ``sigmoid(t = -z)``
+``smooth_step``    ``1(z < 0)`` smoothed over      none (three squared hinges)
+                   ``|z| < margin``
 ================  ==============================  ==========================
+
+``smooth_step`` is the pair's indicator in the metric, ``1(z < 0)`` (a
+half at ties), made continuously differentiable: one for ``z <= -margin``,
+zero for ``z >= margin``, and two quadratic pieces between, so that it is
+``[(margin - z)_+^2 - 2 (-z)_+^2 + (-margin - z)_+^2] / (2 margin^2)``.
+Bounded and not convex; as a sum of squared hinges its range sums have the
+same prefix-sum evaluator (:attr:`PairwiseLoss.pieces`), ``O(n log n)``.
+It has no kernel code: only the full-batch evaluators take it.
 
 The first three are convex (the AUC objectives, :data:`PAIRWISE_LOSSES`);
 the sigmoid is a bounded, non-convex surrogate of ``1(z <= 0)`` used by the
@@ -45,7 +55,11 @@ from .losses import (
 PAIRWISE_LOSSES = ("squared_hinge", "logistic", "squared")
 #: the surrogates of the average-precision objective (Qi et al. 2021, eq. (2) and its ablation)
 AVERAGE_PRECISION_LOSSES = ("squared_hinge", "logistic", "sigmoid")
-_ALL_PAIRWISE_LOSSES = PAIRWISE_LOSSES + ("sigmoid",)
+#: the partial-AUC estimator's losses: the convex ones and the smoothed indicator
+PARTIAL_AUC_LOSSES = PAIRWISE_LOSSES + ("smooth_step",)
+_ALL_PAIRWISE_LOSSES = PAIRWISE_LOSSES + ("sigmoid", "smooth_step")
+#: no kernel code (``PairwiseLoss.code``): evaluated by its quadratic pieces only
+NO_KERNEL = -1
 
 
 @njit(cache=True, inline="always")
@@ -94,6 +108,11 @@ class PairwiseLoss:
         (logistic, sigmoid).  Quadratic losses have sorted-prefix-sum evaluators.
     smoothness : float
         Lipschitz constant of ``d loss / dz``.
+    pieces : tuple of (float, float, float)
+        ``(coefficient, margin, threshold)`` of each one-sided quadratic
+        ``(margin - z)^2 1(z < threshold)`` whose weighted sum is the loss
+        (empty when it is no such sum): the prefix-sum evaluators run once
+        per piece.
     """
 
     name: str
@@ -103,6 +122,7 @@ class PairwiseLoss:
     scale: float
     threshold: float
     smoothness: float
+    pieces: tuple = ()
 
     @property
     def is_quadratic(self):
@@ -127,11 +147,15 @@ class PairwiseLoss:
     def value(self, z):
         """Loss values at the array ``z``."""
         z = np.ascontiguousarray(z, dtype=np.float64)
+        if self.code == NO_KERNEL:
+            return sum(c * np.where(z < t, (m - z) ** 2, 0.0) for c, m, t in self.pieces)
         return _values(self.code, self.shift, self.scale, z)
 
     def derivative(self, z):
         """Derivatives ``d loss / dz`` at the array ``z``."""
         z = np.ascontiguousarray(z, dtype=np.float64)
+        if self.code == NO_KERNEL:
+            return sum(-2.0 * c * np.where(z < t, m - z, 0.0) for c, m, t in self.pieces)
         return _derivatives(self.code, self.shift, self.scale, z)
 
 
@@ -160,9 +184,10 @@ def get_pairwise_loss(name, margin=1.0):
 
     Parameters
     ----------
-    name : {"squared_hinge", "logistic", "squared", "sigmoid"}
+    name : {"squared_hinge", "logistic", "squared", "sigmoid", "smooth_step"}
     margin : float, default=1.0
-        Positive margin of the squared hinge and squared losses.
+        Positive margin of the squared hinge and squared losses, the
+        half-width of the smooth step.
 
     Returns
     -------
@@ -173,12 +198,17 @@ def get_pairwise_loss(name, margin=1.0):
             f"Unknown pairwise loss {name!r}; expected one of {list(_ALL_PAIRWISE_LOSSES)}."
         )
     margin = float(margin)
-    if name in ("squared_hinge", "squared") and not (np.isfinite(margin) and margin > 0):
+    if name in ("squared_hinge", "squared", "smooth_step") and not (np.isfinite(margin) and margin > 0):
         raise ValueError(f"loss={name!r} needs a positive finite margin, got margin={margin!r}.")
     if name == "squared_hinge":
-        return PairwiseLoss(name, margin, SQUARED_HINGE, margin - 1.0, 1.0, margin, 2.0)
+        return PairwiseLoss(name, margin, SQUARED_HINGE, margin - 1.0, 1.0, margin, 2.0,
+                            ((1.0, margin, margin),))
     if name == "squared":
-        return PairwiseLoss(name, margin, SQUARED, margin, 2.0, np.inf, 2.0)
+        return PairwiseLoss(name, margin, SQUARED, margin, 2.0, np.inf, 2.0, ((1.0, margin, np.inf),))
+    if name == "smooth_step":
+        c = 0.5 / (margin * margin)
+        return PairwiseLoss(name, margin, NO_KERNEL, 0.0, 1.0, np.nan, 2.0 * c,
+                            ((c, margin, margin), (-2.0 * c, 0.0, 0.0), (c, -margin, -margin)))
     if name == "sigmoid":
         # |d^2/dz^2 sigmoid(-z)| <= 1 / (6 sqrt(3))
         return PairwiseLoss(name, margin, SIGMOID, 0.0, 1.0, np.nan, 1.0 / (6.0 * np.sqrt(3.0)))

@@ -207,9 +207,17 @@ def range_loss_and_score_gradients(h_pos, h_neg, omega, loss, orders=None, pos_w
     vp = np.ones(hp.shape[0]) if pos_weight is None else np.asarray(pos_weight, dtype=np.float64)[order_pos]
     g_pos = np.empty_like(h_pos)
     g_neg = np.empty_like(h_neg)
-    if loss.is_quadratic:
-        total = _quadratic_range_sums(hp, vp, order_pos, q, order_neg, omega, loss.margin,
-                                      loss.threshold, g_pos, g_neg)
+    if loss.pieces:
+        total = 0.0
+        g_pos[:] = 0.0
+        g_neg[:] = 0.0
+        piece_pos = np.empty_like(h_pos)
+        piece_neg = np.empty_like(h_neg)
+        for coefficient, margin, threshold in loss.pieces:
+            total += coefficient * _quadratic_range_sums(hp, vp, order_pos, q, order_neg, omega, margin,
+                                                         threshold, piece_pos, piece_neg)
+            g_pos += coefficient * piece_pos
+            g_neg += coefficient * piece_neg
     else:
         lo, hi = _support(omega)
         total, g_hp, g_part = _pair_range_sums(

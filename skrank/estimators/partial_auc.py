@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..metrics import _check_fpr_range
-from ..pairwise_losses import PAIRWISE_LOSSES, get_pairwise_loss
+from ..pairwise_losses import PARTIAL_AUC_LOSSES, get_pairwise_loss
 from ..partial_auc_objective import PartialAUCObjective, SigmoidScorePartialAUC
 from ..solvers._external import external_kind, is_external
 from ._anchored import check_rank_weight_solver, fit_anchored
@@ -249,7 +249,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
 
     _parameter_constraints = {
         "fpr_range": ["array-like"],
-        "loss": [StrOptions(set(PAIRWISE_LOSSES))],
+        "loss": [StrOptions(set(PARTIAL_AUC_LOSSES))],
         "margin": [Interval(Real, 0, None, closed="neither")],
         "rank_weight": [Interval(Real, 0, 1, closed="both")],
         "link": [StrOptions({"identity", "sigmoid"})],
@@ -314,6 +314,9 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         self._pair_loss = get_pairwise_loss(self.loss, self.margin)
         solver = self._resolved_solver()
         check_rank_weight_solver(self.rank_weight, solver, self.link)
+        if self.loss == "smooth_step" and solver != "lbfgs":
+            raise ValueError(f"solver={solver!r} does not take loss='smooth_step'; use solver='lbfgs' "
+                             "(or 'auto'), or a convex loss.")
         kind = external_kind(X)
         if kind is not None and solver not in _FULL_BATCH:
             full = self._fpr_range == (0.0, 1.0) and self.loss == "squared"
@@ -385,7 +388,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     def _run(self, objective, coef_init):
         solver = self._solver
         # a Dask X stays with L-BFGS, the one full-batch solver for this loss
-        if (self.solver == "auto" and not objective.loss.is_quadratic and not objective.weighted
+        if (self.solver == "auto" and not objective.loss.pieces and not objective.weighted
                 and not is_external(objective.X)):
             in_range = np.ceil(objective.n) - np.floor(objective.m)
             if objective.n_pos * in_range > _AUTO_MAX_LOGISTIC_PAIRS:
