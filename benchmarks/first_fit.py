@@ -24,6 +24,8 @@ CONFIGS = [
     ("RankADMMRegressor", {"loss": "absolute"}),
     ("PartialAUCClassifier", {"random_state": 0}),
     ("AveragePrecisionClassifier", {"random_state": 0}),
+    ("PartialAUCClassifierCV", {}),
+    ("AveragePrecisionClassifierCV", {}),
 ]
 
 

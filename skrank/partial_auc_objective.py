@@ -208,16 +208,8 @@ def range_loss_and_score_gradients(h_pos, h_neg, omega, loss, orders=None, pos_w
     g_pos = np.empty_like(h_pos)
     g_neg = np.empty_like(h_neg)
     if loss.pieces:
-        total = 0.0
-        g_pos[:] = 0.0
-        g_neg[:] = 0.0
-        piece_pos = np.empty_like(h_pos)
-        piece_neg = np.empty_like(h_neg)
-        for coefficient, margin, threshold in loss.pieces:
-            total += coefficient * _quadratic_range_sums(hp, vp, order_pos, q, order_neg, omega, margin,
-                                                         threshold, piece_pos, piece_neg)
-            g_pos += coefficient * piece_pos
-            g_neg += coefficient * piece_neg
+        pieces = np.array(loss.pieces, dtype=np.float64)
+        total = _quadratic_range_sums(hp, vp, order_pos, q, order_neg, omega, pieces, g_pos, g_neg)
     else:
         lo, hi = _support(omega)
         total, g_hp, g_part = _pair_range_sums(
@@ -252,15 +244,18 @@ def _support(omega):
 
 
 @njit(cache=True)
-def _quadratic_range_sums(hp, vp, order_pos, q, order_neg, omega, margin, threshold, g_pos, g_neg):
-    """Prefix-sum evaluation for ``loss(z) = (margin - z)^2 1(z < threshold)``.
+def _quadratic_range_sums(hp, vp, order_pos, q, order_neg, omega, pieces, g_pos, g_neg):
+    """Prefix-sum evaluation for ``loss(z) = sum_j c_j (margin_j - z)^2 1(z < threshold_j)``.
 
-    ``hp`` ascending with the positives' weights ``vp`` (ones for unit
-    weights: the products are then exact), ``q`` descending.  A positive's active negatives
-    (``q_k > h_i - threshold``) are a prefix of ``q`` that shrinks as ``h_i``
-    grows, and a negative's active positives (``h_i < q_k + threshold``) a
-    prefix of ``hp`` that shrinks down the ranks: two merges give every
-    prefix length.  Fills ``g_pos``/``g_neg`` (input order); returns the sum.
+    ``pieces`` holds the rows ``(c_j, margin_j, threshold_j)``
+    (:attr:`skrank.pairwise_losses.PairwiseLoss.pieces`).  ``hp`` ascending
+    with the positives' weights ``vp`` (ones for unit weights: the products
+    are then exact), ``q`` descending.  For each piece, a positive's active
+    negatives (``q_k > h_i - threshold``) are a prefix of ``q`` that shrinks
+    as ``h_i`` grows, and a negative's active positives
+    (``h_i < q_k + threshold``) a prefix of ``hp`` that shrinks down the
+    ranks: two merges give every prefix length; the prefix sums are shared
+    by the pieces.  Fills ``g_pos``/``g_neg`` (input order); returns the sum.
     """
     n_pos = hp.shape[0]
     n_neg = q.shape[0]
@@ -272,25 +267,29 @@ def _quadratic_range_sums(hp, vp, order_pos, q, order_neg, omega, margin, thresh
         w0[k + 1] = w0[k] + omega[k]
         w1[k + 1] = w1[k] + wq
         w2[k + 1] = w2[k] + wq * q[k]
-    total = 0.0
-    K = n_neg
-    for j in range(n_pos):
-        h = hp[j]
-        while K > 0 and q[K - 1] <= h - threshold:
-            K -= 1
-        a = margin - h
-        total += vp[j] * (a * a * w0[K] + 2.0 * a * w1[K] + w2[K])
-        g_pos[order_pos[j]] = -2.0 * vp[j] * (a * w0[K] + w1[K])
     v = np.zeros(n_pos + 1)
     s = np.zeros(n_pos + 1)
     for j in range(n_pos):
         v[j + 1] = v[j] + vp[j]
         s[j + 1] = s[j] + vp[j] * hp[j]
-    c = n_pos
-    for k in range(n_neg):
-        while c > 0 and hp[c - 1] >= q[k] + threshold:
-            c -= 1
-        g_neg[order_neg[k]] = 2.0 * omega[k] * (v[c] * (margin + q[k]) - s[c])
+    g_pos[:] = 0.0
+    g_neg[:] = 0.0
+    total = 0.0
+    for p in range(pieces.shape[0]):
+        coefficient, margin, threshold = pieces[p, 0], pieces[p, 1], pieces[p, 2]
+        K = n_neg
+        for j in range(n_pos):
+            h = hp[j]
+            while K > 0 and q[K - 1] <= h - threshold:
+                K -= 1
+            a = margin - h
+            total += coefficient * vp[j] * (a * a * w0[K] + 2.0 * a * w1[K] + w2[K])
+            g_pos[order_pos[j]] -= coefficient * 2.0 * vp[j] * (a * w0[K] + w1[K])
+        c = n_pos
+        for k in range(n_neg):
+            while c > 0 and hp[c - 1] >= q[k] + threshold:
+                c -= 1
+            g_neg[order_neg[k]] += coefficient * 2.0 * omega[k] * (v[c] * (margin + q[k]) - s[c])
     return total
 
 

@@ -39,7 +39,7 @@ IDS = [f"{type(e).__name__}-{s}" for e, _, s in ESTIMATORS]
 RANKERS = [
     (PartialAUCClassifier(solver="lbfgs", tol=1e-10), "lbfgs"),
     (PartialAUCClassifier(loss="logistic", fpr_range=(0.1, 0.6), tol=1e-10), "lbfgs"),
-    (PartialAUCClassifier(fpr_range=(0.0, 1.0), loss="squared"), "exact"),
+    (PartialAUCClassifier(fpr_range=(0.0, 1.0), loss="squared", rank_weight=1.0), "exact"),
     (PartialAUCClassifier(solver="lbfgs", fpr_range=(0.0, 1.0), loss="squared", tol=1e-10), "lbfgs"),
     (AveragePrecisionClassifier(tol=1e-10), "lbfgs"),
     (AveragePrecisionClassifier(loss="logistic", tol=1e-10), "lbfgs"),

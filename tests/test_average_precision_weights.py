@@ -23,6 +23,8 @@ from skrank.estimators._platt import fit_platt
 from skrank.pairwise_losses import AVERAGE_PRECISION_LOSSES, get_pairwise_loss
 from skrank.solvers.soap import soap
 
+#: the objective of Qi et al. 2021 alone (no logistic term), with the former penalty
+PAPER = dict(rank_weight=1.0, alpha=1e-4)
 
 def _pair_loss(name, margin, z):
     if name == "squared_hinge":
@@ -204,7 +206,7 @@ def test_estimator_integer_weights_are_repeated_rows_and_zero_weights_dropped_ro
 def test_estimator_objective_is_the_weighted_surrogate():
     X, y01, y, _ = _data()
     w = np.random.default_rng(10).uniform(0.2, 3.0, size=y.size)
-    clf = AveragePrecisionClassifier(alpha=1e-3).fit(X, y01, sample_weight=w)
+    clf = AveragePrecisionClassifier(alpha=1e-3, rank_weight=1.0).fit(X, y01, sample_weight=w)
     obj = AveragePrecisionObjective(X, y, get_pairwise_loss("squared_hinge", 0.5), 1e-3, sample_weight=w)
     theta = np.append(clf.coef_[0], clf.score_intercept_[0])
     assert clf.objective_ == pytest.approx(obj.value(theta), rel=1e-12)
@@ -233,12 +235,12 @@ def test_class_weight_is_the_matching_sample_weight():
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_soap_draws_the_weighted_sample():
     X, y01, y, counts = _data(300)
-    exact = AveragePrecisionClassifier(solver="lbfgs").fit(X, y01, sample_weight=counts).objective_
+    exact = AveragePrecisionClassifier(solver="lbfgs", **PAPER).fit(X, y01, sample_weight=counts).objective_
     # each epoch draws each class's rows with probabilities proportional to the weights, so the
     # weighted fit and the fit of the repeated rows minimise the same F (equal in distribution only)
-    weighted = AveragePrecisionClassifier(solver="soap", max_iter=60, tol=0.0, random_state=0).fit(
+    weighted = AveragePrecisionClassifier(solver="soap", max_iter=60, tol=0.0, random_state=0, **PAPER).fit(
         X, y01, sample_weight=counts)
-    repeated = AveragePrecisionClassifier(solver="soap", max_iter=30, tol=0.0, random_state=0).fit(
+    repeated = AveragePrecisionClassifier(solver="soap", max_iter=30, tol=0.0, random_state=0, **PAPER).fit(
         np.repeat(X, counts, 0), np.repeat(y01, counts))
     start = AveragePrecisionObjective(X, y, get_pairwise_loss("squared_hinge", 0.5), 1e-4, counts).start()
     assert weighted.objective_history_[0] == pytest.approx(
@@ -256,9 +258,12 @@ def test_auto_takes_soap_by_cost_with_or_without_weights(monkeypatch):
     X, y01, _, counts = _data()
     monkeypatch.setattr(ap_module, "_AUTO_MAX_LOGISTIC_PAIRS", 10)
     for weights in (None, counts):
-        stochastic = AveragePrecisionClassifier(loss="logistic", max_iter=2, random_state=0).fit(
+        stochastic = AveragePrecisionClassifier(loss="logistic", max_iter=2, random_state=0, **PAPER).fit(
             X, y01, sample_weight=weights)
         assert "u" in stochastic._solver_info[0]
+        # the logistic mix (the default) is L-BFGS's alone, whatever the size
+        mixed = AveragePrecisionClassifier(loss="logistic", max_iter=2).fit(X, y01, sample_weight=weights)
+        assert "u" not in mixed._solver_info[0]
     AveragePrecisionClassifier(solver="soap", max_iter=2).fit(X, y01, sample_weight=np.ones(y01.size))
     balanced = AveragePrecisionClassifier(solver="soap", class_weight="balanced", max_iter=2, random_state=0)
     assert balanced.fit(X, y01).coef_.shape == (1, X.shape[1])

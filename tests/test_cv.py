@@ -241,10 +241,12 @@ def test_rank_weight_zero_ranks_as_logistic_regression(name, data):
 def test_default_grid(data):
     X, y = data
     search = AveragePrecisionClassifierCV(cv=2, refit=False).fit(X, y)
-    assert_allclose(search.alphas_, [1e-1, 1e-2, 1e-3, 1e-4, 1e-5])
+    # the penalties of LogisticRegression(C) for C = 1e-2 .. 1e2, C = 1 (alpha = 1/n) in the middle
+    assert_allclose(search.alphas_, 1.0 / (np.array([1e-2, 1e-1, 1.0, 1e1, 1e2]) * X.shape[0]))
     assert_array_equal(search.rank_weights_, [0.0, 0.2, 0.5])
     assert search.scores_.shape == (2, 3, 5)
-    assert_allclose(AveragePrecisionClassifierCV(alphas=1, rank_weights=[1.0], cv=2).fit(X, y).alphas_, [0.1])
+    assert_allclose(AveragePrecisionClassifierCV(alphas=1, rank_weights=[1.0], cv=2).fit(X, y).alphas_,
+                    [1.0 / X.shape[0]])
 
 
 @pytest.mark.parametrize("cv_class", [PartialAUCClassifierCV, AveragePrecisionClassifierCV])
@@ -292,7 +294,7 @@ def test_a_solver_of_the_rank_term_alone_needs_rank_weight_one(data):
     with pytest.raises(ValueError, match="rank_weight"):
         PartialAUCClassifierCV(solver="agd-sbcd", link="identity", rank_weights=[0.0, 1.0], cv=2).fit(X, y)
     with pytest.raises(ValueError, match="link='identity'"):
-        PartialAUCClassifierCV(solver="agd-sbcd", rank_weights=[1.0], cv=2).fit(X, y)
+        PartialAUCClassifierCV(solver="agd-sbcd", link="sigmoid", rank_weights=[1.0], cv=2).fit(X, y)
     with _quiet():
         search = PartialAUCClassifierCV(solver="agd-sbcd", link="identity", rank_weights=[1.0], alphas=2,
                                         cv=2, max_iter=3, random_state=0).fit(X, y)

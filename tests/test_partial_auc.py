@@ -24,6 +24,10 @@ from skrank.partial_auc_objective import PartialAUCObjective, negative_rank_weig
 # --------------------------------------------------------------------------------------
 
 
+
+#: the objective of Yao, Lin and Yang 2022 alone, as the estimator fitted it before the logistic mix
+PAPER = dict(rank_weight=1.0, alpha=1e-4)
+
 def _brute_objective(X, y, w, fpr_range, name, margin, alpha):
     """Double loop over every (positive, negative) pair with the paper's formula."""
     h = X @ w
@@ -40,6 +44,9 @@ def _brute_objective(X, y, w, fpr_range, name, margin, alpha):
                 v = max(0.0, margin - z) ** 2
             elif name == "squared":
                 v = (margin - z) ** 2
+            elif name == "smooth_step":  # 1(z < 0) smoothed over |z| < margin
+                u = min(max(-z / margin, -1.0), 1.0)
+                v = 0.5 * (u + 1) ** 2 if u <= 0 else 1.0 - 0.5 * (1 - u) ** 2
             else:
                 v = np.log1p(np.exp(-z))
             total += weight * v
@@ -186,13 +193,30 @@ SOLVERS_ANY_RANGE = ["lbfgs", "agd-sbcd", "dca", "prox-dca"]
 @pytest.mark.parametrize("solver", SOLVERS_ANY_RANGE)
 @pytest.mark.parametrize("loss", ["squared_hinge", "logistic"])
 def test_objective_attribute_is_exact_F(solver, loss):
+    # the paper's objective alone (rank_weight=1), which every solver fits
     X, y = _imbalanced(200)
     with _quiet():
-        clf = PartialAUCClassifier(solver=solver, loss=loss, max_iter=5, random_state=0).fit(X, y)
+        clf = PartialAUCClassifier(solver=solver, loss=loss, max_iter=5, random_state=0, **PAPER).fit(X, y)
     ypm = np.where(y == 1, 1.0, -1.0)
     ref = _brute_objective(X, ypm, clf.coef_[0], (0.05, 0.5), loss, 1.0, 1e-4)
     assert clf.objective_ == pytest.approx(ref, rel=1e-10)
     assert clf.objective_history_[-1] == pytest.approx(ref, rel=1e-10)
+
+
+@pytest.mark.parametrize("params", [{}, dict(loss="squared_hinge", rank_weight=0.3, alpha=1e-3)])
+def test_default_objective_attribute_is_the_exact_mix_with_the_logistic_loss(params):
+    # F = (1 - r) mean logistic loss + r pair surrogate + alpha/2 |w|^2, recomputed pair by pair
+    X, y = _imbalanced(200, seed=3)
+    clf = PartialAUCClassifier(max_iter=5, **params).fit(X, y)
+    r = params.get("rank_weight", 0.05)
+    loss = params.get("loss", "smooth_step")
+    margin = 2.0 if loss == "smooth_step" else 1.0
+    alpha = params.get("alpha", 1.0 / len(y))
+    w, b = clf.coef_[0], clf.score_intercept_[0]
+    ypm = np.where(y == 1, 1.0, -1.0)
+    logistic = np.mean(np.log1p(np.exp(-ypm * (X @ w + b))))
+    pairs = _brute_objective(X, ypm, w, (0.05, 0.5), loss, margin, 0.0)
+    assert clf.objective_ == pytest.approx((1 - r) * logistic + r * pairs + 0.5 * alpha * w @ w, rel=1e-10)
 
 
 @pytest.mark.parametrize("solver", SOLVERS_ANY_RANGE)
@@ -200,7 +224,7 @@ def test_every_solver_lowers_F_from_its_start(solver):
     X, y = _imbalanced(500, seed=1)
     ypm = np.where(y == 1, 1.0, -1.0)
     obj = PartialAUCObjective(X, ypm, (0.05, 0.5), get_pairwise_loss("squared_hinge"), 1e-4)
-    clf = PartialAUCClassifier(solver=solver, random_state=0)
+    clf = PartialAUCClassifier(solver=solver, random_state=0, loss="squared_hinge", **PAPER)
     clf._fpr_range, clf._solver = (0.05, 0.5), solver
     start = clf._start(obj, None)
     with _quiet():
@@ -240,7 +264,7 @@ def test_partial_auc_score_of_the_fit_equals_brute_force():
 
 def test_auto_picks_the_closed_form_for_the_full_square_loss():
     X, y = _imbalanced(300)
-    clf = PartialAUCClassifier(fpr_range=(0, 1), loss="squared").fit(X, y)
+    clf = PartialAUCClassifier(fpr_range=(0, 1), loss="squared", **PAPER).fit(X, y)
     assert clf.n_iter_ == 1
     ypm = np.where(y == 1, 1.0, -1.0)
     obj = PartialAUCObjective(X, ypm, (0, 1), get_pairwise_loss("squared"), 1e-4)
@@ -333,7 +357,7 @@ def test_warm_start_continues_from_the_previous_fit():
         (dict(fpr_range=(0.1, 0.2, 0.3)), "pair"),
         (dict(fpr_range=(0.0, 0.004)), "at least one negative"),
         (dict(solver="exact"), "needs fpr_range=\\(0, 1\\)"),
-        (dict(solver="ppd-sg", fpr_range=(0, 1)), "loss='squared'"),
+        (dict(solver="ppd-sg", fpr_range=(0, 1), loss="squared_hinge"), "loss='squared'"),
         (dict(solver="ppd-adagrad", loss="squared"), "needs fpr_range"),
     ],
 )

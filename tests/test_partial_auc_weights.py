@@ -23,6 +23,10 @@ from skrank.solvers.lbfgs import lbfgs
 RANGES = [(0.05, 0.5), (0.0, 1.0), (0.13, 0.77), (0.0, 0.3)]
 
 
+
+#: the objective of Yao, Lin and Yang 2022 alone (no logistic term), with the former penalty
+PAPER = dict(rank_weight=1.0, alpha=1e-4)
+
 def _pair_loss(name, z, margin=1.0):
     if name == "squared_hinge":
         return max(0.0, margin - z) ** 2
@@ -283,10 +287,16 @@ def test_class_weight_is_the_matching_sample_weight():
 
 def test_binary_class_weight_moves_only_the_threshold():
     X, y, _ = _data(seed=2)
-    plain = PartialAUCClassifier(solver="lbfgs").fit(X, y)
-    heavy = PartialAUCClassifier(solver="lbfgs", class_weight={0: 10.0, 1: 1.0}).fit(X, y)
+    # the rank objective alone normalises each class by its weight: class weights leave it unchanged
+    plain = PartialAUCClassifier(solver="lbfgs", **PAPER).fit(X, y)
+    heavy = PartialAUCClassifier(solver="lbfgs", class_weight={0: 10.0, 1: 1.0}, **PAPER).fit(X, y)
     np.testing.assert_allclose(heavy.coef_, plain.coef_, rtol=1e-9)  # F is the same
     assert heavy.intercept_[0] < plain.intercept_[0]  # ...but negatives weigh more in the Platt fit
+    assert heavy.predict(X).mean() < plain.predict(X).mean()
+    # the default mixes in the logistic loss, whose mean does weigh the classes: the ranking moves too
+    plain = PartialAUCClassifier(solver="lbfgs").fit(X, y)
+    heavy = PartialAUCClassifier(solver="lbfgs", class_weight={0: 10.0, 1: 1.0}).fit(X, y)
+    assert np.max(np.abs(heavy.coef_ - plain.coef_)) > 1e-3 * np.max(np.abs(plain.coef_))
     assert heavy.predict(X).mean() < plain.predict(X).mean()
 
 
@@ -368,7 +378,8 @@ def test_auto_keeps_lbfgs_with_weights(monkeypatch):
     monkeypatch.setattr(sbcd, "agd_sbcd", refuse)
     X, y, counts = _data()
     with pytest.raises(AssertionError, match="agd-sbcd was called"):
-        PartialAUCClassifier(loss="logistic").fit(X, y)
-    clf = PartialAUCClassifier(loss="logistic").fit(X, y, sample_weight=counts)
+        PartialAUCClassifier(loss="logistic", **PAPER).fit(X, y)
+    clf = PartialAUCClassifier(loss="logistic", **PAPER).fit(X, y, sample_weight=counts)
     assert "message" in clf._solver_info[0]  # L-BFGS's
-    PartialAUCClassifier(loss="logistic", class_weight="balanced").fit(X, y)
+    PartialAUCClassifier(loss="logistic", class_weight="balanced", **PAPER).fit(X, y)
+    PartialAUCClassifier(loss="logistic").fit(X, y)  # the logistic mix is L-BFGS's alone, whatever the size

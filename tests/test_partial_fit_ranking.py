@@ -66,9 +66,11 @@ def _auc_objective(X, y, alpha=1e-4):
 @pytest.mark.parametrize("optimizer", ["adam", "sgd", "momentum"])
 def test_soap_partial_fit_is_one_epoch_of_fit(optimizer):
     X, y = _data()
-    streamed = AveragePrecisionClassifier(solver="soap", optimizer=optimizer, random_state=3)
+    # alpha=None is 1/n in fit but 1e-4 in partial_fit (a stream has no n): give both the same
+    streamed = AveragePrecisionClassifier(solver="soap", optimizer=optimizer, random_state=3, alpha=1e-4)
     streamed.partial_fit(X, y, classes=[0, 1])
-    fitted = AveragePrecisionClassifier(solver="soap", optimizer=optimizer, max_iter=1, random_state=3)
+    fitted = AveragePrecisionClassifier(solver="soap", optimizer=optimizer, max_iter=1, random_state=3,
+                                        alpha=1e-4)
     fitted.fit(X, y)
     history = fitted.objective_history_
     assert history[1] < history[0]  # so fit returns its epoch's end, not its start

@@ -4,6 +4,35 @@ import numpy as np
 
 from ..logistic_anchor import LogisticAnchoredObjective
 
+#: ``alpha`` of ``partial_fit`` when ``alpha=None``: a stream has no ``n_samples``
+STREAM_ALPHA = 1e-4
+
+
+def resolve_alpha(alpha, y, sample_weight=None):
+    """The l2 strength of a fit: ``alpha``, or for None that of ``LogisticRegression(C=1)``.
+
+    ``LogisticRegression(C=1)`` penalises the summed losses by
+    ``||w||^2 / 2``; for a mean loss that is ``alpha = 1 / n_samples`` (with
+    sample weights, one over their total), so that ``rank_weight=0`` with
+    ``alpha=None`` is scikit-learn's default logistic regression.
+
+    Parameters
+    ----------
+    alpha : float or None
+        The estimator's ``alpha``.
+    y : ndarray of shape (n_samples,)
+        The training labels.
+    sample_weight : ndarray of shape (n_samples,) or None, default=None
+
+    Returns
+    -------
+    float
+    """
+    if alpha is not None:
+        return float(alpha)
+    total = float(np.shape(y)[0]) if sample_weight is None else float(np.sum(sample_weight))
+    return 1.0 / total
+
 
 def check_rank_weight_solver(rank_weight, solver, link="identity"):
     """Raise a ValueError when ``rank_weight < 1`` or a sigmoid link meets a solver of the papers.
@@ -34,7 +63,7 @@ def check_rank_weight_solver(rank_weight, solver, link="identity"):
         )
 
 
-def fit_anchored(rank_objective, X, y, estimator, coef_init, intercept_init, sample_weight):
+def fit_anchored(rank_objective, X, y, estimator, rank_weight, coef_init, intercept_init, sample_weight):
     """L-BFGS on ``(1 - r) logistic + r rank + alpha ||w||^2 / 2`` for one binary problem.
 
     The start is ``(coef_init, intercept_init)`` on a warm start, otherwise
@@ -49,7 +78,9 @@ def fit_anchored(rank_objective, X, y, estimator, coef_init, intercept_init, sam
     y : ndarray of shape (n,)
         Labels in {-1, +1}.
     estimator : object
-        Gives ``rank_weight``, ``alpha``, ``tol``, ``max_iter`` and ``verbose``.
+        Gives ``alpha`` (:func:`resolve_alpha`), ``tol``, ``max_iter`` and ``verbose``.
+    rank_weight : float
+        ``r`` in ``[0, 1]``.
     coef_init, intercept_init : ndarray or None, float or None
         A warm start, or None.
     sample_weight : ndarray or None
@@ -61,8 +92,8 @@ def fit_anchored(rank_objective, X, y, estimator, coef_init, intercept_init, sam
     """
     from ..solvers.lbfgs import lbfgs
 
-    objective = LogisticAnchoredObjective(rank_objective, X, y, estimator.rank_weight, estimator.alpha,
-                                          sample_weight)
+    objective = LogisticAnchoredObjective(rank_objective, X, y, rank_weight,
+                                          resolve_alpha(estimator.alpha, y, sample_weight), sample_weight)
     max_iter = 500 if estimator.max_iter is None else estimator.max_iter
     if coef_init is not None:
         theta0 = np.append(np.asarray(coef_init, dtype=np.float64),

@@ -9,7 +9,7 @@ from ..average_precision_objective import AveragePrecisionObjective
 from ..pairwise_losses import AVERAGE_PRECISION_LOSSES, get_pairwise_loss
 from ..solvers._external import external_kind, is_external
 from ..solvers.soap import OPTIMIZERS
-from ._anchored import check_rank_weight_solver, fit_anchored
+from ._anchored import STREAM_ALPHA, check_rank_weight_solver, fit_anchored, resolve_alpha
 from ._base import RankLinearClassifierMixin, _RankLinearModel
 from ._platt import PlattRankingMixin, platt_calibrate
 from .partial_auc import _AUTO_MAX_LOGISTIC_PAIRS
@@ -64,19 +64,22 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         SOAP's moving-average weight of the newest mini-batch estimate,
         ``u <- (1 - gamma) u + gamma g`` (the paper's convention), in
         (0, 1].
-    rank_weight : float, default=1.0
+    rank_weight : float or None, default=None
         ``r`` in ``[0, 1]``: the objective is ``(1 - r) L(w, b) + r P(w, b)
         + alpha ||w||^2 / 2``, with ``L`` the mean logistic loss of
         ``X w + b`` and ``P`` the average-precision surrogate above.
         ``rank_weight=0`` is :class:`~sklearn.linear_model.LogisticRegression`
         with ``C = 1 / (alpha n_samples)``; ``rank_weight=1`` the paper's
         objective alone, which SOAP needs.  Values below 1 are fitted by
-        ``"lbfgs"`` only, from the logistic regression's solution.  On the
-        real-table benchmark (``doc/benchmarks.rst``) ``rank_weight=0.5``
-        beat both ends on held-out average precision;
+        ``"lbfgs"`` only, from the logistic regression's solution.  None
+        means 0.5 for ``solver="auto"`` and ``"lbfgs"``, 1 for SOAP.  That
+        default comes from the real-table benchmark (``doc/benchmarks.rst``),
+        where it beat both ends on held-out average precision;
         :class:`AveragePrecisionClassifierCV` chooses it by cross-validation.
-    alpha : float, default=1e-4
-        Strength of the l2 penalty ``alpha ||w||^2 / 2``.
+    alpha : float or None, default=None
+        Strength of the l2 penalty ``alpha ||w||^2 / 2``.  None means
+        ``1 / n_samples`` (one over the total sample weight), the penalty
+        of ``LogisticRegression(C=1)``; ``partial_fit`` then uses 1e-4.
     solver : {"auto", "lbfgs", "soap"}, default="auto"
         - ``"lbfgs"``: L-BFGS on the exact full-batch ``F`` and its
           gradient (:func:`skrank.solvers.lbfgs.lbfgs`); deterministic.
@@ -197,8 +200,8 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         "class_weight": [dict, StrOptions({"balanced"}), None],
         "margin": [Real],
         "gamma": [Interval(Real, 0, 1, closed="right")],
-        "rank_weight": [Interval(Real, 0, 1, closed="both")],
-        "alpha": [Interval(Real, 0, None, closed="left")],
+        "rank_weight": [Interval(Real, 0, 1, closed="both"), None],
+        "alpha": [Interval(Real, 0, None, closed="left"), None],
         "solver": [StrOptions(set(_SOLVERS))],
         "optimizer": [StrOptions(set(OPTIMIZERS))],
         "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
@@ -218,8 +221,8 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         class_weight=None,
         margin=0.5,
         gamma=0.9,
-        rank_weight=1.0,
-        alpha=1e-4,
+        rank_weight=None,
+        alpha=None,
         solver="auto",
         optimizer="adam",
         learning_rate=None,
@@ -258,7 +261,9 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
                              f"not {kind}. Use solver='lbfgs', the full-batch solver, or bring X into "
                              "memory as a NumPy array.")
         self._pair_loss = get_pairwise_loss(self.loss, self.margin)
-        check_rank_weight_solver(self.rank_weight, "lbfgs" if self.solver == "auto" else self.solver)
+        self._rank_weight = (self.rank_weight if self.rank_weight is not None
+                             else (1.0 if self.solver == "soap" else 0.5))
+        check_rank_weight_solver(self._rank_weight, "lbfgs" if self.solver == "auto" else self.solver)
         if self.positives_per_batch >= self.batch_size:
             raise ValueError(
                 f"positives_per_batch={self.positives_per_batch} must be smaller than "
@@ -268,12 +273,14 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
     def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):
         from ..solvers.admm import _blas_threads
 
-        if self.rank_weight < 1.0:
+        if self._rank_weight < 1.0:
             objective = AveragePrecisionObjective(X, y, self._pair_loss, 0.0, sample_weight)
             with _blas_threads(X):
-                result = fit_anchored(objective, X, y, self, coef_init, intercept_init, sample_weight)
+                result = fit_anchored(objective, X, y, self, self._rank_weight, coef_init, intercept_init,
+                                      sample_weight)
             return platt_calibrate(result, X, y, sample_weight)
-        objective = AveragePrecisionObjective(X, y, self._pair_loss, self.alpha, sample_weight)
+        alpha = resolve_alpha(self.alpha, y, sample_weight)
+        objective = AveragePrecisionObjective(X, y, self._pair_loss, alpha, sample_weight)
         if coef_init is None:
             theta0 = objective.start()
         else:
@@ -313,7 +320,8 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         from ..solvers.soap import SOAPStream
 
         theta0 = None if coef_init is None else np.append(coef_init, intercept_init)
-        return SOAPStream(self._pair_loss, self.alpha, batch_size=self.batch_size,
+        alpha = STREAM_ALPHA if self.alpha is None else self.alpha
+        return SOAPStream(self._pair_loss, alpha, batch_size=self.batch_size,
                           positives_per_batch=self.positives_per_batch, gamma=self.gamma,
                           optimizer=self.optimizer, learning_rate=self.learning_rate,
                           random_state=self.random_state, coef_init=theta0, n_features=n_features)

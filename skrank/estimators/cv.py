@@ -32,10 +32,13 @@ _CV_PARAMS = ("alphas", "rank_weights", "cv", "scoring", "n_jobs", "refit")
 _SEARCHED = ("alpha", "rank_weight", "warm_start")
 
 
-def _check_alphas(alphas):
-    """The penalties of the grid, decreasing: ``alphas`` log-spaced values or the values given."""
+def _check_alphas(alphas, n_samples):
+    """The penalties of the grid, decreasing: ``alphas`` values around ``1 / n_samples``, or those given."""
     if isinstance(alphas, Integral):
-        return np.logspace(-1.0, -5.0, int(alphas))
+        if int(alphas) == 1:
+            return np.array([1.0 / n_samples])
+        # alpha = 1 / (C n) for C from 1e-2 to 1e2: LogisticRegression's default C = 1 in the middle
+        return 1.0 / (np.logspace(-2.0, 2.0, int(alphas)) * n_samples)
     values = np.asarray(alphas)
     if values.dtype.kind not in "biuf" or values.ndim != 1:
         raise ValueError(f"alphas must be an int or a 1-d array-like of nonnegative floats, got {alphas!r}.")
@@ -154,11 +157,12 @@ class _RankClassifierCVMixin(ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              ensure_min_samples=2)
         check_classification_targets(y)
-        alphas = _check_alphas(self.alphas)
         rank_weights = _check_rank_weights(self.rank_weights)
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                                  ensure_non_negative=True)
+        # weights count as repeated rows, as in the estimators' alpha=None
+        alphas = _check_alphas(self.alphas, X.shape[0] if sample_weight is None else sample_weight.sum())
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
         if y_type != "binary":
             raise ValueError(f"Only binary classification is supported. The type of the target is {y_type}. "
@@ -278,14 +282,17 @@ class _RankClassifierCVMixin(ClassifierMixin, BaseEstimator):
         return self.best_estimator_.predict_log_proba(X)
 
 
-_GRID_DOC = """
+_GRID_DOC_TEMPLATE = """
     alphas : int or array-like of shape (n_alphas,), default=5
-        The penalties ``alpha`` to try.  An int ``n`` gives ``n`` values
-        log-spaced from ``1e-1`` down to ``1e-5``
-        (``numpy.logspace(-1, -5, n)``; ``[1e-1]`` for ``n = 1``); an
-        array-like of nonnegative floats is used as given, sorted in
-        decreasing order (repeated values once).
-    rank_weights : array-like of shape (n_rank_weights,), default=(0.0, 0.2, 0.5)
+        The penalties ``alpha`` to try.  An int ``k`` gives the ``k``
+        values ``1 / (C n_samples)`` (``n_samples`` the total sample weight
+        with ``sample_weight``) for ``C`` log-spaced from ``1e-2`` to
+        ``1e2`` (``numpy.logspace(-2, 2, k)``; ``C = 1`` alone for
+        ``k = 1``): the penalties of ``LogisticRegression(C=C)``, with its
+        default ``C = 1`` in the middle.  An array-like of nonnegative
+        floats is used as given, sorted in decreasing order (repeated values
+        once).
+    rank_weights : array-like of shape (n_rank_weights,), default={rank_weights}
         The weights ``rank_weight`` in [0, 1] to try, sorted in increasing
         order (repeated values once): 0 is an l2-penalised logistic
         regression, 1 the pure rank objective.
@@ -295,6 +302,11 @@ _GRID_DOC = """
         :class:`~sklearn.model_selection.StratifiedKFold`; an iterable
         yields ``(train, test)`` index arrays.
 """
+
+
+def _grid_doc(rank_weights):
+    return _GRID_DOC_TEMPLATE.replace("{rank_weights}", rank_weights)
+
 
 _COMMON_DOC = """
     n_jobs : int or None, default=None
@@ -350,7 +362,7 @@ class PartialAUCClassifierCV(_RankClassifierCVMixin):
                   + rank_weight partial-AUC surrogate(w) + alpha ||w||^2 / 2.
 {_selection_doc("PartialAUCClassifier", _PARTIAL_AUC_CAVEAT)}
     Parameters
-    ----------{_GRID_DOC}    scoring : str, callable or None, default=None
+    ----------{_grid_doc('(0.0, 0.05, 0.2)')}    scoring : str, callable or None, default=None
         The held-out score, greater is better: a scorer name of
         :func:`sklearn.metrics.get_scorer_names` or a callable
         ``scorer(estimator, X, y)``.  None means the partial AUC over
@@ -359,11 +371,14 @@ class PartialAUCClassifierCV(_RankClassifierCVMixin):
         ``(fpr_min, fpr_max)`` of the partial AUC, fitted and (with
         ``scoring=None``) scored.  Every training fold must hold at least
         one negative in the range.
-    loss : {{"squared_hinge", "logistic", "squared"}}, default="squared_hinge"
-        Loss of the pairwise margin of the rank surrogate.
-    margin : float, default=0.5
-        Margin of the squared hinge and squared losses.
-    link : {{"identity", "sigmoid"}}, default="sigmoid"
+    loss : {{"smooth_step", "squared_hinge", "logistic", "squared"}} or None, default=None
+        Loss of the pairwise margin of the rank surrogate; None chooses by
+        the solver, as :class:`~skrank.estimators.PartialAUCClassifier`
+        does (``"smooth_step"`` for ``"auto"`` and ``"lbfgs"``).
+    margin : float or None, default=None
+        Margin of the squared hinge and squared losses, half-width of the
+        smooth step; None means 2 for the smooth step, 1 otherwise.
+    link : {{"identity", "sigmoid"}}, default="identity"
         The scores the surrogate ranks: ``X w`` or ``sigmoid(X w + b)``;
         see :class:`~skrank.estimators.PartialAUCClassifier`.
     class_weight : dict, "balanced" or None, default=None
@@ -444,13 +459,13 @@ class PartialAUCClassifierCV(_RankClassifierCVMixin):
         self,
         *,
         alphas=5,
-        rank_weights=(0.0, 0.2, 0.5),
+        rank_weights=(0.0, 0.05, 0.2),
         cv=5,
         scoring=None,
         fpr_range=(0.05, 0.5),
-        loss="squared_hinge",
-        margin=0.5,
-        link="sigmoid",
+        loss=None,
+        margin=None,
+        link="identity",
         class_weight=None,
         solver="auto",
         max_iter=None,
@@ -496,7 +511,7 @@ class AveragePrecisionClassifierCV(_RankClassifierCVMixin):
                   + rank_weight average-precision surrogate(w) + alpha ||w||^2 / 2.
 {_selection_doc("AveragePrecisionClassifier", _AVERAGE_PRECISION_CAVEAT)}
     Parameters
-    ----------{_GRID_DOC}    scoring : str, callable or None, default=None
+    ----------{_grid_doc('(0.0, 0.2, 0.5)')}    scoring : str, callable or None, default=None
         The held-out score, greater is better: a scorer name of
         :func:`sklearn.metrics.get_scorer_names` or a callable
         ``scorer(estimator, X, y)``.  None means ``"average_precision"``.

@@ -9,7 +9,7 @@ from ..metrics import _check_fpr_range
 from ..pairwise_losses import PARTIAL_AUC_LOSSES, get_pairwise_loss
 from ..partial_auc_objective import PartialAUCObjective, SigmoidScorePartialAUC
 from ..solvers._external import external_kind, is_external
-from ._anchored import check_rank_weight_solver, fit_anchored
+from ._anchored import STREAM_ALPHA, check_rank_weight_solver, fit_anchored, resolve_alpha
 from ._base import RankLinearClassifierMixin, _RankLinearModel
 from ._platt import PlattRankingMixin, platt_calibrate
 
@@ -61,15 +61,18 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     full-AUC square loss of Liu, Yuan, Ying and Yang ("Stochastic AUC
     Maximization with Deep Neural Networks", ICLR 2020).
 
-    The defaults are the paper's objective.  On the real-table benchmark
-    (``doc/benchmarks.rst``) it ranks worse than logistic regression on
-    most tables, even on the training data: a convex loss of ``X w`` grows
-    without bound for positives ranked far below the negatives, which the
-    metric ignores.  ``rank_weight=0.2, link="sigmoid", margin=0.5``
-    (bounded scores and the logistic term) closes nearly all of that gap
-    there; :class:`PartialAUCClassifierCV` chooses ``rank_weight`` and
-    ``alpha`` by cross-validation, and falls back to logistic regression
-    where the rank term does not help.
+    The defaults of ``solver="auto"`` (``loss="smooth_step"``,
+    ``margin=2``, ``rank_weight=0.05``, ``alpha=1/n_samples``) come from the real-table benchmark
+    (``doc/benchmarks.rst``).  The paper's objective alone
+    (``loss="squared_hinge", margin=1, rank_weight=1``) ranks worse than
+    logistic regression on most of its tables, even on the training data:
+    a convex loss of ``X w`` grows without bound for positives ranked far
+    below the negatives, which the metric ignores.  The smooth step is the
+    metric's own pair indicator, smoothed over a band of scores; started
+    from the logistic regression and held near it by the logistic term, it
+    moves the ranking towards the metric.  :class:`PartialAUCClassifierCV`
+    chooses ``rank_weight`` and ``alpha`` by cross-validation, and falls
+    back to logistic regression where the rank term does not help.
 
     The objective is not convex when ``fpr_min > 0`` (a difference of two
     convex functions of ``w``); every solver returns a stationary point, not
@@ -96,28 +99,41 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         ``(fpr_min, fpr_max)`` with ``0 <= fpr_min < fpr_max <= 1``.  The
         training set must hold at least one negative in the range,
         ``N- (fpr_max - fpr_min) >= 1``.
-    loss : {"squared_hinge", "logistic", "squared"}, default="squared_hinge"
-        Loss of the pairwise margin ``z = h_positive - h_negative``, as the
-        papers write it (no factor 1/2): ``max(0, margin - z)^2``,
+    loss : {"smooth_step", "squared_hinge", "logistic", "squared"} or None, default=None
+        Loss of the pairwise margin ``z = s_positive - s_negative``; None
+        means ``"smooth_step"`` for ``solver="auto"`` and ``"lbfgs"``,
+        the paper's loss for its solvers (``"squared"`` for ``"exact"``
+        and PPD, ``"squared_hinge"`` for the others):
+        ``"smooth_step"`` is the metric's indicator ``1(z < 0)`` (a half at
+        ties) smoothed for ``|z| < margin`` by two quadratic pieces
+        (bounded, not convex; ``"lbfgs"`` only); the convex ones as the
+        papers write them (no factor 1/2): ``max(0, margin - z)^2``,
         ``log(1 + exp(-z))`` (the experiments of Yao, Lin and Yang 2022) or
-        ``(margin - z)^2`` (Liu et al. 2020).  The squared hinge and squared losses are evaluated
+        ``(margin - z)^2`` (Liu et al. 2020).  The smooth step costs
+        three squared-hinge passes.  The squared hinge and squared losses are evaluated
         exactly in ``O((N+ + N-) log N- + (N+ + N-) d)`` per pass; the
         logistic loss in ``O(N+ R + N- log N- + (N+ + N-) d)`` with ``R``
         the number of negatives in the range.
-    margin : float, default=1.0
-        Margin of the squared hinge and squared losses (ignored by the
-        logistic loss), on the scale of the scores (0.5 is half the range
-        of the sigmoid scores).
-    rank_weight : float, default=1.0
+    margin : float or None, default=None
+        Margin of the squared hinge and squared losses, half-width of the
+        smooth step (ignored by the logistic loss), on the scale of the
+        scores: logits with ``link="identity"`` and the logistic term
+        (``2`` is a factor ``e^2`` in odds), ``(0, 1)`` with
+        ``link="sigmoid"``.  None means 2 for the smooth step, 1 otherwise.
+    rank_weight : float or None, default=None
         ``r`` in ``[0, 1]``: the weight of the partial-AUC surrogate
         against the logistic loss.  Values below 1 are fitted by
-        ``"lbfgs"`` only, from the logistic regression's solution.
+        ``"lbfgs"`` only, from the logistic regression's solution.  None
+        means 0.05 for ``solver="auto"`` and ``"lbfgs"``, 1 (the paper's
+        objective alone) for the papers' solvers.
     link : {"identity", "sigmoid"}, default="identity"
         The scores the surrogate ranks: ``sigmoid(X w + b)`` (bounded, as
         the papers' networks score) or ``X w``.  ``"sigmoid"`` is fitted
         by ``"lbfgs"`` only.
-    alpha : float, default=1e-4
-        Strength of the l2 penalty ``alpha ||w||^2 / 2``.
+    alpha : float or None, default=None
+        Strength of the l2 penalty ``alpha ||w||^2 / 2``.  None means
+        ``1 / n_samples`` (one over the total sample weight), the penalty
+        of ``LogisticRegression(C=1)``; ``partial_fit`` then uses 1e-4.
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes, multiplying ``sample_weight`` as in
         :class:`sklearn.linear_model.LogisticRegression`: ``"balanced"``
@@ -249,11 +265,11 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
 
     _parameter_constraints = {
         "fpr_range": ["array-like"],
-        "loss": [StrOptions(set(PARTIAL_AUC_LOSSES))],
-        "margin": [Interval(Real, 0, None, closed="neither")],
-        "rank_weight": [Interval(Real, 0, 1, closed="both")],
+        "loss": [StrOptions(set(PARTIAL_AUC_LOSSES)), None],
+        "margin": [Interval(Real, 0, None, closed="neither"), None],
+        "rank_weight": [Interval(Real, 0, 1, closed="both"), None],
         "link": [StrOptions({"identity", "sigmoid"})],
-        "alpha": [Interval(Real, 0, None, closed="left")],
+        "alpha": [Interval(Real, 0, None, closed="left"), None],
         "class_weight": [dict, StrOptions({"balanced"}), None],
         "solver": [StrOptions(set(_SOLVERS))],
         "max_iter": [Interval(Integral, 1, None, closed="left"), None],
@@ -268,11 +284,11 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         self,
         *,
         fpr_range=(0.05, 0.5),
-        loss="squared_hinge",
-        margin=1.0,
-        rank_weight=1.0,
+        loss=None,
+        margin=None,
+        rank_weight=None,
         link="identity",
-        alpha=1e-4,
+        alpha=None,
         class_weight=None,
         solver="auto",
         max_iter=None,
@@ -298,12 +314,25 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         self.verbose = verbose
 
     # --- checks --------------------------------------------------------------------------
+    def _resolve_defaults(self):
+        """``loss``, ``margin`` and ``rank_weight``, the None ones chosen by the solver."""
+        paper = self.solver not in ("auto", "lbfgs")
+        if self.loss is not None:
+            loss = self.loss
+        elif paper:
+            loss = "squared" if self.solver in _FULL_RANGE_ONLY else "squared_hinge"
+        else:
+            loss = "smooth_step"
+        margin = self.margin if self.margin is not None else (2.0 if loss == "smooth_step" else 1.0)
+        rank_weight = self.rank_weight if self.rank_weight is not None else (1.0 if paper else 0.05)
+        return loss, margin, rank_weight
+
     def _resolved_solver(self):
         full = tuple(self._fpr_range) == (0.0, 1.0)
-        if self.solver == "auto" and (self.rank_weight < 1.0 or self.link == "sigmoid"):
+        if self.solver == "auto" and (self._rank_weight < 1.0 or self.link == "sigmoid"):
             return "lbfgs"
         if self.solver == "auto":
-            return "exact" if full and self.loss == "squared" else "lbfgs"
+            return "exact" if full and self._loss == "squared" else "lbfgs"
         return self.solver
 
     def _takes_external(self):
@@ -311,15 +340,16 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
 
     def _check_before_solve(self, X, sample_weight=None):
         self._fpr_range = _check_fpr_range(self.fpr_range)
-        self._pair_loss = get_pairwise_loss(self.loss, self.margin)
+        self._loss, margin, self._rank_weight = self._resolve_defaults()
+        self._pair_loss = get_pairwise_loss(self._loss, margin)
         solver = self._resolved_solver()
-        check_rank_weight_solver(self.rank_weight, solver, self.link)
-        if self.loss == "smooth_step" and solver != "lbfgs":
+        check_rank_weight_solver(self._rank_weight, solver, self.link)
+        if self._loss == "smooth_step" and solver != "lbfgs":
             raise ValueError(f"solver={solver!r} does not take loss='smooth_step'; use solver='lbfgs' "
                              "(or 'auto'), or a convex loss.")
         kind = external_kind(X)
         if kind is not None and solver not in _FULL_BATCH:
-            full = self._fpr_range == (0.0, 1.0) and self.loss == "squared"
+            full = self._fpr_range == (0.0, 1.0) and self._loss == "squared"
             use = ("solver='exact' or solver='lbfgs', the full-batch solvers" if full
                    else "solver='lbfgs', the full-batch solver for this loss and range")
             raise ValueError(
@@ -335,8 +365,8 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
             problems = []
             if self._fpr_range != (0.0, 1.0):
                 problems.append(f"fpr_range=(0, 1) (got {self._fpr_range})")
-            if self.loss != "squared":
-                problems.append(f"loss='squared' (got {self.loss!r})")
+            if self._loss != "squared":
+                problems.append(f"loss='squared' (got {self._loss!r})")
             if problems:
                 raise ValueError(
                     f"solver={solver!r} minimises the full-AUC square loss and needs "
@@ -352,7 +382,8 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     def _new_stream(self, n_features, coef_init=None, intercept_init=None):
         from ..solvers.ppd import PPDStream
 
-        return PPDStream(alpha=self.alpha, margin=self._pair_loss.margin,
+        alpha = STREAM_ALPHA if self.alpha is None else self.alpha
+        return PPDStream(alpha=alpha, margin=self._pair_loss.margin,
                          adagrad=self._solver == "ppd-adagrad", batch_size=self.batch_size,
                          random_state=self.random_state, coef_init=coef_init, n_features=n_features)
 
@@ -373,13 +404,15 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):
         from ..solvers.admm import _blas_threads
 
-        anchored = self.rank_weight < 1.0 or self.link == "sigmoid"
+        anchored = self._rank_weight < 1.0 or self.link == "sigmoid"
         objective = PartialAUCObjective(X, y, self._fpr_range, self._pair_loss,
-                                        0.0 if anchored else self.alpha, sample_weight=sample_weight)
+                                        0.0 if anchored else resolve_alpha(self.alpha, y, sample_weight),
+                                        sample_weight=sample_weight)
         with _blas_threads(X):
             if anchored:
                 rank = SigmoidScorePartialAUC(objective) if self.link == "sigmoid" else objective
-                result = fit_anchored(rank, X, y, self, coef_init, intercept_init, sample_weight)
+                result = fit_anchored(rank, X, y, self, self._rank_weight, coef_init, intercept_init,
+                                      sample_weight)
             else:
                 result = self._run(objective, coef_init)
                 result.info["score_intercept"] = 0.0
