@@ -23,6 +23,7 @@ from skrank.solvers.soap import soap
 #: the objective of Qi et al. 2021 alone (no logistic term), with the former penalty
 PAPER = dict(rank_weight=1.0, alpha=1e-4)
 
+
 def _data(n=300, d=5, seed=0, weights=(0.85,)):
     X, y01 = make_classification(n, d, n_informative=3, n_redundant=0, weights=list(weights),
                                  flip_y=0.05, random_state=seed)

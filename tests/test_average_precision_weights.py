@@ -26,6 +26,7 @@ from skrank.solvers.soap import soap
 #: the objective of Qi et al. 2021 alone (no logistic term), with the former penalty
 PAPER = dict(rank_weight=1.0, alpha=1e-4)
 
+
 def _pair_loss(name, margin, z):
     if name == "squared_hinge":
         return max(0.0, margin - z) ** 2
@@ -213,6 +214,24 @@ def test_estimator_objective_is_the_weighted_surrogate():
     assert clf.objective_ < obj.value(obj.start())
     unweighted = AveragePrecisionObjective(X, y, get_pairwise_loss("squared_hinge", 0.5), 1e-3)
     assert clf.objective_ != pytest.approx(unweighted.value(theta), rel=1e-3)  # the weights matter
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("params", [{}, dict(loss="logistic", rank_weight=0.3, alpha=1e-3)])
+def test_default_objective_is_the_exact_mix_with_the_logistic_loss(params, weighted):
+    # F = (1 - r) weighted-mean logistic loss + r P_w(sigmoid(X w + b)) + alpha/2 |w|^2, with the
+    # surrogate by the brute-force double loop; the default is r = 0.5, alpha = 1/W (1/n unweighted)
+    X, y01, y, _ = _data()
+    w = np.random.default_rng(11).uniform(0.2, 3.0, size=y.size) if weighted else np.ones(y.size)
+    clf = AveragePrecisionClassifier(**params).fit(X, y01, sample_weight=w if weighted else None)
+    r = params.get("rank_weight", 0.5)
+    alpha = params.get("alpha", 1.0 / w.sum())
+    coef, b = clf.coef_[0], clf.score_intercept_[0]
+    f = X @ coef + b
+    logistic = np.sum(w * np.log1p(np.exp(-y * f))) / w.sum()
+    rank = _brute(1.0 / (1.0 + np.exp(-f)), y, w, params.get("loss", "squared_hinge"))
+    expected = (1 - r) * logistic + r * rank + 0.5 * alpha * coef @ coef
+    assert clf.objective_ == pytest.approx(expected, rel=1e-10)
 
 
 def test_class_weight_is_the_matching_sample_weight():

@@ -295,8 +295,9 @@ def test_a_solver_of_the_rank_term_alone_needs_rank_weight_one(data):
         PartialAUCClassifierCV(solver="agd-sbcd", link="identity", rank_weights=[0.0, 1.0], cv=2).fit(X, y)
     with pytest.raises(ValueError, match="link='identity'"):
         PartialAUCClassifierCV(solver="agd-sbcd", link="sigmoid", rank_weights=[1.0], cv=2).fit(X, y)
+    # with rank_weight=1 the defaults fit it: link='identity', and loss=None is the paper's squared hinge
     with _quiet():
-        search = PartialAUCClassifierCV(solver="agd-sbcd", link="identity", rank_weights=[1.0], alphas=2,
+        search = PartialAUCClassifierCV(solver="agd-sbcd", rank_weights=[1.0], alphas=2,
                                         cv=2, max_iter=3, random_state=0).fit(X, y)
     assert search.rank_weight_ == 1.0
 

@@ -19,14 +19,14 @@ from skrank.metrics import make_partial_auc_scorer, partial_auc_score
 from skrank.pairwise_losses import PAIRWISE_LOSSES, get_pairwise_loss
 from skrank.partial_auc_objective import PartialAUCObjective, negative_rank_weights
 
+#: the objective of Yao, Lin and Yang 2022 alone, as the estimator fitted it before the logistic mix
+PAPER = dict(rank_weight=1.0, alpha=1e-4)
+
+
 # --------------------------------------------------------------------------------------
 # brute-force references
 # --------------------------------------------------------------------------------------
 
-
-
-#: the objective of Yao, Lin and Yang 2022 alone, as the estimator fitted it before the logistic mix
-PAPER = dict(rank_weight=1.0, alpha=1e-4)
 
 def _brute_objective(X, y, w, fpr_range, name, margin, alpha):
     """Double loop over every (positive, negative) pair with the paper's formula."""
