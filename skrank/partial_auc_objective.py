@@ -67,10 +67,11 @@ import functools
 
 import numpy as np
 from numba import njit
+from scipy.special import expit
 
 from ._sorting import _insertion_keyed
 from .metrics import _check_fpr_range
-from .pairwise_losses import pair_value_and_derivative
+from .pairwise_losses import get_pairwise_loss, pair_value_and_derivative
 from .solvers._external import external_kind, make_design
 
 
@@ -548,6 +549,30 @@ class PartialAUCObjective:
         return (total / self.normaliser + 0.5 * self.alpha * float(w @ w),
                 grad / self.normaliser + self.alpha * w)
 
+    def ranked_scores(self, theta):
+        """The scores that the pairs compare, ``X w``, at ``theta = (w, b)``.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (n_features + 1,)
+            Coefficients and an intercept (which the pairs ignore).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self.design.matvec(np.asarray(theta, dtype=np.float64)[:-1])
+
+    def set_margin(self, margin):
+        """Replace the pairwise loss by the same loss with margin ``margin``.
+
+        Parameters
+        ----------
+        margin : float
+            Positive margin (the half-width of the smooth step).
+        """
+        self.loss = get_pairwise_loss(self.loss.name, margin)
+
     def top_subgradient(self, w, level):
         """A subgradient of ``f^l(w) / normaliser``: the pairs with the ``l`` top negatives.
 
@@ -608,7 +633,7 @@ class SigmoidScorePartialAUC:
 
     def _value(self, theta, gradient):
         obj = self.objective
-        h = 1.0 / (1.0 + np.exp(-np.clip(self.design.matvec(np.asarray(theta, dtype=np.float64)), -500, 500)))
+        h = self.ranked_scores(theta)
         rows_pos, rows_neg = obj._rows
         total, g_pos, g_neg = obj._range_sums(h.take(rows_pos), h.take(rows_neg))
         if not gradient:
@@ -617,6 +642,19 @@ class SigmoidScorePartialAUC:
         g[rows_pos] = g_pos
         g[rows_neg] = g_neg
         return total / obj.normaliser, self.design.rmatvec(g * h * (1.0 - h)) / obj.normaliser
+
+    @property
+    def loss(self):
+        """The pairwise loss (that of the linear-score objective)."""
+        return self.objective.loss
+
+    def ranked_scores(self, theta):
+        """The scores that the pairs compare, ``sigmoid(X w + b)``."""
+        return expit(self.design.matvec(np.asarray(theta, dtype=np.float64)))
+
+    def set_margin(self, margin):
+        """Replace the pairwise loss by the same loss with margin ``margin``."""
+        self.objective.set_margin(margin)
 
     def value(self, theta):
         """The surrogate at ``theta = (w, b)``."""

@@ -210,7 +210,9 @@ def test_default_objective_attribute_is_the_exact_mix_with_the_logistic_loss(par
     clf = PartialAUCClassifier(max_iter=5, **params).fit(X, y)
     r = params.get("rank_weight", 0.05)
     loss = params.get("loss", "smooth_step")
-    margin = 2.0 if loss == "smooth_step" else 1.0
+    margin = clf.margin_[0]  # the default: a quarter of the spread of the logistic scores
+    if loss != "smooth_step":
+        assert margin == 1.0
     alpha = params.get("alpha", 1.0 / len(y))
     w, b = clf.coef_[0], clf.score_intercept_[0]
     ypm = np.where(y == 1, 1.0, -1.0)
@@ -393,3 +395,15 @@ def test_bad_data_is_named():
 def test_keyword_only_constructor():
     with pytest.raises(TypeError):
         PartialAUCClassifier((0.1, 0.2))
+
+
+def test_default_margin_is_a_quarter_of_the_logistic_scores_spread():
+    X, y = _imbalanced(300, seed=4)
+    clf = PartialAUCClassifier(fpr_range=(0.0, 0.3)).fit(X, y)
+    lr = PartialAUCClassifier(fpr_range=(0.0, 0.3), rank_weight=0.0, tol=1e-10).fit(X, y)
+    assert clf.margin_[0] == pytest.approx(0.25 * np.std(X @ lr.coef_[0]), rel=1e-3)
+    # it depends on the data and the parameters only: a warm start gives the same objective
+    warm = PartialAUCClassifier(fpr_range=(0.0, 0.3), warm_start=True).fit(X, y)
+    warm.fit(X, y)
+    assert warm.margin_[0] == pytest.approx(clf.margin_[0], rel=1e-6)
+    assert PartialAUCClassifier(margin=0.7).fit(X, y).margin_[0] == 0.7

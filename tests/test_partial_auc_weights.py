@@ -288,8 +288,9 @@ def test_class_weight_is_the_matching_sample_weight():
 def test_binary_class_weight_moves_only_the_threshold():
     X, y, _ = _data(seed=2)
     # the rank objective alone normalises each class by its weight: class weights leave it unchanged
-    plain = PartialAUCClassifier(solver="lbfgs", **PAPER).fit(X, y)
-    heavy = PartialAUCClassifier(solver="lbfgs", class_weight={0: 10.0, 1: 1.0}, **PAPER).fit(X, y)
+    plain = PartialAUCClassifier(solver="lbfgs", loss="squared_hinge", **PAPER).fit(X, y)
+    heavy = PartialAUCClassifier(solver="lbfgs", loss="squared_hinge", class_weight={0: 10.0, 1: 1.0},
+                                 **PAPER).fit(X, y)
     np.testing.assert_allclose(heavy.coef_, plain.coef_, rtol=1e-9)  # F is the same
     assert heavy.intercept_[0] < plain.intercept_[0]  # ...but negatives weigh more in the Platt fit
     assert heavy.predict(X).mean() < plain.predict(X).mean()

@@ -63,7 +63,8 @@ def check_rank_weight_solver(rank_weight, solver, link="identity"):
         )
 
 
-def fit_anchored(rank_objective, X, y, estimator, rank_weight, coef_init, intercept_init, sample_weight):
+def fit_anchored(rank_objective, X, y, estimator, rank_weight, coef_init, intercept_init, sample_weight,
+                 relative_margin=None):
     """L-BFGS on ``(1 - r) logistic + r rank + alpha ||w||^2 / 2`` for one binary problem.
 
     The start is ``(coef_init, intercept_init)`` on a warm start, otherwise
@@ -84,24 +85,42 @@ def fit_anchored(rank_objective, X, y, estimator, rank_weight, coef_init, interc
     coef_init, intercept_init : ndarray or None, float or None
         A warm start, or None.
     sample_weight : ndarray or None
+    relative_margin : float or None, default=None
+        When given, the rank loss's margin becomes ``relative_margin`` times
+        the (weighted) standard deviation of the ranked scores of the
+        logistic regression (``rank_objective.set_margin``), so that the
+        band the loss smooths over follows the spread of the scores; the
+        logistic regression is then fitted even on a warm start, so that
+        the objective depends on the data and the parameters only.
 
     Returns
     -------
     skrank.solvers.SolverResult
-        ``coef`` is ``w``; ``info["score_intercept"]`` is ``b``.
+        ``coef`` is ``w``; ``info["score_intercept"]`` is ``b``;
+        ``info["margin"]`` the rank loss's margin.
     """
     from ..solvers.lbfgs import lbfgs
 
     objective = LogisticAnchoredObjective(rank_objective, X, y, rank_weight,
                                           resolve_alpha(estimator.alpha, y, sample_weight), sample_weight)
     max_iter = 500 if estimator.max_iter is None else estimator.max_iter
+    theta0 = None
+    if coef_init is None or relative_margin is not None:
+        theta0 = objective.logistic_start(estimator.tol, max_iter)
+    if relative_margin is not None:
+        spread = _weighted_std(rank_objective.ranked_scores(theta0), objective.row_weight)
+        rank_objective.set_margin(relative_margin * spread if spread > 0 else 1.0)
     if coef_init is not None:
         theta0 = np.append(np.asarray(coef_init, dtype=np.float64),
                            0.0 if intercept_init is None else float(intercept_init))
-    else:
-        theta0 = objective.logistic_start(estimator.tol, max_iter)
     result = lbfgs(objective, coef_init=theta0, tol=estimator.tol, max_iter=max_iter,
                    verbose=estimator.verbose)
     theta = result.coef
     result.coef, result.info["score_intercept"] = theta[:-1], float(theta[-1])
+    result.info["margin"] = rank_objective.loss.margin
     return result
+
+
+def _weighted_std(values, weights):
+    mean = float(weights @ values)
+    return float(np.sqrt(weights @ (values - mean) ** 2))

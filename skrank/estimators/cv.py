@@ -377,7 +377,9 @@ class PartialAUCClassifierCV(_RankClassifierCVMixin):
         does (``"smooth_step"`` for ``"auto"`` and ``"lbfgs"``).
     margin : float or None, default=None
         Margin of the squared hinge and squared losses, half-width of the
-        smooth step; None means 2 for the smooth step, 1 otherwise.
+        smooth step; None means a quarter of the spread of the logistic
+        regression's scores for the smooth step (see
+        :class:`~skrank.estimators.PartialAUCClassifier`), 1 otherwise.
     link : {{"identity", "sigmoid"}}, default="identity"
         The scores the surrogate ranks: ``X w`` or ``sigmoid(X w + b)``;
         see :class:`~skrank.estimators.PartialAUCClassifier`.

@@ -21,6 +21,9 @@ _WEIGHTED = ("lbfgs", "exact", "ppd-sg", "ppd-adagrad")
 _STREAMING = ("ppd-sg", "ppd-adagrad")
 #: The full-batch solvers, the ones that fit a Dask array.
 _FULL_BATCH = ("lbfgs", "exact")
+#: ``margin=None`` with the smooth step: its half-width in units of the standard deviation
+#: of the logistic regression's scores (chosen on the real-table suite, doc/benchmarks.rst)
+_RELATIVE_MARGIN = 0.25
 #: Largest number of features for which the default start is the closed-form
 #: full-AUC fit (a d x d solve); above it the difference of the class means.
 _CLOSED_FORM_START_MAX_FEATURES = 2000
@@ -61,8 +64,9 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     full-AUC square loss of Liu, Yuan, Ying and Yang ("Stochastic AUC
     Maximization with Deep Neural Networks", ICLR 2020).
 
-    The defaults of ``solver="auto"`` (``loss="smooth_step"``,
-    ``margin=2``, ``rank_weight=0.05``, ``alpha=1/n_samples``) come from the real-table benchmark
+    The defaults of ``solver="auto"`` (``loss="smooth_step"`` with a
+    margin of a quarter of the scores' spread, ``rank_weight=0.05``,
+    ``alpha=1/n_samples``) come from the real-table benchmark
     (``doc/benchmarks.rst``).  The paper's objective alone
     (``loss="squared_hinge", margin=1, rank_weight=1``) ranks worse than
     logistic regression on most of its tables, even on the training data:
@@ -119,7 +123,10 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         smooth step (ignored by the logistic loss), on the scale of the
         scores: logits with ``link="identity"`` and the logistic term
         (``2`` is a factor ``e^2`` in odds), ``(0, 1)`` with
-        ``link="sigmoid"``.  None means 2 for the smooth step, 1 otherwise.
+        ``link="sigmoid"``.  None means, for the smooth step, a quarter of
+        the standard deviation of the logistic regression's training scores
+        (its fit at ``rank_weight=0``, so that the band follows the spread
+        of the scores; ``margin_`` holds the value), and 1 otherwise.
     rank_weight : float or None, default=None
         ``r`` in ``[0, 1]``: the weight of the partial-AUC surrogate
         against the logistic loss.  Values below 1 are fitted by
@@ -204,6 +211,8 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     n_iter_ : int or ndarray
     objective_ : float or ndarray
         Exact ``F`` at ``(coef_, score_intercept_)``.
+    margin_ : ndarray of shape (n_problems,)
+        The margin of the pairwise loss in each fit.
     score_intercept_ : ndarray of shape (n_problems,)
         The offset ``b`` of the linear predictor in ``F`` (0 when the
         objective has none: ``rank_weight=1`` with ``link="identity"``).
@@ -323,9 +332,11 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
             loss = "squared" if self.solver in _FULL_RANGE_ONLY else "squared_hinge"
         else:
             loss = "smooth_step"
-        margin = self.margin if self.margin is not None else (2.0 if loss == "smooth_step" else 1.0)
+        # the smooth step's band follows the spread of the scores (fit_anchored sets it)
+        relative_margin = _RELATIVE_MARGIN if self.margin is None and loss == "smooth_step" else None
+        margin = 1.0 if self.margin is None else self.margin
         rank_weight = self.rank_weight if self.rank_weight is not None else (1.0 if paper else 0.05)
-        return loss, margin, rank_weight
+        return loss, margin, rank_weight, relative_margin
 
     def _resolved_solver(self):
         full = tuple(self._fpr_range) == (0.0, 1.0)
@@ -340,7 +351,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
 
     def _check_before_solve(self, X, sample_weight=None):
         self._fpr_range = _check_fpr_range(self.fpr_range)
-        self._loss, margin, self._rank_weight = self._resolve_defaults()
+        self._loss, margin, self._rank_weight, self._relative_margin = self._resolve_defaults()
         self._pair_loss = get_pairwise_loss(self._loss, margin)
         solver = self._resolved_solver()
         check_rank_weight_solver(self._rank_weight, solver, self.link)
@@ -376,6 +387,10 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         self._solver = solver
 
     # --- fitting -------------------------------------------------------------------------
+    def _store_results(self, results):
+        super()._store_results(results)
+        self.margin_ = np.array([r.info.get("margin", np.nan) for r in results], dtype=np.float64)
+
     def _streaming(self):
         return self.solver in _STREAMING
 
@@ -404,7 +419,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):
         from ..solvers.admm import _blas_threads
 
-        anchored = self._rank_weight < 1.0 or self.link == "sigmoid"
+        anchored = self._rank_weight < 1.0 or self.link == "sigmoid" or self._loss == "smooth_step"
         objective = PartialAUCObjective(X, y, self._fpr_range, self._pair_loss,
                                         0.0 if anchored else resolve_alpha(self.alpha, y, sample_weight),
                                         sample_weight=sample_weight)
@@ -412,10 +427,11 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
             if anchored:
                 rank = SigmoidScorePartialAUC(objective) if self.link == "sigmoid" else objective
                 result = fit_anchored(rank, X, y, self, self._rank_weight, coef_init, intercept_init,
-                                      sample_weight)
+                                      sample_weight, relative_margin=self._relative_margin)
             else:
                 result = self._run(objective, coef_init)
                 result.info["score_intercept"] = 0.0
+                result.info["margin"] = objective.loss.margin
         return platt_calibrate(result, X, y, sample_weight if objective.weighted else None)
 
     def _run(self, objective, coef_init):
