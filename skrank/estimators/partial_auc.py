@@ -1,4 +1,4 @@
-"""Linear classifier that maximises the partial AUC over a false-positive-rate range (seeds 000, 001)."""
+"""Linear classifier that maximises the partial AUC over a false-positive-rate range (Yao et al. 2022)."""
 
 from numbers import Integral, Real
 
