@@ -604,7 +604,8 @@ def test_permutahedron_matches_cvxpy(v, data, referee):
     lam_var = cp.Variable(n)
     cons = [cp.sum(lam_var) == s.sum()]
     cons += [cp.sum_smallest(lam_var, k) >= s[:k].sum() for k in range(1, n)]
-    f_ref = referee.solve(cp.sum_squares(lam_var - v), cons, tol=1e-10)
+    # CLARABEL can end "optimal_inaccurate" on nearly degenerate s (entries of 1e-8 next to 0)
+    f_ref = referee.solve(cp.sum_squares(lam_var - v), cons, tol=1e-10, inaccurate_ok=True)
     lam = project_permutahedron(v, s[::-1])  # sigma in any order
     # ours is exactly feasible (test_permutahedron_invariants); the interior-point
     # reference may sit ~1e-6 inside or outside the boundary
