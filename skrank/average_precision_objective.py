@@ -1,4 +1,4 @@
-"""The exact average-precision surrogate of seed 002 and its gradient with respect to the scores.
+"""The exact average-precision surrogate of Qi et al. 2021 and its gradient with respect to the scores.
 
 Qi, Luo, Xu, Ji and Yang (NeurIPS 2021), eq. (2): with scores ``h`` and a
 surrogate ``l(d)`` of the indicator ``1(h_s >= h_i)`` taken at

@@ -1,4 +1,4 @@
-"""Compiled SOAP steps (seed 002, Algorithms 1-3) for the score ``h = sigmoid(X w + b)``.
+"""Compiled SOAP steps (Qi et al. 2021, Algorithms 1-3) for the score ``h = sigmoid(X w + b)``.
 
 One call runs ``n_steps`` iterations of
 

@@ -1,4 +1,4 @@
-"""PPD-SG and PPD-AdaGrad for the full-AUC square loss (seed 001).
+"""PPD-SG and PPD-AdaGrad for the full-AUC square loss (Liu, Yuan, Ying and Yang 2020).
 
 Liu, Yuan, Ying and Yang, "Stochastic AUC Maximization with Deep Neural
 Networks" (ICLR 2020), Algorithms 2, 3 and 4, for a LINEAR score

@@ -1,4 +1,4 @@
-"""SOAP: stochastic optimisation of the average-precision surrogate (seed 002).
+"""SOAP: stochastic optimisation of the average-precision surrogate (Qi et al. 2021).
 
 Qi, Luo, Xu, Ji and Yang, "Stochastic Optimization of Areas Under
 Precision-Recall Curves with Provable Convergence" (NeurIPS 2021),
