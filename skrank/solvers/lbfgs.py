@@ -59,13 +59,16 @@ def lbfgs(objective, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0)
     F0, g0 = objective.value_and_grad(w0)
     scale = max(1.0, abs(F0))
     evaluations = [1]
-    last = {"F": F0, "g": g0}
+    last = {"w": w0.copy(), "F": F0, "g": g0}
     history = []
 
     def fun(w):
+        # scipy asks for the start again and often ends on the last point it evaluated
+        if np.array_equal(w, last["w"]):
+            return last["F"], last["g"].copy()
         F, g = objective.value_and_grad(w)
         evaluations[0] += 1
-        last["F"], last["g"] = F, g
+        last["w"], last["F"], last["g"] = np.array(w, dtype=np.float64), F, g
         return F, g
 
     progress = Progress("lbfgs", verbose, max_iter, criterion="|g|_inf")
@@ -79,8 +82,7 @@ def lbfgs(objective, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0)
         options=dict(maxiter=max_iter, gtol=tol * scale, ftol=tol * 1e-3, maxcor=memory),
     )
     w = np.asarray(res.x, dtype=np.float64)
-    F, g = objective.value_and_grad(w)
-    evaluations[0] += 1
+    F, g = fun(w)
     if not history or history[-1] != F:
         history.append(float(F))
     crit = float(np.max(np.abs(g))) / scale if g.size else 0.0
