@@ -23,7 +23,6 @@ objectives.
 import copy
 
 import numpy as np
-from scipy.special import expit, log_expit
 
 from .solvers._external import make_design
 
@@ -79,10 +78,14 @@ class LogisticAnchoredObjective:
     def logistic_value_and_grad(self, theta, gradient=True):
         """The mean logistic loss ``L(w, b)`` and, when asked, its gradient."""
         z = self.margin_sign * self.design.matvec(theta)
-        value = -float(self.row_weight @ log_expit(z))
+        # one exponential serves log(1 + exp(-z)) and sigmoid(-z), stably on both signs
+        e = np.exp(-np.abs(z))
+        value = float(self.row_weight @ (np.log1p(e) - np.minimum(z, 0.0)))
         if not gradient:
             return value, None
-        return value, self.design.rmatvec(-self.row_weight * self.margin_sign * expit(-z))
+        inv = 1.0 / (1.0 + e)
+        sigmoid_minus_z = np.where(z >= 0.0, e * inv, inv)
+        return value, self.design.rmatvec(-self.row_weight * self.margin_sign * sigmoid_minus_z)
 
     def value(self, theta):
         """``F(theta)``."""

@@ -201,8 +201,15 @@ def range_loss_and_score_gradients(h_pos, h_neg, omega, loss, orders=None, pos_w
         hp = h_pos[order_pos]
     else:
         order_neg, order_pos = orders
-        q = -_warm_sort(-h_neg, order_neg)
         hp = _warm_sort(h_pos, order_pos)
+        top = None if callable(omega) else _support(omega)[1]
+        if top is not None and 4 * top < 3 * h_neg.shape[0]:
+            # ranks below the range weigh nothing: only its top needs an order
+            _top_order(h_neg, top, order_neg)
+            q = h_neg[order_neg[:top]]
+            omega = omega[:top]
+        else:
+            q = -_warm_sort(-h_neg, order_neg)
     if callable(omega):
         omega = omega(order_neg)
     vp = np.ones(hp.shape[0]) if pos_weight is None else np.asarray(pos_weight, dtype=np.float64)[order_pos]
@@ -210,16 +217,16 @@ def range_loss_and_score_gradients(h_pos, h_neg, omega, loss, orders=None, pos_w
     g_neg = np.empty_like(h_neg)
     if loss.pieces:
         pieces = np.array(loss.pieces, dtype=np.float64)
-        total = _quadratic_range_sums(hp, vp, order_pos, q, order_neg, omega, pieces, g_pos, g_neg)
+        total = _quadratic_range_sums(hp, vp, order_pos, q, order_neg[:q.shape[0]], omega, pieces,
+                                      g_pos, g_neg)
     else:
         lo, hi = _support(omega)
         total, g_hp, g_part = _pair_range_sums(
             loss.code, loss.shift, loss.scale, hp, vp, q[lo:hi], omega[lo:hi]
         )
         g_pos[order_pos] = g_hp
-        g_sorted = np.zeros_like(q)
-        g_sorted[lo:hi] = g_part
-        g_neg[order_neg] = g_sorted
+        g_neg[:] = 0.0
+        g_neg[order_neg[lo:hi]] = g_part
     return float(total), g_pos, g_neg
 
 
@@ -227,16 +234,25 @@ def _warm_sort(vals, order):
     """``vals`` sorted ascending, ``order`` updated in place to sort it.
 
     Insertion sort from the previous order (``O(n)`` when few scores moved),
-    falling back to a comparison sort once it has moved ``4 n`` places.
+    falling back to a comparison sort once it has moved ``n / 2`` places
+    (between two evaluations of a quasi-Newton method most scores move
+    far, and the insertion pass then only delays the sort).
     Only the insertion pass of :mod:`skrank._sorting` is used: it compiles in
     a fraction of a second, where the radix sort behind
     :func:`skrank._sorting.resort` takes seconds, which a first fit would feel.
     """
     keys = vals[order]
-    if _insertion_keyed(keys, order, 4 * vals.shape[0]):
+    if _insertion_keyed(keys, order, vals.shape[0] // 2):
         return keys
-    order[:] = np.argsort(vals, kind="stable")
+    order[:] = np.argsort(vals)
     return vals[order]
+
+
+def _top_order(vals, top, order):
+    """Fill ``order`` with a permutation whose first ``top`` entries index the largest ``vals``, decreasing."""
+    order[:] = np.argpartition(-vals, top - 1)
+    picked = order[:top]
+    order[:top] = picked[np.argsort(-vals[picked])]
 
 
 def _support(omega):

@@ -17,7 +17,7 @@ give the fit of the repeated rows.
 """
 
 import numpy as np
-from scipy.special import expit, log_expit
+from scipy.special import expit
 from sklearn.utils.validation import check_is_fitted
 
 from ..solvers._array_api_design import array_api_namespace, device_of, to_namespace, to_numpy
@@ -67,7 +67,9 @@ def fit_platt(scores, y, *, sample_weight=None, max_iter=100):
 
     def nll(a_, b_):
         f = a_ * u + b_
-        return -float(np.sum(v * (t * log_expit(f) + (1.0 - t) * log_expit(-f))))
+        # t log sigmoid(f) + (1 - t) log sigmoid(-f) = log sigmoid(f) - (1 - t) f
+        log_sigmoid = np.minimum(f, 0.0) - np.log1p(np.exp(-np.abs(f)))
+        return -float(np.sum(v * (log_sigmoid - (1.0 - t) * f)))
 
     current = nll(a, b)
     for _ in range(max_iter):

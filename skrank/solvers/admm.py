@@ -28,6 +28,7 @@ paper, explained in :func:`admm`).
 """
 
 import contextlib
+import functools
 import time
 
 import numpy as np
@@ -56,9 +57,15 @@ def _blas_threads(X):
     limit = SINGLE_THREAD_MAX_SIZE
     if not limit or X.shape[0] * X.shape[1] > limit:
         return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
+    return _thread_controller().limit(limits=1, user_api="blas")
 
-    return threadpool_limits(limits=1, user_api="blas")
+
+@functools.lru_cache(maxsize=1)
+def _thread_controller():
+    # scanning the loaded libraries costs milliseconds: once per process
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 # ------------------------------------------------------------------------------------
