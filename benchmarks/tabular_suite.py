@@ -26,7 +26,10 @@ to the reference with a 95% interval over the tables (a t interval on the
 per-table means), the tables won, tied and lost (a table is won or lost
 when the t interval of its paired differences over the splits excludes
 0, tied otherwise), the worst table, the smallest difference of the
-*training* metric, and the largest ratio of fit times.  ``--per-table``
+*training* metric, and the median and largest ratio of fit times (each
+estimator is fitted once on a small problem before the timings, so that
+they leave out the first fit of a process, which loads the compiled
+kernels: ``benchmarks/first_fit.py`` measures that).  ``--per-table``
 prints every table's line.  ``--json`` writes every number, ``--plot``
 a figure of the per-table gains with their intervals.
 
@@ -95,7 +98,22 @@ def run_table(args):
     name, X, y, estimators, params, n_splits = args
     warnings.simplefilter("ignore")
     with threadpool_limits(1):
+        _warm_up(estimators, params)
         return _run_table(name, X, y, estimators, params, n_splits)
+
+
+def _warm_up(estimators, params):
+    """Fit every estimator once on a small problem, so that timings leave out the first fit.
+
+    The first fit in a process loads (or compiles) the Numba kernels;
+    ``benchmarks/first_fit.py`` measures that cost on its own.
+    """
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    y = (X[:, 0] + rng.normal(size=300) > 1.0).astype(np.float64)
+    for key in estimators:
+        own = {p: (1.0 / len(y) if v == "1/n" else v) for p, v in params.items()}
+        make_estimator(key, own).fit(X, y)
 
 
 def _run_table(name, X, y, estimators, params, n_splits):
