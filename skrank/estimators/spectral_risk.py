@@ -1,4 +1,4 @@
-"""Linear models that minimise a spectral risk: SOREL (seed 003) and its baselines."""
+"""Linear models that minimise a spectral risk: SOREL and its baselines."""
 
 from numbers import Integral, Real
 

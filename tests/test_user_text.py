@@ -1,0 +1,50 @@
+"""What users read names no document they do not have.
+
+Papers are cited by their authors, year and title; the project's working
+notes (numbered papers, implementation notes, issue numbers, folders outside
+the repository) must not reach the README, the docs, the benchmarks or the
+package's docstrings and messages.
+"""
+
+import pathlib
+import re
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+INTERNAL = re.compile(
+    r"\bseeds?\s*#?\s*\d{3}\b"            # "seed 002"
+    r"|\bspecs?\s*#?\s*\d{3}\b"           # "spec 000"
+    r"|\bspecs?\s+(?:sections?|tables?|pitfalls?|P\d)"  # "spec section 6.7", "spec Tables 8/9"
+    r"|\.\./shared\b"                     # a folder outside the repository
+    r"|\b(?:seeds|specs)/"                # the notes' folders
+    r"|\bissues?\s+#?\d+\b",              # "Issue 3"
+    re.IGNORECASE,
+)
+
+
+def _user_files():
+    yield ROOT / "README.md"
+    for folder, patterns in (("doc", ("*.rst", "*.py", "*.txt", "*.md")),
+                             ("skrank", ("*.py",)), ("benchmarks", ("*.py",))):
+        for pattern in patterns:
+            yield from sorted((ROOT / folder).rglob(pattern))
+
+
+def test_internal_reference_pattern_catches_the_known_forms():
+    for text in ("as in seed 002", "Spec 000 section 6.7", "see Issue 3", "--data-dir ../shared/data",
+                 "the seeds/ folder", "(SOREL, seed 003)",
+                 "spec section 6.3", "from spec Tables 8/9", "spec P15"):
+        assert INTERNAL.search(text), text
+    for text in ("random seed 0", "with seed 0", "random_state=0", "Issue a warning", "section 3.2"):
+        assert not INTERNAL.search(text), text
+
+
+@pytest.mark.parametrize("path", [p for p in _user_files() if p.is_file() and "_build" not in p.parts],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_internal_reference_reaches_users(path):
+    found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if INTERNAL.search(line)]
+    assert not found, "internal references in user-facing text:\n" + "\n".join(found)
