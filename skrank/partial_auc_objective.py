@@ -249,7 +249,8 @@ def _warm_sort(vals, order):
 
 
 def _top_order(vals, top, order):
-    """Fill ``order`` with a permutation whose first ``top`` entries index the largest ``vals``, decreasing."""
+    """Fill ``order`` with a permutation whose first ``top`` entries index the largest ``vals``, in
+    decreasing order."""
     order[:] = np.argpartition(-vals, top - 1)
     picked = order[:top]
     order[:top] = picked[np.argsort(-vals[picked])]
