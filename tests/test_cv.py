@@ -241,10 +241,10 @@ def test_rank_weight_zero_ranks_as_logistic_regression(name, data):
 def test_default_grid(data):
     X, y = data
     search = AveragePrecisionClassifierCV(cv=2, refit=False).fit(X, y)
-    # the penalties of LogisticRegression(C) for C = 1e-2 .. 1e2, C = 1 (alpha = 1/n) in the middle
-    assert_allclose(search.alphas_, 1.0 / (np.array([1e-2, 1e-1, 1.0, 1e1, 1e2]) * X.shape[0]))
+    # the penalties of LogisticRegression(C) for C = 1e-4 .. 1e2 by decades, C = 1 (alpha = 1/n) among them
+    assert_allclose(search.alphas_, 1.0 / (10.0 ** np.arange(-4, 3) * X.shape[0]))
     assert_array_equal(search.rank_weights_, [0.0, 0.2, 0.5])
-    assert search.scores_.shape == (2, 3, 5)
+    assert search.scores_.shape == (2, 3, 7)
     assert_allclose(AveragePrecisionClassifierCV(alphas=1, rank_weights=[1.0], cv=2).fit(X, y).alphas_,
                     [1.0 / X.shape[0]])
 

@@ -37,8 +37,8 @@ def _check_alphas(alphas, n_samples):
     if isinstance(alphas, Integral):
         if int(alphas) == 1:
             return np.array([1.0 / n_samples])
-        # alpha = 1 / (C n) for C from 1e-2 to 1e2: LogisticRegression's default C = 1 in the middle
-        return 1.0 / (np.logspace(-2.0, 2.0, int(alphas)) * n_samples)
+        # alpha = 1 / (C n) for C from 1e-4 to 1e2: LogisticRegression(C=C)'s penalties
+        return 1.0 / (np.logspace(-4.0, 2.0, int(alphas)) * n_samples)
     values = np.asarray(alphas)
     if values.dtype.kind not in "biuf" or values.ndim != 1:
         raise ValueError(f"alphas must be an int or a 1-d array-like of nonnegative floats, got {alphas!r}.")
@@ -283,13 +283,15 @@ class _RankClassifierCVMixin(ClassifierMixin, BaseEstimator):
 
 
 _GRID_DOC_TEMPLATE = """
-    alphas : int or array-like of shape (n_alphas,), default=5
+    alphas : int or array-like of shape (n_alphas,), default=7
         The penalties ``alpha`` to try.  An int ``k`` gives the ``k``
         values ``1 / (C n_samples)`` (``n_samples`` the total sample weight
-        with ``sample_weight``) for ``C`` log-spaced from ``1e-2`` to
-        ``1e2`` (``numpy.logspace(-2, 2, k)``; ``C = 1`` alone for
-        ``k = 1``): the penalties of ``LogisticRegression(C=C)``, with its
-        default ``C = 1`` in the middle.  An array-like of nonnegative
+        with ``sample_weight``) for ``C`` log-spaced from ``1e-4`` to
+        ``1e2`` (``numpy.logspace(-4, 2, k)``; ``C = 1`` alone for
+        ``k = 1``): the penalties of ``LogisticRegression(C=C)``.  The
+        default's 7 values step by decades and hold its default ``C = 1``;
+        strong penalties (``C`` down to ``1e-4``) win on wide tables with
+        few positives.  An array-like of nonnegative
         floats is used as given, sorted in decreasing order (repeated values
         once).
     rank_weights : array-like of shape (n_rank_weights,), default={rank_weights}
@@ -460,7 +462,7 @@ class PartialAUCClassifierCV(_RankClassifierCVMixin):
     def __init__(
         self,
         *,
-        alphas=5,
+        alphas=7,
         rank_weights=(0.0, 0.05, 0.2),
         cv=5,
         scoring=None,
@@ -605,7 +607,7 @@ class AveragePrecisionClassifierCV(_RankClassifierCVMixin):
     def __init__(
         self,
         *,
-        alphas=5,
+        alphas=7,
         rank_weights=(0.0, 0.2, 0.5),
         cv=5,
         scoring=None,
