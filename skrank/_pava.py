@@ -30,8 +30,8 @@ touch this file), otherwise the cached kernels keep the old loss code.
 """
 
 import numpy as np
-from numba import njit
 
+from ._jit import njit
 from ._sorting import resort
 from .losses import (
     CLASSIFICATION_CODES,

@@ -12,7 +12,8 @@ between the two.
 """
 
 import numpy as np
-from numba import njit
+
+from ._jit import njit
 
 _RADIX_BITS = 11  # two LSD passes on the top 22 bits of a float32 key
 _RADIX_BUCKETS = 1 << _RADIX_BITS

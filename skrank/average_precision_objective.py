@@ -40,10 +40,11 @@ without weights the code takes no weighted step.
 """
 
 import numpy as np
-from numba import njit
 from scipy.special import expit
 
+from ._jit import njit
 from .pairwise_losses import pair_value_and_derivative
+from .partial_auc_objective import _in_units
 from .solvers._external import make_design
 
 
@@ -240,12 +241,32 @@ class AveragePrecisionObjective:
             if sample_weight.shape != self.y.shape or np.any(sample_weight < 0):
                 raise ValueError("sample_weight must hold one nonnegative weight per sample.")
         self.sample_weight = sample_weight
+        # P_w depends on the ratios of the weights only: it is computed with the weights rescaled
+        # by a power of two (exact), whose products and squares neither underflow nor overflow
+        self._units = None if sample_weight is None else _in_units(sample_weight)
         positive = self.y > 0
         if not np.any(positive if sample_weight is None else sample_weight[positive] > 0):
             raise ValueError("average precision needs at least one positive sample in y "
                              "(of positive weight).")
         self.loss = loss
         self.alpha = float(alpha)
+
+    def variable_scale(self):
+        """The units of ``theta`` for :func:`skrank.solvers.lbfgs.lbfgs` (one per coefficient).
+
+        :func:`skrank.solvers.lbfgs.linear_model_scale` of ``[X, 1]``
+        under the sample weights and ``alpha`` (computed once, one pass
+        over ``X``).
+
+        Returns
+        -------
+        ndarray of shape (n_features + 1,)
+        """
+        if getattr(self, "_variable_scale", None) is None:
+            from .solvers.lbfgs import linear_model_scale
+
+            self._variable_scale = linear_model_scale(self.design, self.sample_weight, self.alpha)
+        return self._variable_scale
 
     def scores(self, theta):
         """``h = sigmoid(X w + b)``."""
@@ -254,8 +275,7 @@ class AveragePrecisionObjective:
     def value(self, theta):
         """``F(theta)``."""
         theta = np.asarray(theta, dtype=np.float64)
-        value, _ = ap_surrogate_and_score_gradients(self.scores(theta), self.y, self.loss,
-                                                    self.sample_weight)
+        value, _ = ap_surrogate_and_score_gradients(self.scores(theta), self.y, self.loss, self._units)
         w = theta[:-1]
         return value + 0.5 * self.alpha * float(w @ w)
 
@@ -263,7 +283,7 @@ class AveragePrecisionObjective:
         """``F(theta)`` and its gradient (one pass over the data)."""
         theta = np.asarray(theta, dtype=np.float64)
         h = self.scores(theta)
-        value, g = ap_surrogate_and_score_gradients(h, self.y, self.loss, self.sample_weight)
+        value, g = ap_surrogate_and_score_gradients(h, self.y, self.loss, self._units)
         g *= h * (1.0 - h)
         w = theta[:-1]
         grad = self.design.rmatvec(g)

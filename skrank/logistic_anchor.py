@@ -108,6 +108,23 @@ class LogisticAnchoredObjective:
         self.n_passes += 1
         return (1.0 - r) * log_value + r * rank_value + 0.5 * self.alpha * float(w @ w), grad
 
+    def variable_scale(self):
+        """The units of ``theta`` for :func:`skrank.solvers.lbfgs.lbfgs` (one per coefficient).
+
+        :func:`skrank.solvers.lbfgs.linear_model_scale` of ``[X, 1]``
+        under the row weights and ``alpha`` (computed once, one pass over
+        ``X``).
+
+        Returns
+        -------
+        ndarray of shape (n_features + 1,)
+        """
+        if getattr(self, "_variable_scale", None) is None:
+            from .solvers.lbfgs import linear_model_scale
+
+            self._variable_scale = linear_model_scale(self.design, self.row_weight, self.alpha)
+        return self._variable_scale
+
     def logistic_start(self, tol, max_iter=500):
         """The minimiser at ``r = 0`` (logistic regression), by L-BFGS from zero.
 
@@ -125,6 +142,7 @@ class LogisticAnchoredObjective:
         """
         from .solvers.lbfgs import lbfgs
 
+        self.variable_scale()  # computed once, shared with the copy
         plain = copy.copy(self)
         plain.rank_weight = 0.0
         result = lbfgs(plain, coef_init=np.zeros(self.X.shape[1] + 1), tol=tol, max_iter=max_iter)

@@ -27,7 +27,8 @@ All are stable for ``|t|`` up to 1e6 and beyond (no overflow, no NaN).
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+
+from ._jit import njit
 
 LOGISTIC = 0
 HINGE = 1

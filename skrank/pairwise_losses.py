@@ -38,8 +38,8 @@ so that the loss arithmetic is written once, in :mod:`skrank.losses`.
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
+from ._jit import njit
 from .losses import (
     LOGISTIC,
     SIGMOID,

@@ -66,9 +66,9 @@ total divided by ``W+ (beta_fpr - alpha_fpr) W-``.
 import functools
 
 import numpy as np
-from numba import njit
 from scipy.special import expit
 
+from ._jit import njit
 from ._sorting import _insertion_keyed
 from .metrics import _check_fpr_range
 from .pairwise_losses import get_pairwise_loss, pair_value_and_derivative
@@ -110,6 +110,21 @@ def negative_rank_weights(n_negatives, fpr_range, sample_weight=None):
     starts[1:] = ends[:-1]
     total = ends[-1]
     return np.maximum(0.0, np.minimum(ends, beta * total) - np.maximum(starts, alpha * total))
+
+
+def _in_units(weights):
+    """``weights`` times the power of two that brings their largest into ``[0.5, 1)``: exact, same ratios.
+
+    The sums of :class:`PartialAUCObjective` multiply a positive's weight
+    by a negative's: in these units those products neither underflow nor
+    overflow, whatever the scale of the weights, and the ratios the
+    objective is made of come out as they would in exact arithmetic.
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    top = float(weights.max()) if weights.size else 0.0
+    if not (top > 0.0 and np.isfinite(top)):
+        return weights
+    return np.ldexp(weights, -int(np.frexp(top)[1]))
 
 
 def check_range_holds_negatives(n_negatives, fpr_range, sample_weight=None):
@@ -391,7 +406,9 @@ class PartialAUCObjective:
         ``beta_fpr N-``; with weights ``alpha_fpr W-`` and ``beta_fpr W-``,
         in units of the negatives' weight.
     normaliser : float
-        ``N+ (n - m)``; with weights ``W+ (n - m)``.
+        ``N+ (n - m)``; with weights ``W+ (n - m)``, each class's weights
+        rescaled by a power of two (its largest in ``[0.5, 1)``), the units
+        in which the weighted sums are computed.
     """
 
     #: the objective is a function of ``w`` alone (an intercept cancels in the pairs)
@@ -439,7 +456,12 @@ class PartialAUCObjective:
         self.m = self.fpr_range[0] * total_neg
         self.n = self.fpr_range[1] * total_neg
         self.omega = None
-        self.normaliser = total_pos * (self.n - self.m)
+        # the sums run on each class's weights rescaled by a power of two (exact): products of
+        # a positive's and a negative's weights neither underflow nor overflow at any scale
+        self._pos_units, self._neg_units = _in_units(self.pos_weight), _in_units(self.neg_weight)
+        units_neg = float(self._neg_units.sum())
+        self.normaliser = float(self._pos_units.sum()) * (self.fpr_range[1] * units_neg
+                                                         - self.fpr_range[0] * units_neg)
 
     @functools.cached_property
     def X_pos(self):
@@ -460,13 +482,35 @@ class PartialAUCObjective:
 
     def _ranked_omega(self, order_neg):
         """Rank weights of the negatives taken in the order ``order_neg`` (decreasing scores)."""
-        return negative_rank_weights(self.n_neg, self.fpr_range, self.neg_weight[order_neg])
+        return negative_rank_weights(self.n_neg, self.fpr_range, self._neg_units[order_neg])
 
     def _range_sums(self, h_pos, h_neg, omega=None):
         if omega is None:
             omega = self._ranked_omega if self.weighted else self.omega
         return range_loss_and_score_gradients(h_pos, h_neg, omega, self.loss, self._orders,
-                                              self.pos_weight)
+                                              self._pos_units if self.weighted else None)
+
+    def variable_scale(self):
+        """The units of ``w`` for :func:`skrank.solvers.lbfgs.lbfgs` (one per coefficient).
+
+        :func:`skrank.solvers.lbfgs.linear_model_scale` of ``X`` and
+        ``alpha``, with each class weighing one half (spread over its rows
+        as the sample weights are), as in ``F``: weights constant over each
+        class leave ``F`` and these units unchanged.  Computed once, one
+        pass over ``X``.
+
+        Returns
+        -------
+        ndarray of shape (n_features,)
+        """
+        if getattr(self, "_variable_scale", None) is None:
+            from .solvers.lbfgs import linear_model_scale
+
+            v = np.ones(self.positive.shape[0]) if self.sample_weight is None else self.sample_weight
+            pos = self.positive
+            halves = np.where(pos, v / v[pos].sum(), v / v[~pos].sum())
+            self._variable_scale = linear_model_scale(self.design, halves, self.alpha)
+        return self._variable_scale
 
     def check_unweighted(self, solver):
         """Raise a ValueError if the objective has sample weights, which ``solver`` does not take.

@@ -31,7 +31,12 @@ def resolve_alpha(alpha, y, sample_weight=None):
     if alpha is not None:
         return float(alpha)
     total = float(np.shape(y)[0]) if sample_weight is None else float(np.sum(sample_weight))
-    return 1.0 / total
+    with np.errstate(divide="ignore", over="ignore"):
+        alpha = 1.0 / total
+    if not np.isfinite(alpha):
+        raise ValueError(f"alpha=None is one over the total sample_weight, {total:.3g}, which overflows; "
+                         "rescale sample_weight (e.g. divide it by its largest value) or set alpha.")
+    return alpha
 
 
 def check_rank_weight_solver(rank_weight, solver, link="identity"):

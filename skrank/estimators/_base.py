@@ -10,13 +10,16 @@ fitted attributes, convergence warnings, prediction) lives here.
 
 import time
 import warnings
+from numbers import Integral
 
 import numpy as np
 from scipy.special import expit
 from sklearn import get_config
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import roc_auc_score
 from sklearn.utils._array_api import check_same_namespace
+from sklearn.utils._available_if import _AvailableIfDescriptor
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
@@ -32,7 +35,7 @@ from ..solvers._array_api_design import (
     to_namespace,
     to_numpy,
 )
-from ..solvers._dask_design import check_dask_array, is_dask_array
+from ..solvers._dask_design import check_dask_array, finite_lazily, is_dask_array
 from ..solvers._external import external_kind
 from ..solvers._registry import SOLVERS, choose_solver
 
@@ -57,6 +60,46 @@ def _in_memory(v):
     if array_api_namespace(v) is not None:
         return to_numpy(v)
     return np.asarray(v)
+
+
+def _check_class_weight_values(class_weight):
+    """Raise a ValueError naming ``class_weight`` when a class's weight is negative, NaN or infinite."""
+    for label, value in class_weight.items():
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = np.nan
+        if not (np.isfinite(number) and number >= 0.0):
+            kind = "negative" if number < 0.0 else "not a finite number"
+            raise ValueError(
+                f"class_weight gives class {label!r} the weight {value!r}, which is {kind}: class "
+                "weights multiply the samples' weights and must be finite and nonnegative (0 drops "
+                f"the class's samples). Pass a nonnegative weight for class {label!r}."
+            )
+
+
+class _StreamingMethod(_AvailableIfDescriptor):
+    """``partial_fit``: there with a solver that runs on batches, else an AttributeError naming those.
+
+    Like :func:`sklearn.utils.metaestimators.available_if` (``hasattr`` is
+    False with a full-batch solver), with the error of scikit-learn's
+    ``MLPClassifier.partial_fit``: it says which solvers have the method.
+    """
+
+    def __init__(self, fn):
+        super().__init__(fn, check=lambda estimator: estimator._streaming(), attribute_name=fn.__name__)
+
+    def _check(self, obj, owner):
+        if not obj._streaming():
+            raise AttributeError(obj._no_partial_fit_message())
+
+
+def _same_random_state(old, new):
+    """Whether ``new`` is the ``random_state`` a stream was seeded with (the same object or integer)."""
+    if old is new:
+        return True
+    integers = isinstance(old, Integral) and isinstance(new, Integral)
+    return integers and int(old) == int(new)
 
 
 def _one_column_flat(scores):
@@ -104,9 +147,39 @@ class _RankLinearModel(BaseEstimator):
         tags.array_api_support = self._takes_external()
         return tags
 
+    #: The solvers that run on batches of data, with ``partial_fit`` (each estimator names its own).
+    _STREAMING_SOLVERS = ()
+    #: The parameters a stream's state belongs to: ``partial_fit`` refuses a change between calls.
+    _STREAM_FIXED = ("solver",)
+
     def _streaming(self):
-        """Hook: whether the solver runs on batches of data (``partial_fit`` is then available)."""
-        return False
+        """Whether the solver runs on batches of data (``partial_fit`` is then available)."""
+        return self.solver in self._STREAMING_SOLVERS
+
+    def _no_partial_fit_message(self):
+        """The AttributeError of ``partial_fit`` with a full-batch solver: it names the streaming ones."""
+        name = type(self).__name__
+        solvers = " or ".join(repr(solver) for solver in self._STREAMING_SOLVERS)
+        return (f"{name} has no attribute 'partial_fit' with solver={self.solver!r}: partial_fit is only "
+                f"available with the solvers that run on batches of data, solver={solvers}. Set "
+                f"{name}(solver=...) to one of them to fit a stream of batches, or call fit, which "
+                "takes the whole data at once.")
+
+    def _update_stream(self, stream):
+        """Hook: give a stream the current parameters (every ``partial_fit`` call after the first)."""
+
+    def _check_stream_unchanged(self):
+        """Raise a ValueError when a parameter of :attr:`_STREAM_FIXED` changed since the stream began."""
+        fixed = getattr(self, "_stream_fixed", {})
+        for name, old in fixed.items():
+            new = getattr(self, name)
+            if not (new is old or new == old):
+                raise ValueError(
+                    f"{name}={new!r} differs from {name}={old!r} of the first call to partial_fit: the "
+                    f"state that a stream carries between calls belongs to its {name}, which cannot "
+                    f"change between calls. Set {name}={old!r} back to go on with this stream, or call "
+                    "fit (or partial_fit on a clone) to start a new one."
+                )
 
     def _new_stream(self, n_features, coef_init=None, intercept_init=None):  # pragma: no cover
         """Hook: the solver's state for ``partial_fit`` (``partial``, ``coef``, ``intercept``, ``passes``)."""
@@ -129,9 +202,11 @@ class _RankLinearModel(BaseEstimator):
 
         ``targets``: None for a regression, else the positive class of each
         problem.  ``reset``: the first call, whose streams start from the
-        fitted coefficients when there are some (a ``fit`` before).  Returns
-        the batch's samples of positive weight and their weights (None for
-        equal weights).
+        fitted coefficients when there are some (a ``fit`` before).  Later
+        calls read the current parameters (:meth:`_update_stream`; a new
+        ``random_state`` reseeds the streams) and refuse a change of those
+        in :attr:`_STREAM_FIXED`.  Returns the batch's samples of positive
+        weight and their weights (None for equal weights).
         """
         if getattr(self, "class_weight", None) == "balanced":
             raise ValueError("class_weight='balanced' needs the whole data and is not available in "
@@ -152,6 +227,18 @@ class _RankLinearModel(BaseEstimator):
                                  self._warm_start_intercept(j) if fitted else None)
                 for j in range(len(problems))
             ]
+            self._stream_fixed = {name: getattr(self, name) for name in self._STREAM_FIXED}
+        else:
+            # every call reads the current parameters, as scikit-learn's SGD estimators do
+            self._check_stream_unchanged()
+            self._check_before_solve(X, sample_weight)
+            reseed = not _same_random_state(getattr(self, "_stream_random_state", self.random_state),
+                                            self.random_state)
+            for stream in self._streams:
+                if reseed:
+                    stream.reseed(self.random_state)
+                self._update_stream(stream)
+        self._stream_random_state = self.random_state
         for stream, positive in zip(self._streams, problems):
             target = y if positive is None else np.where(y == positive, 1.0, -1.0)
             stream.partial(X, target, sample_weight)
@@ -165,7 +252,15 @@ class _RankLinearModel(BaseEstimator):
         """The validated weights (times ``class_weight``), or None for equal weights.
 
         Weights of one everywhere are None: the fit is then exactly the
-        unweighted one, with any solver.
+        unweighted one, with any solver.  Weights whose values or sum
+        overflow are refused (ValueError naming ``sample_weight``); others
+        are kept as given, at any scale.  The objectives compute with the
+        weights' ratios (the weighted empirical distribution, rescaled
+        internally so that tiny or huge weights neither underflow nor
+        overflow); the total weight ``W`` matters only where repeated rows
+        need it (``alpha=None`` is ``1 / W``, the counts of ``TopK`` and
+        ``RankedRange`` and Platt's smoothed targets are in units of weight;
+        doc/sample_weights.rst).
         """
         class_weight = getattr(self, "class_weight", None)
         if sample_weight is None and class_weight is None:
@@ -179,8 +274,18 @@ class _RankLinearModel(BaseEstimator):
                 unknown = [c for c in class_weight if c not in set(np.unique(y).tolist())]
                 if unknown:
                     raise ValueError(f"class_weight names classes not in y: {unknown}.")
-            weights = weights * compute_sample_weight(class_weight, y)
-        if not weights.sum() > 0.0:
+                _check_class_weight_values(class_weight)
+            with np.errstate(over="ignore"):
+                weights = weights * compute_sample_weight(class_weight, y)
+        with np.errstate(over="ignore"):
+            total = float(np.sum(weights))
+        if not (np.all(np.isfinite(weights)) and np.isfinite(total)):
+            raise ValueError(
+                "sample_weight overflows: " + ("its values times class_weight's" if class_weight is not None
+                                               else "its values") +
+                f" or their sum exceed the largest float ({np.finfo(np.float64).max:.3g}); rescale "
+                "sample_weight (e.g. divide it by its largest value).")
+        if not total > 0.0:
             raise ValueError("sample_weight sums to zero: at least one sample needs a positive weight.")
         if np.all(weights == 1.0):
             return None
@@ -247,8 +352,10 @@ class _RankLinearModel(BaseEstimator):
 
     def _warn_if_not_converged(self, result):
         if not result.converged:
+            # a solver that could not move from its start says so: its coefficients are the start's
+            at_start = " (it stopped at its starting point)" if result.n_iter == 0 else ""
             warnings.warn(
-                f"{type(self).__name__} did not converge after {result.n_iter} iterations "
+                f"{type(self).__name__} did not converge after {result.n_iter} iterations{at_start} "
                 f"(stopping criterion {result.stop_criterion:.3g} > tol={self.tol}); "
                 "increase max_iter or tol.",
                 ConvergenceWarning,
@@ -284,7 +391,8 @@ class _RankLinearModel(BaseEstimator):
                                  f"{self.n_features_in_} features as input.")
             xp = array_api_namespace(X)
             if xp is None:
-                return X @ coef + intercept  # lazy
+                # lazy: computing the scores raises the ValueError of NaN or infinity in X
+                return finite_lazily(X) @ coef + intercept
             device = device_of(X)
             return X @ to_namespace(coef, xp, device) + to_namespace(intercept, xp, device)
         X = validate_data(
@@ -321,8 +429,9 @@ class _RegisteredSolverModel(_RankLinearModel):
     the shared ones).
     """
 
-    def _streaming(self):
-        return self.solver == "sgd"
+    _STREAMING_SOLVERS = ("sgd",)
+    # the stream's intercept is fitted or not from its first step
+    _STREAM_FIXED = ("solver", "fit_intercept")
 
     def _new_stream(self, n_features, coef_init=None, intercept_init=None):
         from ..solvers.sgd import SGDStream
@@ -333,6 +442,11 @@ class _RegisteredSolverModel(_RankLinearModel):
                          learning_rate=options.get("learning_rate", "auto"),
                          random_state=options.get("random_state"), coef_init=coef_init,
                          intercept_init=intercept_init, n_features=n_features)
+
+    def _update_stream(self, stream):
+        options = self._solver_options().get("sgd", {})
+        stream.update(self._risk, self._loss_obj, self._penalty_obj, batch_size=options.get("batch_size", 64),
+                      learning_rate=options.get("learning_rate", "auto"))
 
     def _choose_solver(self, risk, weighted=False, external=None):
         """Resolve the loss, the penalty and the solver for ``risk`` (a clear error if it does not fit).
@@ -444,24 +558,35 @@ class RankLinearClassifierMixin(ClassifierMixin):
         self._place_fitted(X)
         return self
 
-    def _partial_fit_available(self):
-        return self._streaming()
-
-    @available_if(_partial_fit_available)
+    @_StreamingMethod
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One pass of the stochastic solver over a batch of samples.
 
         Available when the solver runs on batches (``solver="sgd"``;
         ``"soap"`` for AveragePrecisionClassifier, ``"ppd-sg"`` and
-        ``"ppd-adagrad"`` for PartialAUCClassifier): the solver's state
-        (coefficients, step, generator and whatever else its steps carry,
-        see the estimator's Notes) is kept between calls, and each call runs
-        one epoch over the samples it is given, as scikit-learn's
-        ``SGDClassifier.partial_fit`` does.  After a ``fit``, the passes
-        start from its coefficients.  Where the decision function is a
-        Platt fit on the scores (PartialAUCClassifier,
+        ``"ppd-adagrad"`` for PartialAUCClassifier; with another solver the
+        attribute is missing and its AttributeError names these): the
+        solver's state (coefficients, step, generator and whatever else its
+        steps carry, see the estimator's Notes) is kept between calls, and
+        each call runs one epoch over the samples it is given, as
+        scikit-learn's ``SGDClassifier.partial_fit`` does.  After a ``fit``,
+        the passes start from its coefficients.  Where the decision function
+        is a Platt fit on the scores (PartialAUCClassifier,
         AveragePrecisionClassifier), that fit is redone after each call on
         the call's batch, the only data at hand.
+
+        Every call reads the estimator's current parameters, as
+        scikit-learn's SGD estimators do: a ``set_params`` between calls
+        (``alpha``, the risk, the loss, the step settings, ``batch_size``,
+        ``class_weight``...) takes effect at the next call, and a new
+        ``random_state`` reseeds the stream's generator.  The parameters
+        the stream's state belongs to cannot change between calls: the
+        ``solver`` (and ``fit_intercept`` for ``"sgd"``, ``optimizer`` for
+        ``"soap"``); a change raises a ValueError, and ``fit``, or
+        ``partial_fit`` on a clone, starts a new stream.  A
+        ConvergenceWarning says when the coefficients rank the classes of
+        the call's batch worse than chance (area under the ROC curve below
+        one half): the steps have not settled yet.
 
         Parameters
         ----------
@@ -483,8 +608,8 @@ class RankLinearClassifierMixin(ClassifierMixin):
             The estimator.
         """
         reset = not hasattr(self, "_streams")
+        self._validate_params()
         if reset:
-            self._validate_params()
             if classes is None:
                 if not hasattr(self, "classes_"):
                     raise ValueError("classes must be passed on the first call to partial_fit.")
@@ -513,7 +638,38 @@ class RankLinearClassifierMixin(ClassifierMixin):
         self.coef_ = np.vstack([stream.coef for stream in self._streams])
         self.intercept_ = np.asarray([stream.intercept for stream in self._streams], dtype=np.float64)
         self._after_partial_fit(X, y, sample_weight)
+        self._warn_if_ranked_backwards(X, y, targets, sample_weight)
         return self
+
+    def _warn_if_ranked_backwards(self, X, y, targets, sample_weight):
+        """Warn when ``X coef_`` ranks the classes of a ``partial_fit`` batch worse than chance.
+
+        A stochastic stream can, before its steps settle, hold coefficients
+        that rank its own training batch backwards; ``predict`` then falls
+        back on the majority class (Platt fits) or mislabels most samples.
+        One ConvergenceWarning names the problems (classes) concerned and
+        their area under the ROC curve on the batch.
+        """
+        coef = np.atleast_2d(to_numpy(self.coef_))
+        worse = []
+        for j, positive in enumerate(targets):
+            target = y == positive
+            if target.all() or not target.any():
+                continue
+            scores = np.asarray(X @ coef[j], dtype=np.float64).ravel()
+            if np.ptp(scores) == 0.0:
+                continue  # no ranking yet (no step taken)
+            auc = roc_auc_score(target, scores, sample_weight=sample_weight)
+            if auc < 0.5:
+                worse.append(f"{auc:.3f} for class {np.asarray(positive).tolist()!r}")
+        if worse:
+            warnings.warn(
+                f"{type(self).__name__}.partial_fit: the coefficients rank the classes of this batch "
+                f"worse than chance (area under the ROC curve {', '.join(worse)}): the stochastic steps "
+                f"have not settled. Pass more batches (or the same ones again), standardise the "
+                f"features, or fit the whole data with fit.",
+                ConvergenceWarning,
+            )
 
     def _store_results(self, results):
         """Hook: keep solver extras of each binary problem (``results[j].info``)."""
@@ -680,18 +836,25 @@ class RankLinearRegressorMixin(RegressorMixin):
         self._place_fitted(X)
         return self
 
-    def _partial_fit_available(self):
-        return self._streaming()
-
-    @available_if(_partial_fit_available)
+    @_StreamingMethod
     def partial_fit(self, X, y, sample_weight=None):
         """One pass of the stochastic solver over a batch of samples.
 
-        Available when the solver runs on batches (``solver="sgd"``): the
-        solver's state (coefficients, step, generator) is kept between
-        calls, and each call runs one epoch over the samples it is given,
-        as scikit-learn's ``SGDRegressor.partial_fit`` does.  After a
-        ``fit``, the passes start from its coefficients.
+        Available when the solver runs on batches (``solver="sgd"``; with
+        another solver the attribute is missing and its AttributeError
+        says so): the solver's state (coefficients, step, generator) is
+        kept between calls, and each call runs one epoch over the samples
+        it is given, as scikit-learn's ``SGDRegressor.partial_fit`` does.
+        After a ``fit``, the passes start from its coefficients.
+
+        Every call reads the estimator's current parameters, as
+        scikit-learn's SGD estimators do: a ``set_params`` between calls
+        (``alpha``, the risk, the loss, ``learning_rate``, ``batch_size``...)
+        takes effect at the next call, and a new ``random_state`` reseeds
+        the stream's generator.  ``solver`` and ``fit_intercept``, which
+        the stream's state belongs to, cannot change between calls: a
+        change raises a ValueError, and ``fit``, or ``partial_fit`` on a
+        clone, starts a new stream.
 
         Parameters
         ----------
@@ -708,8 +871,7 @@ class RankLinearRegressorMixin(RegressorMixin):
             The estimator.
         """
         reset = not hasattr(self, "_streams")
-        if reset:
-            self._validate_params()
+        self._validate_params()
         X, y = self._validate_fit_data(X, y, reset=reset and not hasattr(self, "coef_"))
         y = np.asarray(y, dtype=np.float64)
         self._partial_fit_problems(X, y, None, sample_weight, reset)

@@ -121,8 +121,12 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
     max_iter : int or None, default=None
         L-BFGS iterations (default 500) or SOAP epochs (default 100).
     tol : float, default=1e-4
-        L-BFGS: the largest gradient entry relative to
-        ``max(1, |F(w_0)|)``.  SOAP: the best exact ``F`` improved by less
+        L-BFGS: the largest gradient entry with respect to the coefficients
+        in units of the features' root mean squares, or a relative decrease
+        of ``F`` per iteration below ``tol / 1000``
+        (:func:`skrank.solvers.lbfgs.lbfgs`; neither depends on the scale
+        of ``X``, with ``alpha`` rescaled to match, nor on that of the
+        weights).  SOAP: the best exact ``F`` improved by less
         than ``tol * max(1, |F|)`` over 5 epochs.
     random_state : int, RandomState instance or None, default=None
         Seed of SOAP's sampler.
@@ -190,7 +194,12 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
     refitted on that call's batch, the only data at hand, so
     ``intercept_`` and ``calibration_`` describe the latest batch;
     ``objective_`` is left as it was (``partial_fit`` does not evaluate
-    ``F``).  ``max_iter`` and ``tol`` play no part.
+    ``F``).  ``max_iter`` and ``tol`` play no part.  Each call reads the
+    current parameters: ``alpha``, ``loss``, ``margin``, ``gamma``,
+    ``learning_rate``, ``batch_size``, ``positives_per_batch`` and
+    ``class_weight`` may change between calls, a new ``random_state``
+    reseeds the draws, and a change of ``solver`` or ``optimizer`` (whose
+    moments the stream carries) raises a ValueError.
 
     Examples
     --------
@@ -321,8 +330,9 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
                     optimizer=self.optimizer, learning_rate=self.learning_rate,
                     random_state=self.random_state, **common)
 
-    def _streaming(self):
-        return self.solver == "soap"
+    _STREAMING_SOLVERS = ("soap",)
+    # the optimizer's moments are the stream's state
+    _STREAM_FIXED = ("solver", "optimizer")
 
     def _new_stream(self, n_features, coef_init=None, intercept_init=None):
         from ..solvers.soap import SOAPStream
@@ -333,6 +343,12 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
                           positives_per_batch=self.positives_per_batch, gamma=self.gamma,
                           optimizer=self.optimizer, learning_rate=self.learning_rate,
                           random_state=self.random_state, coef_init=theta0, n_features=n_features)
+
+    def _update_stream(self, stream):
+        alpha = STREAM_ALPHA if self.alpha is None else self.alpha
+        stream.update(self._pair_loss, alpha, batch_size=self.batch_size,
+                      positives_per_batch=self.positives_per_batch, gamma=self.gamma,
+                      learning_rate=self.learning_rate)
 
     def _after_partial_fit(self, X, y, sample_weight):
         self.score_intercept_ = np.array([stream.intercept for stream in self._streams])

@@ -186,8 +186,12 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         solver's own default.
     tol : float, default=1e-4
         Tolerance of the solver's stopping criterion (L-BFGS: the largest
-        gradient entry relative to ``max(1, |F(w_0)|)``; the stochastic
-        solvers: their documented criterion).
+        gradient entry with respect to the coefficients in units of the
+        features' root mean squares, or a relative decrease of ``F`` per
+        iteration below ``tol / 1000``, :func:`skrank.solvers.lbfgs.lbfgs`;
+        neither depends on the scale of ``X``, with ``alpha`` rescaled to
+        match, nor on that of the weights; the stochastic solvers: their
+        documented criterion).
     batch_size : int, default=64
         Mini-batch size of the stochastic solvers (positives and negatives
         per block for AGD-SBCD and DCA; samples for PPD).
@@ -255,11 +259,19 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     so the safeguard of ``fit`` is off).  ``coef_`` is the average of the
     current stage's points so far, the stage's output were it to end now.
     The step units come from the first batch that holds both classes, and
-    no step is taken before one has come.  After every call the Platt map
-    is refitted on that call's batch, the only data at hand, so
+    no step is taken before one has come.  Both methods step there with
+    ``step=1`` (:data:`skrank.solvers.ppd.STREAM_STEP`; ``fit``'s
+    PPD-AdaGrad takes 10): AdaGrad's first steps move every coordinate by
+    the whole step, and at 10 they overshoot and flip to a ranking worse
+    than chance, which ``fit`` averages away over its 1000-step first
+    stage but a young stream's average would return.  After every call the
+    Platt map is refitted on that call's batch, the only data at hand, so
     ``intercept_`` and ``calibration_`` describe the latest batch;
     ``objective_`` is left as it was.  ``max_iter`` and ``tol`` play no
-    part.
+    part.  Each call reads the current parameters: ``alpha``, ``margin``,
+    ``batch_size`` and ``class_weight`` may change between calls (the step
+    units follow), a new ``random_state`` reseeds the draws, and a change
+    of ``solver`` raises a ValueError.
 
     Examples
     --------
@@ -391,8 +403,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         super()._store_results(results)
         self.margin_ = np.array([r.info.get("margin", np.nan) for r in results], dtype=np.float64)
 
-    def _streaming(self):
-        return self.solver in _STREAMING
+    _STREAMING_SOLVERS = _STREAMING
 
     def _new_stream(self, n_features, coef_init=None, intercept_init=None):
         from ..solvers.ppd import PPDStream
@@ -401,6 +412,10 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         return PPDStream(alpha=alpha, margin=self._pair_loss.margin,
                          adagrad=self._solver == "ppd-adagrad", batch_size=self.batch_size,
                          random_state=self.random_state, coef_init=coef_init, n_features=n_features)
+
+    def _update_stream(self, stream):
+        alpha = STREAM_ALPHA if self.alpha is None else self.alpha
+        stream.update(alpha=alpha, margin=self._pair_loss.margin, batch_size=self.batch_size)
 
     def _start(self, objective, coef_init):
         if coef_init is not None:

@@ -127,8 +127,9 @@ _PARAMS_DOC = """
         budget.  Its stopping rule (no relative decrease of the best
         objective above ``tol`` in 3 outer iterations, from the 10th on)
         often ends it earlier.  Non-convex risks with ``solver="admm"``: the
-        bound of each ADMM run (the ERM warm start, the run from each start,
-        each trimming step), and ``n_iter_`` counts all of them.
+        bound of all the ADMM runs together (the ERM warm start, the runs
+        from each start, the trimming steps), which ``n_iter_`` counts, so
+        that ``n_iter_ <= max_iter`` there too.
     tol : float, default=1e-7
         Tolerance on the scaled KKT residual of the ADMM (see
         :func:`skrank.solvers.admm.admm`); for ``"newton"`` on the certified

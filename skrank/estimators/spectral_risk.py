@@ -83,7 +83,11 @@ _COMMON_PARAMS_DOC = """
         Tolerance of the solver's stopping criterion (for ``"newton"`` the
         certified relative gap ``(F - F*) / |F|``; for SOREL the largest
         of the relative objective change, the relative gradient norm and the
-        change of the dual weights over one epoch).
+        change of the dual weights over one epoch).  It bounds ``F``, not
+        the coefficients: two fits of one problem along different paths,
+        e.g. integer ``sample_weight`` and the repeated rows, stop at points
+        whose predictions may differ by about ``sqrt(tol |F|)``; a smaller
+        ``tol`` makes them agree to it.
     batch_size : int or None, default=None
         Samples per stochastic step; ``None`` is the solver's default (64
         for ``"sgd"``, whose batch weights need a batch, 1 otherwise).

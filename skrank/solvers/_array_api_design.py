@@ -128,6 +128,16 @@ class ArrayAPIDesign(Design):
     def _transposed_times(self, r):
         return to_numpy(self.X.T @ self._on_device(r))
 
+    def _squared_column_sums(self, p):
+        self.passes += 1
+        xp = self.xp
+        p = self._on_device(p)
+        out = xp.zeros((self.d,), dtype=xp.float64, device=self.device)
+        for a, b in self._blocks():
+            block = self.X[a:b, :]
+            out = out + (block * block).T @ p[a:b]
+        return to_numpy(out)
+
     def rows(self, idx):
         """The rows ``idx`` of ``[X, 1]``, copied to the host (few rows: the Gram updates)."""
         xp = self.xp

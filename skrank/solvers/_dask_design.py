@@ -50,6 +50,30 @@ def check_dask_array(X):
     return X
 
 
+def _finite_block(block):
+    if not np.all(np.isfinite(block)):
+        raise ValueError("Input X contains NaN or infinity.")
+    return block
+
+
+def finite_lazily(X):
+    """``X`` whose chunks, when computed, raise a ValueError if they hold NaN or infinity.
+
+    The check runs with whatever computes ``X`` (a prediction's scores,
+    say), in the same pass: nothing is computed here, and the error is that
+    of an in-memory ``X`` given to scikit-learn.
+
+    Parameters
+    ----------
+    X : dask.array.Array
+
+    Returns
+    -------
+    dask.array.Array
+    """
+    return X.map_blocks(_finite_block, dtype=X.dtype)
+
+
 def _matvec(block, w):
     return np.asarray(block, dtype=np.float64) @ w
 
@@ -84,6 +108,11 @@ def _step_products(block, r, h, take, h_block, M, fit_intercept):
     if M is None:
         return block.T @ r, gram, rows, None, None
     return block.T @ r, gram, rows, _weighted_gram(block, h_block, fit_intercept), np.asarray(M @ block)
+
+
+def _squared_rmatvec(block, p):
+    block = np.asarray(block, dtype=np.float64)
+    return (block * block).T @ p
 
 
 def _take(block, local):
@@ -165,6 +194,10 @@ class DaskDesign(Design):
 
     def _transposed_times(self, r):
         return np.sum(self._run(_rmatvec, self._slices(r)), axis=0)
+
+    def _squared_column_sums(self, p):
+        self.passes += 1
+        return np.sum(self._run(_squared_rmatvec, self._slices(p)), axis=0)
 
     def _local(self, idx):
         """``(order, local)``: ``idx[order]`` ascending, ``local[c]`` its members in chunk ``c``, locally."""

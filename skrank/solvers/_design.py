@@ -56,6 +56,48 @@ class Design:
         """``X^T r`` as a NumPy vector."""
         return np.asarray(self.X.T @ r, dtype=np.float64).ravel()
 
+    def column_rms(self, row_weight=None):
+        """The root mean square of each column of ``X``, under the rows' weights.
+
+        ``sqrt(sum_i p_i x_ij^2)`` with ``p`` the rows' weights normalised
+        to sum to one (``1/n`` for None): rescaling a column by ``c``
+        rescales its entry by ``|c|``, and the scale of the weights does not
+        matter.  One pass over ``X``.
+
+        Parameters
+        ----------
+        row_weight : ndarray of shape (n,), default=None
+            Nonnegative weights of the rows, with a positive finite sum;
+            None for equal weights.
+
+        Returns
+        -------
+        ndarray of shape (d,)
+            Infinite where the squares overflow.
+        """
+        if row_weight is None:
+            p = np.full(self.n, 1.0 / self.n)
+        else:
+            v = np.asarray(row_weight, dtype=np.float64)
+            p = v / v.sum()
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.sqrt(self._squared_column_sums(p))
+
+    def _squared_column_sums(self, p):
+        """``(X * X)^T p``, a block of rows at a time."""
+        self.passes += 1
+        if self.sparse:
+            X = self.X.tocsr()
+            # the squares share the structure of X: only the values are copied
+            squares = sp.csr_matrix((np.square(X.data, dtype=np.float64), X.indices, X.indptr), shape=X.shape)
+            return np.asarray(squares.T @ p, dtype=np.float64).ravel()
+        out = np.zeros(self.d)
+        step = max(1, _CHUNK_ENTRIES // max(self.d, 1))
+        for a in range(0, self.n, step):
+            chunk = np.asarray(self.X[a:a + step], dtype=np.float64)
+            out += (chunk * chunk).T @ p[a:a + step]
+        return out
+
     def rows(self, idx):
         """The rows ``idx`` of ``[X, 1]`` as a dense array."""
         Xi = self.X[idx]

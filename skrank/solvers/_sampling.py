@@ -10,7 +10,9 @@ between a column and its alias can be a shift instead of a branch.
 """
 
 import numpy as np
-from numba import njit
+from sklearn.utils import check_random_state
+
+from .._jit import njit
 
 # xorshift64* (shifts 12, 25, 27, Vigna's multiplier); the top 53 bits of the product make the float
 _U11 = np.uint64(11)
@@ -30,10 +32,14 @@ def _seed_state(rng):
 
 
 def generator_from_random_state(random_state):
-    """A NumPy ``Generator`` from a scikit-learn ``random_state`` (None, int, RandomState or Generator)."""
+    """A NumPy ``Generator`` from a scikit-learn ``random_state`` (None, int, RandomState or Generator).
+
+    None is NumPy's global ``RandomState`` (:func:`sklearn.utils.check_random_state`),
+    which ``np.random.seed`` sets: the generator is seeded by a draw from it.
+    """
     seed = random_state
-    if isinstance(seed, np.random.RandomState):
-        seed = seed.randint(0, 2**31 - 1)
+    if seed is None or isinstance(seed, np.random.RandomState):
+        seed = check_random_state(seed).randint(0, 2**31 - 1)
     return np.random.default_rng(seed)
 
 

@@ -33,8 +33,8 @@ more than 1400 (where a factor could overflow) take the plain path.
 """
 
 import numpy as np
-from numba import njit
 
+from .._jit import njit
 from ..pairwise_losses import pair_derivative, pair_level, pair_value_and_derivative
 from ._sampling import sample_block
 

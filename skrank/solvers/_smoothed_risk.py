@@ -33,8 +33,8 @@ Jacobian is ``diag(m) (I - 1 m^T / m(B)) / mu`` on the block.  Equal masses
 """
 
 import numpy as np
-from numba import njit
 
+from .._jit import njit
 from ..losses import loss_value_and_derivative
 
 

@@ -26,8 +26,8 @@ One call runs ``n_steps`` iterations of
 """
 
 import numpy as np
-from numba import njit
 
+from .._jit import njit
 from ..losses import _sigmoid
 from ..pairwise_losses import pair_value_and_derivative
 from ._sampling import sample_block

@@ -13,8 +13,8 @@ smoothness on the current face of the permutahedron
 """
 
 import numpy as np
-from numba import njit
 
+from .._jit import njit
 from .._sorting import _FAR, _gather_keys, _keyed_scratch, _sort_keyed
 from ..losses import loss_derivative, loss_second_derivative, loss_value
 from ._sampling import _INV53, _LOW32, _MULT, _U5, _U11, _U12, _U25, _U27, _build_alias, _draw, _uniform

@@ -9,8 +9,8 @@ the solver.
 import time
 
 import numpy as np
-from numba import njit
 
+from .._jit import njit
 from .._pava import _isotonic_kernel
 from .._sorting import _gather_keys, _keyed_scratch, _sort_keyed
 from ..losses import loss_derivative, loss_value

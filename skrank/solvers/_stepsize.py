@@ -23,8 +23,9 @@ to store a gradient.
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
+from sklearn.utils import check_random_state
 
+from .._jit import njit
 from ..losses import loss_derivative
 from ..objective import affine_map
 from ._progress import Progress
@@ -126,11 +127,16 @@ def svrg_step_size(smoothness, sigma, batch_size, sampling="uniform"):
 
 
 def make_rng(random_state):
-    """A NumPy ``Generator`` from None, an int, a ``RandomState`` or a ``Generator``."""
+    """A NumPy ``Generator`` from None, an int, a ``RandomState`` or a ``Generator``.
+
+    As in scikit-learn (:func:`sklearn.utils.check_random_state`), None is
+    NumPy's global ``RandomState``, which ``np.random.seed`` sets: the
+    generator is seeded by a draw from it.
+    """
     if isinstance(random_state, np.random.Generator):
         return random_state
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
+    if random_state is None or isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(check_random_state(random_state).randint(np.iinfo(np.int32).max))
     return np.random.default_rng(random_state)
 
 
@@ -303,8 +309,19 @@ def svrg_epoch(
     return n_steps
 
 
+#: Epochs over which the stochastic solvers' objective must stay within ``tol`` (relative) to stop,
+#: as scikit-learn's SGD estimators' ``n_iter_no_change``.
+N_ITER_NO_CHANGE = 5
+
+
 class EpochLog:
     """Objective, time and pass counts per epoch, and the relative-change criterion.
+
+    The criterion is the largest relative change of ``F`` over the last
+    :data:`N_ITER_NO_CHANGE` epochs (over the epochs so far before that):
+    the objective of a stochastic method fluctuates from epoch to epoch, and
+    a single epoch's change falls below ``tol`` by chance when ``F``
+    crosses its previous value, far from where the method stalls.
 
     ``passes`` follows our convention (the paper's count is samples used / n): every per-sample loss or
     gradient evaluation at a new point counts ``1/n``.
@@ -314,21 +331,28 @@ class EpochLog:
         self.history = [float(objective0)]
         self.times = [0.0]
         self.passes = [0.0]
+        self.changes = []
         self.name = name
         self.verbose = verbose
-        self.progress = Progress(name.lower(), verbose, max_iter, unit="epoch", criterion="relative change")
+        self.progress = Progress(name.lower(), verbose, max_iter, unit="epoch",
+                                 criterion=f"relative change over {N_ITER_NO_CHANGE} epochs")
 
     def record(self, objective, seconds, passes):
-        """Log one epoch; returns the relative objective change (``inf`` if not finite)."""
+        """Log one epoch; returns the criterion (``inf`` if ``F`` is not finite).
+
+        The criterion is the largest relative objective change over the
+        last :data:`N_ITER_NO_CHANGE` epochs (class docstring).
+        """
         prev = self.history[-1]
         self.history.append(float(objective))
         self.times.append(self.times[-1] + seconds)
         self.passes.append(self.passes[-1] + passes)
         if not np.isfinite(objective):
             return np.inf
-        change = abs(prev - objective) / max(abs(objective), 1e-300)
-        self.progress(len(self.history) - 1, objective, change)
-        return change
+        self.changes.append(abs(prev - objective) / max(abs(objective), 1e-300))
+        criterion = max(self.changes[-N_ITER_NO_CHANGE:])
+        self.progress(len(self.history) - 1, objective, criterion)
+        return criterion
 
     def result(self, w, b, fit_intercept, criterion, converged, **info):
         """The :class:`SolverResult` of the run."""

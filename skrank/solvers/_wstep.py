@@ -34,8 +34,8 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 import scipy.sparse as sp
-from numba import njit
 
+from .._jit import njit
 from ..penalties import soft_threshold
 
 

@@ -658,10 +658,13 @@ def admm(
            its subproblem, ``z = t`` and ``lambda = 0`` on ``S``), and
            ``converged`` means it is at most ``tol``.
 
-        ``max_iter`` then bounds each ADMM run (the ERM fit, the run from
-        each start, each trimming step, at most :data:`MAX_TRIM_STEPS` per
-        segment), and ``n_iter`` counts the iterations of all of them; a
-        ranked-range fit costs several times Algorithm 1 alone.  With
+        ``max_iter`` then bounds the iterations of all the ADMM runs
+        together (the ERM fit, the runs from each start, the trimming
+        steps, at most :data:`MAX_TRIM_STEPS` per segment), and ``n_iter``
+        counts them, so that ``n_iter <= max_iter``: after the ERM fit,
+        the first start gets half of the iterations left and the ERM start
+        the rest.  A ranked-range fit then needs a larger ``max_iter`` than
+        Algorithm 1 alone to converge.  With
         ``rho="table6"`` the refined result can still be worse than DCA's.
         ``False`` runs Algorithm 1 once from the start, as in the paper.
 
@@ -748,9 +751,9 @@ def _admm(
     if not nonconvex:
         return run(coef_init, intercept_init)
 
-    def convex_fit(X_, y_, risk_, coef0, intercept0):
+    def convex_fit(X_, y_, risk_, coef0, intercept0, n_iter=max_iter):
         return _admm(
-            X_, y_, risk_, loss, penalty, fit_intercept=fit_intercept, max_iter=max_iter,
+            X_, y_, risk_, loss, penalty, fit_intercept=fit_intercept, max_iter=n_iter,
             tol=tol, rho="paper", zstep_method=zstep_method, l1_solver=l1_solver,
             coef_init=coef0, intercept_init=intercept0, verbose=verbose,
             relaxation=relaxation, polish=polish,
@@ -802,16 +805,21 @@ def _nonconvex_admm(
     """The ``refine`` strategy of :func:`admm` for the non-convex risks.
 
     ``run(coef, intercept, n_iter)`` is Algorithm 1 from a start;
-    ``convex_fit(X, y, risk, coef, intercept)`` the plain ADMM on a convex
-    risk; ``kkt(w, b, z, lambda, rho)`` :func:`_kkt_residual`.
+    ``convex_fit(X, y, risk, coef, intercept, n_iter)`` the plain ADMM on a
+    convex risk; ``kkt(w, b, z, lambda, rho)`` :func:`_kkt_residual`.
+    ``max_iter`` bounds the iterations of all the runs together (the
+    ERM fit, then half of what is left for the first start and the rest
+    for the second), and ``n_iter`` counts them.
     """
     start = time.perf_counter()
-    erm = convex_fit(X, y, ERM(), None, None)
+    erm = convex_fit(X, y, ERM(), None, None, max_iter)
     n_iter = erm.n_iter
     s, c = affine_map(y, loss.task)
     history, candidates, starts, tried = [], [], {}, set()
     for name, (w, b) in (("start", (coef_init, intercept_init)),
                          ("erm", (erm.coef, erm.intercept))):
+        # the first start gets half of the iterations left, the second all that remain
+        budget = (max_iter - n_iter + 1) // 2 if name == "start" else max_iter - n_iter
         w = np.zeros(X.shape[1]) if w is None else np.asarray(w, dtype=np.float64)
         b = 0.0 if b is None else float(b)
         t = s * (np.asarray(X @ w).ravel() + b) + c
@@ -819,26 +827,28 @@ def _nonconvex_admm(
         # the start itself is a candidate
         cand = [(objective(w, b), name, w, b, t, -rank_subgradient(risk, loss, t), 1.0, None)]
         # ranked range: segments of SEGMENT iterations, each followed by trimming
-        segment = SEGMENT if risk.difference_of_top_sums else max(max_iter, 1)
-        for seg in range(0, max(max_iter, 1), segment):
-            res = run(w, b, min(segment, max_iter - seg))
+        segment = SEGMENT if risk.difference_of_top_sums else max(budget, 1)
+        while budget > 0:
+            res = run(w, b, min(segment, budget))
             n_iter += res.n_iter
+            budget -= res.n_iter
             history.extend(res.objective_history)
             w, b, info = res.coef, res.intercept, res.info
             cand.append((res.objective, f"admm from {name}", w, b, info["z"], info["lambda"],
                          info["rho"], res.stop_criterion if res.converged else None))
-            if risk.difference_of_top_sums:
+            if risk.difference_of_top_sums and budget > 0:
                 # trimming steps from this point, once per top-m set
                 top = _top_set(loss.value(s * (np.asarray(X @ w).ravel() + b) + c), risk)
                 if top not in tried:
                     tried.add(top)
                     steps, its = _trim_steps(X, y, risk, loss, w, b, res.objective, convex_fit,
-                                             objective)
+                                             objective, budget)
                     n_iter += its
+                    budget -= its
                     history.extend(st[0] for st in steps)
                     cand += [(st[0], f"trimming after admm from {name}") + st[1:] + (None,)
                              for st in steps]
-            if res.converged:
+            if res.converged or res.n_iter == 0:
                 break
         starts[name] = min(c_[0] for c_ in cand)
         candidates += cand
@@ -870,12 +880,12 @@ def _top_set(losses, risk):
     return tuple(np.sort(np.argsort(losses, kind="stable")[losses.shape[0] - m :]))
 
 
-def _trim_steps(X, y, risk, loss, w, b, F, convex_fit, objective):
+def _trim_steps(X, y, risk, loss, w, b, F, convex_fit, objective, budget):
     """Trimming (majorise-minimise) steps for a ranked range from ``(w, b)``.
 
     Returns the list of accepted steps ``(F, w, b, z, lambda, rho)``, with
     ``z`` and ``lambda`` extended to all samples (``z = t``, ``lambda = 0``
-    on the trimmed ones), and the ADMM iterations spent.
+    on the trimmed ones), and the ADMM iterations spent, at most ``budget``.
     """
     n = X.shape[0]
     m, k = risk.counts(n)
@@ -883,12 +893,14 @@ def _trim_steps(X, y, risk, loss, w, b, F, convex_fit, objective):
     sub = TopK(k - m)  # weights 1/(k-m) on the k-m largest of n-m losses
     steps, n_iter, keep_old = [], 0, None
     for _ in range(MAX_TRIM_STEPS):
+        if n_iter >= budget:
+            break
         t = s * (np.asarray(X @ w).ravel() + b) + c
         keep = np.sort(np.argsort(loss.value(t), kind="stable")[: n - m])
         if keep_old is not None and np.array_equal(keep, keep_old):
             break
         keep_old = keep
-        res = convex_fit(X[keep], y[keep], sub, w, b)
+        res = convex_fit(X[keep], y[keep], sub, w, b, budget - n_iter)
         n_iter += res.n_iter
         F_new = objective(res.coef, res.intercept)
         if not F_new < F:

@@ -12,6 +12,15 @@ scores): the gradient jumps where two scores swap ranks.  L-BFGS copes with
 such mild kinks in practice; when its line search cannot progress any more
 it stops, and the stopping criterion then says how stationary the last
 point is.
+
+The method runs on scaled variables ``u = s * w`` (entrywise), ``s`` the
+units of the coefficients (:func:`linear_model_scale`: the root mean square
+of each column of ``X``, or the size set by the l2 penalty when that is
+larger, and 1 for an intercept): rescaling ``X`` rescales the coefficients
+inversely, and leaves ``u`` and the gradient in ``u`` unchanged.  So the
+iterates and the stopping tests do not depend on the units of the features
+(with ``alpha`` rescaled to match), nor on the scale of the sample weights
+(the objectives are weighted means).
 """
 
 import time
@@ -22,77 +31,162 @@ from scipy.optimize import minimize
 from ._progress import Progress
 from ._result import SolverResult
 
+#: The curvature of a loss per unit of score assumed where the l2 penalty sets the units
+#: (that of the logistic loss at most, ``p (1 - p) <= 1/4``).
+_LOSS_CURVATURE = 0.25
 
-def lbfgs(objective, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0):
+
+def linear_model_scale(design, row_weight=None, alpha=0.0):
+    """The units of a linear model's coefficients ``(w, b)`` for :func:`lbfgs`.
+
+    For ``w_j`` the root mean square ``rms_j`` of column ``j`` of ``X``
+    under the row weights (:meth:`skrank.solvers._design.Design.column_rms`),
+    or ``sqrt(alpha / 0.25)`` when that is larger (or the column is zero),
+    and 1 for the intercept ``b``.  These are the square roots of the
+    diagonal of the curvature of ``F = mean loss(X w + b) + alpha ||w||^2 / 2``
+    up to a factor of about two, for a loss whose curvature is at most 1/4
+    per unit of score (the logistic loss): ``0.25 rms_j^2 + alpha`` along
+    ``w_j``, whichever term dominates (a diagonal preconditioner).
+    Rescaling ``X`` by ``s`` (and ``alpha`` by ``s^2``: the same problem in
+    other units) rescales every unit of ``w`` by ``|s|``; rescaling the
+    weights changes nothing.
+
+    Parameters
+    ----------
+    design : skrank.solvers._design.Design
+        The design ``[X, 1]`` (or ``X`` alone without an intercept).
+    row_weight : ndarray of shape (n,), default=None
+        Nonnegative weights of the rows; None for equal weights.
+    alpha : float, default=0.0
+        Strength of the l2 penalty on ``w``.
+
+    Returns
+    -------
+    ndarray of shape (design.p,)
+        Positive and finite: 1 where neither the column nor ``alpha`` gives
+        a unit (a zero column without a penalty, or squares that overflow).
+    """
+    rms = design.column_rms(row_weight)
+    floor = float(np.sqrt(max(float(alpha), 0.0) / _LOSS_CURVATURE))
+    if not np.isfinite(floor):
+        floor = 0.0
+    scale = np.maximum(np.where(np.isfinite(rms), rms, 0.0), floor)
+    scale = np.where(scale > 0.0, scale, 1.0)
+    return np.append(scale, 1.0) if design.fit_intercept else scale
+
+
+def lbfgs(objective, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0, scale=None):
     """Minimise ``objective`` by L-BFGS from ``coef_init``.
+
+    The iterations run on ``u = scale * w`` (module docstring), and the
+    stopping tests are those of scipy's L-BFGS-B on ``u``:
+
+    * the gradient test: the largest entry of the gradient in ``u``,
+      ``max_j |dF/dw_j| / scale_j``, is at most ``tol``.  With ``scale``
+      the root mean square of each feature (:func:`linear_model_scale`),
+      ``dF/du_j`` is the first-order change of ``F`` when the scores
+      ``X w`` move by feature ``j`` scaled to a unit root mean square (and
+      for the intercept, when the scores all move by one): no such move
+      lowers ``F`` by more than ``tol``.  The objectives are means of
+      losses of the scores, of order one at ``w = 0``, so the test is
+      absolute: a start far from the minimum (a large ``F(w_0)``) does
+      not loosen it;
+    * the decrease test: one iteration lowers ``F`` by at most
+      ``tol * 1e-3`` relative (scipy's ``ftol``), i.e. the iterations have
+      stalled, as they do on the kinks of a piecewise smooth ``F``.
+
+    Both are unchanged when ``X`` is rescaled (a change of units of the
+    features, with ``alpha`` rescaled to match) or the sample weights are
+    rescaled: ``F`` and the gradient in ``u`` are then the same.  When
+    neither holds (``max_iter`` reached, or the line search failing away
+    from a stationary point), or when no step was accepted and the start
+    fails the gradient test (the decrease test is then met vacuously),
+    ``converged`` is False and the estimators warn; ``n_iter`` is 0 when
+    the returned point is the start.
 
     Parameters
     ----------
     objective : object
-        With ``value_and_grad(w) -> (float, ndarray)`` and ``value(w)``.
+        With ``value_and_grad(w) -> (float, ndarray)`` and ``value(w)``;
+        optionally ``variable_scale() -> ndarray``, the default ``scale``.
     coef_init : ndarray of shape (d,)
         Starting point.
     max_iter : int, default=500
         Maximum number of L-BFGS iterations.
     tol : float, default=1e-6
-        Stop when the largest gradient entry is at most
-        ``tol * max(1, |F(w_0)|)``, or when one iteration lowers ``F`` by at
-        most ``tol * 1e-3`` relative (scipy's ``ftol``).
+        Tolerance of the two stopping tests above.
     memory : int, default=10
         Number of correction pairs kept.
     verbose : int, default=0
         Print ``F`` and the gradient size after each iteration when positive.
+    scale : ndarray of shape (d,), default=None
+        Positive units of the variables (:func:`linear_model_scale` for a
+        linear model).  None means ``objective.variable_scale()`` when the
+        objective has it, else ones (the unscaled method).
 
     Returns
     -------
     SolverResult
         ``objective_history`` holds ``F`` after each iteration (its last
         entry is ``F`` at the returned coefficients); ``stop_criterion`` is
-        the largest gradient entry at the returned point divided by
-        ``max(1, |F(w_0)|)``; ``converged`` is True when scipy reports
-        convergence or that criterion is at most ``tol``.  ``info`` has
-        ``passes`` (value-and-gradient evaluations), ``time`` and scipy's
-        ``message``.
+        the largest entry of the gradient in ``u`` at the returned point;
+        ``converged`` is True when that criterion is at most ``tol``, or
+        when scipy reports convergence (one of the two tests) after moving
+        from the start.  ``info`` has ``passes`` (value-and-gradient
+        evaluations), ``time``, scipy's ``message`` and the ``scale``.
     """
     start = time.perf_counter()
     w0 = np.array(coef_init, dtype=np.float64)
+    if scale is None:
+        scale = objective.variable_scale() if hasattr(objective, "variable_scale") else np.ones(w0.shape)
+    scale = np.asarray(scale, dtype=np.float64)
+    if scale.shape != w0.shape or not np.all(np.isfinite(scale) & (scale > 0)):
+        raise ValueError(f"scale must hold {w0.shape[0]} positive finite units, one per variable.")
     F0, g0 = objective.value_and_grad(w0)
-    scale = max(1.0, abs(F0))
     evaluations = [1]
-    last = {"w": w0.copy(), "F": F0, "g": g0}
+    u0 = w0 * scale
+    # the last evaluation, keyed by u: w is where F and g were evaluated
+    last = {"u": u0.copy(), "w": w0, "F": F0, "g": g0}
     history = []
 
-    def fun(w):
+    def fun(u):
         # scipy asks for the start again and often ends on the last point it evaluated
-        if np.array_equal(w, last["w"]):
-            return last["F"], last["g"].copy()
-        F, g = objective.value_and_grad(w)
-        evaluations[0] += 1
-        last["w"], last["F"], last["g"] = np.array(w, dtype=np.float64), F, g
-        return F, g
+        if not np.array_equal(u, last["u"]):
+            u = np.array(u, dtype=np.float64)
+            w = u / scale
+            F, g = objective.value_and_grad(w)
+            evaluations[0] += 1
+            last["u"], last["w"], last["F"], last["g"] = u, w, F, g
+        return last["F"], last["g"] / scale
 
-    progress = Progress("lbfgs", verbose, max_iter, criterion="|g|_inf")
+    progress = Progress("lbfgs", verbose, max_iter, criterion="|g_u|_inf")
 
     def callback(intermediate_result):
         history.append(float(intermediate_result.fun))
-        progress(len(history), history[-1], float(np.max(np.abs(last["g"]))))
+        progress(len(history), history[-1], float(np.max(np.abs(last["g"] / scale), initial=0.0)))
 
     res = minimize(
-        fun, w0, jac=True, method="L-BFGS-B", callback=callback,
-        options=dict(maxiter=max_iter, gtol=tol * scale, ftol=tol * 1e-3, maxcor=memory),
+        fun, u0, jac=True, method="L-BFGS-B", callback=callback,
+        options=dict(maxiter=max_iter, gtol=tol, ftol=tol * 1e-3, maxcor=memory),
     )
-    w = np.asarray(res.x, dtype=np.float64)
-    F, g = fun(w)
+    u = np.asarray(res.x, dtype=np.float64)
+    # no step accepted: scipy may count an iteration of no decrease (which meets its decrease test)
+    at_start = bool(np.array_equal(u, u0))
+    if at_start:
+        w, F, g_u = w0, F0, g0 / scale
+    else:
+        F, g_u = fun(u)
+        w = last["w"]
     if not history or history[-1] != F:
         history.append(float(F))
-    crit = float(np.max(np.abs(g))) / scale if g.size else 0.0
+    crit = float(np.max(np.abs(g_u))) if g_u.size else 0.0
     return SolverResult(
-        coef=w,
+        coef=np.array(w, dtype=np.float64),
         intercept=0.0,
-        n_iter=int(res.nit),
+        n_iter=0 if at_start else int(res.nit),
         objective_history=np.asarray(history),
         stop_criterion=crit,
-        converged=bool(res.success) or crit <= tol,
+        converged=crit <= tol or (bool(res.success) and not at_start),
         info={"passes": evaluations[0], "time": time.perf_counter() - start,
-              "message": str(res.message)},
+              "message": str(res.message), "scale": scale},
     )

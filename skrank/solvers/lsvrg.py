@@ -92,8 +92,10 @@ def lsvrg(
     batch_size : int, default=1
         Samples per step (their corrections are averaged).
     tol : float, default=1e-6
-        Stop when the relative change of the objective over one epoch is at
-        most ``tol``.
+        Stop when the relative change of the objective over each of the
+        last five epochs is at most ``tol`` (one epoch's change is at most
+        ``tol`` by chance when the noisy objective crosses its previous
+        value; :class:`skrank.solvers._stepsize.EpochLog`).
     random_state : int, RandomState, Generator or None
         Seed of the sampling.
     coef_init, intercept_init : ndarray, float or None

@@ -126,21 +126,33 @@ falls, with no last stage and no safeguard (there is no exact ``F`` of a
 stream to check a stage against).  There ``"known"`` means the class
 ratio of all the rows seen, and the dual's restarts use the class means
 of all the rows seen (``m_k`` is everything seen so far); the step units
-come from the first batch that holds both classes.
+come from the first batch that holds both classes.  A stream steps with
+``step=1`` for both methods (:data:`STREAM_STEP`): its ``coef`` is the
+average of the current stage's steps so far, and at PPD-AdaGrad's
+``step=10`` the first few steps overshoot and flip to rankings worse than
+chance, which fit's 1000-step averages absorb but a young stream returns.
 """
 
 import time
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
+from .._jit import njit
 from ._progress import Progress
 from ._result import SolverResult
 from ._sampling import _build_alias, _uniform, state_from_random_state
 
 _STAGE_FACTOR = 3.0  # T_k = T0 3^k, eta_k = eta_0 / 3^k (Section 5)
+#: ``step`` of a stream (``partial_fit``) for PPD-SG and PPD-AdaGrad.  AdaGrad's
+#: first steps move every coordinate of ``(w, a, b, dual)`` by about the whole
+#: ``eta``, whatever the gradient's size; at fit's ``step=10`` that overshoots
+#: the optimum several times over, and the next step flips the iterate to its
+#: mirror image (``c + dual < 0``: it ranks backwards).  fit averages 1000 steps
+#: before anything is returned; a stream's ``coef`` is the average of the steps
+#: taken so far, from the first call on.
+STREAM_STEP = 1.0
 _RISE = 1e-2  # a stage raising F by more than this (relative) is redone
 _MAX_REDOS = 10
 
@@ -383,6 +395,24 @@ def _curvatures(X, n_pos, batch, alpha, weights=None):
     with ``weights`` the moments and means are those of the weighted
     sample, the distribution the steps draw from.
     """
+    return _units(_curvature_parts(X, n_pos, weights), batch, alpha)
+
+
+def _units(parts, batch, alpha):
+    """``(L_w, L_s)`` from the data's parts of :func:`_curvature_parts`, the batch size and ``alpha``."""
+    lam, noise, scalar = parts
+    L_w = max(lam, 0.0) + alpha + noise / batch
+    L_s = 2.0 + scalar / batch
+    return max(L_w, 1e-300), L_s
+
+
+def _curvature_parts(X, n_pos, weights=None):
+    """What the curvatures of :func:`_curvatures` take from the data: ``(lambda_max, noise, scalar)``.
+
+    ``L_w = lambda_max + alpha + noise / B`` and ``L_s = 2 + scalar / B``
+    (:func:`_units`), so that a stream recomputes its units when ``alpha``
+    or the batch size ``B`` change, without the data.
+    """
     n, d = X.shape
     n_neg = n - n_pos
     Xp, Xn = X[:n_pos], X[n_pos:]
@@ -423,9 +453,7 @@ def _curvatures(X, n_pos, batch, alpha, weights=None):
         share = weights / weights.sum()
         mean_l, mean_l2 = float(share @ l_i), float(share @ (l_i * l_i))
     noise = mean_l2 / mean_l if mean_l > 0 else 0.0
-    L_w = max(lam, 0.0) + alpha + noise / batch
-    L_s = 2.0 + 2.0 * max(1.0 / p, 1.0 / (1.0 - p)) / batch
-    return max(L_w, 1e-300), L_s
+    return lam, noise, 2.0 * max(1.0 / p, 1.0 / (1.0 - p))
 
 
 class _PPDData:
@@ -479,8 +507,9 @@ class PPDStream:
     adagrad : bool
         PPD-AdaGrad rather than PPD-SG.
     batch_size, step, gamma, inner_iter0, class_ratio, delta : see ppd_sg
-        As in :func:`ppd_sg` and :func:`ppd_adagrad`; ``step=None`` takes
-        their defaults (1 and 10).
+        As in :func:`ppd_sg` and :func:`ppd_adagrad`; ``step=None`` is
+        :data:`STREAM_STEP` (1) for both, the step of ``partial_fit``:
+        :func:`ppd_adagrad`'s 10 is too large for a stream, see there.
     random_state : int, RandomState, Generator or None
         Seed of the generator.
     coef_init : ndarray of shape (n_features,) or None
@@ -501,16 +530,16 @@ class PPDStream:
             raise ValueError(f"coef_init has shape {w.shape}; expected ({d},).")
         self.alpha, self.margin, self.adagrad = float(alpha), float(margin), bool(adagrad)
         self.batch, self.inner_iter0 = int(batch_size), int(inner_iter0)
-        self.step = (10.0 if adagrad else 1.0) if step is None else float(step)
+        self.step = STREAM_STEP if step is None else float(step)
         self.gamma, self.delta = gamma, float(delta)
         self.online = class_ratio == "online"
-        self.state = state_from_random_state(random_state)
+        self.reseed(random_state)
         self.w_init = w
         self.stats = np.array([0.0, 0.0, 0.5, 0.25])  # T+, T-, y_bar, q_hat (Algorithm 4)
         #: total weight (count without weights) of the positives and negatives seen, and their sums of rows
         self.totals, self.class_sums = np.zeros(2), np.zeros((2, d))
-        #: (L_w, L_s), from the first data that hold both classes
-        self.units = None
+        #: (L_w, L_s), from the first data that hold both classes, and what they take from those data
+        self.units, self.curvature_parts = None, None
         self.start, self.cur, self.sums = np.empty(d + 3), np.empty(d + 3), np.zeros(d + 2)
         self.G, self.S2, self.gw = np.zeros(d + 3), np.zeros(d + 3), np.empty(d)
         #: the current stage (None before the first), its length and the steps it has run
@@ -519,6 +548,41 @@ class PPDStream:
         self.passes = 0
         #: samples drawn so far
         self.samples = 0
+
+    def reseed(self, random_state):
+        """Seed the generator of the draws from ``random_state``.
+
+        Parameters
+        ----------
+        random_state : int, RandomState, Generator or None
+        """
+        self.state = state_from_random_state(random_state)
+
+    def update(self, *, alpha, margin, batch_size):
+        """Take the estimator's current settings for the next steps (``partial_fit``).
+
+        The point, the stage and its sums go on; the step units (and the
+        current stage's steps) are recomputed from the curvatures of the
+        first batch with both classes when ``alpha``, the margin or the
+        batch size changed.
+
+        Parameters
+        ----------
+        alpha : float
+            l2 strength.
+        margin : float
+            The square loss's margin ``c``.
+        batch_size : int
+            Samples per step.
+        """
+        if int(batch_size) < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
+        new = (float(alpha), float(margin), int(batch_size))
+        if new == (self.alpha, self.margin, self.batch):
+            return
+        self.alpha, self.margin, self.batch = new
+        if getattr(self, "curvature_parts", None) is not None:
+            self._set_units(*_units(self.curvature_parts, self.batch, self.alpha))
 
     def _set_units(self, L_w, L_s):
         self.units = (L_w, L_s)
@@ -531,6 +595,9 @@ class PPDStream:
             self.dlt = self.dlt_s = 0.0
         self.inv_gamma, self.inv_gamma_s = (0.0, 0.0) if self.gamma is None else (L_w / self.gamma,
                                                                                     L_s / self.gamma)
+        if self.stage is not None:  # new units within a stage: its steps follow
+            divisor = getattr(self, "divisor", _STAGE_FACTOR**self.stage)
+            self.eta, self.eta_s = self.eta0 / divisor, self.eta0_s / divisor
 
     def prepare(self, X, y, sample_weight=None):
         """The data of a pass, positives first; counts its classes into the running statistics.
@@ -568,7 +635,8 @@ class PPDStream:
             self.class_sums[1] += np.asarray(Xn.T @ w_neg).ravel()
             both = w_pos.sum() > 0 and w_neg.sum() > 0
         if self.units is None and both:
-            self._set_units(*_curvatures(X, n_pos, self.batch, self.alpha, weights))
+            self.curvature_parts = _curvature_parts(X, n_pos, weights)
+            self._set_units(*_units(self.curvature_parts, self.batch, self.alpha))
         return _PPDData(X, n_pos, weights)
 
     def class_means(self):
@@ -604,8 +672,8 @@ class PPDStream:
         self.t = 0
         self.stage = int(stage)
         self.stage_length = int(round(self.inner_iter0 * _STAGE_FACTOR**stage))
-        divisor = _STAGE_FACTOR**stage if divisor is None else divisor
-        self.eta, self.eta_s = self.eta0 / divisor, self.eta0_s / divisor
+        self.divisor = _STAGE_FACTOR**stage if divisor is None else divisor
+        self.eta, self.eta_s = self.eta0 / self.divisor, self.eta0_s / self.divisor
 
     def run(self, data, n_steps):
         """``n_steps`` steps of the current stage on ``data``.

@@ -11,8 +11,8 @@ Numba loop as the gradient steps.
 import time
 
 import numpy as np
-from numba import njit
 
+from .._jit import njit
 from ..losses import loss_derivative, loss_value
 from ..objective import rank_objective
 from ._stepsize import (
@@ -155,8 +155,10 @@ def prospect(
     epoch_length : int or None, default=None
         Steps per epoch; ``None`` means ``ceil(n / batch_size)``.
     tol : float, default=1e-6
-        Stop when the relative change of the objective over one epoch is at
-        most ``tol``.
+        Stop when the relative change of the objective over each of the
+        last five epochs is at most ``tol`` (one epoch's change is at most
+        ``tol`` by chance when the noisy objective crosses its previous
+        value; :class:`skrank.solvers._stepsize.EpochLog`).
     random_state : int, RandomState, Generator or None
         Seed of the sampling.
     coef_init, intercept_init : ndarray, float or None

@@ -11,8 +11,8 @@ full-sample objective; the method is kept as a reference point.
 import time
 
 import numpy as np
-from numba import njit
 
+from .._jit import njit
 from ..losses import loss_derivative, loss_value
 from ..objective import rank_objective
 from ._stepsize import (
@@ -134,8 +134,10 @@ def sgd(
     epoch_length : int or None, default=None
         Steps per epoch; ``None`` means ``n // batch_size`` (one pass).
     tol : float, default=1e-6
-        Stop when the relative change of the objective over one epoch is at
-        most ``tol``.
+        Stop when the relative change of the objective over each of the
+        last five epochs is at most ``tol`` (one epoch's change is at most
+        ``tol`` by chance when the noisy objective crosses its previous
+        value; :class:`skrank.solvers._stepsize.EpochLog`).
     random_state : int, RandomState, Generator or None
         Seed of the batches.
     coef_init, intercept_init : ndarray, float or None
@@ -191,6 +193,12 @@ def sgd(
     return log.result(stream.w, stream.b, fit_intercept, crit, converged, learning_rate=stream.lr)
 
 
+def _step_key(risk, loss, batch_size, learning_rate):
+    """What a stream's step depends on: the risk's class and parameters, the loss, the batch, the rate."""
+    params = tuple(sorted((name, repr(value)) for name, value in risk.get_params(deep=False).items()))
+    return type(risk).__name__, params, loss.name, repr(loss.param), int(batch_size), repr(learning_rate)
+
+
 class _PassData:
     """One data set prepared for the kernel, with its sampling order and buffers."""
 
@@ -227,13 +235,44 @@ class SGDStream:
                  coef_init, intercept_init, n_features):
         self.risk, self.loss, self.penalty = risk, loss, penalty
         self.fit_intercept, self.batch_size = bool(fit_intercept), int(batch_size)
-        self.rng = make_rng(random_state)
-        seed_numba(self.rng)
+        self.reseed(random_state)
         self.lr = check_learning_rate(learning_rate)
+        self._step_key = _step_key(risk, loss, batch_size, learning_rate)
         self.w, self.b = initial_point(n_features, coef_init, intercept_init, fit_intercept)
         self._pieces = {}
         #: passes run so far
         self.passes = 0
+
+    def reseed(self, random_state):
+        """Seed the generator (and Numba's, which the kernel shuffles with) from ``random_state``.
+
+        Parameters
+        ----------
+        random_state : int, RandomState, Generator or None
+        """
+        self.rng = make_rng(random_state)
+        seed_numba(self.rng)
+
+    def update(self, risk, loss, penalty, *, batch_size, learning_rate):
+        """Take the estimator's current settings for the next passes (``partial_fit``).
+
+        The coefficients, the generator and the passes go on; the step of
+        ``learning_rate="auto"`` is derived again, on the next pass's data,
+        when the risk, the loss, the batch size or ``learning_rate`` changed.
+
+        Parameters
+        ----------
+        risk, loss, penalty : objects
+            The problem (see :func:`sgd`).
+        batch_size : int
+        learning_rate : "auto" or float
+        """
+        key = _step_key(risk, loss, batch_size, learning_rate)
+        if key != getattr(self, "_step_key", key):
+            self.lr = check_learning_rate(learning_rate)
+            self._pieces = {}
+        self.risk, self.loss, self.penalty = risk, loss, penalty
+        self.batch_size, self._step_key = int(batch_size), key
 
     def pieces(self, batch):
         """The risk's weights at the batch size (:func:`skrank.solvers._stepsize.weight_pieces`)."""

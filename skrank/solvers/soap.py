@@ -245,11 +245,8 @@ class SOAPStream:
         self.batch_size, self.positives_per_batch = B, Bp
         self.gamma, self.optimizer = float(gamma), optimizer
         self.beta1, self.beta2, self.eps = float(beta1), float(beta2), float(eps)
-        self._base_lr = DEFAULT_LEARNING_RATES[optimizer] if learning_rate is None else float(learning_rate)
-        #: the step size (None until the first batch for "sgd" and "momentum")
-        self.lr = self._base_lr if optimizer == "adam" else None
-        self.rng = generator_from_random_state(random_state)
-        self.state = _seed_state(self.rng)
+        self._set_learning_rate(learning_rate)
+        self.reseed(random_state)
         self.n_features = int(n_features)
         self.theta = None if coef_init is None else np.array(coef_init, dtype=np.float64).ravel()
         d = self.n_features
@@ -264,6 +261,48 @@ class SOAPStream:
         self.u = np.zeros((0, 2))
         self.seen = np.zeros(0, dtype=np.bool_)
         self.stamp = np.zeros(0, dtype=np.int64)
+
+    def _set_learning_rate(self, learning_rate):
+        self._learning_rate = learning_rate
+        self._base_lr = (DEFAULT_LEARNING_RATES[self.optimizer] if learning_rate is None
+                         else float(learning_rate))
+        #: the step size (None until the next batch for "sgd" and "momentum")
+        self.lr = self._base_lr if self.optimizer == "adam" else None
+
+    def reseed(self, random_state):
+        """Seed the generators of the draws from ``random_state``.
+
+        Parameters
+        ----------
+        random_state : int, RandomState, Generator or None
+        """
+        self.rng = generator_from_random_state(random_state)
+        self.state = _seed_state(self.rng)
+
+    def update(self, loss, alpha, *, batch_size, positives_per_batch, gamma, learning_rate):
+        """Take the estimator's current settings for the next epochs (``partial_fit``).
+
+        The point, the optimizer's moments, the moving averages and the
+        class totals go on; a new ``learning_rate`` sets the step again
+        (``None`` with ``"sgd"`` or ``"momentum"``: scaled on the next
+        batch).
+
+        Parameters
+        ----------
+        loss : skrank.pairwise_losses.PairwiseLoss
+        alpha : float
+        batch_size, positives_per_batch, gamma, learning_rate : see soap
+        """
+        B, Bp = int(batch_size), int(positives_per_batch)
+        if not 1 <= Bp < B:
+            raise ValueError(
+                f"positives_per_batch={Bp} must be at least 1 and below batch_size={B}: "
+                "each batch needs negatives as well as positives."
+            )
+        self.loss, self.alpha = loss, float(alpha)
+        self.batch_size, self.positives_per_batch, self.gamma = B, Bp, float(gamma)
+        if learning_rate != getattr(self, "_learning_rate", learning_rate):
+            self._set_learning_rate(learning_rate)
 
     def _slots(self, rows):
         """The entries of ``u`` of ``rows`` (new rows get new, unseen entries)."""

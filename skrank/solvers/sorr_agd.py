@@ -28,8 +28,8 @@ defaults serves every feature and target scale.
 import time
 
 import numpy as np
-from numba import njit
 
+from .._jit import njit
 from ..losses import loss_value_and_derivative
 from ..objective import rank_objective
 from ._progress import Progress

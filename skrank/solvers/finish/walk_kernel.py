@@ -10,8 +10,8 @@ the reduced Hessian.
 """
 
 import numpy as np
-from numba import njit
 
+from ..._jit import njit
 from ._tolerances import AT_KINK, FLAT, MULTIPLIER, RANK, STATIONARY, TINY
 
 #: Return codes of :func:`walk_loop`.
