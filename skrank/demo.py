@@ -15,6 +15,10 @@ table of test metrics:
   squared loss ``r**2 / 2`` of the residual for regression;
 * ``RMSE``: root mean squared test error (regression only).
 
+Higher is better for the first two, lower for the last two; on each table
+the best value of each metric is starred, and a line below the table names
+those winners.
+
 To add a model, append ``(name, factory, task)`` to :data:`MODELS`: the
 factory is a zero-argument callable that imports and builds the estimator.
 An entry whose import fails (the estimator does not exist yet, or an
@@ -68,8 +72,8 @@ def _partial_auc_classifier():
 def _partial_auc_agd_sbcd():
     from skrank.estimators import PartialAUCClassifier
 
-    # the stochastic method of the paper, run until its relative change of F is below 5e-4
-    return PartialAUCClassifier(fpr_range=FPR_RANGE, solver="agd-sbcd", max_iter=30, tol=5e-4,
+    # the stochastic method of Yao, Lin and Yang (2022), ten outer iterations (keeps the demo short)
+    return PartialAUCClassifier(fpr_range=FPR_RANGE, solver="agd-sbcd", max_iter=10, tol=5e-4,
                                 random_state=SEED)
 
 
@@ -104,7 +108,8 @@ def _rank_admm_aorr():
     from skrank.estimators import RankADMMClassifier
     from skrank.risks import RankedRange
 
-    return RankADMMClassifier(risk=RankedRange(m=0.01, k=0.5), solver="dca")
+    # the ranked range is not convex: DCA's outer loop, stopped at a relative change of 1e-4
+    return RankADMMClassifier(risk=RankedRange(m=0.01, k=0.5), solver="dca", tol=1e-4)
 
 
 #: Models of the demo: (row label, zero-argument factory, task).  ``task`` is
@@ -244,12 +249,52 @@ def run_demo(datasets=None, models=None):
     return rows, skipped
 
 
+#: The metric columns: (row key, header, format, whether higher is better).
+METRICS = [
+    ("pauc", "pAUC[.05,.5]", ".4f", True),
+    ("ap", "AP", ".4f", True),
+    ("cvar", "CVaR.8", ".4g", False),
+    ("rmse", "RMSE", ".4g", False),
+]
+
+
 def _fmt(value, spec):
     return "-" if value is None else format(value, spec)
 
 
+def best_models(rows):
+    """The winners of each table: the best model for each metric.
+
+    Parameters
+    ----------
+    rows : list of dict
+        As returned by :func:`run_demo`.
+
+    Returns
+    -------
+    dict
+        ``{(dataset, metric key): [model labels]}`` for every table and
+        metric with a value; several labels where the best values tie at
+        the printed precision.
+    """
+    winners = {}
+    for key, _, spec, higher in METRICS:
+        for dataset in dict.fromkeys(r["dataset"] for r in rows):
+            scored = [(format(r[key], spec), r[key], r["model"]) for r in rows
+                      if r["dataset"] == dataset and r["error"] is None and r[key] is not None]
+            if not scored:
+                continue
+            best = (max if higher else min)(value for _, value, _ in scored)
+            shown = format(best, spec)
+            winners[(dataset, key)] = [model for text, _, model in scored if text == shown]
+    return winners
+
+
 def format_table(rows):
     """Render the rows of :func:`run_demo` as a fixed-width text table.
+
+    The best value of each metric on each table carries a star, and each
+    table ends with a line naming its winners.
 
     Parameters
     ----------
@@ -260,22 +305,19 @@ def format_table(rows):
     -------
     str
     """
-    header = [
-        "data set", "n_test x d", "pos%", "model", "pAUC[.05,.5]", "AP", "CVaR.8", "RMSE", "fit s",
-    ]
+    header = ["data set", "n_test x d", "pos%", "model"] + [
+        f"{title} {'(+)' if higher else '(-)'}" for _, title, _, higher in METRICS] + ["fit s"]
+    winners = best_models(rows)
     lines = []
     for r in rows:
         pos = "-" if r["positive_fraction"] is None else f"{100 * r['positive_fraction']:.1f}"
         if r["error"] is not None:
-            metrics = ["error"] + [""] * 4
+            metrics = ["error"] + [""] * len(METRICS)
         else:
             metrics = [
-                _fmt(r["pauc"], ".4f"),
-                _fmt(r["ap"], ".4f"),
-                _fmt(r["cvar"], ".4g"),
-                _fmt(r["rmse"], ".4g"),
-                _fmt(r["fit_time"], ".2f"),
-            ]
+                _fmt(r[key], spec) + ("*" if r["model"] in winners.get((r["dataset"], key), ()) else " ")
+                for key, _, spec, _ in METRICS
+            ] + [_fmt(r["fit_time"], ".2f")]
         size = f"{r['n_test']} x {r['n_features']}"
         lines.append([r["dataset"], size, pos, r["model"]] + metrics)
     widths = [max([len(h)] + [len(line[j]) for line in lines]) for j, h in enumerate(header)]
@@ -287,13 +329,20 @@ def format_table(rows):
         )
         return "  ".join(padded)
 
+    def summary(dataset):
+        named = [f"{title} {' = '.join(winners[(dataset, key)])}"
+                 for key, title, _, _ in METRICS if (dataset, key) in winners]
+        return "  best: " + "; ".join(named)
+
     out = [render(header), "  ".join("-" * w for w in widths)]
     previous = None
     for r, line in zip(rows, lines):
         if previous is not None and r["dataset"] != previous:
-            out.append("")
+            out += [summary(previous), ""]
         previous = r["dataset"]
         out.append(render(line))
+    if previous is not None:
+        out.append(summary(previous))
     return "\n".join(out)
 
 
@@ -306,10 +355,15 @@ def main():
     print()
     print(format_table(rows))
     print()
+    print("(+): higher is better; (-): lower is better; *: the best value on its table.")
     print(f"pAUC[.05,.5]: partial AUC over FPR {FPR_RANGE}, normalised (random scores: 0.275).")
-    print(f"CVaR.8: superquantile (q={CVAR_LEVEL}) of test losses: logistic loss of the decision "
-          "function (classification), squared loss r^2/2 (regression).")
+    print("AP: average precision (area under the precision-recall curve; random scores: pos%/100).")
+    print(f"CVaR.8: superquantile (q={CVAR_LEVEL}) of test losses, the mean of the worst 20%: logistic "
+          "loss of the decision function (classification), squared loss r^2/2 (regression).")
+    print("RMSE: root mean squared test error.")
     print("pos%: positive (minority) class share in the training split.")
+    print("fit s: seconds to fit on the training split (a model's first fit includes loading its "
+          "compiled kernels).")
     print(f"CVaR.5 / AoRR.01-.5 in a model's name: the risk it minimises on the training "
           f"losses (superquantile q={FIT_LEVEL_BINARY}; mean of the losses ranked from the "
           "top 1% to the top 50%, so that the outliers left out are fewer than the positives).")
