@@ -19,3 +19,20 @@ def test_readme_quick_start_runs():
     assert hasattr(namespace["clf"][-1], "coef_")
     assert hasattr(namespace["reg"][-1], "coef_")
     assert hasattr(namespace["ap"][-1], "calibration_")
+
+
+def test_docs_home_page_quick_start_runs(capsys):
+    index = README.parent / "doc" / "index.rst"
+    text = index.read_text()
+    blocks = re.findall(r"\.\. code-block:: python\n\n((?:    .*\n|\n)+)", text)
+    assert blocks, "doc/index.rst has no python block"
+    namespace = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for block in blocks:
+            code = "\n".join(line[4:] for line in block.splitlines())
+            exec(compile(code, str(index), "exec"), namespace)
+    printed = capsys.readouterr().out.splitlines()
+    names = [line.split()[0] for line in printed]
+    assert names == ["LogisticRegression", "PartialAUCClassifier", "PartialAUCClassifierCV"]
+    assert all(0.0 <= float(line.split()[1]) <= 1.0 for line in printed)
