@@ -312,13 +312,13 @@ class AveragePrecisionObjective:
 
         w = square_auc_coef(self.X, self.y, self.alpha, y_margin, self.sample_weight)
         z = self.design.matvec(np.append(w, 0.0))
-        if self.sample_weight is None:
-            spread = float(np.std(z))
-            if spread > 0:
-                w, z = w / spread, z / spread
-            return np.append(w, -float(np.mean(z)))
-        p = self.sample_weight / self.sample_weight.sum()
-        spread = float(np.sqrt(p @ (z - p @ z) ** 2))
+        # the spread about one of the scores: exactly 0 when they are all equal (identical rows),
+        # not the rounding of their mean, which would blow w up
+        first = float(z[0]) if z.size else 0.0
+        dz = z - first
+        p = None if self.sample_weight is None else self.sample_weight / self.sample_weight.sum()
+        mean_dz = float(np.mean(dz)) if p is None else float(p @ dz)
+        spread = float(np.sqrt(np.mean((dz - mean_dz) ** 2) if p is None else p @ (dz - mean_dz) ** 2))
         if spread > 0:
-            w, z = w / spread, z / spread
-        return np.append(w, -float(p @ z))
+            return np.append(w / spread, -(first + mean_dz) / spread)
+        return np.append(w, -(first + mean_dz))

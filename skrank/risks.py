@@ -16,10 +16,18 @@ distribution.  With ``sample_weight`` ``v`` given in the ascending order of
 the losses, the i-th smallest loss holds the cell ``[C_(i-1), C_i]`` of
 cumulative mass ``C_i = (v_1 + ... + v_i) / V``, ``V = sum v``, and its
 weight is the spectrum integrated over that cell, ``Phi(C_i) -
-Phi(C_(i-1))``.  Counts (``TopK``'s ``k``, ``RankedRange``'s ``m`` and
-``k``) are counted in units of weight, fractions taken of ``V``: integer
-weights give the risk of the data with each row repeated that many times,
-and a zero weight that of the data without the row.
+Phi(C_(i-1))``.  Integer weights give the risk of the data with each row
+repeated that many times, and a zero weight that of the data without the
+row.
+
+Counts (``TopK``'s ``k``, ``RankedRange``'s ``m`` and ``k``): an integer
+count is a number of units of weight, ``k`` of the total ``V`` (integer
+weights are repeated rows, so the scale of the weights matters); a fraction
+``f`` in (0, 1) takes ``floor(f n)`` of the ``n`` samples of positive
+weight, as the same fraction ``floor(f n) / n`` of ``V`` (only the ratios
+of the weights matter, and uniform weights of any scale give the unweighted
+risk).  A count that asks for more than the weights hold raises a
+ValueError that names ``sample_weight`` and its total.
 """
 
 import numbers
@@ -47,7 +55,7 @@ class BaseRisk(BaseEstimator):
     #: top-k), so that ``sum_i sigma_i l_(i) = min_tau (sum sigma) tau + c
     #: sum_i (l_i - tau)_+`` (Rockafellar and Uryasev 2000), the form the
     #: interior-point solver uses.  These risks define
-    #: ``threshold_level(total)``, the level ``c`` per unit of weight.
+    #: ``threshold_level(total, sample_weight)``, the level ``c`` per unit of weight.
     one_threshold = False
 
     def weights(self, n, sample_weight=None):  # pragma: no cover - abstract
@@ -196,13 +204,15 @@ class ERM(_SpectralRisk):
     def _cumulative(self, t):
         return t
 
-    def threshold_level(self, total):
+    def threshold_level(self, total, sample_weight=None):
         """The weight per unit of sample weight: 1 (see ``BaseRisk.one_threshold``).
 
         Parameters
         ----------
         total : float
             Total sample weight (``n`` without weights).
+        sample_weight : array-like of shape (n,), optional
+            The weights (unused).
 
         Returns
         -------
@@ -257,13 +267,15 @@ class Superquantile(_SpectralRisk):
     def _cumulative(self, t):
         return np.maximum(t - self.q, 0.0) / (1.0 - self.q)
 
-    def threshold_level(self, total):
+    def threshold_level(self, total, sample_weight=None):
         """The weight per unit of sample weight above the quantile: ``1 / (1 - q)``.
 
         Parameters
         ----------
         total : float
             Total sample weight (``n`` without weights).
+        sample_weight : array-like of shape (n,), optional
+            The weights (unused).
 
         Returns
         -------
@@ -357,6 +369,68 @@ def _count(name, value, n):
     raise ValueError(f"{name} must be an integer count or a fraction in (0, 1), got {value!r}.")
 
 
+def _is_fraction(value):
+    return not isinstance(value, numbers.Integral)
+
+
+def _share(name, value, total, n_samples):
+    """The share of the total weight ``total`` that the count ``value`` stands for.
+
+    An integer count is that many units of weight (``value / total``); a
+    fraction takes ``floor(value n)`` of the ``n_samples`` samples of
+    positive weight, the same fraction of the total.
+    """
+    count = _count(name, value, n_samples)
+    if _is_fraction(value):
+        return count / n_samples
+    return count / total
+
+
+def _tail_mass(sample_weight, total):
+    """``1 - C_i`` for ``i = 0..n``: the share of the weight above each cell, summed from the top.
+
+    Summed from the largest loss down, so that a top share far below the
+    resolution of ``1 - C_i`` near one (integer counts of huge weights) is
+    still exact.
+    """
+    v = np.asarray(sample_weight, dtype=np.float64) / total
+    tail = np.zeros(v.shape[0] + 1)
+    tail[:-1] = np.cumsum(v[::-1])[::-1]
+    tail[0] = 1.0
+    return np.minimum(tail, 1.0)
+
+
+def _n_positive(sample_weight):
+    """The number of samples of positive weight, of which a fractional count is taken.
+
+    A weight below ``2^-1074`` times the largest (the smallest double) is
+    no weight: its share of the total is zero, and the weighted solvers
+    drop its sample.
+    """
+    v = np.asarray(sample_weight, dtype=np.float64)
+    _, exponent = np.frexp(v.max())
+    return int(np.count_nonzero(np.ldexp(v, -exponent) > 0.0))
+
+
+#: Where the number of losses ranked together comes from, for the errors of the counts.
+_WHAT_N_IS = ("n is the number of samples ranked together: those passed to fit, or those of one "
+              "partial_fit batch or of a stochastic solver's mini-batch (batch_size)")
+
+
+def _smallest_n(valid, limit=1_000_000):
+    """The smallest ``n`` in ``1..limit`` for which ``valid(n)`` (vectorised over an array), or None."""
+    n = np.arange(1, limit + 1, dtype=np.float64)
+    ok = np.flatnonzero(valid(n))
+    return int(n[ok[0]]) if ok.size else None
+
+
+def _counts_at(value, n):
+    """:func:`_count` over an array of ``n`` (a validated count)."""
+    if _is_fraction(value):
+        return np.floor(value * n + 1e-9)
+    return np.full(n.shape, float(value))
+
+
 class TopK(BaseRisk):
     """Average of the ``k`` largest losses.
 
@@ -364,7 +438,12 @@ class TopK(BaseRisk):
     ----------
     k : int or float, default=0.2
         An integer count ``1 <= k <= n``, or a fraction of ``n`` in (0, 1)
-        (then ``k = floor(k n)``, at least 1).
+        (then ``k = floor(k n)``, at least 1).  With ``sample_weight`` an
+        integer ``k`` counts units of weight (integer weights are repeated
+        rows: the total weight must be at least ``k``), while a fraction
+        takes ``floor(k n)`` of the ``n`` samples of positive weight as the
+        same fraction of the total weight, so that only the ratios of the
+        weights matter (see the module docstring).
     """
 
     one_threshold = True
@@ -381,47 +460,82 @@ class TopK(BaseRisk):
             Number of losses.
         sample_weight : array-like of shape (n,), optional
             Weights of the samples, in the ascending order of their losses:
-            ``k`` is then counted in units of weight, of the total ``V``, and
-            the weights are those of the superquantile at level ``1 - k/V``.
+            the weights are then those of the superquantile at level
+            ``1 - s``, ``s`` the share of the total weight ``V`` that ``k``
+            stands for: ``k / V`` for an integer ``k`` (units of weight),
+            ``max(floor(k n+), 1) / n+`` for a fraction (``n+`` samples of
+            positive weight).
 
         Returns
         -------
         ndarray of shape (n,)
             Zero on the ``n - k`` smallest losses, ``1/k`` on the others.
+
+        Raises
+        ------
+        ValueError
+            When ``k`` is not a count in ``1..n``, or, with weights, when an
+            integer ``k`` exceeds the total weight (the message names
+            ``sample_weight`` and its total).
         """
         n = _check_n(n)
-        grid, total = _cells(n, sample_weight)
-        k = self._k(total)
         if sample_weight is None:
+            k = self._k(n)
             w = np.zeros(n)
             w[n - k :] = 1.0 / k
             return w
-        top = k / total
-        return np.maximum(np.diff(np.maximum(grid - (1.0 - top), 0.0) / top), 0.0)
+        _, total = _cells(n, sample_weight)
+        top = self._top_share(total, _n_positive(sample_weight))
+        tail = _tail_mass(sample_weight, total)
+        return np.maximum(np.diff(np.maximum(top - tail, 0.0) / top), 0.0)
 
-    def _k(self, total):
-        k = _count("k", self.k, total)
-        if not isinstance(self.k, numbers.Integral):
+    def _k(self, n):
+        """``k`` as a number of the ``n`` losses (no weights)."""
+        k = _count("k", self.k, n)
+        if _is_fraction(self.k):
             k = max(k, 1)
-        if not 1 <= k <= total:
-            raise ValueError(f"TopK needs 1 <= k <= n = {total:g}, got k={k}.")
+        if not 1 <= k <= n:
+            raise ValueError(f"TopK needs 1 <= k <= n = {n:g}, got k={k}; {_WHAT_N_IS}.")
         return k
 
-    def threshold_level(self, total):
-        """The weight per unit of sample weight on the top losses: ``total / k``.
+    def _top_share(self, total, n_samples):
+        """The share of the total weight ``total`` held by the top ``k`` (with weights)."""
+        k = _count("k", self.k, n_samples)
+        if _is_fraction(self.k):
+            return max(k, 1) / n_samples
+        if k < 1:
+            raise ValueError(f"TopK needs 1 <= k, got k={k}.")
+        if k > total:
+            raise ValueError(
+                f"TopK(k={k}) counts k in units of sample weight (integer weights are repeated rows), "
+                f"but the total sample_weight is {total:.6g} < k = {k}: there are no top {k} units. Give "
+                f"k as a fraction in (0, 1) (the top floor(k n) of the n samples, whatever the scale of "
+                f"the weights), or rescale sample_weight so that it sums to at least {k}."
+            )
+        return k / total
+
+    def threshold_level(self, total, sample_weight=None):
+        """The weight per unit of sample weight on the top losses (see ``BaseRisk.one_threshold``).
 
         Parameters
         ----------
         total : float
-            Total sample weight (``n`` without weights), the unit ``k`` counts in.
+            Total sample weight (``n`` without weights), the unit an
+            integer ``k`` counts in.
+        sample_weight : array-like of shape (n,), optional
+            The weights, whose samples of positive weight a fraction ``k``
+            is taken of; None without weights (``total`` is then ``n``).
 
         Returns
         -------
         float
-            ``total / k``: a sample of weight ``v`` among the top ``k`` units
-            has rank weight ``v / k``.
+            ``1 / s``, ``s`` the share of the total weight held by the top
+            ``k`` (``total / k`` for an integer ``k``): a sample of weight
+            ``v`` among them has rank weight ``v / (s total)``.
         """
-        return total / self._k(total)
+        if sample_weight is None:
+            return total / self._k(total)
+        return 1.0 / self._top_share(total, _n_positive(sample_weight))
 
 
 class RankedRange(BaseRisk):
@@ -439,6 +553,17 @@ class RankedRange(BaseRisk):
     k : int or float, default=0.5
         Rank of the last loss included, ``0 <= m < k <= n``: an integer
         count or a fraction of ``n`` in (0, 1).
+
+    Notes
+    -----
+    With ``sample_weight`` an integer count is a number of units of weight
+    (integer weights are repeated rows: the total weight must be at least
+    ``k``), while a fraction takes ``floor(f n)`` of the ``n`` samples of
+    positive weight as the same fraction of the total weight, so that only
+    the ratios of the weights matter (see the module docstring).  Fractions
+    need enough samples: ``RankedRange(0.1, 0.6)`` needs at least two
+    (``floor(0.6 n) > floor(0.1 n)``), in a fit as in each ``partial_fit``
+    batch and mini-batch.
     """
 
     is_convex = False
@@ -448,14 +573,21 @@ class RankedRange(BaseRisk):
         self.m = m
         self.k = k
 
+    def _smallest_n(self):
+        """The fewest losses these counts fit (None when no number of losses does)."""
+        def valid(n):
+            m, k = _counts_at(self.m, n), _counts_at(self.k, n)
+            return (0 <= m) & (m < k) & (k <= n)
+
+        return _smallest_n(valid)
+
     def counts(self, n):
         """Return the integer ranks ``(m, k)`` for ``n`` losses, validated.
 
         Parameters
         ----------
-        n : int or float
-            Number of losses, or their total weight; fractional ``m`` and
-            ``k`` are taken of it.
+        n : int
+            Number of losses; fractional ``m`` and ``k`` are taken of it.
 
         Returns
         -------
@@ -464,16 +596,44 @@ class RankedRange(BaseRisk):
         k : int
             Rank (from the largest) of the last loss included.
         """
-        if not (isinstance(n, numbers.Real) and not isinstance(n, numbers.Integral)):
-            n = _check_n(n)
+        n = _check_n(n)
         m = _count("m", self.m, n)
         k = _count("k", self.k, n)
         if not 0 <= m < k <= n:
+            smallest = self._smallest_n()
+            if smallest is not None and smallest > n:
+                advice = (f"; {_WHAT_N_IS}: {n} sample(s) are too few for these counts. Pass at least "
+                          f"{smallest} samples (a larger batch), or smaller counts")
+            else:
+                advice = "; choose 0 <= m < k (counts or fractions of n in (0, 1))"
             raise ValueError(
                 f"RankedRange needs 0 <= m < k <= n; got m={m}, k={k}, n={n} "
-                f"(from m={self.m!r}, k={self.k!r})."
+                f"(from m={self.m!r}, k={self.k!r}){advice}."
             )
         return m, k
+
+    def _shares(self, total, n_samples):
+        """The shares ``(m, k)`` of the total weight of the ranked range's ends (with weights)."""
+        low = _share("m", self.m, total, n_samples)
+        high = _share("k", self.k, total, n_samples)
+        if 0.0 <= low < high <= 1.0:
+            return low, high
+        fractions = _is_fraction(self.m) and _is_fraction(self.k)
+        head = (f"RankedRange(m={self.m!r}, k={self.k!r}) needs 0 <= m < k <= V in units of sample "
+                f"weight, V = {total:.6g} the total sample_weight (an integer count is that many units "
+                f"of weight, as integer weights are repeated rows; a fraction f takes floor(f n) of the "
+                f"n = {n_samples} samples of positive weight, the same fraction of V); it gets "
+                f"m = {low * total:.6g} and k = {high * total:.6g} units")
+        smallest = self._smallest_n()
+        if fractions and smallest is not None and smallest > n_samples:
+            advice = (f"; {_WHAT_N_IS}: {n_samples} sample(s) are too few for these fractions. Pass at "
+                      f"least {smallest} samples of positive weight (a larger batch)")
+        elif not fractions and smallest is not None:
+            advice = ("; give m and k as fractions in (0, 1), which depend only on the ratios of the "
+                      "weights, or rescale sample_weight so that it sums to at least k")
+        else:
+            advice = "; choose 0 <= m < k (counts or fractions in (0, 1))"
+        raise ValueError(head + advice + ".")
 
     def weights(self, n, sample_weight=None):
         """Return the weights ``1/(k-m)`` on ascending positions ``n-k+1 .. n-m``.
@@ -484,24 +644,33 @@ class RankedRange(BaseRisk):
             Number of losses.
         sample_weight : array-like of shape (n,), optional
             Weights of the samples, in the ascending order of their losses:
-            ``m`` and ``k`` are then counted in units of weight, of the
-            total ``V``, and the range is the mass between ``1 - k/V`` and
-            ``1 - m/V``.
+            the range is then the mass between the shares ``1 - s_k`` and
+            ``1 - s_m`` of the total weight ``V``, ``s`` the share a count
+            stands for (``count / V`` for an integer count, in units of
+            weight; ``floor(f n+) / n+`` for a fraction ``f``, ``n+``
+            samples of positive weight).
 
         Returns
         -------
         ndarray of shape (n,)
             ``1/(k-m)`` on the (m+1)-th to k-th largest losses, zero elsewhere.
+
+        Raises
+        ------
+        ValueError
+            When the counts do not fit the ``n`` losses, or, with weights,
+            the total weight (the message names ``sample_weight``).
         """
         n = _check_n(n)
-        grid, total = _cells(n, sample_weight)
-        m, k = self.counts(total if sample_weight is not None else n)
         if sample_weight is None:
+            m, k = self.counts(n)
             w = np.zeros(n)
             w[n - k : n - m] = 1.0 / (k - m)
             return w
-        width = (k - m) / total
-        phi = np.clip(grid - (1.0 - k / total), 0.0, width) / width
+        _, total = _cells(n, sample_weight)
+        low, high = self._shares(total, _n_positive(sample_weight))
+        width = high - low
+        phi = np.clip(high - _tail_mass(sample_weight, total), 0.0, width) / width
         return np.maximum(np.diff(phi), 0.0)
 
 

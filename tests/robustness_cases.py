@@ -26,8 +26,12 @@ The references (:data:`AREAS` lists the areas):
   ``epsilon`` times ``t``; ``F`` times ``t^p``), and for columns scaled one
   by one with ``alpha = 0``;
 - the unit-weight fit for ``sample_weight * c`` (only the ratios of the
-  weights matter), the fit without the rows for zero weights or weights
-  negligible next to the others, and repeated rows for integer weights;
+  weights matter; the risks drawn give their counts as fractions, which
+  count samples, not units of weight), the fit without the rows for zero
+  weights or weights negligible next to the others (for ``TopK`` with a
+  fractional ``k``, whose ``n`` counts those rows too, the superquantile
+  of the same share: :func:`_negligible_rows_reference`), and repeated rows
+  for integer weights;
 - the fit without the column for a constant feature (with an intercept);
 - the dense float64 fit for the other input kinds (sparse, Dask, ...);
 - CLARABEL (cvxpy) on the convex rank-risk problems, scikit-learn's
@@ -1156,6 +1160,7 @@ def run_weight_scale(case):
     rng = np.random.default_rng(case["weight_seed"])
     pattern = ERROR_PATTERNS["sample_weight"]
     c = 10.0 ** case["exponent"]
+    ref_config = config
     if kind == "constant":
         # equal weights c: the unweighted problem (stochastic solvers: weights 2, their weighted path)
         ref_weight = 2.0 * np.ones(n) if resolved_kind(config, None) == "stochastic" else None
@@ -1176,17 +1181,50 @@ def run_weight_scale(case):
         X_ref, y_ref, ref_weight = X[keep], y[keep], None
         if resolved_kind(config, None) == "stochastic":
             ref_weight = 2.0 * np.ones(int(keep.sum()))
-    reference = run_fit(make_estimator(config), X_ref, y_ref, ref_weight)
+        ref_config = _negligible_rows_reference(config, weight)
+    reference = run_fit(make_estimator(ref_config), X_ref, y_ref, ref_weight)
     fit = run_fit(make_estimator(config), X, y, weight)
     if fit.error is not None:
         return error_outcome(fit, pattern)
     if not _takes_weights(config):
         return Outcome("bad", "sample_weight accepted by a solver documented not to take it",
                        describe(config))
-    problem = check_reference(reference, config, X_ref, y_ref, ref_weight)
+    problem = check_reference(reference, ref_config, X_ref, y_ref, ref_weight)
     if problem is not None:
         return problem
     return judged(fit, config, X, y, weight, pattern=pattern, reference=reference)
+
+
+def _negligible_rows_reference(config, weight):
+    """The reference config of the kept rows when the others have negligible weights.
+
+    The same config, except for ``TopK`` with ``k`` a fraction: a fraction
+    counts samples, ``floor(k n)`` of the ``n`` of positive weight
+    (doc/sample_weights.rst), and a weight of 1e-200 beside 1e300 is one of
+    them (unless its ratio to the largest is below the smallest double,
+    ``2^-1074``, where it is no weight).  The weighted fit's risk is then
+    the mean of the top share ``s = max(floor(k n), 1) / n`` of the weight,
+    held by the kept rows: the superquantile at level ``1 - s`` of them.
+    """
+    _, exponent = np.frexp(np.max(weight))
+    n = int(np.count_nonzero(np.ldexp(np.asarray(weight, dtype=np.float64), -exponent) > 0.0))
+    return _top_share_reference(config, n)
+
+
+def _top_share_reference(config, n):
+    """``config`` with a fractional ``TopK(k)`` replaced by the superquantile of its share of ``n`` samples.
+
+    A fraction counts samples, so the top share of ``TopK(k)`` is
+    ``s = max(floor(k n), 1) / n`` of the ``n`` samples it sees; on other
+    rows carrying the same distribution (weighted rows for repeated ones)
+    the same problem is the superquantile at level ``1 - s``.  Other risks
+    are returned as they are.
+    """
+    risk = config["params"].get("risk")
+    if not (isinstance(risk, dict) and risk.get("name") == "TopK" and not isinstance(risk["k"], int)):
+        return config
+    share = max(int(np.floor(risk["k"] * n + 1e-9)), 1) / n
+    return dict(config, params=dict(config["params"], risk={"name": "Superquantile", "q": 1.0 - share}))
 
 
 def _keep_both_classes(keep, y, config):
@@ -1240,9 +1278,11 @@ def run_degenerate(case):
     if kind == "duplicate_some":
         counts = rng.integers(1, case["repeats"] + 1, size=n)
         rows = np.repeat(np.arange(n), counts)
-        reference = run_fit(make_estimator(config), X, y, counts.astype(np.float64))
+        # a fractional count takes its share of the repeated rows (doc/sample_weights.rst)
+        ref_config = _top_share_reference(config, rows.shape[0])
+        reference = run_fit(make_estimator(ref_config), X, y, counts.astype(np.float64))
         fit = run_fit(est, X[rows], y[rows])
-        problem = check_reference(reference, config, X, y, counts.astype(np.float64))
+        problem = check_reference(reference, ref_config, X, y, counts.astype(np.float64))
         if problem is not None:
             return problem
         return judged(fit, config, X[rows], y[rows], pattern=pattern, reference=reference,

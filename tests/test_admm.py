@@ -346,3 +346,43 @@ def test_randomized_sweep_of_convex_fits_reaches_cvxpy(sweep_case, referee):
     res = admm(X, y, risk, loss, pen, fit_intercept=fit_intercept, max_iter=1000)
     f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=fit_intercept)
     assert res.objective <= f_star + 1e-6 * abs(f_star), (res.objective, f_star)
+
+
+def test_penalty_residual_is_measured_per_standardised_coefficient():
+    # columns rescaled one by one (and the penalty with them) leave the residual unchanged;
+    # in the units of X a column of scale 1e-12 would pass at any coefficient
+    from skrank.solvers._wstep import WStep
+    from skrank.solvers.admm import _penalty_residual
+
+    rng = np.random.default_rng(0)
+    n, d = 30, 3
+    X = rng.normal(size=(n, d)) + [0.0, 5.0, -1.0]
+    s, lam, w = np.ones(n), rng.normal(size=n) / n, rng.normal(size=d)
+    scales = np.array([1e-12, 1.0, 1e9])
+    for pen in (get_penalty("l2", 0.0), get_penalty("elasticnet", 0.3)):
+        ref = _penalty_residual(X, s, lam, w, WStep(X, pen, True), None)
+        # the elastic net rescaled per column is not an elastic net: only its l2-free part here
+        if pen.l1 == 0.0:
+            got = _penalty_residual(X * scales, s, lam, w / scales, WStep(X * scales, pen, True), None)
+            assert got == pytest.approx(ref, rel=1e-10)
+        uniform = type(pen)(pen.l1 * 1e-9, pen.l2 * 1e-18)
+        got = _penalty_residual(X * 1e-9, s, lam, w * 1e9, WStep(X * 1e-9, uniform, True), None)
+        assert got == pytest.approx(ref, rel=1e-10)
+
+
+@pytest.mark.parametrize("loss_name,risk", [("absolute", ERM()), ("absolute", Superquantile(0.5))])
+def test_columns_scaled_apart_are_not_declared_converged_off_the_optimum(loss_name, risk):
+    # columns of scale 1e7 and 1e-7 (alpha = 0): the w-step cannot resolve both; the fit must
+    # reach the unscaled optimum or say that it did not converge (the finish's certificate,
+    # measured in the units of X, is checked again per standardised coefficient)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(46, 2))
+    y = X @ [1.0, -0.5] + 0.5 * rng.standard_t(3, size=46)
+    scales = np.array([1e7, 1e-7])
+    pen = get_penalty("elasticnet", 0.0)
+    ref = admm(X, y, risk, get_loss(loss_name), pen)
+    res = admm(X * scales, y, risk, get_loss(loss_name), pen)
+    assert ref.converged
+    assert not res.converged or res.objective == pytest.approx(ref.objective, rel=1e-4)
+    if not res.converged:
+        assert res.stop_criterion > 1e-6

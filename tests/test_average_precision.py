@@ -139,6 +139,43 @@ def test_soap_lowers_the_exact_objective(name, optimizer):
     assert res.info["u"].shape == (int((y > 0).sum()), 2)
 
 
+@pytest.mark.parametrize("sample_weight", [None, np.arange(1.0, 47.0)])
+def test_the_start_on_identical_rows_is_finite_and_flat(sample_weight):
+    """Every score equal: a spread of zero, not the rounding of a mean (which made ``w`` about 1e16)."""
+    X = np.tile(np.random.default_rng(0).normal(size=3), (46, 1))
+    y = np.where(np.arange(46) < 14, 1.0, -1.0)
+    obj = AveragePrecisionObjective(X, y, get_pairwise_loss("logistic"), 0.01, sample_weight)
+    theta = obj.start()
+    assert np.abs(theta).max() < 1e-10
+    assert obj.value(theta) == pytest.approx(obj.value(np.zeros(4)), abs=1e-12)
+    # on rows that differ the start still spreads the scores to unit standard deviation, centred
+    Z, _, yz = _data(200, 4)
+    obj = AveragePrecisionObjective(Z, yz, get_pairwise_loss("logistic"), 0.01)
+    scores = Z @ obj.start()[:-1] + obj.start()[-1]
+    assert np.std(scores) == pytest.approx(1.0, rel=1e-12) and abs(np.mean(scores)) < 1e-12
+
+
+def test_soap_on_identical_rows_fits_the_flat_objective():
+    y01 = (np.arange(46) < 14).astype(int)
+    X = np.tile(np.random.default_rng(0).normal(size=3), (46, 1))
+    clf = AveragePrecisionClassifier(solver="soap", alpha=0.01, random_state=0, max_iter=30).fit(X, y01)
+    flat = AveragePrecisionClassifier(solver="soap", alpha=0.01, random_state=0, max_iter=30)
+    flat.fit(np.zeros_like(X), y01)
+    assert clf.objective_ == pytest.approx(flat.objective_, abs=1e-9)
+
+
+def test_soap_stalled_far_above_f_at_zero_is_not_converged():
+    """A start where Adam's steps barely move ``(w, b)``: no improvement, yet far from the minimum."""
+    X = np.tile(np.random.default_rng(0).normal(size=3), (46, 1))
+    y = np.where(np.arange(46) < 14, 1.0, -1.0)
+    obj = AveragePrecisionObjective(X, y, get_pairwise_loss("logistic"), 0.01)
+    res = soap(obj, coef_init=np.array([2e16, 0.0, 0.0, 8e15]), max_iter=30, random_state=0)
+    assert res.objective > 1e30
+    assert not res.converged and res.stop_criterion > 1e-4
+    good = soap(obj, coef_init=np.zeros(4), max_iter=30, random_state=0)
+    assert good.converged and good.objective == pytest.approx(obj.value(np.zeros(4)), abs=1e-12)
+
+
 @pytest.mark.parametrize("name", AVERAGE_PRECISION_LOSSES)
 def test_each_solver_lowers_the_objective_from_its_start(name):
     X, y01, y = _data(400, 6)
@@ -236,6 +273,14 @@ def test_warm_start_starts_from_the_previous_coefficients():
     first = clf.objective_
     clf.set_params(max_iter=1).fit(X, y01)
     assert clf.objective_ <= first + 1e-6
+
+
+@pytest.mark.parametrize("loss", sorted(AVERAGE_PRECISION_LOSSES))
+@pytest.mark.parametrize("margin", [np.nan, np.inf, -np.inf])
+def test_a_margin_that_is_not_finite_is_refused_whatever_the_loss(loss, margin):
+    X, y01, _ = _data(100, 3)
+    with pytest.raises(ValueError, match=r"'margin' parameter .* must be a float in the range \(-inf, inf\)"):
+        AveragePrecisionClassifier(loss=loss, margin=margin, rank_weight=0.0).fit(X, y01)
 
 
 def test_bad_inputs_get_clear_errors():

@@ -37,3 +37,28 @@ def test_dca_with_m_zero_is_the_convex_top_k_problem():
     res = dca(X, y, RankedRange(m=0, k=30), loss, pen)
     ref = admm(X, y, TopK(30), loss, pen, tol=1e-8, max_iter=3000)
     assert res.objective == pytest.approx(ref.objective, rel=1e-5)
+
+
+def test_outer_loop_does_not_converge_on_an_unsolved_subproblem():
+    # a small decrease means nothing when the inner ADMM stopped short of its tolerance
+    X, y = _data()
+    risk, loss, pen = RankedRange(m=0.1, k=0.6), get_loss("logistic"), get_penalty("l2", 1e-2)
+    # one ADMM iteration per subproblem: F barely moves between outer iterations
+    res = dca(X, y, risk, loss, pen, max_iter=20, inner_max_iter=1)
+    assert not res.converged and res.stop_criterion > 1e-7
+    full = dca(X, y, risk, loss, pen, max_iter=50)
+    assert full.converged and full.stop_criterion <= 1e-7
+
+
+def test_columns_scaled_apart_are_not_declared_converged_off_the_optimum():
+    # columns of scale 1e-4 to 1e-11 (alpha = 0): the inner ADMM's w-step cannot resolve them
+    # all, and its penalty residual in the units of X passed at any coefficient
+    rng = np.random.default_rng(9148)
+    X = rng.normal(size=(59, 4))
+    y = X @ rng.normal(size=4) / 2 + 0.5 * rng.standard_t(3, size=59)
+    scales = np.array([1e-6, 1e-10, 1e-4, 1e-11])
+    risk, loss, pen = RankedRange(m=0.1, k=0.6), get_loss("squared"), get_penalty("l2", 0.0)
+    ref = dca(X, y, risk, loss, pen, max_iter=50)
+    res = dca(X * scales, y, risk, loss, pen, max_iter=5)
+    assert ref.converged
+    assert not res.converged or res.objective == pytest.approx(ref.objective, rel=1e-4)

@@ -76,3 +76,26 @@ def test_estimators_choose_it_for_the_hinge_and_absolute_losses(referee, linear_
     assert reg.objective_ == pytest.approx(
         referee.optimum(Xr, yr, ERM(), get_loss("absolute"), get_penalty("l1", 0.05)), rel=1e-6)
     assert RankADMMClassifier(loss="hinge", risk="extremile").fit(X, y)._solver == "admm"
+
+
+@pytest.mark.parametrize("risk", [ERM(), Superquantile(q=0.8)], ids=repr)
+@pytest.mark.parametrize("big, small", [(1e191, 1e-65), (1e177, 1e-103), (1e300, 1e-200)])
+def test_weights_of_1e300_beside_1e_200_fit_as_the_rows_of_the_large_ones(risk, big, small, linear_data):
+    """Levels of a share below 2^-52 are raised to it: no multiplier underflows to a 0 / 0 step.
+
+    The tiny weights hold no share of the risk that the rank weights
+    resolve: the fit is that of the rows of the large weights alone.
+    """
+    import warnings
+
+    loss, pen = get_loss("hinge"), get_penalty("l2", 0.01)
+    X, y = linear_data("classification", n=44, d=6, seed=3)
+    keep = np.random.default_rng(3).random(y.size) > 0.3
+    weight = np.where(keep, big, small)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        res = interior_point(X, y, risk, loss, pen, sample_weight=weight)
+    ref = interior_point(X[keep], y[keep], risk, loss, pen)
+    assert res.converged and ref.converged
+    assert res.objective == pytest.approx(ref.objective, rel=1e-8)
+    np.testing.assert_allclose(res.coef, ref.coef, rtol=1e-5, atol=1e-7)

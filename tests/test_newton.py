@@ -8,7 +8,7 @@ from skrank._pava import project_permutahedron
 from skrank.losses import get_loss
 from skrank.penalties import get_penalty
 from skrank.risks import ERM, ExponentialSpectral, Extremile, HumanAligned, Superquantile, TopK
-from skrank.solvers._smoothed_risk import pooled_projection
+from skrank.solvers._smoothed_risk import pooled_projection, relative_weights
 from skrank.solvers.newton import _Problem, smoothed_newton
 
 RISKS = [ERM(), Superquantile(q=0.5), Superquantile(q=0.9), Extremile(r=2.0),
@@ -202,3 +202,46 @@ def test_dual_ascent_certifies_a_degenerate_optimum(ascent_steps, certified, mon
                           tol=1e-7, max_iter=1000)
     assert res.converged is certified
     assert np.abs(res.coef).max() < 1e-5 and res.objective == pytest.approx(np.log(2.0), rel=1e-7)
+
+
+@pytest.mark.parametrize("risk, loss_name, big, small, seed", [
+    (Superquantile(q=0.8), "squared", 1e237, 1e-96, 0),  # shares that underflow: masses of 0
+    (ERM(), "squared", 1e300, 1e-200, 0),
+    # a row of tiny weight last in the order: its rank weight, the last cell's, is rounding
+    (Extremile(r=2.0), "squared_hinge", 1e82, 1e-139, 11)])
+def test_weights_of_1e300_beside_1e_200_fit_as_the_rows_of_the_large_ones(risk, loss_name, big, small, seed,
+                                                                          linear_data):
+    """Shares below 2^-52 (or below every double) of the total weight: no 0/0, no overflow.
+
+    The tiny weights hold no share of the risk that the rank weights
+    resolve: the fit is that of the rows of the large weights alone.
+    """
+    import warnings
+
+    loss, pen = get_loss(loss_name), get_penalty("l2", 1e-2)
+    X, y = linear_data(loss.task, seed=seed)
+    keep = np.random.default_rng(seed).random(y.size) > 0.3
+    weight = np.where(keep, big, small)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        res = smoothed_newton(X, y, risk, loss, pen, sample_weight=weight)
+    ref = smoothed_newton(X[keep], y[keep], risk, loss, pen)
+    assert res.converged and ref.converged
+    assert res.objective == pytest.approx(ref.objective, rel=1e-7)
+    np.testing.assert_allclose(res.coef, ref.coef, rtol=1e-4, atol=1e-6)
+    # the masses of the metric: finite, the tiny ones raised to a share of 2^-52
+    problem = _Problem(X, y, risk, loss, pen, True, weight)
+    assert np.all(np.isfinite(problem.m)) and problem.m.min() == pytest.approx(y.size * 2.0 ** -52)
+
+
+def test_relative_weights_are_an_exact_power_of_two_rescaling():
+    weight = np.array([3e300, 1e-200, 7.0, 2.5e-310, 0.0])
+    v = relative_weights(weight)
+    assert 0.5 <= v.max() < 1.0
+    scale = v[0] / weight[0]
+    assert np.log2(scale) == int(np.log2(scale))
+    assert v[2] == weight[2] * scale  # exact: the ratios of the weights are kept
+    assert v[1] == 0.0 and v[3] == 0.0 and v[4] == 0.0  # below 2^-1074 of the largest
+    tiny = np.array([1e-310, 3e-310])  # subnormal: scaled up exactly, their sum no longer rounds
+    v = relative_weights(tiny)
+    assert 0.5 <= v.max() < 1.0 and v[0] / v[1] == tiny[0] / tiny[1]

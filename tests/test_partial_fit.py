@@ -130,3 +130,36 @@ def test_partial_fit_with_weights_draws_the_weighted_sample():
     assert np.allclose(repeated.coef_, exact.coef_, atol=0.05)
     with pytest.raises(ValueError, match="balanced"):
         RankADMMClassifier(solver="sgd", class_weight="balanced").partial_fit(*_data(), classes=[0, 1])
+
+
+def test_a_batch_too_small_for_the_ranked_range_is_refused_by_its_size():
+    from skrank.risks import RankedRange
+
+    X, y = _data(n=60, task="regression")
+    est = RankADMMRegressor(solver="sgd", risk=RankedRange(m=0.1, k=0.6), random_state=0)
+    est.partial_fit(X[:10], y[:10])
+    coef = est.coef_.copy()
+    with pytest.raises(ValueError, match=r"n=1 .*partial_fit batch.*1 sample\(s\) are too few.*at least 2 "
+                                         r"samples \(a larger batch\)"):
+        est.partial_fit(X[10:11], y[10:11])
+    assert np.array_equal(est.coef_, coef)  # the stream goes on
+    est.partial_fit(X[10:12], y[10:12])  # two samples: m = 0, k = 1
+
+
+@pytest.mark.parametrize("scale", [1e-12, 1e12])
+@pytest.mark.parametrize("Estimator", [SpectralRiskClassifier, RankADMMRegressor])
+def test_stream_of_rescaled_features_gives_rescaled_coefficients(Estimator, scale):
+    # the first batch sets the units of the steps (kept for the later ones): a stream of
+    # X * s with alpha * s^2 makes the same steps and ends at coef / s (at s = 1e-12 the
+    # steps in the units of X learnt nothing)
+    task = "regression" if Estimator is RankADMMRegressor else "classification"
+    X, y = _data(n=240, seed=2, task=task)
+    X = X * [1.0, 0.1, 10.0, 1.0] + [0.0, 3.0, 0.0, -20.0]
+    kwargs = {"classes": [0, 1]} if task == "classification" else {}
+    ref = Estimator(solver="sgd", risk=Superquantile(q=0.5), alpha=1e-2, random_state=0)
+    est = Estimator(solver="sgd", risk=Superquantile(q=0.5), alpha=1e-2 * scale**2, random_state=0)
+    for rows in np.array_split(np.arange(240), 4):
+        ref.partial_fit(X[rows], y[rows], **kwargs)
+        est.partial_fit(X[rows] * scale, y[rows], **kwargs)
+    np.testing.assert_allclose(est.coef_ * scale, ref.coef_, rtol=1e-8)
+    np.testing.assert_allclose(est.intercept_, ref.intercept_, rtol=1e-8)

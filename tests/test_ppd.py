@@ -137,7 +137,8 @@ def test_one_stage_step_is_the_stated_update(adagrad, sparse):
     u0 = np.concatenate([w0, [a0, b0, dual0]])
     cur, sums, gw, G, S2 = u0.copy(), np.zeros(d + 2), np.empty(d), np.zeros(d + 3), np.zeros(d + 3)
     _ppd_steps(*args, sparse, n_pos, np.zeros(1), np.zeros(1, np.int64), False, u0, cur, 2, eta, eta_s,
-               ig, ig_s, dl, dl_s, adagrad, B, p, c, alpha, False, np.zeros(4), state, gw, G, S2, sums)
+               ig, ig_s, dl, dl_s, adagrad, B, p, c, alpha, False, np.zeros(4), state, gw, G, S2, sums,
+               np.zeros(1), False)
 
     u, iterates = u0.copy(), [u0.copy()]
     G_sum, S2_sum = np.zeros(d + 3), np.zeros(d + 3)
@@ -247,3 +248,64 @@ def test_estimator_full_auc_solvers_agree():
                                                                         "ppd-adagrad")}
     for s in ("ppd-sg", "ppd-adagrad"):
         assert fits[s].objective_ <= 1.01 * fits["exact"].objective_
+
+
+# --- constant columns and constant rows ----------------------------------------------------
+
+@pytest.mark.parametrize("solver", [ppd_sg, ppd_adagrad])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_large_constant_column_changes_nothing(solver, sparse):
+    """The rows are centred: a column of 1e6 (an intercept-like feature) does not set the step units.
+
+    Uncentred, it was a direction of curvature 1e12 that the offsets ``a``
+    and ``b`` cancel in ``F`` but not in the steps: every other coordinate
+    got a step of nothing and PPD-SG stopped near ``w = 0``.
+    """
+    _, X, y = TABLES[0]
+    X = X[:600, :6]
+    y = y[:600]
+    X_more = np.insert(X, 2, 1e6, axis=1)
+    obj, obj_more = _objective(X, y, 1e-2), _objective(sp.csr_matrix(X_more) if sparse else X_more, y, 1e-2)
+    best = exact_square_auc(obj).objective
+    res = solver(obj_more, random_state=0)
+    assert res.objective <= 1.01 * best
+    assert abs(res.coef[2]) < 1e-6
+    ref = solver(obj, random_state=0)
+    np.testing.assert_allclose(np.delete(res.coef, 2), ref.coef, rtol=0.05, atol=0.02)
+    # a and b in the units of the rows as given: the class-mean scores, each of about 1e6 w_2
+    h_pos, h_neg = obj_more.scores(res.coef)
+    assert res.info["b"] - res.info["a"] == pytest.approx(h_neg.mean() - h_pos.mean(), abs=0.05)
+
+
+@pytest.mark.parametrize("solver", [ppd_sg, ppd_adagrad])
+@pytest.mark.parametrize("d", [2, 6])
+@pytest.mark.parametrize("value", [0.0, 3.0])
+def test_constant_rows_have_no_curvature_and_fit_w_zero(solver, d, value):
+    """``X = 0`` or every row equal: ``F(w) = c^2 + alpha ||w||^2 / 2`` (no ArpackError: no Krylov space)."""
+    from skrank.solvers.ppd import _curvature_parts
+
+    y = np.arange(40) % 3 == 0
+    X = np.full((40, d), value)
+    assert _curvature_parts(X, int(y.sum()), center=X.mean(axis=0))[0] == 0.0
+    res = solver(_objective(X, y.astype(int), 0.05), random_state=0)
+    assert np.all(np.isfinite(res.coef)) and np.abs(res.coef).max() < 1e-9
+    assert res.objective == pytest.approx(1.0, rel=1e-12)
+
+
+def test_sparse_rows_are_shifted_as_the_dense_ones_are_centred():
+    """The sparse kernel subtracts the centre in its steps: the dense fit's iterates, to rounding."""
+    X, y = _random_problem(4, n=80, d=5)
+    X[np.abs(X) < 0.5] = 0.0
+    dense = ppd_sg(_objective(X, y, 1e-2), max_iter=2, inner_iter0=50, tol=0.0, random_state=0)
+    sparse = ppd_sg(_objective(sp.csr_matrix(X), y, 1e-2), max_iter=2, inner_iter0=50, tol=0.0,
+                    random_state=0)
+    np.testing.assert_allclose(sparse.coef, dense.coef, rtol=1e-9, atol=1e-12)
+    assert sparse.info["a"] == pytest.approx(dense.info["a"], rel=1e-9)
+
+
+def test_a_fit_above_f_at_zero_is_not_converged():
+    """``F(0) = c^2`` bounds the minimum: a start far out that tiny steps barely move is flagged."""
+    _, X, y = TABLES[0]
+    obj = _objective(X, y)
+    res = ppd_sg(obj, coef_init=np.full(X.shape[1], 10.0), max_iter=1, step=1e-12, random_state=0)
+    assert res.objective > 1.0 and not res.converged and res.stop_criterion > 1e-4

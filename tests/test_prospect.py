@@ -63,3 +63,18 @@ def test_prospect_rejects_value_dependent_weights():
     X, y = _problem(20)
     with pytest.raises(ValueError, match="depend on the loss values"):
         prospect(X, np.sign(y), HumanAligned(), get_loss("logistic"), get_penalty("l2", 0.1))
+
+
+@pytest.mark.parametrize("scale", [1e-12, 1e12])
+def test_automatic_step_is_scale_covariant(scale):
+    # X * s with alpha * s^2 (and unstandardised columns): the same epochs, coef / s
+    X, y = _problem(50, 2)
+    X = X * [1.0, 0.01, 100.0] + [0.0, 50.0, -3.0]
+    risk, loss = ERM(), get_loss("huber")
+    ref = prospect(X, y, risk, loss, get_penalty("l2", 0.01), max_iter=50, random_state=0)
+    res = prospect(X * scale, y, risk, loss, get_penalty("l2", 0.01 * scale**2), max_iter=50,
+                   random_state=0)
+    assert res.n_iter == ref.n_iter and res.converged == ref.converged
+    np.testing.assert_allclose(res.objective_history, ref.objective_history, rtol=1e-8)
+    np.testing.assert_allclose(res.coef * scale, ref.coef, rtol=1e-6)
+    assert res.intercept == pytest.approx(ref.intercept, rel=1e-6, abs=1e-9)

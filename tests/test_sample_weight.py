@@ -35,6 +35,10 @@ from skrank.solvers.newton import smoothed_newton
 ALL_RISKS = [ERM(), Superquantile(q=0.7), Extremile(r=2.5), ExponentialSpectral(rho=3.0), TopK(k=0.3),
              TopK(k=4), RankedRange(m=0.1, k=0.6), RankedRange(m=2, k=7), HumanAligned(reference=0.2)]
 SPECTRAL = [ERM(), Superquantile(q=0.7), Extremile(r=2.5), ExponentialSpectral(rho=3.0)]
+#: Counts given as fractions: ``floor(f n)`` of the samples, whatever the scale of the weights.
+FRACTIONS = [TopK(k=0.3), RankedRange(m=0.1, k=0.6), RankedRange(m=0.25, k=0.75)]
+#: The risks whose weighted value is that of the repeated rows for any integer weights.
+REPEATABLE = [risk for risk in ALL_RISKS if risk not in FRACTIONS]
 
 
 def _losses_and_counts(seed=0, n=13):
@@ -45,13 +49,71 @@ def _losses_and_counts(seed=0, n=13):
     return losses, counts
 
 
-@pytest.mark.parametrize("risk", ALL_RISKS, ids=lambda r: type(r).__name__)
-def test_integer_weights_are_repeated_rows_and_zero_weights_dropped_rows(risk):
+@pytest.mark.parametrize("risk", REPEATABLE, ids=lambda r: repr(r))
+def test_integer_weights_are_repeated_rows(risk):
     losses, counts = _losses_and_counts()
     repeated = risk.value(np.repeat(losses, counts))
     assert risk.value(losses, counts.astype(float)) == pytest.approx(repeated, rel=1e-12, abs=1e-14)
+
+
+@pytest.mark.parametrize("risk", ALL_RISKS, ids=lambda r: repr(r))
+def test_zero_weights_are_dropped_rows(risk):
+    losses, counts = _losses_and_counts()
     kept = counts > 0
     assert risk.value(losses, np.where(kept, 1.0, 0.0)) == pytest.approx(risk.value(losses[kept]), abs=1e-14)
+    heavy = risk.value(losses[kept], np.full(kept.sum(), 3.5))
+    assert risk.value(losses, np.where(kept, 3.5, 0.0)) == pytest.approx(heavy, abs=1e-14)
+
+
+@pytest.mark.parametrize("risk", FRACTIONS, ids=lambda r: repr(r))
+@pytest.mark.parametrize("scale", [1e-300, 1e-120, 1e-3, 7.3, 1e120, 1e300])
+def test_fractional_counts_depend_only_on_the_ratios_of_the_weights(risk, scale):
+    losses, counts = _losses_and_counts(2)
+    w = counts + 0.5
+    assert risk.value(losses, scale * w) == pytest.approx(risk.value(losses, w), rel=1e-13)
+    # uniform weights of any scale: the unweighted risk
+    assert risk.value(losses, np.full(losses.size, scale)) == pytest.approx(risk.value(losses), rel=1e-13)
+
+
+def test_fractional_top_k_is_the_superquantile_of_its_share_of_the_samples():
+    losses, counts = _losses_and_counts(2)
+    w = counts + 0.5
+    n = losses.size  # floor(0.3 * 13) = 3 of the 13 samples: the top 3/13 of the weight
+    superquantile = Superquantile(q=1 - 3 / n).value(losses, w)
+    assert TopK(k=0.3).value(losses, w) == pytest.approx(superquantile, rel=1e-13)
+
+
+@pytest.mark.parametrize("risk", FRACTIONS, ids=lambda r: repr(r))
+def test_fractional_counts_are_repeated_rows_when_both_take_the_same_share(risk):
+    # floor(f n) / n = floor(f 2n) / (2n) for these fractions of n = 20 samples: the same share
+    losses = np.round(np.random.default_rng(4).normal(size=20), 1)
+    counts = np.where(np.arange(20) % 2 == 0, 1, 3)
+    n, total = 20, int(counts.sum())
+    for fraction in (risk.k, getattr(risk, "m", risk.k)):
+        assert np.floor(fraction * n) / n == np.floor(fraction * total) / total
+    repeated = risk.value(np.repeat(losses, counts))
+    assert risk.value(losses, counts.astype(float)) == pytest.approx(repeated, rel=1e-12)
+
+
+@pytest.mark.parametrize("risk", [TopK(k=4), RankedRange(m=2, k=7)], ids=repr)
+def test_integer_counts_are_units_of_weight(risk):
+    losses, counts = _losses_and_counts()
+    # a million times the weights is a million copies of each row: the k units lie in the largest loss
+    assert risk.value(losses, 1e6 * counts) == pytest.approx(losses[counts > 0].max(), rel=1e-12)
+
+
+@pytest.mark.parametrize("risk", [TopK(k=4), RankedRange(m=2, k=7), RankedRange(m=0.1, k=7)], ids=repr)
+def test_integer_counts_beyond_the_total_weight_name_sample_weight(risk):
+    losses, counts = _losses_and_counts()
+    with pytest.raises(ValueError, match=r"total sample_weight.*fractions? in \(0, 1\)"):
+        risk.value(losses, 1e-3 * counts)
+
+
+def test_top_k_of_huge_weights_keeps_its_weight():
+    # one unit of weight among 1e300: the share 1e-300 is far below the resolution of 1 - C_i
+    losses = np.array([0.3, 2.0, -1.0, 0.5])
+    assert TopK(k=1).value(losses, np.full(4, 1e300)) == pytest.approx(2.0, rel=1e-12)
+    assert RankedRange(m=1, k=2).value(losses, np.full(4, 1e300)) == pytest.approx(2.0, rel=1e-12)
 
 
 @pytest.mark.parametrize("risk", ALL_RISKS, ids=lambda r: type(r).__name__)
@@ -129,9 +191,9 @@ def _data(task, n=90, d=4, seed=0):
 SOLVER_CASES = [
     (smoothed_newton, "logistic", Superquantile(q=0.6)),
     (smoothed_newton, "squared", Extremile(r=2.0)),
-    (smoothed_newton, "squared", TopK(k=0.3)),
+    (smoothed_newton, "squared", TopK(k=37)),  # 37 of the 125 units of weight (repeated rows)
     (interior_point, "hinge", Superquantile(q=0.6)),
-    (interior_point, "absolute", TopK(k=0.3)),
+    (interior_point, "absolute", TopK(k=37)),
     (interior_point, "hinge", ERM()),
 ]
 
@@ -178,7 +240,7 @@ ESTIMATORS = [
     (RankADMMClassifier(risk=Superquantile(q=0.6), tol=1e-10), "classification"),
     (RankADMMClassifier(risk=Superquantile(q=0.6), loss="hinge", tol=1e-10), "classification"),
     (RankADMMRegressor(risk=Extremile(r=2.0), tol=1e-10), "regression"),
-    (RankADMMRegressor(risk=TopK(k=0.3), loss="absolute", tol=1e-10), "regression"),
+    (RankADMMRegressor(risk=TopK(k=40), loss="absolute", tol=1e-10), "regression"),
     (SpectralRiskClassifier(risk=ExponentialSpectral(rho=2.0), tol=1e-10), "classification"),
     (SpectralRiskRegressor(risk=Superquantile(q=0.5), tol=1e-10), "regression"),
 ]
@@ -272,3 +334,38 @@ def test_refusal_for_a_ranked_range_names_the_stochastic_solver():
     X, y, counts = _data("classification")
     with pytest.raises(ValueError, match="solver='dca' does not take sample_weight. Use solver='sgd'"):
         RankADMMClassifier(risk=RankedRange(), solver="dca").fit(X, y, sample_weight=counts)
+
+
+@pytest.mark.parametrize("Est", [RankADMMRegressor, SpectralRiskRegressor])
+def test_integer_count_beyond_the_total_weight_is_refused_by_name_before_solving(Est):
+    X, y, _ = _data("regression")
+    message = r"TopK\(k=5\) counts k in units of sample weight.*sample_weight is 0\.009 < k = 5.*fraction"
+    with pytest.raises(ValueError, match=message):
+        Est(risk=TopK(k=5)).fit(X, y, sample_weight=np.full(90, 1e-4))
+
+
+@pytest.mark.parametrize("estimator", [RankADMMRegressor(risk=TopK(k=0.3), tol=1e-10),
+                                       RankADMMRegressor(risk=TopK(k=0.3), loss="absolute", tol=1e-10),
+                                       SpectralRiskRegressor(risk=TopK(k=0.3), tol=1e-10)], ids=repr)
+def test_fractional_top_k_ignores_the_scale_of_the_weights(estimator):
+    X, y, counts = _data("regression", seed=2)
+    kept = counts > 0
+    plain = clone(estimator).fit(X, y)
+    ratios = clone(estimator).fit(X[kept], y[kept], sample_weight=counts[kept] + 0.5)
+    for scale in (1e-150, 1e150):
+        uniform = clone(estimator).fit(X, y, sample_weight=np.full(y.size, scale))
+        assert uniform.objective_ == pytest.approx(plain.objective_, rel=1e-7)
+        assert np.allclose(uniform.coef_, plain.coef_, atol=1e-4)
+        scaled = clone(estimator).fit(X[kept], y[kept], sample_weight=scale * (counts[kept] + 0.5))
+        assert scaled.objective_ == pytest.approx(ratios.objective_, rel=1e-7)
+
+
+def test_integer_count_above_the_rows_within_the_weight_is_the_repeated_rows():
+    X, y, counts = _data("regression", n=16, seed=3)  # 14 rows of positive weight, 29 units
+    k = 20
+    assert (counts > 0).sum() < k <= counts.sum()
+    for est in (RankADMMRegressor(risk=TopK(k=k), tol=1e-10),
+                RankADMMRegressor(risk=TopK(k=k), loss="absolute", tol=1e-10)):
+        repeated = clone(est).fit(np.repeat(X, counts, 0), np.repeat(y, counts))
+        weighted = clone(est).fit(X, y, sample_weight=counts)
+        assert weighted.objective_ == pytest.approx(repeated.objective_, rel=1e-7)

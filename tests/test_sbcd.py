@@ -181,3 +181,21 @@ def test_agd_safeguard_recovers_from_a_diverging_step():
     assert np.max(res.objective_history) > F0  # a step did diverge ...
     assert res.info["gamma"] < 20000.0  # ... so gamma was halved
     assert res.objective < 0.8 * F0  # and the run still lowered F
+
+
+@pytest.mark.parametrize("solver", [agd_sbcd, dca_partial_auc, prox_dca_partial_auc])
+@pytest.mark.parametrize("scale", [1e-12, 1e12])
+def test_steps_are_scale_covariant(solver, scale):
+    # X * s with alpha * s^2: the same iterations, coef / s.  An absolute floor of 1e-12 on
+    # the pair smoothness (and on ||delta||^2 of the start) froze every step at s = 1e-12
+    ref_obj = _objective(4, (0.0, 0.3))
+    X = np.vstack([ref_obj.X_pos, ref_obj.X_neg])
+    y = np.r_[np.ones(ref_obj.n_pos), -np.ones(ref_obj.n_neg)]
+    obj = PartialAUCObjective(X, y, (0.0, 0.3), get_pairwise_loss("squared_hinge"), 1e-2)
+    scaled = PartialAUCObjective(X * scale, y, (0.0, 0.3), get_pairwise_loss("squared_hinge"),
+                                 1e-2 * scale**2)
+    ref = solver(obj, max_iter=3, random_state=0)
+    res = solver(scaled, max_iter=3, random_state=0)
+    assert res.n_iter == ref.n_iter
+    np.testing.assert_allclose(res.objective_history, ref.objective_history, rtol=1e-8)
+    np.testing.assert_allclose(res.coef * scale, ref.coef, rtol=1e-6, atol=1e-9)

@@ -159,3 +159,79 @@ def test_estimators_accept_baselines(solver):
     with pytest.warns(Warning):
         clf.fit(X, (y > 0).astype(int))
     assert clf.objective_ < clf.objective_history_[0]
+
+
+def _raw(n=60, d=3, seed=5):
+    # unstandardised columns: a large mean, a small spread, another scale
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * [1.0, 0.05, 30.0] + [0.0, 1990.0, 5.0]
+    y = X @ [1.0, 20.0, 0.05] - 39800.0 + rng.standard_t(3, size=n)
+    return X, y
+
+
+_SOLVERS = {"sgd": sgd, "lsvrg": lsvrg, "lsvrg_nu": lambda *a, **k: lsvrg(*a, sampling="nonuniform", **k)}
+
+
+@pytest.mark.parametrize("name", list(_SOLVERS))
+@pytest.mark.parametrize("scale", [1e-12, 3e6, 1e12])
+def test_automatic_steps_are_scale_covariant(name, scale):
+    # X * s with alpha * s^2 is the same problem: the same epochs, coef / s
+    X, y = _raw()
+    risk, loss = Superquantile(0.5), get_loss("huber")
+    ref = _SOLVERS[name](X, y, risk, loss, get_penalty("l2", 1e-2), max_iter=40, random_state=0)
+    res = _SOLVERS[name](X * scale, y, risk, loss, get_penalty("l2", 1e-2 * scale**2), max_iter=40,
+                         random_state=0)
+    assert res.n_iter == ref.n_iter and res.converged == ref.converged
+    np.testing.assert_allclose(res.objective_history, ref.objective_history, rtol=1e-8)
+    np.testing.assert_allclose(res.coef * scale, ref.coef, rtol=1e-6, atol=1e-9 * np.abs(ref.coef).max())
+    assert res.intercept == pytest.approx(ref.intercept, rel=1e-6)
+
+
+@pytest.mark.parametrize("name", list(_SOLVERS))
+def test_column_scales_change_only_the_coefficients(name):
+    # without a penalty, scaling column j by c_j is the same problem: coef_j / c_j
+    X, y = _raw()
+    scales = np.array([1e-12, 1e9, 1.0])
+    args = (Superquantile(0.5), get_loss("squared"), get_penalty("l2", 0.0))
+    ref = _SOLVERS[name](X, y, *args, max_iter=30, random_state=0)
+    res = _SOLVERS[name](X * scales, y, *args, max_iter=30, random_state=0)
+    np.testing.assert_allclose(res.objective_history, ref.objective_history, rtol=1e-8)
+    np.testing.assert_allclose(res.coef * scales, ref.coef, rtol=1e-6)
+
+
+def test_constant_column_is_left_out():
+    # a constant column is the intercept's: the fit with it is the fit without it
+    X, y = _standardised(60)
+    X_more = np.insert(X, 1, 1e3, axis=1)
+    args = (ERM(), get_loss("squared"), get_penalty("l2", 0.01))
+    ref = lsvrg(X, y, *args, random_state=0)
+    res = lsvrg(X_more, y, *args, random_state=0)
+    assert res.converged and res.coef[1] == 0.0
+    assert res.objective == pytest.approx(ref.objective, rel=1e-10)
+    np.testing.assert_allclose(np.delete(res.coef, 1), ref.coef, rtol=1e-8)
+
+
+@pytest.mark.parametrize("name", ["sgd", "lsvrg"])
+def test_given_step_too_small_to_move_does_not_converge(name):
+    # a given learning_rate 1e-9 times the automatic step changes F by about 1e-9 of what
+    # the automatic step would: the changes are divided by that ratio, so no convergence
+    X, y = _standardised(60)
+    args = (ERM(), get_loss("squared"), get_penalty("l2", 0.01))
+    auto = _SOLVERS[name](X, y, *args, max_iter=300, tol=1e-6, random_state=0)
+    slow = _SOLVERS[name](X, y, *args, learning_rate=1e-9 * auto.info["learning_rate"], max_iter=30,
+                          tol=1e-6, random_state=0)
+    assert auto.converged
+    assert not slow.converged and slow.stop_criterion > 1e-6
+    # a given step at least the automatic one is judged as the automatic one
+    fast = _SOLVERS[name](X, y, *args, learning_rate=auto.info["learning_rate"], max_iter=300,
+                          tol=1e-6, random_state=0)
+    assert fast.converged
+
+
+def test_estimator_warns_when_a_given_step_is_too_small():
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = _standardised(60)
+    reg = SpectralRiskRegressor(risk="erm", solver="lsvrg", learning_rate=1e-12, max_iter=20, random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        reg.fit(X * 1e-3, y)

@@ -1,16 +1,39 @@
 """The table of rank-risk solvers (skrank.solvers._registry) and the estimators that read it."""
 
+import re
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
 
-from skrank.estimators import rank_admm, spectral_risk
+from skrank import AveragePrecisionClassifier, PartialAUCClassifier
+from skrank.estimators import (
+    AveragePrecisionClassifierCV,
+    PartialAUCClassifierCV,
+    RankADMMClassifier,
+    RankADMMRegressor,
+    SpectralRiskClassifier,
+    SpectralRiskRegressor,
+    rank_admm,
+    spectral_risk,
+)
 from skrank.losses import get_loss
+from skrank.pairwise_losses import get_pairwise_loss
 from skrank.penalties import get_penalty
 from skrank.risks import ERM, HumanAligned, RankedRange, Superquantile
 from skrank.solvers import SolverResult
-from skrank.solvers._registry import SOLVERS, choose_solver
+from skrank.solvers._registry import (
+    ESTIMATORS,
+    SOLVERS,
+    auto_preference,
+    choose_solver,
+    doc_tables,
+    solvers_for,
+    streaming_solvers,
+)
 
 RISKS = [ERM(), Superquantile(q=0.6), RankedRange(), HumanAligned()]
 LOSSES = ["logistic", "hinge", "huber", "absolute"]
@@ -52,11 +75,13 @@ def test_a_solver_runs_on_what_the_table_says_it_fits(name):
                     continue
                 accepted += 1
                 X, y = _problem(loss)
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    result = info.load()(X, y, risk, loss, penalty, max_iter=2, **info.options)
-                assert isinstance(result, SolverResult)
-                assert np.all(np.isfinite(result.coef))
+                designs = [X, sp.csr_matrix(X)] if accepted == 1 and info.sparse else [X]
+                for design in designs:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        result = info.load()(design, y, risk, loss, penalty, max_iter=2, **info.options)
+                    assert isinstance(result, SolverResult)
+                    assert np.all(np.isfinite(result.coef))
     assert accepted > 0
 
 
@@ -80,3 +105,134 @@ def test_auto_takes_the_first_that_fits_and_a_refusal_names_one_that_does():
     with pytest.raises(ValueError, match="smooth loss.*Use solver='admm'"):
         choose_solver("newton", ("newton", "admm"), ERM(), hinge, l2)
     assert choose_solver("dca", ("newton", "admm"), RankedRange(), hinge, l2).name == "dca"
+
+
+# --- every estimator reads its solvers from the table --------------------------------------------
+ALL = [RankADMMClassifier, RankADMMRegressor, SpectralRiskClassifier, SpectralRiskRegressor,
+       PartialAUCClassifier, AveragePrecisionClassifier]
+RANKERS = [PartialAUCClassifier, AveragePrecisionClassifier]
+
+
+def _solver_options(constraints):
+    (options,) = [c for c in constraints["solver"] if hasattr(c, "options")]
+    return set(options.options)
+
+
+@pytest.mark.parametrize("Est", ALL, ids=lambda e: e.__name__)
+def test_the_solver_options_auto_and_streaming_solvers_are_the_tables(Est):
+    table = solvers_for(Est.__name__)
+    assert _solver_options(Est._parameter_constraints) == {"auto", *table}
+    assert Est._AUTO == auto_preference(table)
+    assert set(Est._STREAMING_SOLVERS) == set(streaming_solvers(table))
+    for name in table:
+        est = Est(solver=name)
+        assert hasattr(est, "partial_fit") == table[name].streaming
+        assert est.__sklearn_tags__().array_api_support == table[name].external
+
+
+@pytest.mark.parametrize("Est", ALL + [PartialAUCClassifierCV, AveragePrecisionClassifierCV],
+                         ids=lambda e: e.__name__)
+def test_the_docstrings_list_the_tables_solvers(Est):
+    base = getattr(Est, "_base_class", None) or Est
+    (listed,) = re.findall(r"^ *solver : \{([^}]*)\}", Est.__doc__, flags=re.M)
+    assert {name.strip().strip('"') for name in listed.split(",")} == {"auto", *solvers_for(base.__name__)}
+    if base is not Est:
+        assert _solver_options(Est._parameter_constraints) == _solver_options(base._parameter_constraints)
+
+
+def test_the_docs_tables_are_the_registrys():
+    text = (Path(__file__).resolve().parents[1] / "doc" / "conventions.rst").read_text()
+    start = text.index("print(doc_tables()) here.\n\n") + len("print(doc_tables()) here.\n\n")
+    end = text.index("\n.. End of the generated tables.")
+    assert text[start:end] == doc_tables(), (
+        "doc/conventions.rst's solver tables differ from skrank.solvers._registry: paste the output of "
+        "print(skrank.solvers._registry.doc_tables()) between the two comments.")
+    for name in ESTIMATORS:
+        for solver in solvers_for(name):
+            assert f"   * - ``{solver}``\n" in doc_tables()
+
+
+def _ranking_problem(n=120):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 3))
+    y = (X @ np.array([1.0, -1.0, 0.5]) + rng.normal(size=n) > 0.8).astype(int)
+    return X, y
+
+
+def _ranking_params(Est, info):
+    params = dict(solver=info.name, max_iter=2, random_state=0)
+    if info.full_range:
+        params.update(fpr_range=(0, 1), loss="squared")
+    return params
+
+
+@pytest.mark.parametrize("Est, name", [(Est, name) for Est in RANKERS for name in solvers_for(Est.__name__)],
+                         ids=lambda v: getattr(v, "__name__", v))
+def test_a_ranking_solver_takes_what_the_table_says(Est, name):
+    """Weights, rank_weight < 1, link='sigmoid', a Dask X: each fits where the table says, else is refused."""
+    da = pytest.importorskip("dask.array")
+    info = solvers_for(Est.__name__)[name]
+    X, y = _ranking_problem()
+    est = Est(**_ranking_params(Est, info))
+    weights = np.random.default_rng(1).integers(1, 4, size=y.size).astype(float)
+    cases = [("does not take sample_weight", info.sample_weight, {}, dict(sample_weight=weights)),
+             ("needs rank_weight=1.0", info.anchored, dict(rank_weight=0.5), {})]
+    if Est is PartialAUCClassifier:
+        cases.append(("needs link='identity'", info.anchored, dict(link="sigmoid", rank_weight=1.0), {}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for message, takes, params, fit_params in cases:
+            variant = clone(est).set_params(**params)
+            if takes:
+                variant.fit(X, y, **fit_params)
+                assert variant._solver == name
+            else:
+                with pytest.raises(ValueError, match=f"solver={name!r} .*{re.escape(message)}.* Use solver="):
+                    variant.fit(X, y, **fit_params)
+        if info.sparse:
+            assert clone(est).fit(sp.csr_matrix(X), y)._solver == name
+        Xd = da.from_array(X, chunks=(40, 3))
+        if info.external:
+            assert clone(est).fit(Xd, y)._solver == name
+        else:
+            with pytest.raises(ValueError, match=f"solver={name!r} needs X in memory"):
+                clone(est).fit(Xd, y)
+
+
+def test_partial_auc_solvers_of_the_full_auc_name_the_range_and_the_loss():
+    X, y = _ranking_problem()
+    for name, info in solvers_for("PartialAUCClassifier").items():
+        if not info.full_range:
+            continue
+        partial = r"needs fpr_range=\(0, 1\) \(got \(0.05, 0.5\)\)\. Use solver='lbfgs'\."
+        with pytest.raises(ValueError, match=partial):
+            PartialAUCClassifier(solver=name).fit(X, y)
+        with pytest.raises(ValueError, match=r"needs loss='squared' \(got 'logistic'\)"):
+            PartialAUCClassifier(solver=name, fpr_range=(0, 1), loss="logistic").fit(X, y)
+
+
+def test_auto_takes_a_costly_only_solver_for_costly_problems_alone():
+    solvers = solvers_for("PartialAUCClassifier")
+    logistic, squared = get_pairwise_loss("logistic"), get_pairwise_loss("squared")
+    order = auto_preference(solvers)
+    assert order == ("exact", "agd-sbcd", "lbfgs")
+
+    def auto(loss, **problem):
+        return choose_solver("auto", order, None, loss, None, solvers=solvers, **problem).name
+
+    partial = dict(fpr_range=(0.05, 0.5))
+    assert auto(logistic, **partial) == "lbfgs"
+    assert auto(logistic, costly=True, **partial) == "agd-sbcd"
+    assert auto(logistic, costly=True, weighted=True, **partial) == "lbfgs"  # agd-sbcd takes no weights
+    assert auto(logistic, costly=True, external="a Dask array", **partial) == "lbfgs"
+    assert auto(logistic, costly=True, rank_weight=0.5, **partial) == "lbfgs"
+    assert auto(squared, fpr_range=(0.0, 1.0)) == "exact"
+    assert auto_preference(solvers_for("AveragePrecisionClassifier")) == ("soap", "lbfgs")
+
+
+def test_the_rank_risk_rows_serve_their_estimators_only():
+    assert set(SOLVERS) == set(solvers_for(("RankADMMClassifier", "SpectralRiskClassifier")))
+    assert solvers_for("PartialAUCClassifier")["dca"].function == "pauc_dca:dca_partial_auc"
+    assert SOLVERS["dca"].function == "dca:dca"  # one name, two estimators' solvers
+    with pytest.raises(ValueError, match="no estimator"):
+        solvers_for("LogisticRegression")

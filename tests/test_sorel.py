@@ -288,3 +288,35 @@ def test_zero_row_without_intercept_is_sampled_safely(batch_size, penalty):
                 fit_intercept=False, batch_size=batch_size, max_iter=20, random_state=0)
     assert np.all(np.isfinite(res.objective_history))
     assert res.objective_history[-1] < res.objective_history[0]
+
+
+@pytest.mark.parametrize("scale", [1e-12, 3.16e-9, 1e12])
+def test_automatic_steps_are_scale_covariant(scale):
+    # X * s with alpha * s^2: the same epochs and coef / s.  In the units of X the intercept's
+    # step and proximal term were tied to the coefficients': at s = 1e-12 the coefficients did
+    # not move and the criterion passed at F = 0.999 (optimum 0.828); at s = 3e-9 a
+    # superquantile fit diverged and overflowed
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(50, 3)) * [1.0, 0.1, 10.0] + [2.0, -30.0, 0.0]
+    y = X @ [1.0, 5.0, 0.1] + rng.standard_t(3, size=50)
+    risk, loss = Superquantile(0.8), get_loss("huber")
+    ref = sorel(X, y, risk, loss, get_penalty("l2", 1e-3), max_iter=300, random_state=0)
+    with np.errstate(all="raise"):
+        res = sorel(X * scale, y, risk, loss, get_penalty("l2", 1e-3 * scale**2), max_iter=300,
+                    random_state=0)
+    assert res.n_iter == ref.n_iter and res.converged == ref.converged
+    assert res.objective == pytest.approx(ref.objective, rel=1e-8)
+    np.testing.assert_allclose(res.coef * scale, ref.coef, rtol=1e-5)
+    assert res.intercept == pytest.approx(ref.intercept, rel=1e-5)
+
+
+def test_given_step_too_small_does_not_converge():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40, 3))
+    y = X @ [1.0, -1.0, 0.5] + rng.normal(size=40)
+    args = (ERM(), get_loss("squared"), get_penalty("l2", 0.1))
+    auto = sorel(X, y, *args, random_state=0, polish=False)
+    slow = sorel(X, y, *args, learning_rate=1e-9 * auto.info["learning_rate"], max_iter=30,
+                 random_state=0, polish=False)
+    assert auto.converged
+    assert not slow.converged and slow.stop_criterion > 1e-9

@@ -164,7 +164,8 @@ def test_inner_kernel_matches_a_numpy_replay(loss_name, l1, l2):
     perm = np.arange(n, dtype=np.int64)
     state = _seed_state(np.random.default_rng(1))
     vbar_b, b_last, lambar = sorr_sgd(
-        X, s, c, loss.code, loss.param, w, wb, lam0, T, n, level, mu, eta, theta, l1, l2, True,
+        X, s, c, loss.code, loss.param, w, wb, lam0, T, n, level, mu, eta, theta, np.full(d, l1),
+        np.full(d, l2), True,
         perm, state, v_out, vbar, grad,
     )
     np.testing.assert_allclose(v_out, v, rtol=1e-12, atol=1e-14)
@@ -201,3 +202,20 @@ def test_estimators_accept_agd_for_ranked_ranges_only():
         RankADMMClassifier(risk=Superquantile(0.5), solver="agd").fit(X, y)
     with pytest.raises(ValueError, match="ranked-range"):
         RankADMMRegressor(risk="erm", solver="agd").fit(Xr, yr)
+
+
+@pytest.mark.parametrize("scales", [1e6, [1e-12, 1.0, 1e12, 1e-3, 1e4]], ids=["uniform", "columns"])
+def test_steps_are_scale_covariant(scales):
+    # X * s with the penalty rescaled (uniform) or columns scaled one by one without a
+    # penalty: the same outer iterations, coef / s.  In the units of X, s = 3e6 froze the
+    # intercept (its steps were those of the coefficients)
+    X, y = _regression(5, 120)
+    risk, loss = RankedRange(0.1, 0.6), get_loss("huber")
+    scales = np.broadcast_to(np.asarray(scales, dtype=np.float64), (X.shape[1],))
+    alpha = 1e-2 if np.ptp(scales) == 0 else 0.0
+    ref = sorr_agd(X, y, risk, loss, get_penalty("l2", alpha), max_iter=8, random_state=0)
+    res = sorr_agd(X * scales, y, risk, loss, get_penalty("l2", alpha * scales[0] ** 2), max_iter=8,
+                   random_state=0)
+    assert res.n_iter == ref.n_iter
+    np.testing.assert_allclose(res.objective_history, ref.objective_history, rtol=1e-8)
+    np.testing.assert_allclose(res.coef * scales, ref.coef, rtol=1e-6, atol=1e-9)

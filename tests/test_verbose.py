@@ -57,3 +57,27 @@ def test_verbose_one_prints_a_tenth_of_the_iterations_and_two_prints_all(capsys)
             progress(k, 1.0, 0.5)
         lines = capsys.readouterr().out.splitlines()
         assert [int(re.search(r"iteration (\d+)/", line).group(1)) for line in lines] == expected
+
+
+@pytest.mark.parametrize("Est, module, stochastic", [
+    (PartialAUCClassifier, "partial_auc", "agd-sbcd"),
+    (AveragePrecisionClassifier, "average_precision", "soap"),
+], ids=["agd-sbcd", "soap"])
+def test_the_summary_names_the_solver_that_auto_ran(Est, module, stochastic, monkeypatch, capsys):
+    """A costly pass moves "auto" from L-BFGS to a stochastic solver: the summary line says which ran."""
+    import importlib
+
+    X, y = _data()
+    monkeypatch.setattr(importlib.import_module(f"skrank.estimators.{module}"), "_AUTO_MAX_LOGISTIC_PAIRS", 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = Est(loss="logistic", rank_weight=1.0, max_iter=2, random_state=0, verbose=1).fit(X, y)
+    out = capsys.readouterr().out.splitlines()
+    assert {_LINE.match(line).group(1) for line in out if _LINE.match(line)} == {stochastic}
+    (summary,) = [line for line in out if line.startswith(f"[{Est.__name__}]")]
+    assert summary.startswith(f"[{Est.__name__}] solver={stochastic!r} ")
+    assert clf._solver == clf._solver_info[0]["solver"] == stochastic
+    # without the costly pass "auto" keeps L-BFGS, and says so
+    monkeypatch.undo()
+    Est(loss="logistic", rank_weight=1.0, verbose=1).fit(X, y)
+    assert f"[{Est.__name__}] solver='lbfgs' " in capsys.readouterr().out

@@ -39,35 +39,6 @@ def resolve_alpha(alpha, y, sample_weight=None):
     return alpha
 
 
-def check_rank_weight_solver(rank_weight, solver, link="identity"):
-    """Raise a ValueError when ``rank_weight < 1`` or a sigmoid link meets a solver of the papers.
-
-    Parameters
-    ----------
-    rank_weight : float
-        The estimator's ``rank_weight``.
-    solver : str
-        The solver that will run (``"auto"`` already resolved).
-    link : {"identity", "sigmoid"}, default="identity"
-        The partial-AUC estimator's ``link`` (the average-precision
-        surrogate always ranks sigmoid scores, which its solvers handle).
-    """
-    if solver == "lbfgs":
-        return
-    if rank_weight < 1.0:
-        fix = "rank_weight=1.0" + (", link='identity'" if link == "sigmoid" else "")
-        raise ValueError(
-            f"solver={solver!r} minimises the rank surrogate alone (rank_weight=1); with "
-            f"rank_weight={rank_weight:g} the objective mixes in the logistic loss, which only "
-            f"solver='lbfgs' (or 'auto') fits. Set {fix} to use this solver."
-        )
-    if link == "sigmoid":
-        raise ValueError(
-            f"solver={solver!r} ranks the linear scores X w; link='sigmoid' is fitted by "
-            "solver='lbfgs' (or 'auto') only. Set link='identity' to use this solver."
-        )
-
-
 def fit_anchored(rank_objective, X, y, estimator, rank_weight, coef_init, intercept_init, sample_weight,
                  relative_margin=None):
     """L-BFGS on ``(1 - r) logistic + r rank + alpha ||w||^2 / 2`` for one binary problem.

@@ -37,7 +37,7 @@ from ..solvers._array_api_design import (
 )
 from ..solvers._dask_design import check_dask_array, finite_lazily, is_dask_array
 from ..solvers._external import external_kind
-from ..solvers._registry import SOLVERS, choose_solver
+from ..solvers._registry import SOLVERS, choose_solver, streaming_solvers
 
 
 def _check_external(X):
@@ -137,9 +137,17 @@ class _RankLinearModel(BaseEstimator):
     def _check_before_solve(self, X, sample_weight=None):
         """Hook: resolve and check the risk, loss and solver before fitting."""
 
+    #: The estimator's solvers by name: its rows of the table of :mod:`skrank.solvers._registry`.
+    _solvers = {}
+
     def _takes_external(self):
-        """Hook: whether the configured solver fits an external ``X`` (Dask, array API)."""
-        return False
+        """Whether the configured solver fits an external ``X`` (Dask, array API).
+
+        ``"auto"`` does, and so do the full-batch solvers of the estimator's
+        rows of the solver table.
+        """
+        entry = self._solvers.get(self.solver)
+        return self.solver == "auto" or (entry is not None and entry.external)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -258,7 +266,7 @@ class _RankLinearModel(BaseEstimator):
         weights' ratios (the weighted empirical distribution, rescaled
         internally so that tiny or huge weights neither underflow nor
         overflow); the total weight ``W`` matters only where repeated rows
-        need it (``alpha=None`` is ``1 / W``, the counts of ``TopK`` and
+        need it (``alpha=None`` is ``1 / W``, the integer counts of ``TopK`` and
         ``RankedRange`` and Platt's smoothed targets are in units of weight;
         doc/sample_weights.rst).
         """
@@ -429,7 +437,8 @@ class _RegisteredSolverModel(_RankLinearModel):
     the shared ones).
     """
 
-    _STREAMING_SOLVERS = ("sgd",)
+    _solvers = SOLVERS
+    _STREAMING_SOLVERS = streaming_solvers(SOLVERS)
     # the stream's intercept is fitted or not from its first step
     _STREAM_FIXED = ("solver", "fit_intercept")
 
@@ -477,9 +486,6 @@ class _RegisteredSolverModel(_RankLinearModel):
         if sample_weight is not None:
             options["sample_weight"] = sample_weight
         return info.load()(X, y, self._risk, self._loss_obj, self._penalty_obj, **options)
-
-    def _takes_external(self):
-        return self.solver == "auto" or SOLVERS[self.solver].external
 
 
 class RankLinearClassifierMixin(ClassifierMixin):

@@ -7,14 +7,16 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..average_precision_objective import AveragePrecisionObjective
 from ..pairwise_losses import AVERAGE_PRECISION_LOSSES, get_pairwise_loss
-from ..solvers._external import external_kind, is_external
+from ..solvers._external import external_kind
+from ..solvers._registry import auto_preference, choose_solver, solvers_for, streaming_solvers
 from ..solvers.soap import OPTIMIZERS
-from ._anchored import STREAM_ALPHA, check_rank_weight_solver, fit_anchored, resolve_alpha
+from ._anchored import STREAM_ALPHA, fit_anchored, resolve_alpha
 from ._base import RankLinearClassifierMixin, _RankLinearModel
 from ._platt import PlattRankingMixin, platt_calibrate
 from .partial_auc import _AUTO_MAX_LOGISTIC_PAIRS
 
-_SOLVERS = ("auto", "lbfgs", "soap")
+#: The solvers of the estimator: its rows of the table of :mod:`skrank.solvers._registry`.
+_SOLVERS = solvers_for("AveragePrecisionClassifier")
 
 
 class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLinearModel):
@@ -65,7 +67,8 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         is then the weighted surrogate (see Notes).
     margin : float, default=0.5
         Margin of the squared hinge, on the scale of the sigmoid scores;
-        must be positive for it (the other surrogates ignore it).  With
+        must be positive for it (the other surrogates ignore it), and
+        finite whatever the loss.  With
         ``margin >= 1`` the hinge is never reached (score differences are
         below one) and the surrogate is a plain square.
     gamma : float, default=0.9
@@ -215,11 +218,11 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
     _parameter_constraints = {
         "loss": [StrOptions(set(AVERAGE_PRECISION_LOSSES))],
         "class_weight": [dict, StrOptions({"balanced"}), None],
-        "margin": [Real],
+        "margin": [Interval(Real, None, None, closed="neither")],  # finite, whatever the loss
         "gamma": [Interval(Real, 0, 1, closed="right")],
         "rank_weight": [Interval(Real, 0, 1, closed="both"), None],
         "alpha": [Interval(Real, 0, None, closed="left"), None],
-        "solver": [StrOptions(set(_SOLVERS))],
+        "solver": [StrOptions({"auto", *_SOLVERS})],
         "optimizer": [StrOptions(set(OPTIMIZERS))],
         "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
         "batch_size": [Interval(Integral, 2, None, closed="left")],
@@ -268,19 +271,22 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         self.warm_start = warm_start
         self.verbose = verbose
 
-    def _takes_external(self):
-        return self.solver in ("auto", "lbfgs")
+    _solvers = _SOLVERS
+    _AUTO = auto_preference(_SOLVERS)
+
+    def _choose(self, requested, costly=False):
+        """The row of the solver to run (:func:`skrank.solvers._registry.choose_solver`)."""
+        return choose_solver(requested, self._AUTO, None, self._pair_loss, None, solvers=self._solvers,
+                             costly=costly, **self._problem)
 
     def _check_before_solve(self, X, sample_weight=None):
-        kind = external_kind(X)
-        if kind is not None and self.solver == "soap":
-            raise ValueError("solver='soap' needs X in memory (a NumPy array or a SciPy sparse matrix), "
-                             f"not {kind}. Use solver='lbfgs', the full-batch solver, or bring X into "
-                             "memory as a NumPy array.")
         self._pair_loss = get_pairwise_loss(self.loss, self.margin)
-        self._rank_weight = (self.rank_weight if self.rank_weight is not None
-                             else (1.0 if self.solver == "soap" else 0.5))
-        check_rank_weight_solver(self._rank_weight, "lbfgs" if self.solver == "auto" else self.solver)
+        entry = self._solvers.get(self.solver)  # None for "auto"
+        paper = entry is not None and not entry.anchored  # a paper's solver fits its objective alone
+        self._rank_weight = self.rank_weight if self.rank_weight is not None else (1.0 if paper else 0.5)
+        self._problem = dict(weighted=sample_weight is not None, external=external_kind(X),
+                             rank_weight=self._rank_weight)
+        self._solver = self._choose(self.solver).name
         if self.positives_per_batch >= self.batch_size:
             raise ValueError(
                 f"positives_per_batch={self.positives_per_batch} must be smaller than "
@@ -295,6 +301,7 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
             with _blas_threads(X):
                 result = fit_anchored(objective, X, y, self, self._rank_weight, coef_init, intercept_init,
                                       sample_weight)
+            result.info["solver"] = self._solver
             return platt_calibrate(result, X, y, sample_weight)
         alpha = resolve_alpha(self.alpha, y, sample_weight)
         objective = AveragePrecisionObjective(X, y, self._pair_loss, alpha, sample_weight)
@@ -302,35 +309,24 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
             theta0 = objective.start()
         else:
             theta0 = np.append(coef_init, intercept_init)
+        # "auto" on this problem: a costly pass of a non-quadratic surrogate moves it to SOAP
+        costly = (not objective.loss.is_quadratic
+                  and np.sum(objective.y > 0) * objective.y.shape[0] > _AUTO_MAX_LOGISTIC_PAIRS)
+        entry = self._choose(self.solver, costly=costly)
+        self._solver = entry.name  # the solver of this problem, which the verbose line names
         with _blas_threads(X):
-            result = self._run(objective, theta0)
+            result = entry.run(objective, coef_init=theta0, tol=self.tol, verbose=self.verbose,
+                               max_iter=self.max_iter,
+                               stochastic=dict(batch_size=self.batch_size,
+                                               positives_per_batch=self.positives_per_batch, gamma=self.gamma,
+                                               optimizer=self.optimizer, learning_rate=self.learning_rate,
+                                               random_state=self.random_state))
         theta = result.coef
         result.coef, result.info["score_intercept"] = theta[:-1], float(theta[-1])
+        result.info["solver"] = entry.name
         return platt_calibrate(result, X, y, sample_weight)
 
-    def _run(self, objective, theta0):
-        solver = self.solver
-        if solver == "auto" and is_external(objective.X):
-            solver = "lbfgs"  # the full-batch solver
-        elif solver == "auto":
-            n_pairs = np.sum(objective.y > 0) * objective.y.shape[0]
-            costly = not objective.loss.is_quadratic and n_pairs > _AUTO_MAX_LOGISTIC_PAIRS
-            solver = "soap" if costly else "lbfgs"
-        common = dict(coef_init=theta0, tol=self.tol, verbose=self.verbose)
-        if self.max_iter is not None:
-            common["max_iter"] = self.max_iter
-        if solver == "lbfgs":
-            from ..solvers.lbfgs import lbfgs
-
-            return lbfgs(objective, **common)
-        from ..solvers.soap import soap
-
-        return soap(objective, batch_size=self.batch_size,
-                    positives_per_batch=self.positives_per_batch, gamma=self.gamma,
-                    optimizer=self.optimizer, learning_rate=self.learning_rate,
-                    random_state=self.random_state, **common)
-
-    _STREAMING_SOLVERS = ("soap",)
+    _STREAMING_SOLVERS = streaming_solvers(_SOLVERS)
     # the optimizer's moments are the stream's state
     _STREAM_FIXED = ("solver", "optimizer")
 

@@ -8,19 +8,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..metrics import _check_fpr_range
 from ..pairwise_losses import PARTIAL_AUC_LOSSES, get_pairwise_loss
 from ..partial_auc_objective import PartialAUCObjective, SigmoidScorePartialAUC
-from ..solvers._external import external_kind, is_external
-from ._anchored import STREAM_ALPHA, check_rank_weight_solver, fit_anchored, resolve_alpha
+from ..solvers._external import external_kind
+from ..solvers._registry import auto_preference, choose_solver, solvers_for, streaming_solvers
+from ._anchored import STREAM_ALPHA, fit_anchored, resolve_alpha
 from ._base import RankLinearClassifierMixin, _RankLinearModel
 from ._platt import PlattRankingMixin, platt_calibrate
 
-_SOLVERS = ("auto", "lbfgs", "exact", "agd-sbcd", "dca", "prox-dca", "ppd-sg", "ppd-adagrad")
-_FULL_RANGE_ONLY = ("exact", "ppd-sg", "ppd-adagrad")
-#: The solvers that take sample weights (and so class weights).
-_WEIGHTED = ("lbfgs", "exact", "ppd-sg", "ppd-adagrad")
-#: The solvers with partial_fit.
-_STREAMING = ("ppd-sg", "ppd-adagrad")
-#: The full-batch solvers, the ones that fit a Dask array.
-_FULL_BATCH = ("lbfgs", "exact")
+#: The solvers of the estimator: its rows of the table of :mod:`skrank.solvers._registry`.
+_SOLVERS = solvers_for("PartialAUCClassifier")
 #: ``margin=None`` with the smooth step: its half-width in units of the standard deviation
 #: of the logistic regression's scores (chosen on the real-table suite, doc/benchmarks.rst)
 _RELATIVE_MARGIN = 0.25
@@ -292,7 +287,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         "link": [StrOptions({"identity", "sigmoid"})],
         "alpha": [Interval(Real, 0, None, closed="left"), None],
         "class_weight": [dict, StrOptions({"balanced"}), None],
-        "solver": [StrOptions(set(_SOLVERS))],
+        "solver": [StrOptions({"auto", *_SOLVERS})],
         "max_iter": [Interval(Integral, 1, None, closed="left"), None],
         "tol": [Interval(Real, 0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
@@ -335,75 +330,42 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         self.verbose = verbose
 
     # --- checks --------------------------------------------------------------------------
+    _solvers = _SOLVERS
+    _AUTO = auto_preference(_SOLVERS)
+
     def _resolve_defaults(self):
         """``loss``, ``margin`` and ``rank_weight``, the None ones chosen by the solver."""
-        paper = self.solver not in ("auto", "lbfgs")
+        entry = self._solvers.get(self.solver)  # None for "auto"
+        paper = entry is not None and not entry.anchored  # a paper's solver fits its objective alone
         if self.loss is not None:
             loss = self.loss
-        elif paper:
-            loss = "squared" if self.solver in _FULL_RANGE_ONLY else "squared_hinge"
         else:
-            loss = "smooth_step"
+            loss = entry.default_loss if paper else "smooth_step"
         # the smooth step's band follows the spread of the scores (fit_anchored sets it)
         relative_margin = _RELATIVE_MARGIN if self.margin is None and loss == "smooth_step" else None
         margin = 1.0 if self.margin is None else self.margin
         rank_weight = self.rank_weight if self.rank_weight is not None else (1.0 if paper else 0.05)
         return loss, margin, rank_weight, relative_margin
 
-    def _resolved_solver(self):
-        full = tuple(self._fpr_range) == (0.0, 1.0)
-        if self.solver == "auto" and (self._rank_weight < 1.0 or self.link == "sigmoid"):
-            return "lbfgs"
-        if self.solver == "auto":
-            return "exact" if full and self._loss == "squared" else "lbfgs"
-        return self.solver
-
-    def _takes_external(self):
-        return self.solver in ("auto",) + _FULL_BATCH
+    def _choose(self, requested, costly=False):
+        """The row of the solver to run (:func:`skrank.solvers._registry.choose_solver`)."""
+        return choose_solver(requested, self._AUTO, None, self._pair_loss, None, solvers=self._solvers,
+                             costly=costly, **self._problem)
 
     def _check_before_solve(self, X, sample_weight=None):
         self._fpr_range = _check_fpr_range(self.fpr_range)
         self._loss, margin, self._rank_weight, self._relative_margin = self._resolve_defaults()
         self._pair_loss = get_pairwise_loss(self._loss, margin)
-        solver = self._resolved_solver()
-        check_rank_weight_solver(self._rank_weight, solver, self.link)
-        if self._loss == "smooth_step" and solver != "lbfgs":
-            raise ValueError(f"solver={solver!r} does not take loss='smooth_step'; use solver='lbfgs' "
-                             "(or 'auto'), or a convex loss.")
-        kind = external_kind(X)
-        if kind is not None and solver not in _FULL_BATCH:
-            full = self._fpr_range == (0.0, 1.0) and self._loss == "squared"
-            use = ("solver='exact' or solver='lbfgs', the full-batch solvers" if full
-                   else "solver='lbfgs', the full-batch solver for this loss and range")
-            raise ValueError(
-                f"solver={solver!r} needs X in memory (a NumPy array or a SciPy sparse matrix), not "
-                f"{kind}. Use {use}, or bring X into memory as a NumPy array."
-            )
-        if sample_weight is not None and solver not in _WEIGHTED:
-            raise ValueError(
-                f"solver={solver!r} does not take sample_weight (nor class_weight) yet. "
-                "Use solver='lbfgs' (or 'exact' for fpr_range=(0, 1) with loss='squared')."
-            )
-        if solver in _FULL_RANGE_ONLY:
-            problems = []
-            if self._fpr_range != (0.0, 1.0):
-                problems.append(f"fpr_range=(0, 1) (got {self._fpr_range})")
-            if self._loss != "squared":
-                problems.append(f"loss='squared' (got {self._loss!r})")
-            if problems:
-                raise ValueError(
-                    f"solver={solver!r} minimises the full-AUC square loss and needs "
-                    + " and ".join(problems)
-                    + "; use solver='lbfgs' or 'agd-sbcd' for a partial range or another loss."
-                )
-        self._solver = solver
+        self._problem = dict(weighted=sample_weight is not None, external=external_kind(X),
+                             fpr_range=self._fpr_range, rank_weight=self._rank_weight, link=self.link)
+        self._solver = self._choose(self.solver).name
 
     # --- fitting -------------------------------------------------------------------------
     def _store_results(self, results):
         super()._store_results(results)
         self.margin_ = np.array([r.info.get("margin", np.nan) for r in results], dtype=np.float64)
 
-    _STREAMING_SOLVERS = _STREAMING
+    _STREAMING_SOLVERS = streaming_solvers(_SOLVERS)
 
     def _new_stream(self, n_features, coef_init=None, intercept_init=None):
         from ..solvers.ppd import PPDStream
@@ -418,11 +380,14 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         stream.update(alpha=alpha, margin=self._pair_loss.margin, batch_size=self.batch_size)
 
     def _start(self, objective, coef_init):
+        entry = self._solvers[self._solver]
+        if entry.closed_form:
+            return None  # it takes no start
         if coef_init is not None:
             return np.asarray(coef_init, dtype=np.float64)
+        if entry.paper_start:
+            return None  # the paper's start (PPD: w = 0; the closed form would be the answer)
         d = objective.X.shape[1]
-        if self._solver in ("ppd-sg", "ppd-adagrad"):
-            return np.zeros(d)  # the paper's start; the closed form would be the answer
         if d <= _CLOSED_FORM_START_MAX_FEATURES:
             from ..solvers.auc_closed_form import square_auc_coef
 
@@ -444,48 +409,23 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
                 result = fit_anchored(rank, X, y, self, self._rank_weight, coef_init, intercept_init,
                                       sample_weight, relative_margin=self._relative_margin)
             else:
-                result = self._run(objective, coef_init)
+                # "auto" on this problem: a costly logistic pass may move it to a stochastic solver
+                entry = self._choose(self.solver, costly=self._costly(objective))
+                self._solver = entry.name  # the solver of this problem, which the verbose line names
+                stochastic = dict(batch_size=self.batch_size, random_state=self.random_state)
+                result = entry.run(objective, coef_init=self._start(objective, coef_init),
+                                   tol=self.tol, verbose=self.verbose, max_iter=self.max_iter,
+                                   stochastic=stochastic)
                 result.info["score_intercept"] = 0.0
                 result.info["margin"] = objective.loss.margin
+        result.info["solver"] = self._solver
         return platt_calibrate(result, X, y, sample_weight if objective.weighted else None)
 
-    def _run(self, objective, coef_init):
-        solver = self._solver
-        # a Dask X stays with L-BFGS, the one full-batch solver for this loss
-        if (self.solver == "auto" and not objective.loss.pieces and not objective.weighted
-                and not is_external(objective.X)):
-            in_range = np.ceil(objective.n) - np.floor(objective.m)
-            if objective.n_pos * in_range > _AUTO_MAX_LOGISTIC_PAIRS:
-                solver = "agd-sbcd"
-        common = dict(verbose=self.verbose)
-        if self.max_iter is not None:
-            common["max_iter"] = self.max_iter
-        if solver == "exact":
-            from ..solvers.auc_closed_form import exact_square_auc
-
-            return exact_square_auc(objective)
-        w0 = self._start(objective, coef_init)
-        if solver == "lbfgs":
-            from ..solvers.lbfgs import lbfgs
-
-            return lbfgs(objective, coef_init=w0, tol=self.tol, **common)
-        stochastic = dict(coef_init=w0, tol=self.tol, batch_size=self.batch_size,
-                          random_state=self.random_state, **common)
-        if solver == "agd-sbcd":
-            from ..solvers.sbcd import agd_sbcd
-
-            return agd_sbcd(objective, **stochastic)
-        if solver == "dca":
-            from ..solvers.pauc_dca import dca_partial_auc
-
-            return dca_partial_auc(objective, **stochastic)
-        if solver == "prox-dca":
-            from ..solvers.pauc_dca import prox_dca_partial_auc
-
-            return prox_dca_partial_auc(objective, **stochastic)
-        from ..solvers.ppd import ppd_adagrad, ppd_sg
-
-        return (ppd_sg if solver == "ppd-sg" else ppd_adagrad)(objective, **stochastic)
+    @staticmethod
+    def _costly(objective):
+        """Whether one exact pass costs more than ``_AUTO_MAX_LOGISTIC_PAIRS`` pair terms (logistic loss)."""
+        in_range = np.ceil(objective.n) - np.floor(objective.m)
+        return not objective.loss.pieces and objective.n_pos * in_range > _AUTO_MAX_LOGISTIC_PAIRS
 
 
 def _class_mean_difference(objective):

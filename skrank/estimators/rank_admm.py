@@ -42,11 +42,12 @@ class _RankADMMModel(_RegisteredSolverModel):
     def _check_before_solve(self, X, sample_weight=None):
         risk = self._get_risk()
         n = X.shape[0]
-        # Validate the risk's parameters for this sample count (clear ValueError).
+        # Validate the risk's parameters for this sample count, and for the weights: an integer
+        # count of TopK or RankedRange is in units of weight (clear ValueError naming sample_weight).
         if risk.depends_on_values:
-            risk.weight_pieces(n)
+            risk.weight_pieces(n, sample_weight)
         else:
-            risk.weights(n)
+            risk.weights(n, sample_weight)
         self._choose_solver(risk, weighted=sample_weight is not None, external=external_kind(X))
 
     def _solver_options(self):

@@ -43,7 +43,7 @@ class _SpectralRiskModel(_RegisteredSolverModel):
                 f"{type(risk).__name__} is not one. Use RankADMMClassifier or RankADMMRegressor "
                 "(skrank.estimators), which handle ranked-range and human-aligned risks."
             )
-        risk.weights(X.shape[0])  # validates the risk's parameters for this n
+        risk.weights(X.shape[0], sample_weight)  # validates the risk's parameters for this n and weights
         if not np.isfinite(self.alpha) or self.alpha < 0:
             raise ValueError(f"alpha must be a nonnegative finite number, got {self.alpha!r}.")
         self._choose_solver(risk, weighted=sample_weight is not None, external=external_kind(X))

@@ -38,6 +38,30 @@ from .._jit import njit
 from ..losses import loss_value_and_derivative
 
 
+def relative_weights(sample_weight):
+    """The sample weights times the power of two that brings the largest into ``[1/2, 1)``.
+
+    The product is exact, so that ratios of the weights are unchanged,
+    their sum cannot overflow and ``n / sum`` cannot either, whatever the
+    caller's units (1e300 and 1e-200 together).  A weight below ``2^-1074``
+    times the largest becomes 0: its share of the total is below every
+    double, too small to change the weighted risk.
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n,)
+        Nonnegative, finite weights, not all zero.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        The rescaled weights.
+    """
+    v = np.asarray(sample_weight, dtype=np.float64)
+    _, exponent = np.frexp(v.max())
+    return np.ldexp(v, -exponent)
+
+
 @njit(cache=True)
 def pooled_projection(keys, order, sigma, mu, block_start, m):
     """``q = proj_P(keys / mu)``, written over ``keys``, and the pooled blocks.

@@ -1,5 +1,8 @@
 """Pieces shared by the stochastic spectral-risk solvers (SOREL, LSVRG, SGD, Prospect).
 
+* :class:`FeatureUnits`: the affine change of coefficients that puts every
+  feature in unit scale, in which the automatic steps are derived (so that
+  rescaling a column of ``X`` rescales its coefficient and nothing else);
 * :func:`prepare_data`: the dense float64 design, the affine map of the loss
   arguments (``t_i = s_i f_i + c_i``, see :func:`skrank.objective.affine_map`)
   and the squared row norms (``+ 1`` for the intercept column);
@@ -31,6 +34,182 @@ from ..objective import affine_map
 from ._progress import Progress
 from ._sampling import _build_alias
 
+#: A column whose spread is at most this fraction of its root mean square is constant
+#: (what is left of it is the rounding of its mean).
+_CONSTANT_RTOL = 1e-10
+
+
+def dense_design(X):
+    """``X`` as a dense, C-contiguous float64 array."""
+    if sp.issparse(X):
+        X = X.toarray()
+    return np.ascontiguousarray(X, dtype=np.float64)
+
+
+def _column_stats(X, p, fit_intercept):
+    """Weighted column statistics of ``X / size``: ``(mean, spread, rms, size)``.
+
+    ``size`` is each column's largest magnitude (1 for a zero column), so that
+    squares of features near 1e-200 or 1e200 stay finite; ``spread`` is the
+    standard deviation about ``mean`` (two passes, also for a sparse ``X``,
+    whose zeros count through the weight they leave over), zero without
+    ``fit_intercept``.
+    """
+    d = X.shape[1]
+    if sp.issparse(X):
+        A = sp.csc_matrix(X, dtype=np.float64)
+        cols = np.repeat(np.arange(d), np.diff(A.indptr))
+        rows = A.indices
+        size = np.zeros(d)
+        np.maximum.at(size, cols, np.abs(A.data))
+        size[~(size > 0)] = 1.0
+        z = A.data / size[cols]
+        pr = p[rows]
+        rms = np.sqrt(np.bincount(cols, pr * z * z, minlength=d))
+        mean, spread = np.zeros(d), np.zeros(d)
+        if fit_intercept:
+            mean = np.bincount(cols, pr * z, minlength=d)
+            left = np.maximum(1.0 - np.bincount(cols, pr, minlength=d), 0.0)
+            var = np.bincount(cols, pr * (z - mean[cols]) ** 2, minlength=d) + left * mean ** 2
+            spread = np.sqrt(var)
+        return mean, spread, rms, size
+    X = np.asarray(X, dtype=np.float64)
+    size = np.abs(X).max(axis=0) if X.shape[0] else np.zeros(d)
+    size[~(size > 0)] = 1.0
+    Z = X / size
+    rms = np.sqrt(p @ (Z * Z))
+    mean, spread = np.zeros(d), np.zeros(d)
+    if fit_intercept:
+        mean = p @ Z
+        spread = np.sqrt(np.maximum(p @ ((Z - mean) ** 2), 0.0))
+    return mean, spread, rms, size
+
+
+class FeatureUnits:
+    """The affine change of coefficients in which the stochastic solvers take their steps.
+
+    With column offsets ``m`` and units ``u``, the features
+    ``x~_ij = (x_ij - m_j) / u_j`` and the coefficients ``v_j = u_j w_j``,
+    ``b~ = b + m . w`` give the same scores, ``x~_i . v + b~ = x_i . w + b``,
+    and the penalty ``l1 ||w||_1 + l2/2 ||w||^2`` becomes the separable
+    ``sum_j (l1 / u_j) |v_j| + (l2 / u_j^2) v_j^2 / 2``.  A step size derived
+    from ``x~`` (whose columns have unit spread) is then the same for
+    ``X * s`` and ``X``, and so are the iterates: the step in ``w_j`` is
+    divided by ``u_j^2``, the step of the intercept is not.  Plain gradient
+    steps in ``(v, b~)`` are diagonally preconditioned steps in ``(w, b)``
+    (with the intercept decoupled from the column means).
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n, d)
+        The data (or the first batch of a stream) the units are read from.
+    fit_intercept : bool
+        With an intercept ``m`` holds the column means and ``u`` the standard
+        deviations; without one ``m = 0`` and ``u`` holds the root mean squares.
+    sample_weight : ndarray of shape (n,), optional
+        Weights of the rows in the means (only their ratios matter).
+    per_feature : bool, default=True
+        False: one unit for every column, the root mean square of the ``u_j``
+        (for a solver whose penalty must stay a multiple of the identity).
+    identity : bool, default=False
+        ``m = 0``, ``u = 1``: the original coordinates (a step size given by
+        the user is in the units of ``X``).
+
+    Attributes
+    ----------
+    offset : ndarray of shape (d,)
+        ``m``.
+    unit : ndarray of shape (d,)
+        ``u``; a constant column (its spread at most ``1e-10`` of its root
+        mean square) is zero in ``x~`` and gets the root mean square of the
+        other units (1 when every column is constant).
+    constant : ndarray of bool, shape (d,)
+        The constant columns.
+    """
+
+    def __init__(self, X, fit_intercept, sample_weight=None, *, per_feature=True, identity=False):
+        d = X.shape[1]
+        self.offset, self.unit = np.zeros(d), np.ones(d)
+        self.constant = np.zeros(d, dtype=bool)
+        self.identity = bool(identity)
+        if self.identity:
+            return
+        n = X.shape[0]
+        if sample_weight is None:
+            p = np.full(n, 1.0 / max(n, 1))
+        else:
+            p = np.asarray(sample_weight, dtype=np.float64)
+            p = p / p.max() if p.size and p.max() > 0 else np.ones_like(p)
+            p = p / p.sum()
+        mean, spread, rms, size = _column_stats(X, p, fit_intercept)
+        if fit_intercept:
+            self.constant = spread <= _CONSTANT_RTOL * rms
+            self.offset = mean * size
+        else:
+            spread = rms
+            self.constant = ~(rms > 0)
+        unit = spread * size
+        free = ~self.constant
+        fill = 1.0
+        if free.any():
+            top = float(unit[free].max())
+            fill = top * float(np.sqrt(np.mean((unit[free] / top) ** 2))) if top > 0 else 1.0
+        if not (np.isfinite(fill) and fill > 0):
+            fill = 1.0
+        unit[self.constant] = fill
+        if not per_feature:
+            unit[:] = fill
+        self.unit = unit
+
+    def transform(self, X):
+        """``x~ = (X - m) / u`` (dense, C-contiguous; constant columns exactly zero)."""
+        X = dense_design(X)
+        if self.identity:
+            return X
+        Xt = (X - self.offset) / self.unit
+        Xt[:, self.constant] = 0.0
+        return np.ascontiguousarray(Xt)
+
+    def to_internal(self, w, b):
+        """``(v, b~)`` from the coefficients ``w`` and the intercept ``b`` (a float)."""
+        w = np.asarray(w, dtype=np.float64)
+        return w * self.unit, float(b) + float(self.offset @ w)
+
+    def to_original(self, v, b):
+        """``(w, b)`` from ``(v, b~)``."""
+        w = np.asarray(v, dtype=np.float64) / self.unit
+        return w, float(b) - float(self.offset @ w)
+
+    def penalty(self, penalty):
+        """``(l1 / u, l2 / u^2)``: the penalty's strengths per internal coefficient."""
+        return (np.ascontiguousarray(penalty.l1 / self.unit),
+                np.ascontiguousarray(penalty.l2 / (self.unit * self.unit)))
+
+    def step_fraction(self, lr, lr_auto, fit_intercept):
+        """The smallest ratio of a step ``lr`` in the units of ``X`` to the automatic one.
+
+        ``lr_auto`` is a step in the units of ``x~``: in the units of ``X``
+        it is ``lr_auto / u_j^2`` for the coefficient ``j`` and ``lr_auto`` for
+        the intercept.  Constant columns do not count.
+        """
+        ratios = lr * self.unit[~self.constant] ** 2 / lr_auto
+        if fit_intercept:
+            ratios = np.append(ratios, lr / lr_auto)
+        return float(ratios.min()) if ratios.size else 1.0
+
+
+def user_step_fraction(X, fit_intercept, lr, auto_step, sample_weight=None, per_feature=True):
+    """:meth:`FeatureUnits.step_fraction` of a given step ``lr`` against the automatic one.
+
+    ``auto_step(sqnorms)`` is the automatic step from the squared row norms
+    of the standardised design (``+ 1`` with an intercept); ``per_feature``
+    as in :class:`FeatureUnits`.
+    """
+    units = FeatureUnits(X, fit_intercept, sample_weight, per_feature=per_feature)
+    Xt = units.transform(X)
+    sqnorms = np.einsum("ij,ij->i", Xt, Xt) + (1.0 if fit_intercept else 0.0)
+    return units.step_fraction(lr, auto_step(sqnorms), fit_intercept)
+
 
 def prepare_data(X, y, loss, fit_intercept):
     """Dense design and affine map of the loss arguments.
@@ -47,9 +226,7 @@ def prepare_data(X, y, loss, fit_intercept):
     sqnorms : ndarray of shape (n,)
         ``||x_i||^2 + fit_intercept``.
     """
-    if sp.issparse(X):
-        X = X.toarray()
-    X = np.ascontiguousarray(X, dtype=np.float64)
+    X = dense_design(X)
     s, c = affine_map(y, loss.task)
     sqnorms = np.einsum("ij,ij->i", X, X) + (1.0 if fit_intercept else 0.0)
     return X, np.ascontiguousarray(s), np.ascontiguousarray(c), sqnorms
@@ -216,19 +393,31 @@ class WeightedSampler:
         return draw_weighted(p, out, self.prob, self.packed, self.small, self.large)
 
 
+@njit(cache=True)
+def prox_factors(lr, l1, l2, inv_tau):
+    """``(thr, inv)`` of :func:`prox_step`: ``lr l1_j`` and ``1 / (1 + lr l2_j + lr inv_tau)``."""
+    d = l1.shape[0]
+    thr, inv = np.empty(d), np.empty(d)
+    for j in range(d):
+        thr[j] = lr * l1[j]
+        inv[j] = 1.0 / (1.0 + lr * l2[j] + lr * inv_tau)
+    return thr, inv
+
+
 @njit(cache=True, inline="always")
-def prox_step(w, b, grad, grad_b, lr, l1, l2, inv_tau, w_anchor, b_anchor, fit_intercept):
+def prox_step(w, b, grad, grad_b, lr, thr, inv, inv_tau, w_anchor, b_anchor, fit_intercept):
     """``(w, b) <- prox(w - lr grad, b - lr grad_b)`` in place.
 
-    The prox is the closed form of ``lr * (l1 ||.||_1 + l2/2 ||.||^2 +
-    inv_tau/2 ||. - w_anchor||^2)`` (Ge and Jiang 2024, Algorithm 1 line 14); the intercept
+    The prox is the closed form of ``lr * (sum_j l1_j |.| + l2_j/2 (.)^2 +
+    inv_tau/2 ||. - w_anchor||^2)`` (Ge and Jiang 2024, Algorithm 1 line 14) with
+    per-coefficient strengths ``l1``, ``l2`` (:meth:`FeatureUnits.penalty`),
+    through ``(thr, inv) = prox_factors(lr, l1, l2, inv_tau)``; the intercept
     gets only the anchor term.  ``inv_tau = 0`` gives the plain proximal
     gradient step on the penalty.
     """
-    denom = 1.0 + lr * l2 + lr * inv_tau
     for j in range(w.shape[0]):
         z = w[j] - lr * grad[j] + lr * inv_tau * w_anchor[j]
-        w[j] = _soft(z, lr * l1) / denom
+        w[j] = _soft(z, thr[j]) * inv[j]
     if fit_intercept:
         b[0] = (b[0] - lr * grad_b + lr * inv_tau * b_anchor) / (1.0 + lr * inv_tau)
 
@@ -290,7 +479,8 @@ def svrg_epoch(
     (Ge and Jiang 2024, Algorithm 1 line 13, batch-averaged, with ``mult_i = lam_i / p_i``
     for sampling probabilities ``p_i``), then takes the closed-form prox of
     ``lr * (l1 ||.||_1 + l2/2 ||.||^2 + inv_tau/2 ||. - w_anchor||^2)``
-    (their line 14; the intercept gets only the anchor term).
+    (their line 14; the intercept gets only the anchor term), with the
+    per-coefficient strengths ``l1``, ``l2`` of :func:`prox_step`.
 
     ``w`` and ``b`` (a length-1 array) are updated in place; ``work`` is a
     length-d scratch array.  Returns the number of steps.
@@ -298,6 +488,7 @@ def svrg_epoch(
     d = X.shape[1]
     n_steps = idx.shape[0] // batch
     inv_b = 1.0 / batch
+    thr, inv = prox_factors(lr, l1, l2, inv_tau)
     for k in range(n_steps):
         for j in range(d):
             work[j] = gbar[j]
@@ -305,7 +496,7 @@ def svrg_epoch(
             X, w, b[0], idx, k * batch, (k + 1) * batch, s, c, code, param, gref, mult, inv_b,
             work, gbar_b,
         )
-        prox_step(w, b, work, db, lr, l1, l2, inv_tau, w_anchor, b_anchor, fit_intercept)
+        prox_step(w, b, work, db, lr, thr, inv, inv_tau, w_anchor, b_anchor, fit_intercept)
     return n_steps
 
 
@@ -323,17 +514,25 @@ class EpochLog:
     a single epoch's change falls below ``tol`` by chance when ``F``
     crosses its previous value, far from where the method stalls.
 
+    ``step_fraction`` (at most 1) is the ratio of the step taken to the
+    automatic one (:meth:`FeatureUnits.step_fraction`; 1 for the automatic
+    step).  Below 1 the criterion is the change plus the rounding of ``F``
+    (``eps``) divided by it: with small steps ``F`` changes in proportion to
+    the step, and a step too small to move the iterate (whose ``F`` then
+    does not change at all) must not pass for a method that has stalled.
+
     ``passes`` follows our convention (the paper's count is samples used / n): every per-sample loss or
     gradient evaluation at a new point counts ``1/n``.
     """
 
-    def __init__(self, objective0, name, verbose, max_iter=None):
+    def __init__(self, objective0, name, verbose, max_iter=None, step_fraction=1.0):
         self.history = [float(objective0)]
         self.times = [0.0]
         self.passes = [0.0]
         self.changes = []
         self.name = name
         self.verbose = verbose
+        self.step_fraction = min(float(step_fraction), 1.0)
         self.progress = Progress(name.lower(), verbose, max_iter, unit="epoch",
                                  criterion=f"relative change over {N_ITER_NO_CHANGE} epochs")
 
@@ -341,7 +540,8 @@ class EpochLog:
         """Log one epoch; returns the criterion (``inf`` if ``F`` is not finite).
 
         The criterion is the largest relative objective change over the
-        last :data:`N_ITER_NO_CHANGE` epochs (class docstring).
+        last :data:`N_ITER_NO_CHANGE` epochs, divided by the step fraction
+        (class docstring).
         """
         prev = self.history[-1]
         self.history.append(float(objective))
@@ -351,6 +551,10 @@ class EpochLog:
             return np.inf
         self.changes.append(abs(prev - objective) / max(abs(objective), 1e-300))
         criterion = max(self.changes[-N_ITER_NO_CHANGE:])
+        if self.step_fraction < 1.0:
+            # a change below the rounding of F (even none at all) is no smaller than eps
+            criterion = ((criterion + np.finfo(np.float64).eps) / self.step_fraction
+                         if self.step_fraction > 0 else np.inf)
         self.progress(len(self.history) - 1, objective, criterion)
         return criterion
 

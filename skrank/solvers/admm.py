@@ -41,7 +41,7 @@ from ..risks import ERM, TopK
 from ._progress import Progress
 from ._result import SolverResult
 from ._wstep import WStep
-from .finish import FinishSchedule, NewtonFinish, Polisher
+from .finish import FinishSchedule, NewtonFinish, PiecewiseLinearFinish
 
 _RHO_NAMES = ("paper", "adaptive")
 
@@ -326,15 +326,56 @@ def rank_subgradient(risk, loss, t):
 # ------------------------------------------------------------------------------------
 # the loop
 # ------------------------------------------------------------------------------------
-def _penalty_residual(X, s, lam, w, wstep, linear):
-    """``dist(A^T (s lambda) + q, dg(w))`` with the intercept's row (Xiao et al. 2023, Theorem 1)."""
+def _residual_units(X, fit_intercept):
+    """The column offsets and units in which :func:`_penalty_residual` measures each coefficient.
+
+    Those of :class:`skrank.solvers._stepsize.FeatureUnits`: the column means
+    (with an intercept) and spreads.
+    """
+    from ._stepsize import FeatureUnits
+
+    units = FeatureUnits(X, fit_intercept)
+    return units.offset, units.unit
+
+
+def _penalty_residual(X, s, lam, w, wstep, linear, units=None):
+    """``dist(A^T (s lambda) + q, dg(w))`` with the intercept's row (Xiao et al. 2023, Theorem 1).
+
+    Measured in the standardised coordinates ``v_j = u_j w_j``,
+    ``b~ = b + m . w`` of :func:`_residual_units` (``units = (m, u)``,
+    computed when None): the row of coefficient ``j`` is
+    ``dist(g_j - m_j g_b, dg_j(w_j)) / u_j`` with ``g_b`` the intercept's.
+    It is then the same for ``X`` and ``X`` with its columns rescaled (and
+    the penalty rescaled to match), unlike the distance in the units of
+    ``X``, in which a column of scale 1e-12 passes at any coefficient.
+    """
     sl = s * lam
     gw = np.asarray(X.T @ sl).ravel()
     gb = float(sl.sum()) if wstep.fit_intercept else 0.0
     if linear is not None:
         gw = gw + linear[:-1]
         gb = gb + (float(linear[-1]) if wstep.fit_intercept else 0.0)
-    return float(np.hypot(wstep.penalty.subgradient_distance(w, gw), gb))
+    offset, unit = _residual_units(X, wstep.fit_intercept) if units is None else units
+    pen = wstep.penalty
+    # the penalty of v: l1 / u_j and l2 / u_j^2 (a separable penalty of the same form)
+    scaled = type(pen)(pen.l1 / unit, pen.l2 / (unit * unit))
+    e_w = scaled.subgradient_distance(w * unit, (gw - offset * gb) / unit)
+    return float(np.hypot(e_w, gb))
+
+
+def _restandardised(out, finish, X, s, wstep, linear, units, tol):
+    """A finish's result whose KKT certificate also holds in the units of :func:`_penalty_residual`.
+
+    The piecewise-linear finish measures the penalty's condition in the
+    units of ``X``; its certificate stands only if that condition, measured
+    again per standardised coefficient, is at most ``tol`` too (the residual
+    is then the larger of the two).  The Newton finish certifies a relative
+    gap of ``F``, which no rescaling of the columns changes: kept as it is.
+    """
+    if out is None or not out.certified or out.lam is None or isinstance(finish, NewtonFinish):
+        return out
+    residual = max(float(out.residual), _penalty_residual(X, s, out.lam, out.coef, wstep, linear, units))
+    return out._replace(certified=residual <= tol, residual=residual)
 
 
 def admm_loop(
@@ -355,9 +396,9 @@ def admm_loop(
     inner_max_iter=500,
     relaxation=1.0,
     objective_t=None,
-    polish=None,
-    polish_first=100,
-    polish_crit=1e-3,
+    finish=None,
+    finish_first=100,
+    finish_crit=1e-3,
     verbose=0,
 ):
     """Algorithm 1 on ``min Omega(z) + g(w) - linear.(w, b)`` s.t. ``z = s (X w + b) + c``.
@@ -370,11 +411,12 @@ def admm_loop(
     w-step in prediction space (:meth:`WStep.fast_l2`, ``O(n r)`` per
     iteration, two products with an n x r basis and no product with ``X``),
     rebuilding ``(w, b)`` only when the residuals pass and at the end.
-    ``polish``, when given, is a :class:`Polisher` (hinge and absolute
+    ``finish``, when given, is a
+    :class:`skrank.solvers.finish.PiecewiseLinearFinish` (hinge and absolute
     losses) or a :class:`skrank.solvers.finish.NewtonFinish` (smooth ones), tried on a
-    :class:`skrank.solvers.finish.FinishSchedule` (after ``polish_first``
+    :class:`skrank.solvers.finish.FinishSchedule` (after ``finish_first``
     iterations, at every doubling of the iteration count and when the
-    residual is below ``polish_crit``); it stops the loop when it certifies
+    residual is below ``finish_crit``); it stops the loop when it certifies
     an exact optimum, and at the end it replaces the last iterate when it
     lowers ``F``.
     See :func:`admm` for the stopping rule.
@@ -392,6 +434,7 @@ def admm_loop(
     lam = np.asarray(lam0(t), dtype=np.float64)
     rho = schedule.rho0
     sqrt_n = np.sqrt(n)
+    units = _residual_units(X, fit_intercept)
     history, crit_history, rho_history = [], [], []
     crit = np.inf
     converged = False
@@ -399,23 +442,24 @@ def admm_loop(
     # Exact l2 step in prediction space (O(n r) per iteration, w rebuilt at the end).
     fast = linear is None and objective_t is not None and wstep.fast_l2_available()
     coef_dirty = False
-    schedule_finish = FinishSchedule(polish_first, crit_level=polish_crit)
+    schedule_finish = FinishSchedule(finish_first, crit_level=finish_crit)
     progress = Progress("admm", verbose, max_iter, criterion="KKT residual")
-    polished = False
+    finished = False
     start = time.perf_counter()
     k = 0
     z = t
-    if polish is not None and coef_init is not None and max_iter > 0:
-        # A warm start may sit on an optimum found before: one polish attempt
+    if finish is not None and coef_init is not None and max_iter > 0:
+        # A warm start may sit on an optimum found before: one finish attempt
         # on the face its near-ties read (one round: cheap when it fails).
-        out = polish(polish.snap(t), w, tol, b, rounds=1)
+        out = finish(finish.snap(t), w, tol, b, rounds=1)
         schedule_finish.attempts += 1
+        out = _restandardised(out, finish, X, s, wstep, linear, units, tol)
         if out is not None and out.certified:
             w_p, b_p, _, res_p, t_p, lam_p = out
             if FinishSchedule.keep(objective(w_p, b_p), objective(w, b), True, False):
                 w, b, z, t = w_p, b_p, t_p, t_p
                 lam = lam if lam_p is None else lam_p
-                polished = converged = True
+                finished = converged = True
                 crit = res_p
                 history.append(objective(w, b))
                 crit_history.append(crit)
@@ -461,10 +505,10 @@ def admm_loop(
                 w = wstep.fast_coef(coeffs)
                 b = wstep.intercept_for(w, v_last, rho)
                 coef_dirty = False
-                e_pen = _penalty_residual(X, s, lam, w, wstep, linear)
+                e_pen = _penalty_residual(X, s, lam, w, wstep, linear, units)
         else:
             w, b = w_new, b_new
-            e_pen = _penalty_residual(X, s, lam, w, wstep, linear)
+            e_pen = _penalty_residual(X, s, lam, w, wstep, linear, units)
         crit = max(e_primal, e_dual, e_pen)
         f, t = f_new, t_new
         if fast:
@@ -478,22 +522,23 @@ def admm_loop(
         if crit <= tol:
             converged = True
             break
-        if polish is not None and schedule_finish.due(k + 1, k + 1 == max_iter, crit):
+        if finish is not None and schedule_finish.due(k + 1, k + 1 == max_iter, crit):
             schedule_finish.attempted(k + 1, crit)
             if coef_dirty:
                 w = wstep.fast_coef(coeffs)
                 b = wstep.intercept_for(w, v_last, rho)
                 coef_dirty = False
             # rho (m - z) lies in dOmega(z) (the z-step's optimality condition):
-            # the polisher's estimate of the loss weights
-            out = polish(z, w, tol, b, u=rho * (m_z - z))
+            # the finish's estimate of the loss weights
+            out = finish(z, w, tol, b, u=rho * (m_z - z))
+            out = _restandardised(out, finish, X, s, wstep, linear, units, tol)
             if out is not None:
                 w_p, b_p, certified, res_p, t_p, lam_p = out
                 F_p = objective(w_p, b_p)
                 if FinishSchedule.keep(F_p, objective(w, b), certified, k + 1 == max_iter):
                     w, b, z, t = w_p, b_p, t_p, t_p
                     lam = lam if lam_p is None else lam_p
-                    polished = True
+                    finished = True
                     crit = res_p if certified else crit
                     history[-1] = F_p
                     if certified:
@@ -521,7 +566,7 @@ def admm_loop(
             "kkt_history": np.asarray(crit_history),
             "inner_iterations": inner_total,
             "polish_attempts": schedule_finish.attempts,
-            "polished": polished,
+            "polished": finished,
             "time": time.perf_counter() - start,
         },
     )
@@ -598,9 +643,14 @@ def admm(
         ``e_primal = ||z - t|| / sqrt(n)`` (RMS violation of ``z = t``),
         ``e_dual = sqrt(n) rho ||t^{k+1} - t^k||`` (a bound on
         ``sqrt(n) dist(-lambda, dOmega(z))``) and
-        ``e_pen = dist(A^T lambda, dg(w))`` (zero for the exact l2 step).
+        ``e_pen = dist(A^T lambda, dg(w))`` (zero for the exact l2 step),
+        each coefficient's row measured in the units of its column (its
+        standard deviation; the intercept's row subtracted with the column
+        mean), so that rescaling a column does not change the test.
         These are the three conditions of an eps-KKT point (Xiao et al.
-        2023, Theorem 1), with ``lambda`` measured in units of ``1/n``.
+        2023, Theorem 1), with ``lambda`` measured in units of ``1/n``.  A
+        certificate of the piecewise-linear finish must meet the same
+        ``e_pen``.
     rho : {"paper", "adaptive"} or float, default="paper"
         Penalty schedule, see :class:`RhoSchedule`.
     zstep_method : {"stack", "sweep"}, default="stack"
@@ -618,8 +668,13 @@ def admm(
     relaxation : float, default=1.0
         Over-relaxation factor of the z-block (1: none).
     polish : bool, default=True
-        Exact final step on the face the iterate identifies, for convex
-        spectral risks (:class:`skrank.solvers.finish.Polisher`).
+        Try the exact finish of :mod:`skrank.solvers.finish` on convex
+        spectral risks with at most 200 coefficients: ``F`` solved on the
+        face the iterate identifies for the hinge and absolute losses
+        (:class:`skrank.solvers.finish.PiecewiseLinearFinish`), the Newton
+        method from the iterate for the smooth ones
+        (:class:`skrank.solvers.finish.NewtonFinish`).  A certified finish
+        ends the run; ``info["polished"]`` says whether one was kept.
     refine : bool, default=True
         Non-convex risks (ranked range, human-aligned) only; convex risks
         ignore it.  On these risks Algorithm 1 has no convergence guarantee
@@ -712,12 +767,12 @@ def _admm(
 
     # the exact finish: face solves for the hinge and absolute losses, the
     # Newton method from the iterate for the smooth ones
-    polisher = None
-    if polish and sigma_b is None and d + int(bool(fit_intercept)) <= Polisher.max_features:
-        if Polisher.applies(risk, loss, schedule.framework):
-            polisher = Polisher(X, s, c, sigma, loss, penalty, fit_intercept)
+    finisher = None
+    if polish and sigma_b is None and d + int(bool(fit_intercept)) <= PiecewiseLinearFinish.max_features:
+        if PiecewiseLinearFinish.applies(risk, loss, schedule.framework):
+            finisher = PiecewiseLinearFinish(X, s, c, sigma, loss, penalty, fit_intercept)
         elif schedule.framework == "srm" and NewtonFinish.applies(risk, loss, penalty):
-            polisher = NewtonFinish(X, y, risk, loss, penalty, fit_intercept)
+            finisher = NewtonFinish(X, y, risk, loss, penalty, fit_intercept)
 
     nonconvex = refine and schedule.framework != "srm"
 
@@ -737,14 +792,8 @@ def _admm(
             intercept_init=intercept0,
             relaxation=relaxation,
             objective_t=objective_t,
-            polish=polisher,
-            # the hinge polisher's walk costs a step per change of the kink
-            # set, but its steps are compiled and cheap (tens of microseconds
-            # for n = 2000, p = 51), so that walking from an early iterate
-            # costs less than the ADMM iterations that would shorten the walk
-            # (smooth loss with an l1 part: the polisher's rounds also move the
-            # zero set, so that an attempt succeeds from an earlier iterate)
-            polish_first=_polish_first(polisher, loss, penalty),
+            finish=finisher,
+            finish_first=_finish_first(finisher, loss),
             verbose=verbose,
         )
 
@@ -768,9 +817,15 @@ def _admm(
     )
 
 
-def _polish_first(polisher, loss, penalty):
-    """Iteration of the first polish attempt (see :class:`Polisher`)."""
-    if isinstance(polisher, Polisher) and not loss.even:  # the hinge walk
+def _finish_first(finisher, loss):
+    """Iteration of the first finish attempt.
+
+    The hinge finish's walk costs a step per change of the kink set, but its
+    steps are compiled and cheap (tens of microseconds for n = 2000,
+    p = 51), so that walking from an early iterate costs less than the ADMM
+    iterations that would shorten the walk.
+    """
+    if isinstance(finisher, PiecewiseLinearFinish) and not loss.even:
         return 50
     return 100
 

@@ -71,8 +71,11 @@ def dca(
     max_iter : int, default=50
         Maximum number of DCA (outer) iterations.
     tol : float, default=1e-7
-        Stop when the objective decreases by at most ``tol * max(1, |F|)``
-        over one outer iteration; also the KKT tolerance of the inner ADMM.
+        Stop when the objective decreases by at most ``tol |F|`` over one
+        outer iteration (a step that raises ``F``, from a subproblem solved
+        to ``tol`` only, is rejected and decreases it by 0) and the inner
+        ADMM met its KKT tolerance, also ``tol`` (with ``m = 0`` the
+        problem is convex: the inner ADMM's test alone).
     inner_max_iter : int, default=2000
         ADMM iterations per subproblem.
     zstep_method, l1_solver : str
@@ -86,7 +89,8 @@ def dca(
     -------
     SolverResult
         ``objective_history`` has ``F`` after each outer iteration;
-        ``stop_criterion`` is the last relative decrease.
+        ``stop_criterion`` is the larger of the last relative decrease
+        and the last inner ADMM's KKT residual.
     """
     with _blas_threads(X):
         return _dca(
@@ -142,13 +146,16 @@ def _dca(
         )
         inner_total += inner.n_iter
         F_new = objective(inner.coef, inner.intercept)
-        crit = (F - F_new) / max(1.0, abs(F))
+        # a step that raises F (the subproblem solved to tol, not exactly) is rejected: no decrease
+        decrease = max(F - F_new, 0.0) / max(abs(F), 1e-300)
+        # a small decrease means nothing when the subproblem was not solved
+        crit = max(decrease, float(inner.stop_criterion)) if m > 0 else float(inner.stop_criterion)
         if F_new <= F or it == 0:
             w, b = inner.coef, inner.intercept
             F = min(F, F_new) if it > 0 else F_new
         history.append(F)
         progress(it + 1, F, crit, f"inner={inner.n_iter}")
-        if abs(crit) <= tol or m == 0:
+        if crit <= tol:
             converged = True
             break
     return SolverResult(
@@ -156,7 +163,7 @@ def _dca(
         intercept=float(b),
         n_iter=it + 1,
         objective_history=np.asarray(history),
-        stop_criterion=float(abs(crit)),
+        stop_criterion=float(crit),
         converged=converged,
         info={"inner_iterations": inner_total, "time": time.perf_counter() - start},
     )

@@ -44,6 +44,7 @@ from ._external import is_external, make_design
 from ._progress import Progress
 from ._registry import SOLVERS
 from ._result import SolverResult
+from ._smoothed_risk import relative_weights
 
 #: Fraction of the distance to the boundary a step may cover.
 _STEP_TO_BOUNDARY = 0.99
@@ -51,6 +52,23 @@ _STEP_TO_BOUNDARY = 0.99
 #: step below this length: no further progress is possible in double precision.
 _SMALLEST_MU = 1e-15
 _SMALLEST_STEP = 1e-12
+#: Smallest share of the total weight a sample's level is given (:func:`_shares`).
+_SMALLEST_SHARE = 2.0 ** -52
+
+
+def _shares(sample_weight):
+    """Each weight's share of the total, at least ``_SMALLEST_SHARE``.
+
+    The shares come from the weights rescaled exactly, so that neither
+    their sum overflows nor a share underflows for want of range.  The rank
+    weights of the objective are differences of the spectrum's integral at
+    the ends of the cells of mass, accurate to a few ulps of their sum: a
+    share below ``2^-52`` (a weight 1e-200 beside 1e300, zero included) is
+    not resolved by them, and as a level it would let the multipliers of its
+    sample underflow to zero, leaving the Newton system 0 / 0.
+    """
+    v = relative_weights(sample_weight)
+    return np.maximum(v / v.sum(), _SMALLEST_SHARE)
 
 
 class _Program:
@@ -66,9 +84,10 @@ class _Program:
         self.risk, self.sample_weight = risk, sample_weight
         v = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
         total = float(v.sum())
-        self.kappa = float(risk.weights(n).sum())
+        self.kappa = float(risk.weights(n, sample_weight).sum())
         # the level c_i of each sample: its weight per unit times its share of the weight
-        self.level = risk.threshold_level(total) * (v / total)
+        share = v / total if sample_weight is None else _shares(v)
+        self.level = risk.threshold_level(total, sample_weight) * share
         # with the level at the mean weight everywhere (ERM) no threshold is needed
         self.has_tau = float(self.level.sum()) > self.kappa * (1.0 + 1e-12)
         self.d, self.p = self.design.d, self.design.p

@@ -15,8 +15,10 @@ import numpy as np
 
 from ._stepsize import (
     EpochLog,
+    FeatureUnits,
     WeightedSampler,
     check_learning_rate,
+    dense_design,
     draw_uniform,
     initial_point,
     loss_arguments_dense,
@@ -28,6 +30,7 @@ from ._stepsize import (
     seed_numba,
     svrg_epoch,
     svrg_step_size,
+    user_step_fraction,
 )
 
 _SAMPLINGS = ("uniform", "nonuniform")
@@ -79,7 +82,11 @@ def lsvrg(
     learning_rate : "auto" or float, default="auto"
         Step size; "auto" is :func:`skrank.solvers._stepsize.svrg_step_size`
         for uniform sampling, with the weights at the starting point, for
-        both samplings.  Non-uniform sampling would allow a step larger by
+        both samplings, in the standardised units of
+        :class:`skrank.solvers._stepsize.FeatureUnits` (so that ``X * s``
+        with the penalty rescaled gives ``coef / s`` and the same
+        iterates); a float is a step in the units of ``X``.  Non-uniform
+        sampling would allow a step larger by
         up to ``n max(sigma)``, but the frozen ranking is only right near
         the checkpoint: with the larger step the iterate crosses many rank
         changes within an epoch and the method oscillates far from the
@@ -95,7 +102,9 @@ def lsvrg(
         Stop when the relative change of the objective over each of the
         last five epochs is at most ``tol`` (one epoch's change is at most
         ``tol`` by chance when the noisy objective crosses its previous
-        value; :class:`skrank.solvers._stepsize.EpochLog`).
+        value; :class:`skrank.solvers._stepsize.EpochLog`).  A given
+        ``learning_rate`` smaller than the automatic step divides the
+        changes by their ratio (the smallest over the coefficients).
     random_state : int, RandomState, Generator or None
         Seed of the sampling.
     coef_init, intercept_init : ndarray, float or None
@@ -110,7 +119,8 @@ def lsvrg(
         epoch; ``info`` holds ``times`` (cumulative solver seconds,
         objective evaluation excluded), ``passes`` (one full pass plus
         ``B * steps / n`` per epoch, our convention),
-        ``learning_rate`` and ``weights`` (the last checkpoint's ``q``).
+        ``learning_rate`` (in the standardised units for "auto") and
+        ``weights`` (the last checkpoint's ``q``).
 
     Notes
     -----
@@ -130,20 +140,32 @@ def lsvrg(
         raise ValueError(f"sampling must be one of {_SAMPLINGS}, got {sampling!r}.")
     rng = make_rng(random_state)
     seed_numba(rng)
-    X, s, c, sqnorms = prepare_data(X, y, loss, fit_intercept)
+    lr = check_learning_rate(learning_rate)
+    X_orig = X = dense_design(X)
+    units = FeatureUnits(X, fit_intercept, identity=lr is not None)
+    X, s, c, sqnorms = prepare_data(units.transform(X), y, loss, fit_intercept)
     n, d = X.shape
     batch = int(min(max(batch_size, 1), n))
     steps = -(-n // batch) if epoch_length is None else int(epoch_length)
 
-    w, b = initial_point(d, coef_init, intercept_init, fit_intercept)
+    w0, b0 = initial_point(d, coef_init, intercept_init, fit_intercept)
+    w, b_t = units.to_internal(w0, b0[0])
+    b = np.array([b_t])
     t = loss_arguments_dense(X, s, c, w, b[0], np.empty(n))
     losses = loss.value(t)
     q = rank_weights(risk, losses)
-    lr = check_learning_rate(learning_rate)
-    if lr is None:
-        lr = svrg_step_size(sample_smoothness(loss, sqnorms), q, batch, "uniform")
 
-    log = EpochLog(risk.value(losses) + penalty.value(w), "LSVRG", verbose, max_iter)
+    def auto_step(sq):
+        return svrg_step_size(sample_smoothness(loss, sq), q, batch, "uniform")
+
+    fraction = 1.0
+    if lr is None:
+        lr = auto_step(sqnorms)
+    else:
+        fraction = user_step_fraction(X_orig, fit_intercept, lr, auto_step)
+    l1, l2 = units.penalty(penalty)
+
+    log = EpochLog(risk.value(losses) + penalty.value(w0), "LSVRG", verbose, max_iter, fraction)
     gref, idx, work = np.empty(n), np.empty(steps * batch, dtype=np.int64), np.empty(d)
     sampler = WeightedSampler(n) if sampling == "nonuniform" else None
     crit, converged = np.inf, False
@@ -164,16 +186,18 @@ def lsvrg(
             mult = np.divide(q, p, out=np.zeros(n), where=p > 0)
         svrg_epoch(
             X, s, c, loss.code, loss.param, w, b, gref, mult, gbar, gbar_b, idx, batch, lr,
-            penalty.l1, penalty.l2, 0.0, w, 0.0, fit_intercept, work,
+            l1, l2, 0.0, w, 0.0, fit_intercept, work,
         )
         loss_arguments_dense(X, s, c, w, b[0], t)
         losses = loss.value(t)
         seconds = time.perf_counter() - start
-        obj = risk.value(losses) + penalty.value(w)
+        obj = risk.value(losses) + penalty.value(units.to_original(w, b[0])[0])
         crit = log.record(obj, seconds, 1.0 + steps * batch / n)
         if not np.isfinite(obj):
             break
         if crit <= tol:
             converged = True
             break
-    return log.result(w, b, fit_intercept, crit, converged, learning_rate=lr, weights=q)
+    coef, intercept = units.to_original(w, b[0])
+    return log.result(coef, np.array([intercept]), fit_intercept, crit, converged, learning_rate=lr,
+                      weights=q)

@@ -49,7 +49,7 @@ from ._external import is_external, make_design
 from ._progress import Progress
 from ._registry import SOLVERS
 from ._result import SolverResult
-from ._smoothed_risk import l1_newton_direction, losses_and_keys, pooled_projection
+from ._smoothed_risk import l1_newton_direction, losses_and_keys, pooled_projection, relative_weights
 
 #: ``mu`` at the start, in units of (objective at the mean-risk fit) / (n max sigma).
 _MU_SCALE = 100.0
@@ -64,6 +64,8 @@ _SLOW_OUTER = 0.3
 _HESSIAN_SLACK = 0.05
 #: Relative ridge of a Newton model without curvature in some direction.
 _RIDGE = 1e-6
+#: Smallest share of the total mass a sample's mass is given (:class:`_Problem`).
+_SMALLEST_SHARE = 2.0 ** -52
 #: Coordinate-descent sweeps of one l1 Newton direction.
 _CD_SWEEPS = 100
 #: An inner solve ends when its model decrease is this fraction of the last certified gap.
@@ -93,7 +95,12 @@ class _Problem:
         else:
             # masses of mean 1 (:mod:`skrank.solvers._smoothed_risk`); rank weights per order
             self.mass = np.asarray(sample_weight, dtype=np.float64)  # in the caller's units (counts)
-            self.m = self.mass * (n / self.mass.sum())
+            v = relative_weights(self.mass)
+            # The rank weights are differences of the spectrum's integral at the ends of the cells
+            # of mass, accurate to a few ulps of their sum: a share of the mass below 2^-52 is
+            # not resolved by them, and as a mass it would make their rounding a huge weight per
+            # unit of mass.  Such masses (zero ones included) are raised to that share.
+            self.m = np.maximum(v * (n / v.sum()), n * _SMALLEST_SHARE)
             self.sigma = None
         self.loss, self.l1, self.l2 = loss, float(penalty.l1), float(penalty.l2)
         self.reg = np.ones(self.design.p) * self.l2

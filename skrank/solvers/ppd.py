@@ -55,6 +55,19 @@ AdaGrad's diagonal scaling anchored at the stage start,
 (the dual's gradient negated), ``G`` and ``S2`` the sums of the gradients
 and of their squares, reset each stage.
 
+Centring (not in the paper).  The steps read every row minus the mean row
+``m`` of the distribution they draw from (for a stream, of the first batch
+with both classes).  A common shift of the rows cancels in ``h_i - h_j``,
+and ``a`` and ``b`` (the class-mean scores) absorb it in the min-max form,
+so ``F`` and its minimiser are unchanged; but the curvature of
+the ``w``-block is then that of the rows about ``m``.  Uncentred, a large
+constant column (an intercept-like feature, say 1e6) is a direction of
+curvature ``~1e12`` that ``a`` and ``b`` cancel in ``F`` but not in the
+steps: it sets ``L_w`` and leaves every other coordinate a step of nothing.
+Dense rows are centred once; sparse rows are shifted in the steps (no dense
+copy).  ``a`` and ``b`` are those of the centred rows inside the solver;
+``info`` reports them in the units of the rows as given.
+
 Units.  Steps are set in the coordinates ``(w sqrt(L_w), (a, b, dual)
 sqrt(L_s))`` in which both blocks have unit curvature, which makes the
 defaults independent of the feature scale and of the class ratio
@@ -62,7 +75,7 @@ defaults independent of the feature scale and of the class ratio
 ``eta / L_w``, ``eta / L_s``).  ``L_w`` is the mini-batch "expected
 smoothness" of the ``w``-block, ``lambda_max(2 (M+ + M-)) + alpha +
 tr E[H_i^2] / (B tr E[H_i])`` with ``M+-`` the classes' second-moment
-matrices and ``H_i = (2 / p_i) x_i x_i'`` the per-sample Hessians
+matrices about ``m`` and ``H_i = (2 / p_i) (x_i - m) (x_i - m)'`` the per-sample Hessians
 (``p_i = p`` or ``1 - p`` by class); ``L_s = 2 + 2 max(1/p, 1/(1-p)) / B``
 likewise for ``(a, b, dual)``.  SG: ``eta = step / L``; AdaGrad:
 ``eta = step * c / sqrt(L)`` and ``delta * c * sqrt(L)``; ``gamma`` is in
@@ -137,7 +150,7 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
+from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
 
 from .._jit import njit
 from ._progress import Progress
@@ -274,7 +287,7 @@ def saddle_objective(X, positive, w, a, b, dual, p, margin, alpha, q=None):
 @njit(cache=True, fastmath={"reassoc", "contract", "arcp", "nsz"})
 def _ppd_steps(Xd, indptr, indices, data, is_sparse, n_pos, prob, packed, weighted, start, cur, n_steps,
                eta, eta_s, inv_gamma, inv_gamma_s, delta, delta_s, adagrad, batch, p_known, margin, alpha,
-               online, stats, state, gw, G, S2, sums):
+               online, stats, state, gw, G, S2, sums, center, shifted):
     """``n_steps`` steps of a stage of PPD-SG (Algorithm 2) or PPD-AdaGrad (Algorithm 3), in place.
 
     Rows ``0 .. n_pos-1`` of the data (dense ``Xd``, or CSR ``indptr``,
@@ -291,6 +304,8 @@ def _ppd_steps(Xd, indptr, indices, data, is_sparse, n_pos, prob, packed, weight
     ``delta_s`` on ``(a, b, dual)``.  ``stats = [T+, T-, y_bar, q_hat]``
     (Algorithm 4) is updated when ``online``, else ``p_known`` is the
     positive share; ``state`` is the generator's; ``gw`` is a work array.
+    When ``shifted`` the rows are read minus ``center`` (length ``d``): the
+    scores are ``(x - center)' w``, without a dense copy of sparse rows.
     """
     n = indptr.shape[0] - 1 if is_sparse else Xd.shape[0]
     d = start.shape[0] - 3
@@ -318,6 +333,11 @@ def _ppd_steps(Xd, indptr, indices, data, is_sparse, n_pos, prob, packed, weight
         gb = 0.0
         gd = 0.0
         n_positive = 0
+        center_score = 0.0
+        score_sum = 0.0
+        if shifted:
+            for f in range(d):
+                center_score += center[f] * cur[f]
         for r in range(batch):
             # uniform, or Walker's alias draw (skrank.solvers._sampling._draw, written out here)
             u = _uniform(state) * n
@@ -333,9 +353,11 @@ def _ppd_steps(Xd, indptr, indices, data, is_sparse, n_pos, prob, packed, weight
             else:
                 for f in range(d):
                     h += Xd[i, f] * cur[f]
+            h -= center_score
             positive = i < n_pos
             n_positive += 1 if positive else 0
             s, da, db, dd = _sample_terms(h, positive, a, b, du, p, q, margin)
+            score_sum += s
             ga += da
             gb += db
             gd += dd
@@ -345,6 +367,9 @@ def _ppd_steps(Xd, indptr, indices, data, is_sparse, n_pos, prob, packed, weight
             else:
                 for f in range(d):
                     gw[f] += s * Xd[i, f]
+        if shifted:
+            for f in range(d):
+                gw[f] -= center[f] * score_sum
         if online:
             # Algorithm 4 (y_i for the paper's y_j), after the gradient so that
             # the estimates used are independent of this mini-batch
@@ -386,16 +411,17 @@ def _ppd_steps(Xd, indptr, indices, data, is_sparse, n_pos, prob, packed, weight
     cur[d + 2] = du
 
 
-def _curvatures(X, n_pos, batch, alpha, weights=None):
+def _curvatures(X, n_pos, batch, alpha, weights=None, center=None):
     """Block curvatures ``(L_w, L_s)`` that set the step units (module docstring).
 
     ``lambda_max(2 (M+ + M-))`` comes from a Lanczos run on matrix-vector
     products (a deterministic start; the trace, an upper bound, if it does
-    not converge).  ``X`` holds the positives in its first ``n_pos`` rows;
-    with ``weights`` the moments and means are those of the weighted
-    sample, the distribution the steps draw from.
+    not converge; 0 when the trace is).  ``X`` holds the positives in its
+    first ``n_pos`` rows; with ``weights`` the moments and means are those
+    of the weighted sample, the distribution the steps draw from; with
+    ``center`` the moments are about it (the rows the steps read).
     """
-    return _units(_curvature_parts(X, n_pos, weights), batch, alpha)
+    return _units(_curvature_parts(X, n_pos, weights, center), batch, alpha)
 
 
 def _units(parts, batch, alpha):
@@ -406,18 +432,25 @@ def _units(parts, batch, alpha):
     return max(L_w, 1e-300), L_s
 
 
-def _curvature_parts(X, n_pos, weights=None):
+def _curvature_parts(X, n_pos, weights=None, center=None):
     """What the curvatures of :func:`_curvatures` take from the data: ``(lambda_max, noise, scalar)``.
 
     ``L_w = lambda_max + alpha + noise / B`` and ``L_s = 2 + scalar / B``
     (:func:`_units`), so that a stream recomputes its units when ``alpha``
-    or the batch size ``B`` change, without the data.
+    or the batch size ``B`` change, without the data.  With ``center`` the
+    rows are read minus it (a sparse ``X`` is not densified).
     """
     n, d = X.shape
     n_neg = n - n_pos
     Xp, Xn = X[:n_pos], X[n_pos:]
-    sq = (np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X)
-          else np.einsum("ij,ij->i", X, X))
+    c = np.zeros(d) if center is None else np.asarray(center, dtype=np.float64)
+    if sp.issparse(X):
+        sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+        if center is not None:
+            sq = np.maximum(sq - 2.0 * np.asarray(X @ c).ravel() + float(c @ c), 0.0)
+    else:
+        Xc = X - c if center is not None else X
+        sq = np.einsum("ij,ij->i", Xc, Xc)
     if weights is None:
         p = n_pos / n
         r_pos = r_neg = None
@@ -429,21 +462,26 @@ def _curvature_parts(X, n_pos, weights=None):
         trace = 2.0 * (r_pos @ sq[:n_pos] + r_neg @ sq[n_pos:])
 
     def moment(A, r, count, z):
-        s = A @ z
-        return np.asarray(A.T @ s).ravel() / count if r is None else np.asarray(A.T @ (r * s)).ravel()
+        s = np.asarray(A @ z).ravel() - float(c @ z)
+        if r is None:
+            return (np.asarray(A.T @ s).ravel() - c * s.sum()) / count
+        s = r * s
+        return np.asarray(A.T @ s).ravel() - c * s.sum()
 
     def hess(z):
         z = np.asarray(z, dtype=np.float64).ravel()
         return 2.0 * (moment(Xp, r_pos, n_pos, z) + moment(Xn, r_neg, n_neg, z))
 
-    if d <= 3:
+    if not trace > 0.0:
+        lam = 0.0  # X = 0 about the center (constant rows): no curvature, and no Krylov space
+    elif d <= 3:
         lam = float(np.linalg.eigvalsh(np.column_stack([hess(e) for e in np.eye(d)]))[-1])
     else:
         op = LinearOperator((d, d), matvec=hess, dtype=np.float64)
         try:
             lam = float(eigsh(op, k=1, which="LA", v0=np.linspace(1.0, 2.0, d), tol=1e-2,
                               return_eigenvectors=False)[0])
-        except ArpackNoConvergence:
+        except (ArpackNoConvergence, ArpackError):
             lam = trace
     # per-sample curvatures l_i = tr H_i; tr E[H_i^2] / tr E[H_i] = E[l_i^2] / E[l_i]
     l_i = 2.0 * np.concatenate([sq[:n_pos] / p, sq[n_pos:] / (1.0 - p)])
@@ -457,20 +495,29 @@ def _curvature_parts(X, n_pos, weights=None):
 
 
 class _PPDData:
-    """One data set for :func:`_ppd_steps`: the rows, positives first, and the sampler's alias table."""
+    """One data set for :func:`_ppd_steps`: the rows, positives first, and the sampler's alias table.
 
-    def __init__(self, X, n_pos, weights):
+    The steps read the rows minus ``center`` (None: as they are): a dense
+    copy is centred once, sparse rows are shifted in the steps.
+    """
+
+    def __init__(self, X, n_pos, weights, center=None):
         self.n, self.n_pos = X.shape[0], int(n_pos)
         self.is_sparse = sp.issparse(X)
+        self.center = np.zeros(1) if center is None else np.asarray(center, dtype=np.float64)
         if self.is_sparse:
             X = sp.csr_matrix(X, dtype=np.float64)
             X.sort_indices()
             self.Xd = np.zeros((1, 1))
             self.indptr, self.indices = X.indptr.astype(np.int64), X.indices.astype(np.int64)
             self.data = X.data.astype(np.float64)
+            self.shifted = center is not None and bool(np.any(self.center != 0.0))
         else:
             self.Xd = np.ascontiguousarray(X, dtype=np.float64)
+            if center is not None:
+                self.Xd = self.Xd - self.center
             self.indptr, self.indices, self.data = np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1)
+            self.shifted = False
         self.weighted = weights is not None
         if self.weighted:
             self.prob = self.n * weights / weights.sum()
@@ -478,6 +525,13 @@ class _PPDData:
             _build_alias(self.prob, self.packed, np.empty(self.n, np.int64), np.empty(self.n, np.int64))
         else:
             self.prob, self.packed = np.zeros(1), np.zeros(1, dtype=np.int64)
+
+
+def _mean_row(X, weights=None):
+    """The mean row of ``X`` under the distribution the steps draw from (weighted by ``weights``)."""
+    if weights is None:
+        return np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
+    return np.asarray(X.T @ (weights / weights.sum()), dtype=np.float64).ravel()
 
 
 class PPDStream:
@@ -540,6 +594,8 @@ class PPDStream:
         self.totals, self.class_sums = np.zeros(2), np.zeros((2, d))
         #: (L_w, L_s), from the first data that hold both classes, and what they take from those data
         self.units, self.curvature_parts = None, None
+        #: the row the steps subtract from every row (the mean of the first data with both classes)
+        self.center = None
         self.start, self.cur, self.sums = np.empty(d + 3), np.empty(d + 3), np.zeros(d + 2)
         self.G, self.S2, self.gw = np.zeros(d + 3), np.zeros(d + 3), np.empty(d)
         #: the current stage (None before the first), its length and the steps it has run
@@ -635,9 +691,10 @@ class PPDStream:
             self.class_sums[1] += np.asarray(Xn.T @ w_neg).ravel()
             both = w_pos.sum() > 0 and w_neg.sum() > 0
         if self.units is None and both:
-            self.curvature_parts = _curvature_parts(X, n_pos, weights)
+            self.center = _mean_row(X, weights)
+            self.curvature_parts = _curvature_parts(X, n_pos, weights, self.center)
             self._set_units(*_units(self.curvature_parts, self.batch, self.alpha))
-        return _PPDData(X, n_pos, weights)
+        return _PPDData(X, n_pos, weights, self.center)
 
     def class_means(self):
         """The class means of the rows seen (weighted), positives then negatives.
@@ -647,6 +704,23 @@ class PPDStream:
         mu_pos, mu_neg : ndarray of shape (n_features,)
         """
         return self.class_sums[0] / self.totals[0], self.class_sums[1] / self.totals[1]
+
+    def class_scores(self, w):
+        """The scores of the class means at ``w`` in the steps' units (rows minus :attr:`center`).
+
+        The optimal ``a`` and ``b`` at ``w`` (Proposition 1).
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_features,)
+
+        Returns
+        -------
+        a, b : float
+        """
+        mu_pos, mu_neg = self.class_means()
+        shift = 0.0 if self.center is None else float(self.center @ w)
+        return float(mu_pos @ w) - shift, float(mu_neg @ w) - shift
 
     def begin_stage(self, w, a, b, stage, divisor=None):
         """Start stage ``stage`` at ``(w, a, b)``, the dual at its closed form on the running means.
@@ -689,7 +763,7 @@ class PPDStream:
                    data.packed, data.weighted, self.start, self.cur, int(n_steps), self.eta, self.eta_s,
                    self.inv_gamma, self.inv_gamma_s, self.dlt, self.dlt_s, self.adagrad, self.batch,
                    p_known, self.margin, self.alpha, self.online, self.stats, self.state, self.gw, self.G,
-                   self.S2, self.sums)
+                   self.S2, self.sums, data.center, data.shifted)
         self.t += int(n_steps)
         self.samples += int(n_steps) * self.batch
 
@@ -734,8 +808,7 @@ class PPDStream:
         if self.units is None:
             return
         if self.stage is None:
-            mu_pos, mu_neg = self.class_means()
-            self.begin_stage(self.w_init, float(mu_pos @ self.w_init), float(mu_neg @ self.w_init), 0)
+            self.begin_stage(self.w_init, *self.class_scores(self.w_init), 0)
         remaining = max(data.n // self.batch, 1)
         while remaining > 0:
             todo = min(remaining, self.stage_length - self.t)
@@ -779,8 +852,7 @@ def _ppd(objective, coef_init, max_iter, tol, batch_size, step, gamma, inner_ite
     data = stream._prepare_sorted(X, n_pos, weights)
 
     w = stream.w_init.copy()
-    mu_pos, mu_neg = stream.class_means()
-    a, b = float(mu_pos @ w), float(mu_neg @ w)  # the optimal a, b for the start
+    a, b = stream.class_scores(w)  # the optimal a, b for the start
     F = objective.value(w)
     history = [F]
     crit, converged = np.inf, False
@@ -810,7 +882,14 @@ def _ppd(objective, coef_init, max_iter, tol, batch_size, step, gamma, inner_ite
         if crit <= tol:
             converged = True
             break
+    # F(0) bounds the minimum from above: a fit above it by more than tol is surely not within
+    # tol of it, however little its last stage changed F (a start far out that the steps barely move)
+    excess = (F - objective.value(np.zeros(d))) / max(abs(F), 1e-300)
+    if not excess <= tol:
+        converged, crit = False, max(crit, excess)
     p_used, q_used = stream.class_ratio()
+    mu_pos, mu_neg = stream.class_means()
+    shift = 0.0 if stream.center is None else float(stream.center @ w)  # a, b in the rows' units
     return SolverResult(
         coef=w,
         intercept=0.0,
@@ -819,8 +898,8 @@ def _ppd(objective, coef_init, max_iter, tol, batch_size, step, gamma, inner_ite
         stop_criterion=float(crit),
         converged=converged,
         info={"passes": stream.samples / n, "time": time.perf_counter() - start,
-              "stages_redone": redos, "objective_evaluations": len(history) + redos,
-              "step_units": stream.units, "a": a, "b": b,
+              "stages_redone": redos, "objective_evaluations": len(history) + redos + 1,
+              "step_units": stream.units, "a": a + shift, "b": b + shift,
               "dual": float(mu_neg @ w - mu_pos @ w), "p": p_used, "q": q_used},
     )
 
@@ -872,7 +951,9 @@ _DOC = """
         start and after every accepted stage (its last entry is ``F`` at
         ``coef``).  ``stop_criterion``: the relative change of ``F`` over
         the last stage; ``converged`` when it is at most ``tol``.
-        ``n_iter``: accepted stages.  ``info``: ``passes`` (samples drawn by
+        ``n_iter``: accepted stages.  A fit whose ``F`` is above ``F(0)``
+        (an upper bound of the minimum) by more than ``tol |F|`` is not
+        converged, its criterion at least that excess.  ``info``: ``passes`` (samples drawn by
         the stochastic steps over ``n``; each stage also makes one exact
         pass for ``F``), ``time`` (seconds), ``stages_redone`` (the
         safeguard), ``objective_evaluations``, ``step_units`` ``(L_w, L_s)``,

@@ -17,16 +17,20 @@ from ..losses import loss_derivative, loss_value
 from ..objective import rank_objective
 from ._stepsize import (
     EpochLog,
+    FeatureUnits,
     check_learning_rate,
+    dense_design,
     initial_point,
     loss_arguments_dense,
     make_rng,
     prepare_data,
+    prox_factors,
     prox_step,
     sample_smoothness,
     scalar_gradients,
     seed_numba,
     svrg_step_size,
+    user_step_fraction,
 )
 
 
@@ -70,11 +74,13 @@ def prospect_epoch(
 
     then every drawn sample enters the tables with its gradient, its weight
     ``q_i`` and its loss at the point where they were evaluated, and is
-    moved to its new rank.
+    moved to its new rank.  ``l1`` and ``l2`` are per-coefficient
+    strengths (arrays).
     """
     n, d = X.shape
     empty = np.zeros(d)
     scale = n / batch
+    thr, inv = prox_factors(lr, l1, l2, 0.0)
     for _ in range(n_steps):
         for j in range(d):
             work[j] = gagg[j]
@@ -95,7 +101,7 @@ def prospect_epoch(
                 for j in range(d):
                     work[j] += delta * X[i, j]
                 db += delta
-        prox_step(w, b, work, db, lr, l1, l2, 0.0, empty, 0.0, fit_intercept)
+        prox_step(w, b, work, db, lr, thr, inv, 0.0, empty, 0.0, fit_intercept)
         for m in range(batch):
             i = idx[m]
             delta = q_used[m] * g_new[m] - rho[i] * gtab[i]
@@ -149,7 +155,10 @@ def prospect(
         Step size; "auto" is
         :func:`skrank.solvers._stepsize.svrg_step_size` with uniform
         sampling, ``1 / (3 (n max(sigma) max_i L_i / B + Lbar))``, the
-        SAGA step for the scaled terms ``n q_i l_i``.
+        SAGA step for the scaled terms ``n q_i l_i``, in the standardised
+        units of :class:`skrank.solvers._stepsize.FeatureUnits` (so that
+        ``X * s`` with the penalty rescaled gives ``coef / s`` and the
+        same iterates); a float is a step in the units of ``X``.
     max_iter : int, default=100
         Number of epochs.
     epoch_length : int or None, default=None
@@ -158,7 +167,9 @@ def prospect(
         Stop when the relative change of the objective over each of the
         last five epochs is at most ``tol`` (one epoch's change is at most
         ``tol`` by chance when the noisy objective crosses its previous
-        value; :class:`skrank.solvers._stepsize.EpochLog`).
+        value; :class:`skrank.solvers._stepsize.EpochLog`).  A given
+        ``learning_rate`` smaller than the automatic step divides the
+        changes by their ratio (the smallest over the coefficients).
     random_state : int, RandomState, Generator or None
         Seed of the sampling.
     coef_init, intercept_init : ndarray, float or None
@@ -190,16 +201,28 @@ def prospect(
         )
     rng = make_rng(random_state)
     seed_numba(rng)
-    X, s, c, sqnorms = prepare_data(X, y, loss, fit_intercept)
+    lr = check_learning_rate(learning_rate)
+    X_orig = X = dense_design(X)
+    units = FeatureUnits(X, fit_intercept, identity=lr is not None)
+    X, s, c, sqnorms = prepare_data(units.transform(X), y, loss, fit_intercept)
     n, d = X.shape
     batch = int(min(max(batch_size, 1), n))
     steps = -(-n // batch) if epoch_length is None else int(epoch_length)
     sigma = np.ascontiguousarray(risk.weights(n), dtype=np.float64)
-    lr = check_learning_rate(learning_rate)
-    if lr is None:
-        lr = svrg_step_size(sample_smoothness(loss, sqnorms), sigma, batch, "uniform")
 
-    w, b = initial_point(d, coef_init, intercept_init, fit_intercept)
+    def auto_step(sq):
+        return svrg_step_size(sample_smoothness(loss, sq), sigma, batch, "uniform")
+
+    fraction = 1.0
+    if lr is None:
+        lr = auto_step(sqnorms)
+    else:
+        fraction = user_step_fraction(X_orig, fit_intercept, lr, auto_step)
+    l1, l2 = units.penalty(penalty)
+
+    w0, b0 = initial_point(d, coef_init, intercept_init, fit_intercept)
+    w, b_t = units.to_internal(w0, b0[0])
+    b = np.array([b_t])
     start = time.perf_counter()
     t = loss_arguments_dense(X, s, c, w, b[0], np.empty(n))
     ltab = loss.value(t)
@@ -215,22 +238,24 @@ def prospect(
     g_new, l_new, q_used = np.empty(batch), np.empty(batch), np.empty(batch)
     setup = time.perf_counter() - start
 
-    log = EpochLog(risk.value(ltab) + penalty.value(w), "Prospect", verbose, max_iter)
+    log = EpochLog(risk.value(ltab) + penalty.value(w0), "Prospect", verbose, max_iter, fraction)
     log.times[0], log.passes[0] = setup, 1.0
     crit, converged = np.inf, False
     for _ in range(max_iter):
         start = time.perf_counter()
         prospect_epoch(
-            X, s, c, loss.code, loss.param, w, b, steps, batch, sigma, lr, penalty.l1,
-            penalty.l2, fit_intercept, ltab, gtab, rho, perm, rank, gagg, gagg_b, work, idx,
+            X, s, c, loss.code, loss.param, w, b, steps, batch, sigma, lr, l1, l2,
+            fit_intercept, ltab, gtab, rho, perm, rank, gagg, gagg_b, work, idx,
             g_new, l_new, q_used,
         )
         seconds = time.perf_counter() - start
-        obj = rank_objective(X, y, w, b[0], risk, loss, penalty)
+        coef, intercept = units.to_original(w, b[0])
+        obj = rank_objective(X_orig, y, coef, intercept, risk, loss, penalty)
         crit = log.record(obj, seconds, steps * batch / n)
         if not np.isfinite(obj):
             break
         if crit <= tol:
             converged = True
             break
-    return log.result(w, b, fit_intercept, crit, converged, learning_rate=lr)
+    coef, intercept = units.to_original(w, b[0])
+    return log.result(coef, np.array([intercept]), fit_intercept, crit, converged, learning_rate=lr)

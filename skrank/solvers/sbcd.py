@@ -78,21 +78,25 @@ class PairSampler:
         self.n_pos, self.n_neg = self.Xp.shape[0], self.Xn.shape[0]
         self.points_touched = 0
         # smoothness of one pair term, on average over pairs:
-        # loss'' * mean ||x_i - x_j||^2 = loss'' * (E||x+||^2 + E||x-||^2 - 2 mu+.mu-)
+        # loss'' * mean ||x_i - x_j||^2 = loss'' * (E||x+||^2 + E||x-||^2 - 2 mu+.mu-).
+        # No absolute floor: it scales like X^2, so that X * s (alpha * s^2) runs the same steps
         mean_sq = (np.einsum("ij,ij->", self.Xp, self.Xp) / self.n_pos
                    + np.einsum("ij,ij->", self.Xn, self.Xn) / self.n_neg
                    - 2.0 * float(self.Xp.mean(axis=0) @ self.Xn.mean(axis=0)))
-        self.smoothness = max(self.loss.smoothness * mean_sq, 1e-12)
+        smoothness = self.loss.smoothness * mean_sq
+        self.smoothness = float(smoothness) if np.isfinite(smoothness) and smoothness > 0 else 1.0
         self.full_passes = 0
 
     def default_start(self):
         """``w = delta / ||delta||^2``, ``delta`` the difference of the class means.
 
         The mean positive score then exceeds the mean negative score by one;
-        ``w = 0`` would tie every score, and every pairwise loss.
+        ``w = 0`` would tie every score, and every pairwise loss.  Equal
+        class means (``delta = 0``) start at ``w = 0``.
         """
         delta = self.Xp.mean(axis=0) - self.Xn.mean(axis=0)
-        return delta / max(float(delta @ delta), 1e-12)
+        norm2 = float(delta @ delta)
+        return delta / norm2 if norm2 > 0 else delta
 
     def run(self, v, center, xi, lam, level_frac, n_steps, eta, theta, prox, reg, average):
         """``n_steps`` kernel steps; see :func:`skrank.solvers._sbcd_kernel.sbcd_steps`."""

@@ -17,13 +17,17 @@ from ..losses import loss_derivative, loss_value
 from ..objective import rank_objective
 from ._stepsize import (
     EpochLog,
+    FeatureUnits,
     check_learning_rate,
+    dense_design,
     initial_point,
     make_rng,
     prepare_data,
+    prox_factors,
     prox_step,
     sample_smoothness,
     seed_numba,
+    user_step_fraction,
     weight_pieces,
 )
 
@@ -41,10 +45,12 @@ def sgd_epoch(
     ``perm``, carried over between epochs.  The ``r``-th smallest batch
     loss gets ``sig_a[r]`` if it is at most ``threshold``, else
     ``sig_b[r]``; the step is ``prox(w - lr * g)`` with
-    ``g = sum_r weight_r s_i l'(t_i) (x_i, 1)``.
+    ``g = sum_r weight_r s_i l'(t_i) (x_i, 1)`` and the per-coefficient
+    penalty strengths ``l1``, ``l2`` (arrays).
     """
     n, d = X.shape
     empty = np.zeros(d)
+    thr, inv = prox_factors(lr, l1, l2, 0.0)
     for _ in range(n_steps):
         if pos[0] + batch > n:
             np.random.shuffle(perm)
@@ -74,7 +80,7 @@ def sgd_epoch(
                 for j in range(d):
                     work[j] += delta * X[i, j]
                 gb += delta
-        prox_step(w, b, work, gb, lr, l1, l2, 0.0, empty, 0.0, fit_intercept)
+        prox_step(w, b, work, gb, lr, thr, inv, 0.0, empty, 0.0, fit_intercept)
         pos[0] += batch
 
 
@@ -128,7 +134,10 @@ def sgd(
     batch_size : int, default=64
         Samples per step, drawn without replacement (capped at ``n``).
     learning_rate : "auto" or float, default="auto"
-        Constant step; "auto" is :func:`sgd_step_size`.
+        Constant step; "auto" is :func:`sgd_step_size` in the standardised
+        units of :class:`skrank.solvers._stepsize.FeatureUnits` (so that
+        ``X * s`` with the penalty rescaled gives ``coef / s`` and the same
+        iterates); a float is a step in the units of ``X``.
     max_iter : int, default=100
         Number of epochs.
     epoch_length : int or None, default=None
@@ -137,7 +146,9 @@ def sgd(
         Stop when the relative change of the objective over each of the
         last five epochs is at most ``tol`` (one epoch's change is at most
         ``tol`` by chance when the noisy objective crosses its previous
-        value; :class:`skrank.solvers._stepsize.EpochLog`).
+        value; :class:`skrank.solvers._stepsize.EpochLog`).  A given
+        ``learning_rate`` smaller than the automatic step divides the
+        changes by their ratio (the smallest over the coefficients).
     random_state : int, RandomState, Generator or None
         Seed of the batches.
     coef_init, intercept_init : ndarray, float or None
@@ -173,11 +184,17 @@ def sgd(
                        intercept_init=intercept_init, n_features=X.shape[1])
     data = stream.prepare(X, y, sample_weight)
     steps = max(data.n // data.batch, 1) if epoch_length is None else int(epoch_length)
+    fraction = 1.0
+    if not stream.units_automatic:
+        sig_a, sig_b, _ = stream.pieces(data.batch)
+        fraction = user_step_fraction(
+            X, fit_intercept, stream.lr,
+            lambda sq: sgd_step_size(sample_smoothness(loss, sq), sig_a, sig_b), sample_weight)
 
     def objective():
         return rank_objective(X, y, stream.w, stream.b[0], risk, loss, penalty, sample_weight)
 
-    log = EpochLog(objective(), "SGD", verbose, max_iter)
+    log = EpochLog(objective(), "SGD", verbose, max_iter, fraction)
     crit, converged = np.inf, False
     for _ in range(max_iter):
         start = time.perf_counter()
@@ -224,7 +241,10 @@ class SGDStream:
     batch_size : int
         Samples per step (capped at the size of the data of a pass).
     learning_rate : "auto" or float
-        ``"auto"``: :func:`sgd_step_size` on the first data seen.
+        ``"auto"``: :func:`sgd_step_size` on the first data seen, in the
+        units of :class:`skrank.solvers._stepsize.FeatureUnits` read from
+        that data and kept for the later passes (so that a stream of
+        ``X * s`` with the penalty rescaled gives ``coef / s``).
     random_state : int, RandomState, Generator or None
     coef_init, intercept_init : ndarray, float or None
         Starting point (zeros by default).
@@ -237,6 +257,8 @@ class SGDStream:
         self.fit_intercept, self.batch_size = bool(fit_intercept), int(batch_size)
         self.reseed(random_state)
         self.lr = check_learning_rate(learning_rate)
+        #: the units of the steps (:class:`FeatureUnits`), read from the first data seen
+        self.units = None
         self._step_key = _step_key(risk, loss, batch_size, learning_rate)
         self.w, self.b = initial_point(n_features, coef_init, intercept_init, fit_intercept)
         self._pieces = {}
@@ -257,8 +279,9 @@ class SGDStream:
         """Take the estimator's current settings for the next passes (``partial_fit``).
 
         The coefficients, the generator and the passes go on; the step of
-        ``learning_rate="auto"`` is derived again, on the next pass's data,
-        when the risk, the loss, the batch size or ``learning_rate`` changed.
+        ``learning_rate="auto"`` and its units are derived again, on the next
+        pass's data, when the risk, the loss, the batch size or
+        ``learning_rate`` changed.
 
         Parameters
         ----------
@@ -270,6 +293,7 @@ class SGDStream:
         key = _step_key(risk, loss, batch_size, learning_rate)
         if key != getattr(self, "_step_key", key):
             self.lr = check_learning_rate(learning_rate)
+            self.units = None
             self._pieces = {}
         self.risk, self.loss, self.penalty = risk, loss, penalty
         self.batch_size, self._step_key = int(batch_size), key
@@ -296,7 +320,10 @@ class SGDStream:
         -------
         _PassData
         """
-        Xd, s, c, sqnorms = prepare_data(X, y, self.loss, self.fit_intercept)
+        X = dense_design(X)
+        if getattr(self, "units", None) is None:
+            self.units = FeatureUnits(X, self.fit_intercept, sample_weight, identity=self.lr is not None)
+        Xd, s, c, sqnorms = prepare_data(self.units.transform(X), y, self.loss, self.fit_intercept)
         n = Xd.shape[0]
         batch = int(min(max(self.batch_size, 1), n))
         if self.lr is None:
@@ -322,11 +349,17 @@ class SGDStream:
             data.perm = self._order(data.n, data.p)
             data.pos[0] = 0
         sig_a, sig_b, threshold = self.pieces(data.batch)
+        l1, l2 = self.units.penalty(self.penalty)
+        v, b_t = self.units.to_internal(self.w, self.b[0])
+        b = np.array([b_t])
         sgd_epoch(
-            data.X, data.s, data.c, self.loss.code, self.loss.param, self.w, self.b, data.perm, data.pos,
-            data.batch, steps, sig_a, sig_b, threshold, self.lr, self.penalty.l1, self.penalty.l2,
+            data.X, data.s, data.c, self.loss.code, self.loss.param, v, b, data.perm, data.pos,
+            data.batch, steps, sig_a, sig_b, threshold, self.lr, l1, l2,
             self.fit_intercept, data.t_buf, data.l_buf, data.work,
         )
+        self.w[:], b_o = self.units.to_original(v, b[0])
+        if self.fit_intercept:
+            self.b[0] = b_o
         self.passes += 1
 
     def partial(self, X, y, sample_weight=None):
@@ -339,6 +372,11 @@ class SGDStream:
         sample_weight : ndarray of shape (n,), optional
         """
         self.epoch(self.prepare(X, y, sample_weight))
+
+    @property
+    def units_automatic(self):
+        """Whether the steps are automatic (in standardised units), not a given ``learning_rate``."""
+        return self.units is not None and not self.units.identity
 
     @property
     def coef(self):

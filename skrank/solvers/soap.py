@@ -47,7 +47,11 @@ Decisions where the paper is silent or leaves a choice (Qi et al. 2021):
 * The exact objective is evaluated after every epoch; the returned point
   is the epoch end of lowest exact objective, and the loop stops when that
   best value has not improved by ``tol * max(1, |F|)`` for
-  ``n_iter_no_change`` epochs (scikit-learn's SGD convention).
+  ``n_iter_no_change`` epochs (scikit-learn's SGD convention).  A fit
+  whose best value is above the objective at ``(w, b) = 0`` by more than
+  that (an upper bound of the minimum, so the fit is surely not within
+  ``tol`` of it; a start far out, where the steps barely move, stalls
+  there) is reported not converged.
 
 Streaming.  :class:`SOAPStream` holds everything the steps carry from one
 epoch to the next: ``(w, b)``, the optimizer's moments and step counter,
@@ -134,7 +138,9 @@ def soap(
         ``objective_history`` has the exact objective at the start and
         after each epoch, then at the returned point; ``stop_criterion`` is
         the best value's relative improvement over the last
-        ``n_iter_no_change`` epochs.  ``info`` has ``passes`` (sampled rows
+        ``n_iter_no_change`` epochs, or its relative excess over the
+        objective at ``(w, b) = 0`` when that is above ``tol`` (module
+        docstring).  ``info`` has ``passes`` (sampled rows
         / n plus one per exact evaluation), ``steps``, ``time``,
         ``learning_rate`` and ``u`` (the final moving averages, one row per
         positive of positive weight, in the order of ``y``).
@@ -173,14 +179,31 @@ def soap(
         else:
             loop.crit = (best_window[0] - loop.best_F) / max(1.0, abs(loop.best_F))
             loop.converged = False
+    _check_against_zero(objective, loop, tol)
     result = loop.result({
-        "passes": stream.t * stream.batch_size / data.n + loop.n_iter + 1,
+        "passes": stream.t * stream.batch_size / data.n + loop.n_iter + 2,
         "steps": stream.t,
         "time": time.perf_counter() - start,
         "learning_rate": stream.lr,
         "u": stream.moving_averages(data),
     })
     return result
+
+
+def _check_against_zero(objective, loop, tol):
+    """Mark the fit not converged when its best ``F`` is above ``F`` at ``(w, b) = 0`` by more than ``tol``.
+
+    ``F(0)`` (every score 1/2) bounds the minimum from above, so such a fit
+    is provably more than ``tol * max(1, |F|)`` from it, whatever its last
+    epochs did (a start far out, where the steps barely move ``(w, b)``,
+    stalls at a huge ``F`` with an improvement of zero).  The stopping
+    criterion becomes at least that relative excess.
+    """
+    F_zero = objective.value(np.zeros_like(loop.best_w))
+    excess = (loop.best_F - F_zero) / max(1.0, abs(loop.best_F))
+    if not excess <= tol:
+        loop.converged = False
+        loop.crit = max(float(loop.crit), float(excess))
 
 
 class _SoapPass:

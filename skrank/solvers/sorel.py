@@ -23,13 +23,16 @@ from ._sampling import _seed_state
 from ._sorel_kernel import _sorel_epochs
 from ._sorel_paper import sorel_paper
 from ._stepsize import (
+    FeatureUnits,
     check_learning_rate,
+    dense_design,
     loss_arguments_dense,
     make_rng,
     prepare_data,
     rank_weights,
     sample_smoothness,
     svrg_step_size,
+    user_step_fraction,
 )
 from .finish import FinishSchedule, NewtonFinish
 
@@ -46,11 +49,11 @@ _CHUNK_SECONDS = 2e-3  # target length of one kernel call (several epochs)
 # ESRM/extremile at ~150 passes, 2.0 loses power CVaR.
 _LR_IMPORTANCE_FACTOR = 1.75
 # The exact finish (see sorel's Notes) counts as optimal when the Newton method
-# certifies a relative gap below _POLISH_TOL.
-_POLISH_FIRST = 16  # also tried after 16 epochs, then every _POLISH_GROWTH-fold epochs
-_POLISH_GROWTH = 2.0
-_POLISH_COST = 1  # the least budget of an attempt, in passes per coefficient
-_POLISH_TOL = 1e-8
+# certifies a relative gap below _FINISH_TOL.
+_FINISH_FIRST = 16  # also tried after 16 epochs, then every _FINISH_GROWTH-fold epochs
+_FINISH_GROWTH = 2.0
+_FINISH_COST = 1  # the least budget of an attempt, in passes per coefficient
+_FINISH_TOL = 1e-8
 
 
 def _project(v, sigma):
@@ -151,7 +154,11 @@ def sorel(
     batch_size : int, default=1
         Samples per stochastic step; ``ceil(n / batch_size)`` steps per epoch.
     learning_rate : "auto" or float, default="auto"
-        Primal step; "auto" is :func:`skrank.solvers._stepsize.svrg_step_size`.
+        Primal step; "auto" is :func:`skrank.solvers._stepsize.svrg_step_size`
+        in standardised units (see Notes); a float is a step in the units
+        of ``X``, and one smaller than the automatic step divides the
+        criterion by their ratio (so that a step too small to move the
+        iterate does not pass for convergence).
     dual_scale : "auto" or float, default="auto"
         ``C`` of the dual step.  "auto": ``C`` from :func:`sorel_dual_scale`
         sets the first step ``eta_0 = C mu``, which then grows by
@@ -204,6 +211,13 @@ def sorel(
 
     Automatic parameters (the paper tuned ``lr`` and ``C`` over grids):
 
+    * units: with ``learning_rate="auto"`` the epochs run on the centred
+      features divided by one unit, the root mean square of the columns'
+      standard deviations (:class:`skrank.solvers._stepsize.FeatureUnits`
+      with one unit for every column, so that the l2 term stays ``mu`` times
+      the identity: ``mu`` in the notes below is the penalty in those
+      units).  ``X * s`` with ``alpha * s^2`` then runs the same epochs and
+      gives ``coef / s``; the intercept is decoupled from the column means;
     * the primal step ``lr`` is :func:`skrank.solvers._stepsize.svrg_step_size`, from the
       per-sample smoothness ``L_i = L_loss (||x_i||^2 + 1)`` and sigma;
     * the primal step is multiplied by 1.75 with importance sampling;
@@ -237,7 +251,7 @@ def sorel(
     small.  Without intercept and l1, ``F(w_k) - F* <= F(w_k) (c) +
     ||grad||^2 / (2 mu)``.
 
-    Polishing (skrank's addition, not in the paper).  SOREL converges
+    The exact finish (skrank's addition, not in the paper).  SOREL converges
     linearly but slowly when many samples are tied at a jump of ``sigma``
     (a superquantile or top-k with few samples in the tail): the dual must
     then find the tied samples' fractional weights.  From SOREL's iterate
@@ -255,37 +269,50 @@ def sorel(
     gradients, as one ``X @ w`` plus ``X.T @ r``).
     """
     rng = make_rng(random_state)
-    X, s, c, sqnorms = prepare_data(X, y, loss, fit_intercept)
+    if sampling not in ("importance", "uniform"):
+        raise ValueError(f"sampling must be 'importance' or 'uniform', got {sampling!r}.")
+    lr = check_learning_rate(learning_rate)
+    X_orig = X = dense_design(X)
+    units = FeatureUnits(X, fit_intercept, per_feature=False, identity=lr is not None)
+    X, s, c, sqnorms = prepare_data(units.transform(X), y, loss, fit_intercept)
     n, d = X.shape
-    mu = float(penalty.l2)
+    l1_units, l2_units = units.penalty(penalty)
+    l1 = float(l1_units[0]) if d else float(penalty.l1)
+    mu = float(l2_units[0]) if d else float(penalty.l2)
     sigma = np.ascontiguousarray(risk.weights(n), dtype=np.float64)
     batch_size = int(min(max(batch_size, 1), n))
     steps = -(-n // batch_size)
-    lr = check_learning_rate(learning_rate)
     smooth = np.ascontiguousarray(sample_smoothness(loss, sqnorms))
-    if lr is None:
-        lr = svrg_step_size(smooth, sigma, batch_size, sampling)
-        if sampling == "importance":
-            lr *= _LR_IMPORTANCE_FACTOR
-    if sampling not in ("importance", "uniform"):
-        raise ValueError(f"sampling must be 'importance' or 'uniform', got {sampling!r}.")
 
-    w = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64).ravel().copy()
-    b = np.array([0.0 if (intercept_init is None or not fit_intercept) else float(intercept_init)])
+    def auto_step(sq):
+        step = svrg_step_size(sample_smoothness(loss, sq), sigma, batch_size, sampling)
+        return step * _LR_IMPORTANCE_FACTOR if sampling == "importance" else step
+
+    fraction = 1.0
+    if lr is None:
+        lr = auto_step(sqnorms)
+    else:
+        fraction = min(user_step_fraction(X_orig, fit_intercept, lr, auto_step, per_feature=False), 1.0)
+
+    w0 = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64).ravel()
+    b0 = 0.0 if (intercept_init is None or not fit_intercept) else float(intercept_init)
+    w, b_units = units.to_internal(w0, b0)
+    w = w.copy()
+    b = np.array([b_units])
     t = loss_arguments_dense(X, s, c, w, b[0], np.empty(n))
     losses = loss.value(t)
     losses_prev = losses.copy()
     lam = rank_weights(risk, losses)
     auto_dual = isinstance(dual_scale, str)
     C = sorel_dual_scale(losses, sigma) if auto_dual else float(dual_scale)
-    obj0 = risk.value(losses) + penalty.value(w)
+    obj0 = risk.value(losses) + penalty.value(w0)
 
     p = d + int(bool(fit_intercept))
     perm_l = np.argsort(losses, kind="stable")
     perm_z = perm_l.copy()
     ipar = np.array([1, batch_size, int(bool(fit_intercept)), int(sampling == "importance"),
                      int(auto_dual), _H_PERIOD, int(bool(np.all(s == 1.0)))], dtype=np.int64)
-    fpar = np.array([lr, float(penalty.l1), mu, float(tau_scale), float(tol), C,
+    fpar = np.array([lr, l1, mu, float(tau_scale), float(tol) * fraction, C,
                      float(dual_growth), float(dual_safety)])
     state = np.array([0.0, C * mu, np.inf, 0.0, obj0, 0.0, -1.0, 0.0])
     rng_state = _seed_state(rng)
@@ -303,23 +330,23 @@ def sorel(
         rows=np.empty((n, p)),
     )
     times = np.zeros(max_iter + 1)
-    polisher = None
+    finisher = None
     if polish and p <= NewtonFinish.max_features and NewtonFinish.applies(risk, loss, penalty):
-        polisher = NewtonFinish(X, y, risk, loss, penalty, fit_intercept)
-    polished = False
+        finisher = NewtonFinish(X_orig, y, risk, loss, penalty, fit_intercept)
+    finished = False
     per_epoch_passes = 1.0 + steps * batch_size / n  # one full pass + one per sample drawn
     # Ties hold at the optimum where sigma is flat next to a jump (CVaR, top-k):
-    # there the dual is slow and the face solve pays off before the end.
+    # there the dual is slow and the finish pays off before the end.
     steps_sigma = np.diff(sigma)
-    early_polish = bool(np.any(steps_sigma <= 1e-12 * sigma[-1]) and np.any(steps_sigma > 0))
-    schedule_finish = FinishSchedule(_POLISH_FIRST if early_polish else None, _POLISH_GROWTH)
+    early_finish = bool(np.any(steps_sigma <= 1e-12 * sigma[-1]) and np.any(steps_sigma > 0))
+    schedule_finish = FinishSchedule(_FINISH_FIRST if early_finish else None, _FINISH_GROWTH)
     elapsed = 0.0
     done = 0
     chunk = 1
     progress = Progress("sorel", verbose, max_iter, unit="epoch")
     while done < max_iter and state[5] == 0.0:
         ipar[0] = min(chunk, max_iter - done)
-        if polisher is not None and done < schedule_finish.next < np.inf:
+        if finisher is not None and done < schedule_finish.next < np.inf:
             ipar[0] = int(min(ipar[0], schedule_finish.next - done))  # stop at the next attempt
         start = time.perf_counter()
         ran = _sorel_epochs(
@@ -337,33 +364,36 @@ def sorel(
         chunk = int(min(max(1, _CHUNK_SECONDS / max(per_epoch, 1e-9)), 2 * chunk, 1024))
         if verbose > 1:
             chunk = 1
-        if polisher is None or state[5] != 0.0:
+        if finisher is None or state[5] != 0.0:
             continue
         # attempts: at the end, and after 16 epochs and every doubling (see Notes)
         # its work stays below half of SOREL's own: an attempt may spend what is
-        # left of that budget, and starts only when it is at least _POLISH_COST p passes
-        budget = 0.5 * per_epoch_passes * done - polisher.work / (2 * n * p)
-        affordable = budget >= _POLISH_COST * p
+        # left of that budget, and starts only when it is at least _FINISH_COST p passes
+        budget = 0.5 * per_epoch_passes * done - finisher.work / (2 * n * p)
+        affordable = budget >= _FINISH_COST * p
         if affordable and schedule_finish.due(done, done >= max_iter):
             schedule_finish.attempted(done)
             start = time.perf_counter()
-            kept, polished = _try_polish(polisher, X, s, c, w, b, hist[done], done >= max_iter,
+            kept, finished = _try_finish(finisher, units, s, c, w, b, hist[done], done >= max_iter,
                                          max_work=budget * 2 * n * p)
             elapsed += time.perf_counter() - start
             times[done] = elapsed
             if kept:
-                hist[done] = polisher.objective(w, b[0])
-            if polished:
+                hist[done] = finisher.objective(*units.to_original(w, b[0]))
+            if finished:
                 state[5] = 1.0
                 crits[done - 1] = 0.0
     k = done
     passes = per_epoch_passes * np.arange(k + 1, dtype=np.float64)
-    if polisher is not None and k > 0:
-        passes[k] += polisher.work / (2 * n * p)  # one pass: n sample gradients, 2 n p multiply-adds
+    if finisher is not None and k > 0:
+        passes[k] += finisher.work / (2 * n * p)  # one pass: n sample gradients, 2 n p multiply-adds
+    if fraction < 1.0:
+        crits[:k] = crits[:k] / fraction if fraction > 0 else np.where(crits[:k] == 0.0, 0.0, np.inf)
     crit = float(crits[k - 1]) if k > 0 else np.inf
+    coef, intercept = units.to_original(w, b[0])
     return SolverResult(
-        coef=w,
-        intercept=float(b[0]) if fit_intercept else 0.0,
+        coef=coef,
+        intercept=intercept if fit_intercept else 0.0,
         n_iter=k,
         objective_history=hist[: k + 1].copy(),
         stop_criterion=crit,
@@ -372,7 +402,7 @@ def sorel(
             "lambda": lam,
             "times": times[: k + 1].copy(),
             "passes": passes,
-            "polished": polished,
+            "polished": finished,
             "learning_rate": lr,
             "dual_scale": C,
             "dual_steps": etas[:k].copy(),
@@ -381,21 +411,24 @@ def sorel(
     )
 
 
-def _try_polish(polisher, X, s, c, w, b, objective, last, max_work=None):
-    """Run ``polisher.from_iterate`` at ``(w, b)``; on success overwrite ``w``, ``b``.
+def _try_finish(finisher, units, s, c, w, b, objective, last, max_work=None):
+    """Run ``finisher.from_iterate`` at ``(w, b)``; on success overwrite ``w``, ``b``.
 
-    A certified point is kept when it does not raise ``F``; at the last
-    epoch (``last``) an uncertified one is kept when it lowers ``F``.
-    ``max_work`` caps the attempt's multiply-adds.  Returns ``(kept, certified)``.
+    ``(w, b)`` are in the units of ``units`` (a
+    :class:`skrank.solvers._stepsize.FeatureUnits`), the finisher's in those
+    of ``X``.  A certified point is kept when it does not raise ``F``; at
+    the last epoch (``last``) an uncertified one is kept when it lowers
+    ``F``.  ``max_work`` caps the attempt's multiply-adds.  Returns
+    ``(kept, certified)``.
     """
-    t = s * (np.asarray(X @ w).ravel() + b[0]) + c
-    out = polisher.from_iterate(t, w, b[0], _POLISH_TOL, max_work=max_work)
+    w_o, b_o = units.to_original(w, b[0])
+    t = s * (np.asarray(finisher.X @ w_o).ravel() + b_o) + c
+    out = finisher.from_iterate(t, w_o, b_o, _FINISH_TOL, max_work=max_work)
     if out is None:
         return False, False
     w_p, b_p, certified = out.coef, out.intercept, bool(out.certified)
-    if FinishSchedule.keep(polisher.objective(w_p, b_p), objective, certified, last):
-        w[:] = w_p
-        b[0] = b_p
+    if FinishSchedule.keep(finisher.objective(w_p, b_p), objective, certified, last):
+        w[:], b[0] = units.to_internal(w_p, b_p)
         return True, certified
     return False, False
 

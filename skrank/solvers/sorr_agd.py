@@ -35,7 +35,7 @@ from ..objective import rank_objective
 from ._progress import Progress
 from ._result import SolverResult
 from ._sampling import _seed_state, sample_block
-from ._stepsize import _soft, make_rng, prepare_data
+from ._stepsize import FeatureUnits, _soft, dense_design, make_rng, prepare_data
 
 #: Consecutive outer iterations whose relative decrease must be at most ``tol``.
 PATIENCE = 3
@@ -67,10 +67,10 @@ def sorr_sgd(
 
     * ``u = (v, b)``: the proximal step (14),
       ``argmin_u G.u + ||u - (w, wb)||^2/(2 mu) + ||u - u_t||^2/(2 eta)
-      + l1 ||v||_1 + l2/2 ||v||^2`` with ``G`` the batch MEAN of the active
-      gradients ``s_i l'(t_i) (x_i, 1)``: a soft threshold and a shrink of
-      ``(eta (w, wb) + mu u_t - mu eta G) / (mu + eta)``, the intercept
-      left unpenalised;
+      + sum_j l1_j |v_j| + l2_j v_j^2 / 2`` with ``G`` the batch MEAN of the
+      active gradients ``s_i l'(t_i) (x_i, 1)``: a soft threshold and a
+      shrink of ``(eta (w, wb) + mu u_t - mu eta G) / (mu + eta)``, the
+      intercept left unpenalised;
     * ``lambda <- max(lambda - theta (level - frac), 0)``, ``frac`` the
       active fraction of the batch (the paper's ``G_lambda`` divided by
       ``n``; the paper's step uses ``eta_t``, here ``theta`` is passed
@@ -92,9 +92,10 @@ def sorr_sgd(
         Start of ``lambda``.
     n_steps, batch : int
         ``T >= 1`` and ``J <= n``.
-    level, mu, eta, theta, l1, l2 : float
-        ``l / n``, ``mu~``, ``eta~_t``, ``theta~_t`` and the penalty
-        strengths, in normalised units.
+    level, mu, eta, theta : float
+        ``l / n``, ``mu~``, ``eta~_t`` and ``theta~_t``, in normalised units.
+    l1, l2 : ndarray of shape (d,)
+        The penalty strengths of each coefficient, in normalised units.
     fit_intercept : bool
         When False the intercept stays at ``wb``.
     perm : ndarray of int64, shape (n,)
@@ -125,8 +126,6 @@ def sorr_sgd(
     a = mu * eta / (mu + eta)
     cw = eta / (mu + eta)
     cv = mu / (mu + eta)
-    thresh = a * l1
-    shrink = 1.0 / (1.0 + a * l2)
     for _ in range(n_steps):
         for j in range(d):
             vbar[j] += v[j]
@@ -150,7 +149,7 @@ def sorr_sgd(
                         grad[j] += g * X[i, j]
                     gb += g
         for j in range(d):
-            v[j] = _soft(cw * w[j] + cv * v[j] - a * inv_b * grad[j], thresh) * shrink
+            v[j] = _soft(cw * w[j] + cv * v[j] - a * inv_b * grad[j], a * l1[j]) / (1.0 + a * l2[j])
         if fit_intercept:
             b = cw * wb + cv * b - a * inv_b * gb
         lam -= theta * (level - active * inv_b)
@@ -211,7 +210,7 @@ def minibatch_smoothness(X, loss, fit_intercept, batch, n_power=20):
     return max(L_J, 1e-12), max(L_full, 1e-12)
 
 
-def _proximal_gradient_polish(X, s, c, m, k, loss, penalty, objective, F, w, b, fit_intercept,
+def _proximal_gradient_polish(X, s, c, m, k, loss, l1, l2, objective, F, w, b, fit_intercept,
                               tau):
     """One proximal-gradient step on ``F`` from ``(w, b)``, kept only if it lowers ``F``.
 
@@ -219,7 +218,8 @@ def _proximal_gradient_polish(X, s, c, m, k, loss, penalty, objective, F, w, b, 
     ranked ``m+1 .. k``, weight ``1 / (k - m)``); the step ``tau`` is
     ``1 / L`` for ``L = L_full n / (k - m)``, a bound on the smoothness of the
     ranked range on a piece where the ranking is fixed, then ``tau / 4`` and
-    ``tau / 16``.  Returns the point kept, its ``F`` and the number of
+    ``tau / 16``; ``l1`` and ``l2`` are the penalty strengths of each
+    coefficient.  Returns the point kept, its ``F`` and the number of
     evaluations.
     """
     t = s * (X @ w + b) + c
@@ -229,7 +229,8 @@ def _proximal_gradient_polish(X, s, c, m, k, loss, penalty, objective, F, w, b, 
     gb = float(coeff.sum()) if fit_intercept else 0.0
     tried = 0
     for step in (tau, tau / 4.0, tau / 16.0):
-        u = penalty.prox(w - step * g, step)
+        z = w - step * g
+        u = np.sign(z) * np.maximum(np.abs(z) - step * l1, 0.0) / (1.0 + step * l2)
         ub = b - step * gb
         Fu = objective(u, ub)
         tried += 1
@@ -351,7 +352,13 @@ def sorr_agd(
       admissible and ``F^mu`` has a ``1/mu``-Lipschitz gradient, so
       ``gamma < 2 mu`` keeps the outer step stable; the default
       ``gamma / mu = 2`` sits at that edge (the paper uses 0.2 to 100).
-    * Units: ``mu~``, ``gamma~`` and ``c`` are divided by ``L_J``.  The
+    * Units: the steps run on the standardised features of
+      :class:`skrank.solvers._stepsize.FeatureUnits` (centred with an
+      intercept, each column divided by its spread; the penalty of each
+      coefficient rescaled to match), so that rescaling a column of ``X``
+      rescales its coefficient and leaves the iterates unchanged; and
+      ``mu~``, ``gamma~`` and ``c`` are divided by ``L_J``, computed on
+      those features.  The
       paper's values (``mu~`` in {200, 1000}, ``c`` in {0.1, ..., 10},
       ``C`` in {30, 50, 100}) were tuned on binary LIBSVM features; these
       defaults were tuned on standardised ``make_classification`` and
@@ -398,7 +405,9 @@ def sorr_agd(
     start = time.perf_counter()
     rng = make_rng(random_state)
     state = _seed_state(rng)
-    X, s, c, _ = prepare_data(X, y, loss, fit_intercept)
+    X_orig = X = dense_design(X)
+    units = FeatureUnits(X, fit_intercept)
+    X, s, c, _ = prepare_data(units.transform(X), y, loss, fit_intercept)
     n, d = X.shape
     m, k = risk.counts(n)
     batch = int(min(max(int(batch_size), 1), n))
@@ -406,13 +415,17 @@ def sorr_agd(
     mu_n, c_n = float(mu) / L_J, float(step) / L_J
     ratio = float(gamma) / float(mu)
     scale = (k - m) / n
-    l1, l2 = penalty.l1 * scale, penalty.l2 * scale
+    l1_units, l2_units = units.penalty(penalty)
+    l1, l2 = l1_units * scale, l2_units * scale
+    zeros = np.zeros(d)
 
-    w = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64).ravel().copy()
-    wb = 0.0 if (intercept_init is None or not fit_intercept) else float(intercept_init)
+    w0 = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64).ravel()
+    b0 = 0.0 if (intercept_init is None or not fit_intercept) else float(intercept_init)
+    w, wb = units.to_internal(w0, b0)
+    w = w.copy()
 
     def objective(coef, b):
-        return rank_objective(X, y, coef, b, risk, loss, penalty)
+        return rank_objective(X_orig, y, *units.to_original(coef, b), risk, loss, penalty)
 
     losses = np.sort(loss.value(s * (X @ w + wb) + c))[::-1]
     lam_m = _dual_start(losses, m) if m > 0 else 0.0
@@ -433,7 +446,7 @@ def sorr_agd(
         if m > 0:
             vbar_m_b, _, lam_m = sorr_sgd(
                 X, s, c, loss.code, loss.param, w, wb, lam_m, T, batch, m / n, mu_n, eta,
-                theta, 0.0, 0.0, fit_intercept, perm, state, v, vbar_m, grad,
+                theta, zeros, zeros, fit_intercept, perm, state, v, vbar_m, grad,
             )
             inner += T * batch
         else:
@@ -464,14 +477,15 @@ def sorr_agd(
             break
     if history:
         best_F, best_w, best_b, tried = _proximal_gradient_polish(
-            X, s, c, m, k, loss, penalty, objective, best_F, best_w, best_b, fit_intercept,
-            (k - m) / (n * L_full),
+            X, s, c, m, k, loss, l1_units, l2_units, objective, best_F, best_w, best_b,
+            fit_intercept, (k - m) / (n * L_full),
         )
         evaluations += 1 + tried
         history[-1] = best_F
+    coef, intercept = units.to_original(best_w, best_b)
     return SolverResult(
-        coef=best_w,
-        intercept=float(best_b) if fit_intercept else 0.0,
+        coef=coef,
+        intercept=intercept if fit_intercept else 0.0,
         n_iter=len(history),
         objective_history=np.asarray(history),
         stop_criterion=float(crit),

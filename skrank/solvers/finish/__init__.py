@@ -7,12 +7,14 @@ certified one ends the run:
 
 * :class:`NewtonFinish` (smooth losses): the certified proximal Newton
   method of :mod:`skrank.solvers.newton`, started at the iterate;
-* :class:`Polisher` (hinge and absolute losses): ``F`` solved on the face
-  the iterate identifies (:mod:`skrank.solvers.finish.face`), found by an
-  active-set walk with a compiled loop
-  (:mod:`skrank.solvers.finish.walk_kernel`).
+* :class:`PiecewiseLinearFinish` (hinge and absolute losses): ``F`` solved
+  on the face the iterate identifies
+  (:mod:`skrank.solvers.finish.piecewise_linear`), found by an active-set
+  walk (:mod:`skrank.solvers.finish.walk`) with a compiled loop
+  (:mod:`skrank.solvers.finish.walk_kernel`) and by active-set rounds.
 
-Both solvers attempt a finish on one :class:`FinishSchedule`.
+Both solvers attempt a finish on one :class:`FinishSchedule`; the tuning
+constants of all of them are in :mod:`skrank.solvers.finish._constants`.
 """
 
 from typing import NamedTuple
@@ -32,8 +34,8 @@ class FinishResult(NamedTuple):
     certified : bool
         Whether the point is certified optimal to the requested tolerance.
     residual : float
-        The finish's optimality measure (the polisher's scaled KKT residual,
-        the Newton method's relative gap).
+        The finish's optimality measure (the scaled KKT residual of the
+        piecewise-linear finish, the Newton method's relative gap).
     t : ndarray of shape (n,)
         The loss arguments at the point.
     lam : ndarray of shape (n,)
@@ -49,8 +51,8 @@ class FinishResult(NamedTuple):
     lam: np.ndarray
 
 
-from .face import Polisher  # noqa: E402
 from .newton import NewtonFinish  # noqa: E402
+from .piecewise_linear import PiecewiseLinearFinish  # noqa: E402
 from .schedule import FinishSchedule  # noqa: E402
 
-__all__ = ["FinishResult", "FinishSchedule", "NewtonFinish", "Polisher"]
+__all__ = ["FinishResult", "FinishSchedule", "NewtonFinish", "PiecewiseLinearFinish"]

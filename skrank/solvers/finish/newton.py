@@ -2,23 +2,19 @@
 
 The ADMM (:mod:`skrank.solvers.admm`) and SOREL (:mod:`skrank.solvers.sorel`)
 converge linearly at best.  On a convex spectral risk with a smooth loss
-they try, at the points of their polishing schedules, the certified
+they try, at the points of their finish schedules, the certified
 proximal Newton method of :mod:`skrank.solvers.newton` started from their
 iterate; a certified result ends the run.  :class:`NewtonFinish` offers
-the interface of :class:`skrank.solvers.finish.Polisher`, which does the
-same for the hinge and absolute losses by face solves.
+the interface of
+:class:`~skrank.solvers.finish.piecewise_linear.PiecewiseLinearFinish`,
+which does the same for the hinge and absolute losses by face solves.
 """
 
 import numpy as np
 
 from .._registry import SOLVERS
 from . import FinishResult
-
-#: Most Newton steps of one attempt.
-_MAX_STEPS = 100
-#: The finish certifies at most this relative gap: a point as exact as the polisher's
-#: face solves, which the caller keeps only when it does not raise F.
-_FINISH_TOL = 1e-10
+from ._constants import MAX_FEATURES, NEWTON_GAP, NEWTON_STEPS
 
 
 class NewtonFinish:
@@ -36,8 +32,8 @@ class NewtonFinish:
         Whether the model has an intercept.
     """
 
-    #: Most coefficients for which a finish is set up (as for the polisher).
-    max_features = 200
+    #: Most coefficients for which a finish is set up.
+    max_features = MAX_FEATURES
 
     def __init__(self, X, y, risk, loss, penalty, fit_intercept):
         self.X, self.y = X, y
@@ -74,11 +70,11 @@ class NewtonFinish:
         return rank_objective(self.X, self.y, w, b, self.risk, self.loss, self.penalty)
 
     def snap(self, t):
-        """The polisher's reading of ties, not needed here: ``t`` itself."""
+        """The reading of ties of the piecewise-linear finish, not needed here: ``t`` itself."""
         return t
 
     def __call__(self, z, w, tol, b=0.0, u=None, rounds=None):
-        """Finish from ``(w, b)``; ``z``, ``u`` and ``rounds`` (the polisher's) are not used."""
+        """Finish from ``(w, b)``; ``z``, ``u`` and ``rounds`` (of the piecewise-linear finish) are unused."""
         return self.from_iterate(None, w, b, tol)
 
     def from_iterate(self, t, w, b, tol, max_work=None):
@@ -90,12 +86,12 @@ class NewtonFinish:
         from ...objective import loss_arguments
         from ..newton import smoothed_newton
 
-        steps = _MAX_STEPS
+        steps = NEWTON_STEPS
         if max_work is not None:
             steps = int(max(1, min(steps, max_work // self._step_cost)))
         res = smoothed_newton(self.X, self.y, self.risk, self.loss, self.penalty,
                               fit_intercept=self.fit_intercept, coef_init=np.asarray(w, dtype=float),
-                              intercept_init=float(b), max_iter=steps, tol=min(tol, _FINISH_TOL))
+                              intercept_init=float(b), max_iter=steps, tol=min(tol, NEWTON_GAP))
         self.work += int(res.info["passes"]) * self._scale
         t = loss_arguments(self.X, self.y, res.coef, res.intercept, self.loss.task)
         # the ADMM's multipliers of z = t: minus the loss weights q l'(t) in dOmega(t)

@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from ._constants import KEEP_ROUNDING, SCHEDULE_DROP, SCHEDULE_GAP, SCHEDULE_GROWTH
+
 
 class FinishSchedule:
     """The finish attempts of one run of a first-order solver.
@@ -20,16 +22,17 @@ class FinishSchedule:
         Iterations before the first attempt; None for an attempt at the last
         iteration only.
     growth : float, default=2.0
-        Growth of the iteration count between scheduled attempts.
+        Growth of the iteration count between scheduled attempts
+        (:data:`~skrank.solvers.finish._constants.SCHEDULE_GROWTH`).
     crit_level : float or None, default=None
         Residual below which attempts are also due; None for no residual
         trigger.
     gap : int, default=10
         Least number of iterations between residual-triggered attempts at
-        the same residual.
+        the same residual (:data:`~skrank.solvers.finish._constants.SCHEDULE_GAP`).
     """
 
-    def __init__(self, first, growth=2.0, crit_level=None, gap=10):
+    def __init__(self, first, growth=SCHEDULE_GROWTH, crit_level=None, gap=SCHEDULE_GAP):
         self.next = np.inf if first is None else int(first)
         self.first = self.next
         self.growth = float(growth)
@@ -45,7 +48,7 @@ class FinishSchedule:
             return True
         if crit is None or self.crit_level is None or crit > self.crit_level:
             return False
-        return crit <= 0.1 * self._last_crit or k - self._last_k >= self.gap
+        return crit <= SCHEDULE_DROP * self._last_crit or k - self._last_k >= self.gap
 
     def attempted(self, k, crit=None):
         """Record an attempt after ``k`` iterations (at residual ``crit``)."""
@@ -66,5 +69,5 @@ class FinishSchedule:
         raise ``F``.
         """
         if certified:
-            return F_new <= F_cur + 1e-12 * max(1.0, abs(F_cur))
+            return F_new <= F_cur + KEEP_ROUNDING * max(1.0, abs(F_cur))
         return bool(last) and F_new <= F_cur
