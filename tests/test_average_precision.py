@@ -56,8 +56,9 @@ class _Kernel:
 
     def step(self, theta, gamma, lr, optimizer=SGD):
         loss = self.loss
+        alpha = np.full(self.X.shape[1], float(self.alpha))
         soap_steps(self.X, self.pos_idx, self.neg_idx, self.slot, theta, self.u, self.seen, self.stamp,
-                   self.m1, self.m2, 1, self.t, self.n_anchor, self.batch, gamma, lr, self.alpha,
+                   self.m1, self.m2, 1, self.t, self.n_anchor, self.batch, gamma, lr, alpha,
                    optimizer, 0.9, 0.999, 1e-8, self.wp, self.wn, loss.code, loss.shift,
                    loss.scale, self.state, self.perm_pos, self.perm_neg, self.cursor)
         self.t += 1

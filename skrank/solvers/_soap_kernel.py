@@ -17,7 +17,7 @@ One call runs ``n_steps`` iterations of
    and so are identical rows, which share one entry of ``u``;
 4. the gradient estimate of eq. (9) with the updated ``u``,
    ``G = (1/(B+ B)) sum_a sum_j w_j (u1_a - u2_a 1(j positive)) / u2_a^2
-   * l'(h_a - h_j) (grad h_a - grad h_j) + alpha (w, 0)``, with
+   * l'(h_a - h_j) (grad h_a - grad h_j) + (alpha * w, 0)``, with
    ``grad h_j = h_j (1 - h_j) (x_j, 1)``;
 5. the update of Algorithm 3: SGD, momentum ``m <- b1 m + (1 - b1) G``, or
    the paper's Adam-style step ``m`` as above, ``v <- b2 v + (1 - b2) G^2``,
@@ -77,8 +77,10 @@ def soap_steps(X, pos_idx, neg_idx, slot, w, u, seen, stamp, m1, m2, n_steps, t0
         Number of steps, and the index of the first one (for ``stamp``).
     n_anchor, batch : int
         Positives per batch and batch size (``n_anchor < batch``).
-    gamma, lr, alpha : float
-        Moving-average weight of the new estimate, step size, l2 strength.
+    gamma, lr : float
+        Moving-average weight of the new estimate, and step size.
+    alpha : ndarray of shape (d,)
+        l2 strength of each coefficient.
     optimizer : int
         ``SGD``, ``MOMENTUM`` or ``ADAM``.
     beta1, beta2, eps : float
@@ -153,7 +155,7 @@ def soap_steps(X, pos_idx, neg_idx, slot, w, u, seen, stamp, m1, m2, n_steps, t0
                 coef[a] += c
                 coef[j] -= c
         for k in range(d):
-            G[k] = alpha * w[k]
+            G[k] = alpha[k] * w[k]
         G[d] = 0.0
         for j in range(batch):
             c = coef[j] * h[j] * (1.0 - h[j])

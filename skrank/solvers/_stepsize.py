@@ -162,12 +162,21 @@ class FeatureUnits:
         self.unit = unit
 
     def transform(self, X):
-        """``x~ = (X - m) / u`` (dense, C-contiguous; constant columns exactly zero)."""
+        """``x~ = (X - m) / u`` (dense, C-contiguous).
+
+        In a constant column the entries equal to its value up to rounding
+        are exactly zero; others (a later batch of a stream, where the
+        column varies) keep their value.
+        """
         X = dense_design(X)
         if self.identity:
             return X
         Xt = (X - self.offset) / self.unit
-        Xt[:, self.constant] = 0.0
+        if self.constant.any():
+            cols = np.flatnonzero(self.constant)
+            m = self.offset[cols]
+            rounding = np.abs(X[:, cols] - m) <= 100 * _CONSTANT_RTOL * np.abs(m)
+            Xt[:, cols] = np.where(rounding, 0.0, Xt[:, cols])
         return np.ascontiguousarray(Xt)
 
     def to_internal(self, w, b):

@@ -36,6 +36,12 @@ Decisions where the paper is silent or leaves a choice (Qi et al. 2021):
   ``w <- w - lr m``.
 * The l2 term ``alpha w`` of the objective is added to every gradient
   estimate.
+* Units: without a given ``learning_rate`` the steps are taken in the
+  standardised coordinates of :class:`skrank.solvers._stepsize.FeatureUnits`
+  (columns centred and divided by their spread, read from the first data
+  seen), so that ``X * s`` with ``alpha * s**2`` gives ``coef / s``, as the
+  other stochastic solvers do; a given ``learning_rate`` is a step in the
+  units of ``X``.
 * Sparse input is densified (one dense copy of ``X``).
 * Sample weights ``v`` (the weighted ``P_w`` of the objective): each
   epoch draws the positives' list with probabilities ``v_i / V+`` and the
@@ -70,6 +76,7 @@ import scipy.sparse as sp
 from ._outer import OuterLoop
 from ._sampling import _seed_state, generator_from_random_state
 from ._soap_kernel import ADAM, MOMENTUM, SGD, soap_steps
+from ._stepsize import FeatureUnits
 
 OPTIMIZERS = {"sgd": SGD, "momentum": MOMENTUM, "adam": ADAM}
 #: default step sizes per optimizer (``learning_rate=None``), in units of the
@@ -118,10 +125,10 @@ def soap(
     optimizer : {"sgd", "momentum", "adam"}, default="adam"
         Update rule of the steps.
     learning_rate : float or None, default=None
-        Step size; None takes :data:`DEFAULT_LEARNING_RATES`.  For
-        ``"sgd"`` and ``"momentum"`` the step is divided by the mean
-        squared row norm of ``X`` (so that it does not depend on the
-        features' scale).
+        Step size in the units of ``X``; None takes
+        :data:`DEFAULT_LEARNING_RATES` in standardised units (module
+        docstring), for ``"sgd"`` and ``"momentum"`` divided by the mean
+        squared row norm of the standardised ``X`` plus one.
     beta1, beta2, eps : float
         Moment weights and the Adam constant.
     n_iter_no_change : int, default=5
@@ -159,11 +166,12 @@ def soap(
     data = stream.prepare(objective.X, objective.y, objective.sample_weight)
     if data.neg_idx.shape[0] == 0 or not stream.totals[1] > 0:
         raise ValueError("SOAP needs at least one negative sample (of positive weight).")
-    w = stream.theta  # updated in place by the epochs
+    w = stream.point()
     loop = OuterLoop(w, objective.value(w), tol, verbose, "soap")
     best_window = [loop.best_F]
     for _ in range(max_iter):
         stream.epoch(data)
+        w = stream.point()
         F = objective.value(w)
         loop.step(w, F, f"steps {stream.t:7d}")
         best_window.append(loop.best_F)
@@ -185,6 +193,7 @@ def soap(
         "steps": stream.t,
         "time": time.perf_counter() - start,
         "learning_rate": stream.lr,
+        "step_units": stream.units.unit,
         "u": stream.moving_averages(data),
     })
     return result
@@ -215,6 +224,7 @@ class _SoapPass:
     """
 
     def __init__(self, X, pos_idx, neg_idx, slot, p_pos, p_neg, steps):
+        # X: the rows in the units of the steps
         self.X, self.pos_idx, self.neg_idx, self.slot = X, pos_idx, neg_idx, slot
         self.n = X.shape[0]
         self.p_pos, self.p_neg, self.steps = p_pos, p_neg, steps
@@ -271,7 +281,12 @@ class SOAPStream:
         self._set_learning_rate(learning_rate)
         self.reseed(random_state)
         self.n_features = int(n_features)
-        self.theta = None if coef_init is None else np.array(coef_init, dtype=np.float64).ravel()
+        #: the start ``(w, b)`` given, until the first data sets the units
+        self._start = None if coef_init is None else np.array(coef_init, dtype=np.float64).ravel()
+        #: ``(v, b~)``, the point in the units of the steps (None before the start)
+        self.theta = None
+        #: the units of the steps (:class:`FeatureUnits`), read from the first data seen
+        self.units = None
         d = self.n_features
         self.m1, self.m2 = np.zeros(d + 1), np.zeros(d + 1)
         #: steps run so far (the index of the next step)
@@ -325,6 +340,11 @@ class SOAPStream:
         self.loss, self.alpha = loss, float(alpha)
         self.batch_size, self.positives_per_batch, self.gamma = B, Bp, float(gamma)
         if learning_rate != getattr(self, "_learning_rate", learning_rate):
+            if (learning_rate is None) != (self._learning_rate is None) and self.units is not None:
+                # the steps change units: carry the point over, restart the moments
+                self._start = self.point() if self.theta is not None else self._start
+                self.theta, self.units = None, None
+                self.m1[:], self.m2[:] = 0.0, 0.0
             self._set_learning_rate(learning_rate)
 
     def _slots(self, rows):
@@ -371,10 +391,13 @@ class SOAPStream:
         y = np.asarray(y, dtype=np.float64)
         pos = y > 0
         v = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        if self.units is None:
+            self.units = FeatureUnits(X, True, v, identity=self._learning_rate is not None)
+        Xt = self.units.transform(X)
         kept = np.ones(y.shape[0], dtype=bool) if v is None else v > 0  # a weight of zero drops a row
         pos_idx = np.flatnonzero(pos & kept).astype(np.int64)
         neg_idx = np.flatnonzero(~pos & kept).astype(np.int64)
-        n, n_neg = X.shape[0], neg_idx.shape[0]
+        n_neg = neg_idx.shape[0]
         p_pos = p_neg = None
         if v is None:
             self.totals += (pos_idx.shape[0], n_neg)
@@ -383,16 +406,17 @@ class SOAPStream:
             self.totals += (v_pos.sum(), v_neg.sum())
             p_pos, p_neg = v_pos / v_pos.sum(), v_neg / v_neg.sum()
         if self.lr is None:
-            if v is None:
-                self.lr = self._base_lr / (float(np.einsum("ij,ij->", X, X)) / n + 1.0)
-            else:
-                self.lr = self._base_lr / (float(np.average(np.einsum("ij,ij->i", X, X), weights=v)) + 1.0)
-        if self.theta is None and pos_idx.shape[0] and n_neg:
+            sqnorms = np.einsum("ij,ij->i", Xt, Xt)
+            mean_sqnorm = np.mean(sqnorms) if v is None else np.average(sqnorms, weights=v)
+            self.lr = self._base_lr / (float(mean_sqnorm) + 1.0)
+        if self.theta is None and self._start is None and pos_idx.shape[0] and n_neg:
             from ..average_precision_objective import AveragePrecisionObjective
 
-            self.theta = AveragePrecisionObjective(X, y, self.loss, self.alpha, v).start()
+            self._start = AveragePrecisionObjective(X, y, self.loss, self.alpha, v).start()
+        if self.theta is None and self._start is not None:
+            self.theta = np.append(*self.units.to_internal(self._start[:-1], self._start[-1]))
         steps = -(-n_neg // (self.batch_size - self.positives_per_batch))
-        return _SoapPass(X, pos_idx, neg_idx, self._slots(X[pos_idx]), p_pos, p_neg, steps)
+        return _SoapPass(Xt, pos_idx, neg_idx, self._slots(X[pos_idx]), p_pos, p_neg, steps)
 
     def epoch(self, data, steps=None):
         """``steps`` SOAP steps (one epoch by default) on ``data``, in place.
@@ -422,8 +446,9 @@ class SOAPStream:
         weight_pos = (self.totals[0] / total) / (Bp / B)
         weight_neg = (self.totals[1] / total) / ((B - Bp) / B)
         loss = self.loss
+        alpha = np.ascontiguousarray(self.alpha / (self.units.unit * self.units.unit))
         soap_steps(data.X, data.pos_idx, data.neg_idx, data.slot, self.theta, self.u, self.seen, self.stamp,
-                   self.m1, self.m2, steps, self.t, Bp, B, self.gamma, self.lr, self.alpha,
+                   self.m1, self.m2, steps, self.t, Bp, B, self.gamma, self.lr, alpha,
                    OPTIMIZERS[self.optimizer], self.beta1, self.beta2, self.eps, weight_pos, weight_neg,
                    loss.code, loss.shift, loss.scale, self.state, data.perm_pos, data.perm_neg, data.cursor)
         self.t += steps
@@ -453,12 +478,18 @@ class SOAPStream:
         """
         return self.u[data.slot].copy()
 
+    def point(self):
+        """``(w, b)``: the coefficients and the score intercept, in the units of ``X``."""
+        if self.theta is None:
+            return np.zeros(self.n_features + 1) if self._start is None else self._start.copy()
+        return np.append(*self.units.to_original(self.theta[:-1], self.theta[-1]))
+
     @property
     def coef(self):
         """The coefficients ``w``."""
-        return np.zeros(self.n_features) if self.theta is None else self.theta[:-1].copy()
+        return self.point()[:-1]
 
     @property
     def intercept(self):
         """The score intercept ``b``."""
-        return 0.0 if self.theta is None else float(self.theta[-1])
+        return float(self.point()[-1])
