@@ -309,3 +309,22 @@ def test_readme_ranked_range_example_reports_at_most_max_iter():
         robust = RankADMMClassifier(risk=RankedRange(m=0.05, k=0.5)).fit(Z_tr, y_tr)
     assert robust.n_iter_ <= robust.max_iter == 1000
     assert all(f"after {robust.n_iter_} iterations" in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize("est", [
+    AveragePrecisionClassifier(solver="soap", random_state=0),
+    RankADMMClassifier(solver="sgd", random_state=0),
+], ids=["soap", "sgd"])
+def test_a_column_constant_in_the_first_batch_is_learnt_later(est):
+    # the steps' units are read from the first batch; a column that is constant there must
+    # still move its coefficient when later batches vary it (it decides the labels here)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 3))
+    y = (X[:, 0] + 0.3 * rng.normal(size=600) > 0).astype(int)
+    X[:200, 0] = 0.0
+    est.partial_fit(X[:200], y[:200], classes=[0, 1])
+    for _ in range(20):
+        for start in (200, 400):
+            est.partial_fit(X[start:start + 200], y[start:start + 200])
+    coef = est.coef_.ravel()
+    assert coef[0] > 0 and abs(coef[0]) > 2 * np.abs(coef[1:]).max()
