@@ -42,7 +42,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 from sklearn.model_selection import StratifiedShuffleSplit
 from sklearn.preprocessing import StandardScaler
 
-from skrank.average_precision_objective import AveragePrecisionObjective
+from skrank.datafits.average_precision import AveragePrecisionObjective
 from skrank.datasets import load_tabular
 from skrank.estimators import AveragePrecisionClassifier, PartialAUCClassifier
 from skrank.pairwise_losses import get_pairwise_loss
@@ -255,7 +255,7 @@ def speed_section():
     print(f"  10,000 x 100 default fit: {t_ap:.3f} s (goal < 1 s); LogisticRegression "
           f"{t_lr:.3f} s; ratio {t_ap / t_lr:.1f}x")
     # SOAP's steps alone: one epoch of the compiled kernel, without the exact objective
-    from skrank.solvers import soap as soap_module
+    from skrank.solvers.stochastic import soap as soap_module
 
     obj = AveragePrecisionObjective(X, np.where(y == 1, 1.0, -1.0),
                                     get_pairwise_loss("squared_hinge", 0.5), 1e-4)

@@ -42,11 +42,11 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedShuffleSplit
 from sklearn.preprocessing import StandardScaler
 
+from skrank.datafits.partial_auc import PartialAUCObjective
 from skrank.datasets import load_tabular
 from skrank.estimators import PartialAUCClassifier, RankADMMClassifier
 from skrank.metrics import partial_auc_score
 from skrank.pairwise_losses import get_pairwise_loss
-from skrank.partial_auc_objective import PartialAUCObjective
 from skrank.risks import RankedRange
 
 FPR = (0.05, 0.5)

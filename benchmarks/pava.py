@@ -1,4 +1,4 @@
-"""Timings of skrank's PAVA kernels (skrank/_pava.py).
+"""Timings of skrank's PAVA kernels (skrank/kernels/pava.py).
 
 Prints one table:
 
@@ -35,7 +35,7 @@ if ROOT not in sys.path:
 _COMPILE_SNIPPET = """
 import time, numpy as np
 t0 = time.perf_counter()
-from skrank._pava import isotonic_regression, zstep
+from skrank.kernels.pava import isotonic_regression, zstep
 from skrank.losses import LOGISTIC
 t1 = time.perf_counter()
 isotonic_regression(np.arange(5.0))
@@ -102,7 +102,7 @@ def main(argv=None):
     cold = cold_compile_times()
 
     t0 = time.perf_counter()
-    from skrank._pava import _zstep_sorted_impl, isotonic_regression, zstep
+    from skrank.kernels.pava import _zstep_sorted_impl, isotonic_regression, zstep
     from skrank.losses import HINGE, LOGISTIC
 
     t_import = time.perf_counter() - t0

@@ -32,10 +32,10 @@ Parts
    is that of the chosen learning rate only.  ADMM is
    ``RankADMMClassifier`` with its defaults (``rho="paper"``; for the ranked
    range this includes the restarts, the ERM warm start and the trimming
-   steps of :func:`skrank.solvers.admm.admm`, ``refine=True``).  DCA is
+   steps of :func:`skrank.solvers.splitting.admm.admm`, ``refine=True``).  DCA is
    ``solver="dca"`` from zero with the outer epochs of the paper's Tables 8/9.
    AGD is ``solver="agd"`` (approximate gradient descent with SGD inner
-   loops, Yao, Lin and Yang 2022, :func:`skrank.solvers.sorr_agd.sorr_agd`)
+   loops, Yao, Lin and Yang 2022, :func:`skrank.solvers.stochastic.sorr_agd.sorr_agd`)
    from zero with its defaults, at most 30 outer iterations, seeded like
    the baselines; its ranked-range objective can be below the ADMM's (a
    better stationary point), which the last goal then reports.
@@ -91,13 +91,13 @@ from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.preprocessing import scale  # noqa: E402
 
+from skrank.datafits.rank_risk import rank_objective  # noqa: E402
 from skrank.estimators import RankADMMClassifier  # noqa: E402
 from skrank.losses import get_loss  # noqa: E402
-from skrank.objective import rank_objective  # noqa: E402
 from skrank.penalties import get_penalty  # noqa: E402
 from skrank.risks import ERM, RankedRange, Superquantile  # noqa: E402
-from skrank.solvers.lsvrg import lsvrg  # noqa: E402
-from skrank.solvers.sgd import sgd  # noqa: E402
+from skrank.solvers.stochastic.lsvrg import lsvrg  # noqa: E402
+from skrank.solvers.stochastic.sgd import sgd  # noqa: E402
 
 SEED = 17
 LW = 42  # label width of the tables

@@ -12,13 +12,13 @@ import time
 import numpy as np
 
 from skrank.pairwise_losses import PAIRWISE_LOSSES, get_pairwise_loss
-from skrank.solvers._sampling import _seed_state
-from skrank.solvers._sbcd_kernel import sbcd_steps
+from skrank.solvers.stochastic.sampling import _seed_state
+from skrank.solvers.stochastic.sbcd_kernel import sbcd_steps
 
 
 def time_step(loss_name, n_pos=1000, n_neg=9000, d=100, batch=64, steps=20_000, lam0=0.5,
               level=0.3, theta=1e-3):
-    """Median microseconds per step of :func:`skrank.solvers._sbcd_kernel.sbcd_steps`.
+    """Median microseconds per step of :func:`skrank.solvers.stochastic.sbcd_kernel.sbcd_steps`.
 
     Returns
     -------

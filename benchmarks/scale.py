@@ -49,11 +49,11 @@ import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from skrank.backends.array_api_design import ArrayAPIDesign  # noqa: E402
+from skrank.backends.dask_design import DaskDesign  # noqa: E402
+from skrank.backends.design import Design  # noqa: E402
 from skrank.estimators import RankADMMClassifier, RankADMMRegressor  # noqa: E402
 from skrank.risks import Superquantile  # noqa: E402
-from skrank.solvers._array_api_design import ArrayAPIDesign  # noqa: E402
-from skrank.solvers._dask_design import DaskDesign  # noqa: E402
-from skrank.solvers._design import Design  # noqa: E402
 
 _D = 100
 _CHUNK_ROWS = 50_000

@@ -51,10 +51,10 @@ if ROOT not in sys.path:
 from skrank.losses import get_loss  # noqa: E402
 from skrank.penalties import get_penalty  # noqa: E402
 from skrank.risks import ExponentialSpectral, Extremile, Superquantile  # noqa: E402
-from skrank.solvers.lsvrg import lsvrg  # noqa: E402
-from skrank.solvers.prospect import prospect  # noqa: E402
-from skrank.solvers.sgd import sgd  # noqa: E402
-from skrank.solvers.sorel import sorel, sorel_paper  # noqa: E402
+from skrank.solvers.stochastic.lsvrg import lsvrg  # noqa: E402
+from skrank.solvers.stochastic.prospect import prospect  # noqa: E402
+from skrank.solvers.stochastic.sgd import sgd  # noqa: E402
+from skrank.solvers.stochastic.sorel import sorel, sorel_paper  # noqa: E402
 
 UCI_FILES = {
     "yacht": "yacht.txt",
@@ -166,7 +166,7 @@ def paper_grid(X, y, risk, batch, passes, seed):
     """The paper's practical SOREL tuned over its ``C x lr`` grid (Ge and Jiang 2024, Appendix B).
 
     Every pair runs for the pass budget (two passes per epoch) with the
-    paper's rules (:func:`skrank.solvers.sorel.sorel_paper`: uniform
+    paper's rules (:func:`skrank.solvers.stochastic.sorel.sorel_paper`: uniform
     sampling, ``eta_k = C (k + 1) / n``, fixed ``lr``, ``tau_k = 20 n / (k + 1)``,
     gradient-form step, last iterate); a pair whose objective exceeds 1.5
     times the initial one is discarded.  The pick minimises the mean

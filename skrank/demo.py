@@ -64,13 +64,13 @@ def _linear_regression():
 
 
 def _partial_auc_classifier():
-    from skrank.estimators import PartialAUCClassifier
+    from .estimators import PartialAUCClassifier
 
     return PartialAUCClassifier(fpr_range=FPR_RANGE)
 
 
 def _partial_auc_agd_sbcd():
-    from skrank.estimators import PartialAUCClassifier
+    from .estimators import PartialAUCClassifier
 
     # the stochastic method of Yao, Lin and Yang (2022), ten outer iterations (keeps the demo short)
     return PartialAUCClassifier(fpr_range=FPR_RANGE, solver="agd-sbcd", max_iter=10, tol=5e-4,
@@ -78,35 +78,35 @@ def _partial_auc_agd_sbcd():
 
 
 def _average_precision_classifier():
-    from skrank.estimators import AveragePrecisionClassifier
+    from .estimators import AveragePrecisionClassifier
 
     return AveragePrecisionClassifier()
 
 
 def _spectral_risk_classifier():
-    from skrank.estimators import SpectralRiskClassifier
-    from skrank.risks import Superquantile
+    from .estimators import SpectralRiskClassifier
+    from .risks import Superquantile
 
     return SpectralRiskClassifier(risk=Superquantile(q=FIT_LEVEL_BINARY))
 
 
 def _spectral_risk_regressor():
-    from skrank.estimators import SpectralRiskRegressor
-    from skrank.risks import Superquantile
+    from .estimators import SpectralRiskRegressor
+    from .risks import Superquantile
 
     return SpectralRiskRegressor(risk=Superquantile(q=CVAR_LEVEL))
 
 
 def _rank_admm_cvar():
-    from skrank.estimators import RankADMMClassifier
-    from skrank.risks import Superquantile
+    from .estimators import RankADMMClassifier
+    from .risks import Superquantile
 
     return RankADMMClassifier(risk=Superquantile(q=FIT_LEVEL_BINARY))
 
 
 def _rank_admm_aorr():
-    from skrank.estimators import RankADMMClassifier
-    from skrank.risks import RankedRange
+    from .estimators import RankADMMClassifier
+    from .risks import RankedRange
 
     # the ranked range is not convex: DCA's outer loop, stopped at a relative change of 1e-4
     return RankADMMClassifier(risk=RankedRange(m=0.01, k=0.5), solver="dca", tol=1e-4)
@@ -153,7 +153,7 @@ def _prepare(name, task):
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
-    from skrank.datasets import load_tabular
+    from .datasets import load_tabular
 
     X, y = load_tabular(name)
     if task == "binary":
@@ -168,8 +168,8 @@ def _prepare(name, task):
 def _evaluate(estimator, task, X_test, y_test):
     from sklearn.metrics import average_precision_score
 
-    from skrank.metrics import partial_auc_score, rank_risk_score
-    from skrank.risks import Superquantile
+    from .metrics import partial_auc_score, rank_risk_score
+    from .risks import Superquantile
 
     risk = Superquantile(q=CVAR_LEVEL)
     if task == "binary":

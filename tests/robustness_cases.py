@@ -660,8 +660,8 @@ def _other_stopping_test(result):
 
 
 def reevaluate(est, X, y, sample_weight=None):
-    """``F(coef_, intercept_)`` of a binary or regression rank-risk fit, from :mod:`skrank.objective`."""
-    from skrank.objective import rank_objective
+    """``F(coef_, intercept_)`` of a binary or regression rank-risk fit."""
+    from skrank.datafits.rank_risk import rank_objective
 
     if sp.issparse(X) or not isinstance(X, np.ndarray):
         return None

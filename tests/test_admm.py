@@ -1,14 +1,14 @@
-"""Exactness of the rank ADMM (skrank.solvers.admm) against cvxpy, and stationarity."""
+"""Exactness of the rank ADMM (skrank.solvers.splitting.admm) against cvxpy, and stationarity."""
 
 import numpy as np
 import pytest
 from sklearn.datasets import make_regression
 
-from skrank._pava import zstep
+from skrank.kernels.pava import zstep
 from skrank.losses import get_loss
 from skrank.penalties import get_penalty
 from skrank.risks import ERM, ExponentialSpectral, Extremile, HumanAligned, RankedRange, Superquantile
-from skrank.solvers.admm import RhoSchedule, admm, reference_to_z
+from skrank.solvers.splitting.admm import RhoSchedule, admm, reference_to_z
 
 REL = 1e-6
 
@@ -143,8 +143,8 @@ NONCONVEX_CASES = [
     ids=[f"{type(r).__name__}-{ln}-{rho}" for r, ln, rho in NONCONVEX_CASES],
 )
 def test_nonconvex_stationary_and_not_worse_than_baselines(risk, loss_name, rho, synthetic_classification):
-    from skrank.solvers.lsvrg import lsvrg
-    from skrank.solvers.sgd import sgd
+    from skrank.solvers.stochastic.lsvrg import lsvrg
+    from skrank.solvers.stochastic.sgd import sgd
 
     X, y = synthetic_classification
     loss, penalty = get_loss(loss_name), get_penalty("l2", 1e-2)
@@ -164,7 +164,7 @@ def test_nonconvex_stationary_and_not_worse_than_baselines(risk, loss_name, rho,
                           random_state=0),
     }
     if isinstance(risk, RankedRange):
-        from skrank.solvers.dca import dca
+        from skrank.solvers.splitting.dca import dca
 
         baselines["dca"] = dca(X, y, risk, loss, penalty)
     worse = {name: base.objective for name, base in baselines.items()
@@ -177,7 +177,7 @@ def test_nonconvex_refine_no_worse_than_plain_admm(synthetic_classification):
     # at a worse point than DCA on this problem (hinge loss); the default
     # (refine=True, rho="paper") reaches DCA's objective or lower, and no
     # higher than Algorithm 1 alone with the same schedule.
-    from skrank.solvers.dca import dca
+    from skrank.solvers.splitting.dca import dca
 
     X, y = synthetic_classification
     args = (X, y, RankedRange(0.1, 0.6), get_loss("hinge"), get_penalty("l2", 1e-2))
@@ -206,7 +206,7 @@ def test_prediction_space_l2_step_matches_closed_form(shape, fit_intercept, l2):
     # as the closed form through the eigenpairs, for the Gram (n >= d) and
     # kernel (n < d) factorisations, including the pseudo-inverse when l2 = 0.
     from skrank.penalties import Penalty
-    from skrank.solvers._wstep import WStep
+    from skrank.solvers.splitting.admm_wstep import WStep
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal(shape)
@@ -225,7 +225,7 @@ def test_prediction_space_l2_step_matches_closed_form(shape, fit_intercept, l2):
 
 
 def test_fast_path_same_iterates_as_general_path(synthetic_classification):
-    from skrank.solvers import admm as admm_module
+    from skrank.solvers.splitting import admm as admm_module
 
     X, y = synthetic_classification
     loss, pen = get_loss("logistic"), get_penalty("l2", 1e-2)
@@ -351,8 +351,8 @@ def test_randomized_sweep_of_convex_fits_reaches_cvxpy(sweep_case, referee):
 def test_penalty_residual_is_measured_per_standardised_coefficient():
     # columns rescaled one by one (and the penalty with them) leave the residual unchanged;
     # in the units of X a column of scale 1e-12 would pass at any coefficient
-    from skrank.solvers._wstep import WStep
-    from skrank.solvers.admm import _penalty_residual
+    from skrank.solvers.splitting.admm import _penalty_residual
+    from skrank.solvers.splitting.admm_wstep import WStep
 
     rng = np.random.default_rng(0)
     n, d = 30, 3

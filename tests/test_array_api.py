@@ -14,10 +14,10 @@ from external_cases import ESTIMATORS, IDS, RANKER_IDS, RANKERS, data
 from sklearn.base import clone
 
 from skrank import PartialAUCClassifier
+from skrank.backends.array_api_design import ArrayAPIDesign, to_numpy
+from skrank.backends.design import Design
 from skrank.estimators import RankADMMClassifier, RankADMMRegressor
 from skrank.risks import Superquantile
-from skrank.solvers._array_api_design import ArrayAPIDesign, to_numpy
-from skrank.solvers._design import Design
 
 xp = pytest.importorskip("array_api_strict")
 
@@ -135,7 +135,7 @@ def test_array_api_design_products_equal_numpy_products():
                           shape=(blocks.max() + 1, 257))
         assert np.allclose(placed.left_product(M), plain.left_product(M), rtol=1e-12, atol=1e-12)
     positive = rng.random(257) < 0.3
-    from skrank.solvers.auc_closed_form import two_class_moments
+    from skrank.datafits.square_auc import two_class_moments
 
     weights = rng.uniform(0.1, 2.0, size=257)
     for (mean, cov), (mean_ref, cov_ref) in zip(two_class_moments(_on_device(X + 50.0), positive, weights),

@@ -13,12 +13,12 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skrank import AveragePrecisionClassifier
-from skrank.average_precision_objective import AveragePrecisionObjective
+from skrank.datafits.average_precision import AveragePrecisionObjective
 from skrank.datasets import load_tabular
 from skrank.pairwise_losses import AVERAGE_PRECISION_LOSSES, get_pairwise_loss
-from skrank.solvers._sampling import state_from_random_state
-from skrank.solvers._soap_kernel import SGD, soap_steps
-from skrank.solvers.soap import soap
+from skrank.solvers.stochastic.sampling import state_from_random_state
+from skrank.solvers.stochastic.soap import soap
+from skrank.solvers.stochastic.soap_kernel import SGD, soap_steps
 
 #: the objective of Qi et al. 2021 alone (no logistic term), with the former penalty
 PAPER = dict(rank_weight=1.0, alpha=1e-4)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from skrank.average_precision_objective import ap_surrogate_and_score_gradients
+from skrank.datafits.average_precision import ap_surrogate_and_score_gradients
 from skrank.pairwise_losses import get_pairwise_loss
 
 
@@ -59,8 +59,8 @@ def test_objective_gradient_and_an_lbfgs_fit_raise_training_ap():
     from sklearn.metrics import average_precision_score
     from sklearn.preprocessing import StandardScaler
 
-    from skrank.average_precision_objective import AveragePrecisionObjective
-    from skrank.solvers.lbfgs import lbfgs
+    from skrank.datafits.average_precision import AveragePrecisionObjective
+    from skrank.solvers.full_batch.lbfgs import lbfgs
 
     X, y01 = make_classification(400, 6, n_informative=3, weights=[0.9], flip_y=0.05,
                                  random_state=0)

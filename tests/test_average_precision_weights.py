@@ -1,7 +1,7 @@
 """Sample and class weights of AveragePrecisionClassifier: the weighted surrogate P_w.
 
 P_w(h) = -(1/W+) sum_{i pos} w_i A_i / B_i with A_i, B_i summing w_s l(h_i - h_s)
-(skrank.average_precision_objective), checked against repeated and dropped rows,
+(skrank.datafits.average_precision), checked against repeated and dropped rows,
 a brute-force double loop and finite differences.
 """
 
@@ -14,14 +14,14 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.class_weight import compute_sample_weight
 
 from skrank import AveragePrecisionClassifier
-from skrank.average_precision_objective import (
+from skrank.datafits.average_precision import (
     AveragePrecisionObjective,
     ap_surrogate_and_score_gradients,
 )
 from skrank.estimators import average_precision as ap_module
 from skrank.estimators._platt import fit_platt
 from skrank.pairwise_losses import AVERAGE_PRECISION_LOSSES, get_pairwise_loss
-from skrank.solvers.soap import soap
+from skrank.solvers.stochastic.soap import soap
 
 #: the objective of Qi et al. 2021 alone (no logistic term), with the former penalty
 PAPER = dict(rank_weight=1.0, alpha=1e-4)

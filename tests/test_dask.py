@@ -199,7 +199,7 @@ def test_ranking_dask_fit_on_a_two_worker_local_cluster():
 
 @pytest.mark.parametrize("weighted", [False, True])
 def test_chunked_class_moments_equal_the_in_memory_ones(weighted):
-    from skrank.solvers.auc_closed_form import class_moments, two_class_moments
+    from skrank.datafits.square_auc import class_moments, two_class_moments
 
     X, y = _data("classification")
     X = X + 50.0  # means far from zero: the chunks' scatters must be merged about the class means
@@ -246,8 +246,8 @@ def test_fused_step_products_equal_the_separate_products(fit_intercept):
     """One pass of DaskDesign.step_products gives what Design's four products give, Gram updates too."""
     import scipy.sparse as sp
 
-    from skrank.solvers._dask_design import DaskDesign
-    from skrank.solvers._design import Design
+    from skrank.backends.dask_design import DaskDesign
+    from skrank.backends.design import Design
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1003, 6))

@@ -1,16 +1,16 @@
-"""The DCA baseline for ranked-range risks (skrank.solvers.dca)."""
+"""The DCA baseline for ranked-range risks (skrank.solvers.splitting.dca)."""
 
 import numpy as np
 import pytest
 from sklearn.datasets import make_classification
 from sklearn.preprocessing import StandardScaler
 
+from skrank.datafits.rank_risk import rank_objective
 from skrank.losses import get_loss
-from skrank.objective import rank_objective
 from skrank.penalties import get_penalty
 from skrank.risks import RankedRange, TopK
-from skrank.solvers.admm import admm
-from skrank.solvers.dca import dca
+from skrank.solvers.splitting.admm import admm
+from skrank.solvers.splitting.dca import dca
 
 
 def _data():

@@ -7,13 +7,13 @@ hinge loss (skrank.solvers.finish).
 import numpy as np
 import pytest
 
+from skrank.datafits.rank_risk import affine_map
 from skrank.losses import get_loss
-from skrank.objective import affine_map
 from skrank.penalties import get_penalty
 from skrank.risks import Superquantile, TopK
-from skrank.solvers._stepsize import prepare_data
 from skrank.solvers.finish import FinishSchedule, NewtonFinish, PiecewiseLinearFinish
-from skrank.solvers.sorel import sorel
+from skrank.solvers.stochastic.sorel import sorel
+from skrank.solvers.stochastic.steps import prepare_data
 
 
 def _data(loss_name, n=80, d=5, seed=0):
@@ -73,7 +73,7 @@ def test_sorel_finishes_and_stops(referee):
 def test_admm_regression_fits_are_certified(loss_name, referee):
     # The ADMM's z-step puts z exactly on the ties; with the even smooth losses
     # the Newton finish turns its iterate into a certified optimum.
-    from skrank.solvers.admm import admm
+    from skrank.solvers.splitting.admm import admm
 
     X, y = _data(loss_name, n=90, d=6, seed=7)
     risk, loss, pen = Superquantile(0.8), get_loss(loss_name), get_penalty("l2", 1e-3)
@@ -103,7 +103,7 @@ def test_admm_superquantile_hinge_fits_are_certified(pen_name, alpha, seed, refe
     # tail holds (the quantile loss is 0) and its kink points are an
     # over-determined face of the z-step's reading; the fit must still end on
     # a certified face solve at cvxpy's optimum.
-    from skrank.solvers.admm import admm
+    from skrank.solvers.splitting.admm import admm
 
     X, y = _hinge_data(300, 20, seed)
     risk, loss, pen = Superquantile(0.8), get_loss("hinge"), get_penalty(pen_name, alpha, 0.5)

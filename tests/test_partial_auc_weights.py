@@ -15,10 +15,10 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.class_weight import compute_sample_weight
 
 from skrank import PartialAUCClassifier
+from skrank.datafits.partial_auc import PartialAUCObjective, negative_rank_weights
 from skrank.metrics import partial_auc_score
 from skrank.pairwise_losses import PAIRWISE_LOSSES, get_pairwise_loss
-from skrank.partial_auc_objective import PartialAUCObjective, negative_rank_weights
-from skrank.solvers.lbfgs import lbfgs
+from skrank.solvers.full_batch.lbfgs import lbfgs
 
 RANGES = [(0.05, 0.5), (0.0, 1.0), (0.13, 0.77), (0.0, 0.3)]
 
@@ -322,8 +322,8 @@ def test_stochastic_solvers_refuse_weights(solver, kwargs):
 
 
 def test_stochastic_solver_functions_refuse_a_weighted_objective():
-    from skrank.solvers.pauc_dca import dca_partial_auc
-    from skrank.solvers.sbcd import agd_sbcd
+    from skrank.solvers.splitting.pauc_dca import dca_partial_auc
+    from skrank.solvers.stochastic.sbcd import agd_sbcd
 
     X, y, counts = _data()
     ypm = np.where(y == 1, 1.0, -1.0)
@@ -335,7 +335,7 @@ def test_stochastic_solver_functions_refuse_a_weighted_objective():
 
 
 def test_ppd_step_units_and_restarts_of_integer_weights_are_those_of_repeated_rows():
-    from skrank.solvers.ppd import PPDStream, _curvatures
+    from skrank.solvers.stochastic.ppd import PPDStream, _curvatures
 
     X, ypm, counts, _ = _case(5, n=60)  # d = 3: the largest eigenvalue is computed exactly
     pos = ypm > 0
@@ -373,7 +373,7 @@ def test_ppd_draws_the_weighted_sample(solver):
 
 def test_auto_keeps_lbfgs_with_weights(monkeypatch):
     import skrank.estimators.partial_auc as module
-    import skrank.solvers.sbcd as sbcd
+    import skrank.solvers.stochastic.sbcd as sbcd
 
     def refuse(*args, **kwargs):
         raise AssertionError("agd-sbcd was called")

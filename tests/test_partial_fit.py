@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from skrank.datafits.rank_risk import rank_objective
 from skrank.estimators import (
     RankADMMClassifier,
     RankADMMRegressor,
@@ -13,10 +14,9 @@ from skrank.estimators import (
     SpectralRiskRegressor,
 )
 from skrank.losses import get_loss
-from skrank.objective import rank_objective
 from skrank.penalties import get_penalty
 from skrank.risks import ERM, Superquantile
-from skrank.solvers.sgd import sgd
+from skrank.solvers.stochastic.sgd import sgd
 
 _STOCHASTIC = {
     # equal in distribution only: a weighted pass draws other samples than the repeated rows

@@ -16,13 +16,13 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skrank import AveragePrecisionClassifier, PartialAUCClassifier
-from skrank.average_precision_objective import AveragePrecisionObjective
+from skrank.datafits.average_precision import AveragePrecisionObjective
+from skrank.datafits.partial_auc import PartialAUCObjective
 from skrank.estimators._platt import platt_calibrate, platt_threshold
 from skrank.pairwise_losses import get_pairwise_loss
-from skrank.partial_auc_objective import PartialAUCObjective
-from skrank.solvers.auc_closed_form import exact_square_auc
-from skrank.solvers.ppd import PPDStream, ppd_adagrad, ppd_sg
-from skrank.solvers.soap import SOAPStream
+from skrank.solvers.full_batch.auc_closed_form import exact_square_auc
+from skrank.solvers.stochastic.ppd import PPDStream, ppd_adagrad, ppd_sg
+from skrank.solvers.stochastic.soap import SOAPStream
 
 _FULL_AUC = dict(fpr_range=(0, 1), loss="squared")
 _STOCHASTIC = {
@@ -175,7 +175,7 @@ def test_soap_moving_averages_persist_for_rows_seen_again():
 
 
 def test_soap_class_weights_come_from_the_running_totals(monkeypatch):
-    import skrank.solvers.soap as soap_module
+    import skrank.solvers.stochastic.soap as soap_module
 
     weights = []
 

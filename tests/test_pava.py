@@ -1,4 +1,4 @@
-"""Tests of the PAVA family (skrank._pava) against independent references.
+"""Tests of the PAVA family (skrank.kernels.pava) against independent references.
 
 References: scikit-learn's isotonic regression, cvxpy (CLARABEL) for the
 convex chain, rank and permutahedron problems, a brute force over orderings
@@ -16,7 +16,7 @@ from hypothesis.extra import numpy as hnp
 from scipy.special import expit
 from sklearn.isotonic import isotonic_regression as sk_isotonic
 
-from skrank._pava import (
+from skrank.kernels.pava import (
     _zstep_sorted_impl,
     isotonic_regression,
     project_permutahedron,
@@ -521,7 +521,7 @@ def test_cpt_degenerate_cases_reduce_to_fixed_weights(method):
 def reference_sweep(m, sa, sb, two_piece, threshold, code, rho):
     """Plain-Python Algorithm 2 of Xiao et al. 2023 (as in their code): every sweep merges all
     maximal strictly decreasing runs, then recomputes the merged blocks."""
-    from skrank._pava import _block_value
+    from skrank.kernels.pava import _block_value
 
     def value(s, e):
         return _block_value(

@@ -7,11 +7,17 @@ from sklearn.datasets import load_digits, make_classification
 from sklearn.preprocessing import StandardScaler
 
 from skrank import PartialAUCClassifier
+from skrank.datafits.partial_auc import PartialAUCObjective
 from skrank.pairwise_losses import get_pairwise_loss
-from skrank.partial_auc_objective import PartialAUCObjective
-from skrank.solvers._sampling import _uniform, state_from_random_state
-from skrank.solvers.auc_closed_form import exact_square_auc
-from skrank.solvers.ppd import _ppd_steps, ppd_adagrad, ppd_sg, saddle_objective, stochastic_gradient
+from skrank.solvers.full_batch.auc_closed_form import exact_square_auc
+from skrank.solvers.stochastic.ppd import (
+    _ppd_steps,
+    ppd_adagrad,
+    ppd_sg,
+    saddle_objective,
+    stochastic_gradient,
+)
+from skrank.solvers.stochastic.sampling import _uniform, state_from_random_state
 
 
 def _objective(X, y, alpha=1e-4, margin=1.0):
@@ -282,7 +288,7 @@ def test_a_large_constant_column_changes_nothing(solver, sparse):
 @pytest.mark.parametrize("value", [0.0, 3.0])
 def test_constant_rows_have_no_curvature_and_fit_w_zero(solver, d, value):
     """``X = 0`` or every row equal: ``F(w) = c^2 + alpha ||w||^2 / 2`` (no ArpackError: no Krylov space)."""
-    from skrank.solvers.ppd import _curvature_parts
+    from skrank.solvers.stochastic.ppd import _curvature_parts
 
     y = np.arange(40) % 3 == 0
     X = np.full((40, d), value)

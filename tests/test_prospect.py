@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
+from skrank.datafits.rank_risk import rank_objective
 from skrank.losses import get_loss
-from skrank.objective import rank_objective
 from skrank.penalties import get_penalty
 from skrank.risks import ERM, ExponentialSpectral, Extremile, HumanAligned, Superquantile
-from skrank.solvers.prospect import prospect, rerank
+from skrank.solvers.stochastic.prospect import prospect, rerank
 
 
 def test_rerank_keeps_the_order():

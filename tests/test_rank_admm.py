@@ -9,9 +9,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from skrank.datafits.rank_risk import rank_objective
 from skrank.estimators.rank_admm import RankADMMClassifier, RankADMMRegressor
 from skrank.losses import get_loss
-from skrank.objective import rank_objective
 from skrank.penalties import get_penalty
 from skrank.risks import HumanAligned, RankedRange, Superquantile
 

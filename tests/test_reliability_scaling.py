@@ -21,13 +21,13 @@ from sklearn.datasets import make_classification, make_regression
 from sklearn.exceptions import ConvergenceWarning
 
 from skrank import AveragePrecisionClassifier, PartialAUCClassifier
-from skrank.average_precision_objective import AveragePrecisionObjective
+from skrank.datafits.average_precision import AveragePrecisionObjective
+from skrank.datafits.logistic_anchor import LogisticAnchoredObjective
+from skrank.datafits.partial_auc import PartialAUCObjective
 from skrank.estimators import RankADMMClassifier, SpectralRiskClassifier, SpectralRiskRegressor
-from skrank.logistic_anchor import LogisticAnchoredObjective
 from skrank.pairwise_losses import get_pairwise_loss
-from skrank.partial_auc_objective import PartialAUCObjective
 from skrank.risks import Superquantile
-from skrank.solvers.lbfgs import lbfgs
+from skrank.solvers.full_batch.lbfgs import lbfgs
 
 
 def _data(n=300, d=6, seed=0):

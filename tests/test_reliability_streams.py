@@ -26,9 +26,9 @@ from skrank.estimators import (
 from skrank.losses import get_loss
 from skrank.penalties import get_penalty
 from skrank.risks import ERM, RankedRange, Superquantile
-from skrank.solvers._stepsize import N_ITER_NO_CHANGE, EpochLog
-from skrank.solvers.newton import smoothed_newton
-from skrank.solvers.sgd import sgd
+from skrank.solvers.full_batch.newton import smoothed_newton
+from skrank.solvers.stochastic.sgd import sgd
+from skrank.solvers.stochastic.steps import N_ITER_NO_CHANGE, EpochLog
 
 _FULL_AUC = dict(fpr_range=(0, 1), loss="squared")
 

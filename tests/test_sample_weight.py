@@ -29,8 +29,8 @@ from skrank.risks import (
     Superquantile,
     TopK,
 )
-from skrank.solvers.interior_point import interior_point
-from skrank.solvers.newton import smoothed_newton
+from skrank.solvers.full_batch.interior_point import interior_point
+from skrank.solvers.full_batch.newton import smoothed_newton
 
 ALL_RISKS = [ERM(), Superquantile(q=0.7), Extremile(r=2.5), ExponentialSpectral(rho=3.0), TopK(k=0.3),
              TopK(k=4), RankedRange(m=0.1, k=0.6), RankedRange(m=2, k=7), HumanAligned(reference=0.2)]

@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
+from skrank.datafits.partial_auc import PartialAUCObjective
 from skrank.pairwise_losses import get_pairwise_loss
-from skrank.partial_auc_objective import PartialAUCObjective
-from skrank.solvers._sampling import _seed_state
-from skrank.solvers._sbcd_kernel import sbcd_steps
-from skrank.solvers.pauc_dca import dca_partial_auc, prox_dca_partial_auc
-from skrank.solvers.sbcd import agd_sbcd
+from skrank.solvers.splitting.pauc_dca import dca_partial_auc, prox_dca_partial_auc
+from skrank.solvers.stochastic.sampling import _seed_state
+from skrank.solvers.stochastic.sbcd import agd_sbcd
+from skrank.solvers.stochastic.sbcd_kernel import sbcd_steps
 
 
 def _tiny(seed=0, n_pos=8, n_neg=12, d=3):

@@ -3,14 +3,14 @@
 import numpy as np
 import pytest
 
+from skrank.datafits.rank_risk import rank_objective
 from skrank.estimators.spectral_risk import SpectralRiskClassifier, SpectralRiskRegressor
 from skrank.losses import get_loss
-from skrank.objective import rank_objective
 from skrank.penalties import get_penalty
 from skrank.risks import ERM, HumanAligned, RankedRange, Superquantile
-from skrank.solvers._stepsize import rank_weights
-from skrank.solvers.lsvrg import lsvrg
-from skrank.solvers.sgd import sgd
+from skrank.solvers.stochastic.lsvrg import lsvrg
+from skrank.solvers.stochastic.sgd import sgd
+from skrank.solvers.stochastic.steps import rank_weights
 
 
 def _standardised(n=128, d=3, seed=0):

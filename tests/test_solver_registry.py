@@ -1,4 +1,4 @@
-"""The table of rank-risk solvers (skrank.solvers._registry) and the estimators that read it."""
+"""The table of rank-risk solvers (skrank.solvers.registry) and the estimators that read it."""
 
 import re
 import warnings
@@ -25,7 +25,7 @@ from skrank.pairwise_losses import get_pairwise_loss
 from skrank.penalties import get_penalty
 from skrank.risks import ERM, HumanAligned, RankedRange, Superquantile
 from skrank.solvers import SolverResult
-from skrank.solvers._registry import (
+from skrank.solvers.registry import (
     ESTIMATORS,
     SOLVERS,
     auto_preference,
@@ -145,8 +145,8 @@ def test_the_docs_tables_are_the_registrys():
     start = text.index("print(doc_tables()) here.\n\n") + len("print(doc_tables()) here.\n\n")
     end = text.index("\n.. End of the generated tables.")
     assert text[start:end] == doc_tables(), (
-        "doc/conventions.rst's solver tables differ from skrank.solvers._registry: paste the output of "
-        "print(skrank.solvers._registry.doc_tables()) between the two comments.")
+        "doc/conventions.rst's solver tables differ from skrank.solvers.registry: paste the output of "
+        "print(skrank.solvers.registry.doc_tables()) between the two comments.")
     for name in ESTIMATORS:
         for solver in solvers_for(name):
             assert f"   * - ``{solver}``\n" in doc_tables()
@@ -232,7 +232,7 @@ def test_auto_takes_a_costly_only_solver_for_costly_problems_alone():
 
 def test_the_rank_risk_rows_serve_their_estimators_only():
     assert set(SOLVERS) == set(solvers_for(("RankADMMClassifier", "SpectralRiskClassifier")))
-    assert solvers_for("PartialAUCClassifier")["dca"].function == "pauc_dca:dca_partial_auc"
-    assert SOLVERS["dca"].function == "dca:dca"  # one name, two estimators' solvers
+    assert solvers_for("PartialAUCClassifier")["dca"].function == "splitting.pauc_dca:dca_partial_auc"
+    assert SOLVERS["dca"].function == "splitting.dca:dca"  # one name, two estimators' solvers
     with pytest.raises(ValueError, match="no estimator"):
         solvers_for("LogisticRegression")

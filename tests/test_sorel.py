@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
+from skrank.datafits.rank_risk import rank_objective
 from skrank.losses import get_loss
-from skrank.objective import rank_objective
 from skrank.penalties import get_penalty
 from skrank.risks import ERM, ExponentialSpectral, Extremile, Superquantile, TopK
-from skrank.solvers._stepsize import svrg_step_size
-from skrank.solvers.sorel import _project, dual_smoothness, sorel, sorel_paper
+from skrank.solvers.stochastic.sorel import _project, dual_smoothness, sorel, sorel_paper
+from skrank.solvers.stochastic.steps import svrg_step_size
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -165,7 +165,7 @@ def test_frozen_dual_does_not_look_converged():
 def test_sort_keyed_sorts_from_any_order(case, n):
     # the adaptive sort of both SOREL kernels: insertion sort (n < 256 or few far descents),
     # or radix on a 22-bit key + insertion; the keys come out sorted with their order
-    from skrank._sorting import _gather_keys, _keyed_scratch, _sort_keyed
+    from skrank.kernels.sorting import _gather_keys, _keyed_scratch, _sort_keyed
 
     rng = np.random.default_rng(3)
     vals = rng.normal(size=n) * np.exp(rng.normal(size=n) * 3)
@@ -206,7 +206,7 @@ def test_isotonic_into_matches_sklearn():
     # the allocation-free PAV used inside the epoch kernel is isotonic regression
     from sklearn.isotonic import isotonic_regression
 
-    from skrank._pava import _isotonic_into
+    from skrank.kernels.pava import _isotonic_into
 
     rng = np.random.default_rng(0)
     n = 500
@@ -220,7 +220,7 @@ def test_isotonic_into_matches_sklearn():
 def test_alias_table_gives_the_weights(case):
     # the packed alias table: column i (drawn uniformly) gives i with probability prob[i],
     # else alias[i] = packed[i] >> 32; the probability of i is then p_i / sum(p)
-    from skrank.solvers._sampling import _build_alias, _draw
+    from skrank.solvers.stochastic.sampling import _build_alias, _draw
 
     rng = np.random.default_rng(0)
     n = 500
@@ -258,7 +258,7 @@ def test_top_generalised_eigenvalue_matches_scipy(p, fit_intercept):
     # the face cap's eigenvalue (hand-written Cholesky and solves) against scipy's eigh
     from scipy.linalg import eigh
 
-    from skrank.solvers._sorel_kernel import _top_generalised_eigenvalue
+    from skrank.solvers.stochastic.sorel_kernel import _top_generalised_eigenvalue
 
     rng = np.random.default_rng(p)
     Z = rng.normal(size=(max(1, p // 2), p))

@@ -1,4 +1,4 @@
-"""AGD with SGD inner loops for ranked-range risks (skrank.solvers.sorr_agd) and solver="agd"."""
+"""AGD with SGD inner loops for ranked-range risks (skrank.solvers.stochastic.sorr_agd) and solver="agd"."""
 
 import numpy as np
 import pytest
@@ -6,15 +6,15 @@ import scipy.sparse as sp
 from sklearn.datasets import make_classification, make_regression
 from sklearn.preprocessing import StandardScaler
 
+from skrank.datafits.rank_risk import rank_objective
 from skrank.estimators import RankADMMClassifier, RankADMMRegressor
 from skrank.losses import get_loss
-from skrank.objective import rank_objective
 from skrank.penalties import get_penalty
 from skrank.risks import RankedRange, Superquantile, TopK
-from skrank.solvers._sampling import _seed_state
-from skrank.solvers.admm import admm
-from skrank.solvers.dca import dca
-from skrank.solvers.sorr_agd import sorr_agd, sorr_sgd
+from skrank.solvers.splitting.admm import admm
+from skrank.solvers.splitting.dca import dca
+from skrank.solvers.stochastic.sampling import _seed_state
+from skrank.solvers.stochastic.sorr_agd import sorr_agd, sorr_sgd
 
 # Relative gap to the best of ADMM and DCA that the default AGD holds on these
 # problems: over random_state = 0..19 the largest was 7.5e-3 (hinge, one seed),

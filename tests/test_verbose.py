@@ -8,7 +8,7 @@ import pytest
 
 from skrank import AveragePrecisionClassifier, PartialAUCClassifier
 from skrank.estimators import RankADMMClassifier, RankADMMRegressor, SpectralRiskClassifier
-from skrank.solvers._progress import Progress
+from skrank.solvers.progress import Progress
 
 _LINE = re.compile(r"^\[([\w-]+)\] [\w ]+ \d+(/\d+)?  F=\S+  [^=]+=\S+  \d+\.\d\d s")
 

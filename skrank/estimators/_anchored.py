@@ -1,8 +1,10 @@
 """Fitting the ranking estimators' logistic-anchored objective (``rank_weight < 1``)."""
 
+import copy
+
 import numpy as np
 
-from ..logistic_anchor import LogisticAnchoredObjective
+from ..datafits.logistic_anchor import LogisticAnchoredObjective
 
 #: ``alpha`` of ``partial_fit`` when ``alpha=None``: a stream has no ``n_samples``
 STREAM_ALPHA = 1e-4
@@ -75,14 +77,14 @@ def fit_anchored(rank_objective, X, y, estimator, rank_weight, coef_init, interc
         ``coef`` is ``w``; ``info["score_intercept"]`` is ``b``;
         ``info["margin"]`` the rank loss's margin.
     """
-    from ..solvers.lbfgs import lbfgs
+    from ..solvers.full_batch.lbfgs import lbfgs
 
     objective = LogisticAnchoredObjective(rank_objective, X, y, rank_weight,
                                           resolve_alpha(estimator.alpha, y, sample_weight), sample_weight)
     max_iter = 500 if estimator.max_iter is None else estimator.max_iter
     theta0 = None
     if coef_init is None or relative_margin is not None:
-        theta0 = objective.logistic_start(estimator.tol, max_iter)
+        theta0 = _logistic_start(objective, estimator.tol, max_iter)
     if relative_margin is not None:
         spread = _weighted_std(rank_objective.ranked_scores(theta0), objective.row_weight)
         rank_objective.set_margin(relative_margin * spread if spread > 0 else 1.0)
@@ -100,3 +102,14 @@ def fit_anchored(rank_objective, X, y, estimator, rank_weight, coef_init, interc
 def _weighted_std(values, weights):
     mean = float(weights @ values)
     return float(np.sqrt(weights @ (values - mean) ** 2))
+
+
+def _logistic_start(objective, tol, max_iter):
+    """The minimiser of ``objective`` at ``rank_weight = 0`` (logistic regression), by L-BFGS from zero."""
+    from ..solvers.full_batch.lbfgs import lbfgs
+
+    objective.variable_scale()  # computed once, shared with the copy
+    plain = copy.copy(objective)
+    plain.rank_weight = 0.0
+    result = lbfgs(plain, coef_init=np.zeros(objective.X.shape[1] + 1), tol=tol, max_iter=max_iter)
+    return np.asarray(result.coef, dtype=np.float64)

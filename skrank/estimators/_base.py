@@ -25,19 +25,19 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ..losses import get_loss
-from ..penalties import get_penalty
-from ..risks import check_risk
-from ..solvers._array_api_design import (
+from ..backends.array_api_design import (
     array_api_namespace,
     check_array_api_array,
     device_of,
     to_namespace,
     to_numpy,
 )
-from ..solvers._dask_design import check_dask_array, finite_lazily, is_dask_array
-from ..solvers._external import external_kind
-from ..solvers._registry import SOLVERS, choose_solver, streaming_solvers
+from ..backends.dask_design import check_dask_array, finite_lazily, is_dask_array
+from ..backends.dispatch import external_kind
+from ..losses import get_loss
+from ..penalties import get_penalty
+from ..risks import check_risk
+from ..solvers.registry import SOLVERS, choose_solver, streaming_solvers
 
 
 def _check_external(X):
@@ -137,7 +137,7 @@ class _RankLinearModel(BaseEstimator):
     def _check_before_solve(self, X, sample_weight=None):
         """Hook: resolve and check the risk, loss and solver before fitting."""
 
-    #: The estimator's solvers by name: its rows of the table of :mod:`skrank.solvers._registry`.
+    #: The estimator's solvers by name: its rows of the table of :mod:`skrank.solvers.registry`.
     _solvers = {}
 
     def _takes_external(self):
@@ -430,7 +430,7 @@ class _RankLinearModel(BaseEstimator):
 
 
 class _RegisteredSolverModel(_RankLinearModel):
-    """A rank-risk model whose solvers come from the table of :mod:`skrank.solvers._registry`.
+    """A rank-risk model whose solvers come from the table of :mod:`skrank.solvers.registry`.
 
     Subclasses set ``_AUTO`` (the order of preference of ``solver="auto"``)
     and define ``_solver_options`` (each solver's keyword arguments beyond
@@ -443,7 +443,7 @@ class _RegisteredSolverModel(_RankLinearModel):
     _STREAM_FIXED = ("solver", "fit_intercept")
 
     def _new_stream(self, n_features, coef_init=None, intercept_init=None):
-        from ..solvers.sgd import SGDStream
+        from ..solvers.stochastic.sgd import SGDStream
 
         options = self._solver_options().get("sgd", {})
         return SGDStream(self._risk, self._loss_obj, self._penalty_obj, fit_intercept=self.fit_intercept,
@@ -462,7 +462,7 @@ class _RegisteredSolverModel(_RankLinearModel):
 
         ``weighted``: the fit has sample weights, which only some solvers take;
         ``external``: what ``X`` is when it is not in memory (``"a Dask array"``,
-        ``"a cupy array"``: :func:`skrank.solvers._external.external_kind`),
+        ``"a cupy array"``: :func:`skrank.backends.dispatch.external_kind`),
         which only the full-batch solvers take.
         """
         self._risk = risk
@@ -473,7 +473,7 @@ class _RegisteredSolverModel(_RankLinearModel):
         self._solver = self._solver_info.name
 
     def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):
-        """Run ``self._solver_info`` (a :class:`skrank.solvers._registry.SolverInfo`).
+        """Run ``self._solver_info`` (a :class:`skrank.solvers.registry.SolverInfo`).
 
         With the shared keyword arguments, the estimator's own options for
         that solver (``_solver_options``) and the entry's fixed options.

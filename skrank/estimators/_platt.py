@@ -20,8 +20,8 @@ import numpy as np
 from scipy.special import expit
 from sklearn.utils.validation import check_is_fitted
 
-from ..solvers._array_api_design import array_api_namespace, device_of, to_namespace, to_numpy
-from ..solvers._external import make_design
+from ..backends.array_api_design import array_api_namespace, device_of, to_namespace, to_numpy
+from ..backends.dispatch import make_design
 from ._base import _one_column_flat
 
 

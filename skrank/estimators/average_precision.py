@@ -5,17 +5,17 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..average_precision_objective import AveragePrecisionObjective
+from ..backends.dispatch import external_kind
+from ..datafits.average_precision import AveragePrecisionObjective
 from ..pairwise_losses import AVERAGE_PRECISION_LOSSES, get_pairwise_loss
-from ..solvers._external import external_kind
-from ..solvers._registry import auto_preference, choose_solver, solvers_for, streaming_solvers
-from ..solvers.soap import OPTIMIZERS
+from ..solvers.registry import auto_preference, choose_solver, solvers_for, streaming_solvers
+from ..solvers.stochastic.soap import OPTIMIZERS
 from ._anchored import STREAM_ALPHA, fit_anchored, resolve_alpha
 from ._base import RankLinearClassifierMixin, _RankLinearModel
 from ._platt import PlattRankingMixin, platt_calibrate
 from .partial_auc import _AUTO_MAX_LOGISTIC_PAIRS
 
-#: The solvers of the estimator: its rows of the table of :mod:`skrank.solvers._registry`.
+#: The solvers of the estimator: its rows of the table of :mod:`skrank.solvers.registry`.
 _SOLVERS = solvers_for("AveragePrecisionClassifier")
 
 
@@ -36,7 +36,7 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
     smooth stand-in for the average precision of the training set.  The
     sigmoid is the paper's: it bounds the score differences to (-1, 1), so
     that the margin means the same whatever the scale of ``X w`` (see
-    :class:`skrank.average_precision_objective.AveragePrecisionObjective`
+    :class:`skrank.datafits.average_precision.AveragePrecisionObjective`
     for the measurement that chose it).
 
     With ``solver="auto"`` or ``"lbfgs"`` the default fits this surrogate
@@ -93,8 +93,8 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         of ``LogisticRegression(C=1)``; ``partial_fit`` then uses 1e-4.
     solver : {"auto", "lbfgs", "soap"}, default="auto"
         - ``"lbfgs"``: L-BFGS on the exact full-batch ``F`` and its
-          gradient (:func:`skrank.solvers.lbfgs.lbfgs`); deterministic.
-        - ``"soap"``: the paper's Algorithms 1-3 (:func:`skrank.solvers.soap.soap`),
+          gradient (:func:`skrank.solvers.full_batch.lbfgs.lbfgs`); deterministic.
+        - ``"soap"``: the paper's Algorithms 1-3 (:func:`skrank.solvers.stochastic.soap.soap`),
           one moving average per positive and a sampler with
           ``positives_per_batch`` positives per batch; the one solver with
           ``partial_fit``.
@@ -127,7 +127,7 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         L-BFGS: the largest gradient entry with respect to the coefficients
         in units of the features' root mean squares, or a relative decrease
         of ``F`` per iteration below ``tol / 1000``
-        (:func:`skrank.solvers.lbfgs.lbfgs`; neither depends on the scale
+        (:func:`skrank.solvers.full_batch.lbfgs.lbfgs`; neither depends on the scale
         of ``X``, with ``alpha`` rescaled to match, nor on that of the
         weights).  SOAP: the best exact ``F`` improved by less
         than ``tol * max(1, |F|)`` over 5 epochs.
@@ -186,7 +186,7 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
     With ``solver="soap"``, ``partial_fit(X, y, classes, sample_weight)``
     runs one SOAP epoch (``ceil(N- / (batch_size - positives_per_batch))``
     steps) on each batch it is given and keeps what the steps carry between
-    calls (:class:`skrank.solvers.soap.SOAPStream`): ``(w, b)``, the
+    calls (:class:`skrank.solvers.stochastic.soap.SOAPStream`): ``(w, b)``, the
     optimizer's moments and step counter, the generator, the moving
     averages, keyed by the positives' content so that a row seen again
     continues its average, and the class totals of all the batches seen,
@@ -275,7 +275,7 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
     _AUTO = auto_preference(_SOLVERS)
 
     def _choose(self, requested, costly=False):
-        """The row of the solver to run (:func:`skrank.solvers._registry.choose_solver`)."""
+        """The row of the solver to run (:func:`skrank.solvers.registry.choose_solver`)."""
         return choose_solver(requested, self._AUTO, None, self._pair_loss, None, solvers=self._solvers,
                              costly=costly, **self._problem)
 
@@ -294,11 +294,11 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
             )
 
     def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):
-        from ..solvers.admm import _blas_threads
+        from ..backends.threads import blas_threads
 
         if self._rank_weight < 1.0:
             objective = AveragePrecisionObjective(X, y, self._pair_loss, 0.0, sample_weight)
-            with _blas_threads(X):
+            with blas_threads(X):
                 result = fit_anchored(objective, X, y, self, self._rank_weight, coef_init, intercept_init,
                                       sample_weight)
             result.info["solver"] = self._solver
@@ -314,7 +314,7 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
                   and np.sum(objective.y > 0) * objective.y.shape[0] > _AUTO_MAX_LOGISTIC_PAIRS)
         entry = self._choose(self.solver, costly=costly)
         self._solver = entry.name  # the solver of this problem, which the verbose line names
-        with _blas_threads(X):
+        with blas_threads(X):
             result = entry.run(objective, coef_init=theta0, tol=self.tol, verbose=self.verbose,
                                max_iter=self.max_iter,
                                stochastic=dict(batch_size=self.batch_size,
@@ -331,7 +331,7 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
     _STREAM_FIXED = ("solver", "optimizer")
 
     def _new_stream(self, n_features, coef_init=None, intercept_init=None):
-        from ..solvers.soap import SOAPStream
+        from ..solvers.stochastic.soap import SOAPStream
 
         theta0 = None if coef_init is None else np.append(coef_init, intercept_init)
         alpha = STREAM_ALPHA if self.alpha is None else self.alpha

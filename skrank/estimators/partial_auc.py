@@ -5,16 +5,16 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..backends.dispatch import external_kind
+from ..datafits.partial_auc import PartialAUCObjective, SigmoidScorePartialAUC
 from ..metrics import _check_fpr_range
 from ..pairwise_losses import PARTIAL_AUC_LOSSES, get_pairwise_loss
-from ..partial_auc_objective import PartialAUCObjective, SigmoidScorePartialAUC
-from ..solvers._external import external_kind
-from ..solvers._registry import auto_preference, choose_solver, solvers_for, streaming_solvers
+from ..solvers.registry import auto_preference, choose_solver, solvers_for, streaming_solvers
 from ._anchored import STREAM_ALPHA, fit_anchored, resolve_alpha
 from ._base import RankLinearClassifierMixin, _RankLinearModel
 from ._platt import PlattRankingMixin, platt_calibrate
 
-#: The solvers of the estimator: its rows of the table of :mod:`skrank.solvers._registry`.
+#: The solvers of the estimator: its rows of the table of :mod:`skrank.solvers.registry`.
 _SOLVERS = solvers_for("PartialAUCClassifier")
 #: ``margin=None`` with the smooth step: its half-width in units of the standard deviation
 #: of the logistic regression's scores (chosen on the real-table suite, doc/benchmarks.rst)
@@ -84,7 +84,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     carry the probabilities ``p_i = v_i / W+`` and ``r_j = v_j / W-``, and
     the negatives' rank weights are the lengths of their cells of
     cumulative probability, in decreasing order of score, inside
-    ``fpr_range`` (:mod:`skrank.partial_auc_objective`,
+    ``fpr_range`` (:mod:`skrank.datafits.partial_auc`,
     ``doc/sample_weights.rst``).  Integer weights fit as repeated rows and
     zero weights as dropped rows.  The deterministic solvers ``"lbfgs"``
     and ``"exact"`` take weights, and so do ``"ppd-sg"`` and
@@ -148,21 +148,21 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     solver : {"auto", "lbfgs", "exact", "agd-sbcd", "dca", "prox-dca", \
 "ppd-sg", "ppd-adagrad"}, default="auto"
         - ``"lbfgs"``: L-BFGS on the exact full-batch ``F`` and its
-          gradient (:func:`skrank.solvers.lbfgs.lbfgs`); deterministic.
+          gradient (:func:`skrank.solvers.full_batch.lbfgs.lbfgs`); deterministic.
         - ``"exact"``: the closed-form minimiser of the full-AUC square loss
           (class means and covariances,
-          :func:`skrank.solvers.auc_closed_form.exact_square_auc`); needs
+          :func:`skrank.solvers.full_batch.auc_closed_form.exact_square_auc`); needs
           ``loss="squared"`` and ``fpr_range=(0, 1)``.
         - ``"agd-sbcd"``: Algorithms 1-2 of Yao, Lin and Yang 2022, approximate gradient
           descent on the Moreau-smoothed objective with stochastic block
-          coordinate descent inner loops (:func:`skrank.solvers.sbcd.agd_sbcd`).
+          coordinate descent inner loops (:func:`skrank.solvers.stochastic.sbcd.agd_sbcd`).
         - ``"dca"``, ``"prox-dca"``: the paper's baselines, DCA and proximal
           DCA with stochastic inner loops
-          (:mod:`skrank.solvers.pauc_dca`).
+          (:mod:`skrank.solvers.splitting.pauc_dca`).
         - ``"ppd-sg"``, ``"ppd-adagrad"``: the proximal primal-dual
           stochastic methods of Liu et al. 2020 on the min-max form of the square loss; need
           ``loss="squared"`` and ``fpr_range=(0, 1)``
-          (:mod:`skrank.solvers.ppd`).  The solvers with ``partial_fit``.
+          (:mod:`skrank.solvers.stochastic.ppd`).  The solvers with ``partial_fit``.
         - ``"auto"``: ``"exact"`` when it applies; otherwise ``"lbfgs"``,
           except for the logistic loss when a pass would cost more than
           5e7 pair terms (``N+`` times the negatives in the range) and the
@@ -183,7 +183,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         Tolerance of the solver's stopping criterion (L-BFGS: the largest
         gradient entry with respect to the coefficients in units of the
         features' root mean squares, or a relative decrease of ``F`` per
-        iteration below ``tol / 1000``, :func:`skrank.solvers.lbfgs.lbfgs`;
+        iteration below ``tol / 1000``, :func:`skrank.solvers.full_batch.lbfgs.lbfgs`;
         neither depends on the scale of ``X``, with ``alpha`` rescaled to
         match, nor on that of the weights; the stochastic solvers: their
         documented criterion).
@@ -243,7 +243,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     ``partial_fit(X, y, classes, sample_weight)`` runs one pass on each
     batch it is given, ``max(n // batch_size, 1)`` steps on samples drawn
     from the batch, and keeps what the steps carry between calls
-    (:class:`skrank.solvers.ppd.PPDStream`): the stage's start and current
+    (:class:`skrank.solvers.stochastic.ppd.PPDStream`): the stage's start and current
     ``(w, a, b, dual)``, the sums of its average, its step counter and step
     size, the AdaGrad sums, the generator, and the class totals and class
     sums of all the batches seen, which give the class ratio and the
@@ -255,7 +255,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     current stage's points so far, the stage's output were it to end now.
     The step units come from the first batch that holds both classes, and
     no step is taken before one has come.  Both methods step there with
-    ``step=1`` (:data:`skrank.solvers.ppd.STREAM_STEP`; ``fit``'s
+    ``step=1`` (:data:`skrank.solvers.stochastic.ppd.STREAM_STEP`; ``fit``'s
     PPD-AdaGrad takes 10): AdaGrad's first steps move every coordinate by
     the whole step, and at 10 they overshoot and flip to a ranking worse
     than chance, which ``fit`` averages away over its 1000-step first
@@ -348,7 +348,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         return loss, margin, rank_weight, relative_margin
 
     def _choose(self, requested, costly=False):
-        """The row of the solver to run (:func:`skrank.solvers._registry.choose_solver`)."""
+        """The row of the solver to run (:func:`skrank.solvers.registry.choose_solver`)."""
         return choose_solver(requested, self._AUTO, None, self._pair_loss, None, solvers=self._solvers,
                              costly=costly, **self._problem)
 
@@ -368,7 +368,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     _STREAMING_SOLVERS = streaming_solvers(_SOLVERS)
 
     def _new_stream(self, n_features, coef_init=None, intercept_init=None):
-        from ..solvers.ppd import PPDStream
+        from ..solvers.stochastic.ppd import PPDStream
 
         alpha = STREAM_ALPHA if self.alpha is None else self.alpha
         return PPDStream(alpha=alpha, margin=self._pair_loss.margin,
@@ -389,7 +389,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
             return None  # the paper's start (PPD: w = 0; the closed form would be the answer)
         d = objective.X.shape[1]
         if d <= _CLOSED_FORM_START_MAX_FEATURES:
-            from ..solvers.auc_closed_form import square_auc_coef
+            from ..datafits.square_auc import square_auc_coef
 
             return square_auc_coef(objective.X, np.where(objective.positive, 1.0, -1.0), objective.alpha,
                                    objective.loss.margin, objective.sample_weight)
@@ -397,13 +397,13 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         return diff / max(float(np.linalg.norm(diff)) ** 2, 1e-12)
 
     def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):
-        from ..solvers.admm import _blas_threads
+        from ..backends.threads import blas_threads
 
         anchored = self._rank_weight < 1.0 or self.link == "sigmoid" or self._loss == "smooth_step"
         objective = PartialAUCObjective(X, y, self._fpr_range, self._pair_loss,
                                         0.0 if anchored else resolve_alpha(self.alpha, y, sample_weight),
                                         sample_weight=sample_weight)
-        with _blas_threads(X):
+        with blas_threads(X):
             if anchored:
                 rank = SigmoidScorePartialAUC(objective) if self.link == "sigmoid" else objective
                 result = fit_anchored(rank, X, y, self, self._rank_weight, coef_init, intercept_init,

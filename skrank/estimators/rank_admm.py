@@ -4,12 +4,12 @@ from numbers import Integral, Real
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..backends.dispatch import external_kind
 from ..risks import _RISKS, BaseRisk
-from ..solvers._external import external_kind
 from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RegisteredSolverModel
 
 _SOLVERS = ("auto", "newton", "ipm", "admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd")
-#: ``solver="auto"``: the first that fits (skrank.solvers._registry); the ADMM fits every problem.
+#: ``solver="auto"``: the first that fits (skrank.solvers.registry); the ADMM fits every problem.
 _AUTO = ("newton", "ipm", "admm")
 #: Most outer iterations of solver="agd": iteration k runs 20 (k+1)^2 inner steps, so the
 #: work grows like max_iter^3 and the default max_iter=1000 (sized for the ADMM) never ends.
@@ -86,30 +86,30 @@ _PARAMS_DOC = """
         and ``"admm"`` otherwise (the hinge and absolute losses with other
         spectral risks, ranked-range and human-aligned risks).
         ``"newton"``: the full-batch proximal Newton method of
-        :func:`skrank.solvers.newton.smoothed_newton`, which stops when it has
+        :func:`skrank.solvers.full_batch.newton.smoothed_newton`, which stops when it has
         certified that ``F`` is within ``tol |F|`` of the optimum.
         ``"ipm"``: the primal-dual interior-point method of
-        :func:`skrank.solvers.interior_point.interior_point`, which stops
+        :func:`skrank.solvers.full_batch.interior_point.interior_point`, which stops
         on the same certificate.
         ``"admm"``: Algorithm 1 of Xiao et al. (2023),
-        :func:`skrank.solvers.admm.admm`; any risk.  For the non-convex
+        :func:`skrank.solvers.splitting.admm.admm`; any risk.  For the non-convex
         risks it differs from the paper: Algorithm 1 runs from the start
         and from the ERM fit of the same data, keeping the point of lowest
         objective, and for a ranked range each 200-iteration segment is
         followed by trimming steps (minimise the convex mean of the
         ``k - m`` largest losses outside the current top ``m``), because
         Algorithm 1 alone often stops near a poor stationary point there
-        (``refine`` of :func:`skrank.solvers.admm.admm`).  The paper's
+        (``refine`` of :func:`skrank.solvers.splitting.admm.admm`).  The paper's
         baselines:
         ``"sgd"`` (mini-batch subgradient of the sorted batch,
-        :func:`skrank.solvers.sgd.sgd`), ``"lsvrg"`` and ``"lsvrg_nu"``
+        :func:`skrank.solvers.stochastic.sgd.sgd`), ``"lsvrg"`` and ``"lsvrg_nu"``
         (LSVRG with uniform and non-uniform sampling,
-        :func:`skrank.solvers.lsvrg.lsvrg`), and ``"dca"`` for ranked-range
-        risks only (Hu et al. 2020, :func:`skrank.solvers.dca.dca`), and
+        :func:`skrank.solvers.stochastic.lsvrg.lsvrg`), and ``"dca"`` for ranked-range
+        risks only (Hu et al. 2020, :func:`skrank.solvers.splitting.dca.dca`), and
         ``"agd"`` for ranked-range risks only: approximate gradient descent
         on the Moreau-smoothed top-``k`` minus top-``m`` sums, with SGD
         inner loops on their LP-dual form (Yao, Lin and Yang 2022,
-        Algorithms 2 and 3, :func:`skrank.solvers.sorr_agd.sorr_agd`, with
+        Algorithms 2 and 3, :func:`skrank.solvers.stochastic.sorr_agd.sorr_agd`, with
         its defaults: ``mu``, ``gamma`` and the inner step in units of the
         mini-batch smoothness, the penalty applied by its prox inside the
         inner steps, the best exact objective kept).  Stochastic (seeded by
@@ -133,11 +133,11 @@ _PARAMS_DOC = """
         that ``n_iter_ <= max_iter`` there too.
     tol : float, default=1e-7
         Tolerance on the scaled KKT residual of the ADMM (see
-        :func:`skrank.solvers.admm.admm`); for ``"newton"`` on the certified
+        :func:`skrank.solvers.splitting.admm.admm`); for ``"newton"`` on the certified
         relative gap ``(F - F*) / |F|``; for the other solvers their own
         stopping criterion.
     rho : {"paper", "table6", "adaptive"} or float, default="paper"
-        ADMM penalty schedule (:class:`skrank.solvers.admm.RhoSchedule`):
+        ADMM penalty schedule (:class:`skrank.solvers.splitting.admm.RhoSchedule`):
         ``"table6"`` is the paper's Table 6 as written (with a cap);
         ``"paper"`` starts at ``max(rho_0, 0.1/n)`` (Table 6's ``rho_0``
         makes ``w`` blow up), follows the ramp until it overshoots and then
@@ -277,7 +277,7 @@ class RankADMMRegressor(RankLinearRegressorMixin, _RankADMMModel):
     ``l_i = loss(x_i.w + b - y_i)``.  The losses are even in the residual,
     not monotone, so the ADMM z-step orders the points by magnitude, runs
     the PAVA on the magnitudes and restores the signs
-    (:func:`skrank._pava.zstep_even`, which proves it; see also
+    (:func:`skrank.kernels.pava.zstep_even`, which proves it; see also
     ``doc/rank_admm.rst``).
 
     Parameters

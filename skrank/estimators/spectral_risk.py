@@ -5,12 +5,12 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..backends.dispatch import external_kind
 from ..risks import _RISKS, BaseRisk
-from ..solvers._external import external_kind
 from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RegisteredSolverModel
 
 _SOLVERS = ("auto", "newton", "sorel", "sgd", "lsvrg", "prospect", "admm")
-#: ``solver="auto"``: the first that fits (skrank.solvers._registry); the ADMM fits every problem.
+#: ``solver="auto"``: the first that fits (skrank.solvers.registry); the ADMM fits every problem.
 _AUTO = ("newton", "admm")
 _RISK_NAMES = set(_RISKS)  # the names skrank.risks.check_risk accepts
 
@@ -66,14 +66,14 @@ _COMMON_PARAMS_DOC = """
     solver : {"auto", "newton", "sorel", "sgd", "lsvrg", "prospect", "admm"}, default="auto"
         ``"auto"`` is ``"newton"`` (``"admm"`` for the Huber loss with
         ``alpha=0``): the full-batch proximal Newton method of
-        :func:`skrank.solvers.newton.smoothed_newton`, which stops when it
+        :func:`skrank.solvers.full_batch.newton.smoothed_newton`, which stops when it
         has certified that ``F`` is within ``tol |F|`` of the optimum.
         ``"sorel"``: the stochastic primal-dual method of Ge and Jiang (2024),
         which converges to the exact minimiser.  The baselines of that
         paper: ``"sgd"`` (biased mini-batch subgradient,
-        :func:`skrank.solvers.sgd.sgd`), ``"lsvrg"``
-        (:func:`skrank.solvers.lsvrg.lsvrg`) and ``"prospect"``
-        (:func:`skrank.solvers.prospect.prospect`); they may stall above
+        :func:`skrank.solvers.stochastic.sgd.sgd`), ``"lsvrg"``
+        (:func:`skrank.solvers.stochastic.lsvrg.lsvrg`) and ``"prospect"``
+        (:func:`skrank.solvers.stochastic.prospect.prospect`); they may stall above
         the optimum.  ``"admm"`` delegates to the RankADMM solver
         (``max_iter`` is its number of ADMM iterations).
     max_iter : int, default=1000
@@ -93,7 +93,7 @@ _COMMON_PARAMS_DOC = """
         for ``"sgd"``, whose batch weights need a batch, 1 otherwise).
     learning_rate : "auto" or float, default="auto"
         Step size; "auto" derives it from the data (see
-        :func:`skrank.solvers._stepsize.svrg_step_size`).
+        :func:`skrank.solvers.stochastic.steps.svrg_step_size`).
     random_state : int, RandomState instance or None, default=None
         Seed of the sampling.
     warm_start : bool, default=False

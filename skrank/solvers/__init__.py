@@ -7,6 +7,6 @@ never validate user input and never import scikit-learn's estimator
 machinery.
 """
 
-from ._result import SolverResult
+from .result import SolverResult
 
 __all__ = ["SolverResult"]

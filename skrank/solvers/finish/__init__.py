@@ -1,12 +1,12 @@
 """Exact finishes of the first-order rank-risk solvers on convex problems.
 
-The ADMM (:mod:`skrank.solvers.admm`) and SOREL (:mod:`skrank.solvers.sorel`)
+The ADMM (:mod:`skrank.solvers.splitting.admm`) and SOREL (:mod:`skrank.solvers.stochastic.sorel`)
 converge linearly at best.  At the points of their schedules they hand
 their iterate to a finish, which returns a :class:`FinishResult`; a
 certified one ends the run:
 
 * :class:`NewtonFinish` (smooth losses): the certified proximal Newton
-  method of :mod:`skrank.solvers.newton`, started at the iterate;
+  method of :mod:`skrank.solvers.full_batch.newton`, started at the iterate;
 * :class:`PiecewiseLinearFinish` (hinge and absolute losses): ``F`` solved
   on the face the iterate identifies
   (:mod:`skrank.solvers.finish.piecewise_linear`), found by an active-set

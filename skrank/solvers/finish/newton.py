@@ -1,9 +1,9 @@
 """The exact finish of a first-order run with a smooth loss: its iterate handed to the Newton method.
 
-The ADMM (:mod:`skrank.solvers.admm`) and SOREL (:mod:`skrank.solvers.sorel`)
+The ADMM (:mod:`skrank.solvers.splitting.admm`) and SOREL (:mod:`skrank.solvers.stochastic.sorel`)
 converge linearly at best.  On a convex spectral risk with a smooth loss
 they try, at the points of their finish schedules, the certified
-proximal Newton method of :mod:`skrank.solvers.newton` started from their
+proximal Newton method of :mod:`skrank.solvers.full_batch.newton` started from their
 iterate; a certified result ends the run.  :class:`NewtonFinish` offers
 the interface of
 :class:`~skrank.solvers.finish.piecewise_linear.PiecewiseLinearFinish`,
@@ -12,13 +12,13 @@ which does the same for the hinge and absolute losses by face solves.
 
 import numpy as np
 
-from .._registry import SOLVERS
+from ..registry import SOLVERS
 from . import FinishResult
 from ._constants import MAX_FEATURES, NEWTON_GAP, NEWTON_STEPS
 
 
 class NewtonFinish:
-    """Certified finish of an iterate by :func:`skrank.solvers.newton.smoothed_newton`.
+    """Certified finish of an iterate by :func:`skrank.solvers.full_batch.newton.smoothed_newton`.
 
     Parameters
     ----------
@@ -49,7 +49,7 @@ class NewtonFinish:
 
     @staticmethod
     def applies(risk, loss, penalty):
-        """Whether the Newton method fits the problem (:data:`skrank.solvers._registry.SOLVERS`).
+        """Whether the Newton method fits the problem (:data:`skrank.solvers.registry.SOLVERS`).
 
         Parameters
         ----------
@@ -65,7 +65,7 @@ class NewtonFinish:
 
     def objective(self, w, b):
         """``F(w, b)``."""
-        from ...objective import rank_objective
+        from ...datafits.rank_risk import rank_objective
 
         return rank_objective(self.X, self.y, w, b, self.risk, self.loss, self.penalty)
 
@@ -83,8 +83,8 @@ class NewtonFinish:
         ``lambda`` is the ADMM's multiplier of ``z = t`` at that point: minus
         the certificate's loss weights ``q_i l'(t_i)``.
         """
-        from ...objective import loss_arguments
-        from ..newton import smoothed_newton
+        from ...datafits.rank_risk import loss_arguments
+        from ..full_batch.newton import smoothed_newton
 
         steps = NEWTON_STEPS
         if max_work is not None:

@@ -1,6 +1,6 @@
 """The exact finish of the ADMM for the hinge and absolute losses: ``F`` solved on the face of an iterate.
 
-Used by the ADMM (:mod:`skrank.solvers.admm`), whose z-step puts ``z`` exactly
+Used by the ADMM (:mod:`skrank.solvers.splitting.admm`), whose z-step puts ``z`` exactly
 on the tie structure of the solution.  (Smooth losses are finished by the
 Newton method, :mod:`skrank.solvers.finish.newton`.)
 """
@@ -50,7 +50,7 @@ class PiecewiseLinearFinish:
         Features.
     s, c : ndarray of shape (n,)
         The affine map of the loss arguments, ``t = s (X w + b) + c``
-        (:func:`skrank.objective.affine_map`).
+        (:func:`skrank.datafits.rank_risk.affine_map`).
     sigma : ndarray of shape (n,)
         The ascending rank weights of the risk.
     loss : skrank.losses.Loss

@@ -1,0 +1,1 @@
+"""Designs: the matrix products of a linear model on NumPy, SciPy sparse, Dask and array-API data."""

@@ -1,0 +1,212 @@
+"""The design ``[X, 1]`` of an array of another array-API library (CuPy...): products where X lives.
+
+The full-batch solvers touch ``X`` only through the products of
+:class:`skrank.backends.design.Design`.  Here each product runs in ``X``'s own
+namespace and on its device (``X @ w``, ``X^T r``, weighted Gram matrices,
+block sums), and only vectors of length ``n`` or ``d`` and ``d x d`` matrices
+are copied to the host, where the rank step (a sort and a PAVA of ``n``
+losses) runs.  ``X`` is never copied whole: the products that scale rows
+work through blocks of rows, so the device holds ``X`` once, a block and a
+few vectors of length ``n``.
+"""
+
+import numpy as np
+
+from .design import Design
+
+#: Entries of ``X`` scaled at once when a weighted Gram matrix or block sums are formed.
+_BLOCK_ENTRIES = 1 << 22
+
+
+def _compat():
+    from sklearn.externals import array_api_compat
+
+    return array_api_compat
+
+
+def array_api_namespace(X):
+    """The array-API namespace of ``X`` when it is an array of a library other than NumPy and Dask, else None.
+
+    Parameters
+    ----------
+    X : object
+
+    Returns
+    -------
+    module or None
+        The namespace (through ``array_api_compat``: CuPy's is wrapped).
+    """
+    if isinstance(X, np.ndarray) or type(X).__module__.split(".")[0] in ("numpy", "dask", "scipy"):
+        return None
+    if not (hasattr(X, "__array_namespace__") or hasattr(X, "__dlpack__")):
+        return None
+    compat = _compat()
+    if not compat.is_array_api_obj(X):
+        return None
+    return compat.array_namespace(X)
+
+
+def namespace_name(xp):
+    """The library's name (``"cupy"``, ``"array_api_strict"``...) for messages."""
+    return xp.__name__.split(".")[-1] if xp.__name__.startswith("sklearn.externals") else \
+        xp.__name__.split(".")[0]
+
+
+def device_of(X):
+    """The device of an array-API array."""
+    return _compat().device(X)
+
+
+def to_numpy(a):
+    """A NumPy copy on the host of an array of any array-API library (NumPy arrays pass through)."""
+    if isinstance(a, (np.ndarray, np.generic, float, int)):
+        return np.asarray(a)
+    from sklearn.utils._array_api import _convert_to_numpy
+
+    return _convert_to_numpy(a, _compat().array_namespace(a))
+
+
+def to_namespace(a, xp, device):
+    """The NumPy array ``a`` as an array of ``xp`` on ``device``."""
+    return xp.asarray(np.ascontiguousarray(a), device=device)
+
+
+def check_array_api_array(X, xp):
+    """A float64 2-D array of ``xp``, checked finite on its device.
+
+    Parameters
+    ----------
+    X : array of the namespace ``xp``
+    xp : module
+
+    Returns
+    -------
+    array of ``xp``
+    """
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D array, got {X.ndim} dimensions.")
+    if X.dtype != xp.float64:
+        if not xp.isdtype(X.dtype, ("real floating", "integral", "bool")):
+            raise ValueError(f"X must hold real numbers, got dtype {X.dtype}.")
+        X = xp.astype(X, xp.float64)
+    if not bool(xp.all(xp.isfinite(X))):
+        raise ValueError("Input X contains NaN or infinity.")
+    return X
+
+
+class ArrayAPIDesign(Design):
+    """:class:`Design` of an array of another array-API library, computed on its device (module docstring).
+
+    Parameters
+    ----------
+    X : array of shape (n, d)
+        float64, of the namespace ``xp`` (see :func:`check_array_api_array`).
+    fit_intercept : bool
+    """
+
+    #: At most this many rows are copied to the host by a Gram update (:meth:`Design.gram`).
+    max_update_rows = 1 << 14
+
+    def __init__(self, X, fit_intercept):
+        self.xp = _compat().array_namespace(X)
+        self.device = device_of(X)
+        super().__init__(X, fit_intercept)
+        self.sparse = False
+        self._step = max(1, _BLOCK_ENTRIES // max(self.d, 1))
+
+    def _blocks(self):
+        """``(start, stop)`` of the blocks of rows (stops in bounds: the standard leaves others open)."""
+        return [(a, min(a + self._step, self.n)) for a in range(0, self.n, self._step)]
+
+    def _on_device(self, a):
+        return to_namespace(np.asarray(a, dtype=np.float64), self.xp, self.device)
+
+    def _times(self, w):
+        # the host copy of a new product, or a view of it: copied only when the library lends it read-only
+        return np.require(to_numpy(self.X @ self._on_device(w)), requirements="W")
+
+    def _transposed_times(self, r):
+        return to_numpy(self.X.T @ self._on_device(r))
+
+    def _squared_column_sums(self, p):
+        self.passes += 1
+        xp = self.xp
+        p = self._on_device(p)
+        out = xp.zeros((self.d,), dtype=xp.float64, device=self.device)
+        for a, b in self._blocks():
+            block = self.X[a:b, :]
+            out = out + (block * block).T @ p[a:b]
+        return to_numpy(out)
+
+    def rows(self, idx):
+        """The rows ``idx`` of ``[X, 1]``, copied to the host (few rows: the Gram updates)."""
+        xp = self.xp
+        index = to_namespace(np.asarray(idx, dtype=np.int64), xp, self.device)
+        Xi = to_numpy(xp.take(self.X, index, axis=0))
+        return np.hstack([Xi, np.ones((len(idx), 1))]) if self.fit_intercept else Xi
+
+    def weighted_gram(self, h):
+        """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0``, summed over blocks of rows on the device."""
+        self.passes += 1
+        xp = self.xp
+        root = self._on_device(np.sqrt(np.asarray(h, dtype=np.float64)))
+        G = xp.zeros((self.p, self.p), dtype=xp.float64, device=self.device)
+        for a, b in self._blocks():
+            r = root[a:b]
+            rows = self.X[a:b, :] * r[:, None]
+            if self.fit_intercept:
+                rows = xp.concat([rows, r[:, None]], axis=1)
+            G = G + rows.T @ rows
+        return to_numpy(G)
+
+    def left_product(self, M):
+        """``M [X, 1]`` for a sparse ``M`` with ``n`` columns: its rows' weighted sums of rows of ``X``.
+
+        The nonzeros of each row of ``M`` (CSR order) are a segment; the
+        weighted rows are summed per segment as differences of a cumulative
+        sum within blocks of rows, on the device.
+        """
+        self.passes += 1
+        xp = self.xp
+        M = M.tocsr()
+        M.sort_indices()
+        k = M.shape[0]
+        segment = np.repeat(np.arange(k), np.diff(M.indptr))
+        out = np.zeros((k, self.d))
+        for a in range(0, M.nnz, self._step):
+            b = min(a + self._step, M.nnz)
+            index = to_namespace(M.indices[a:b].astype(np.int64), xp, self.device)
+            scaled = xp.take(self.X, index, axis=0) * self._on_device(M.data[a:b])[:, None]
+            cumulative = to_numpy(xp.cumulative_sum(scaled, axis=0, include_initial=True))
+            seg = segment[a:b]
+            ends = np.flatnonzero(np.diff(seg, append=-1)) + 1  # past the last entry of each segment
+            starts = np.concatenate([[0], ends[:-1]])
+            out[seg[starts]] += cumulative[ends] - cumulative[starts]
+        return np.hstack([out, np.asarray(M.sum(axis=1))]) if self.fit_intercept else out
+
+    def class_moments(self, positive, sample_weight=None):
+        """Means and covariances of the rows of ``X`` in each class, on the device.
+
+        Two products per class: the weighted mean, then the weighted scatter
+        about it, by blocks of rows (see
+        :meth:`skrank.backends.dask_design.DaskDesign.class_moments` for the
+        conventions).
+        """
+        self.passes += 1
+        xp = self.xp
+        positive = np.asarray(positive, dtype=bool)
+        weight = np.ones(self.n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        moments = []
+        for rows in (positive, ~positive):
+            p = np.where(rows, weight, 0.0)
+            total = p.sum()
+            if not total > 0.0:
+                raise ValueError("a class has no rows of positive weight.")
+            p_dev = self._on_device(p / total)
+            mean = p_dev @ self.X
+            scatter = xp.zeros((self.d, self.d), dtype=xp.float64, device=self.device)
+            for a, b in self._blocks():
+                centred = self.X[a:b, :] - mean[None, :]
+                scatter = scatter + centred.T @ (centred * p_dev[a:b, None])
+            moments.append((to_numpy(mean), to_numpy(scatter)))
+        return tuple(moments)

@@ -1,0 +1,310 @@
+"""The design ``[X, 1]`` of a Dask array chunked by rows: products computed where the chunks live.
+
+Every product the full-batch solvers need (:class:`skrank.backends.design.Design`)
+is a sum or a concatenation over row chunks: ``X w`` is the concatenation of
+the chunks' ``X_c w``, ``X^T r`` the sum of ``X_c^T r_c``, a weighted Gram
+matrix the sum of ``X_c^T diag(h_c) X_c``.  Each is one task per chunk, run
+by Dask's current scheduler (threads by default, the workers of a
+``dask.distributed.Client`` when one is active), and only vectors of length
+``n`` or ``d`` and ``d x d`` matrices come back to the caller: ``X`` is never
+gathered.  A lazily generated array (``dask.array.random``) is generated
+again at each product, chunk by chunk, so that memory holds a few chunks at
+a time: an out-of-core fit.
+"""
+
+import functools
+
+import numpy as np
+
+from .design import Design
+
+
+def is_dask_array(X):
+    """Whether ``X`` is a ``dask.array.Array`` (without importing Dask)."""
+    return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks")
+
+
+def check_dask_array(X):
+    """A float64 Dask array of known row chunks and a single column chunk.
+
+    Column chunks are merged (``X.rechunk({1: -1})``): the products need
+    whole rows.  Unknown chunk sizes (NaN, e.g. after boolean indexing by a
+    Dask mask) raise: ``X.compute_chunk_sizes()`` fixes them.
+
+    Parameters
+    ----------
+    X : dask.array.Array
+
+    Returns
+    -------
+    dask.array.Array
+    """
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D Dask array, got {X.ndim} dimensions.")
+    if any(np.isnan(size) for size in X.chunks[0]) or any(np.isnan(size) for size in X.chunks[1]):
+        raise ValueError("X has unknown chunk sizes (NaN); call X.compute_chunk_sizes() first.")
+    if len(X.chunks[1]) > 1:
+        X = X.rechunk({1: -1})
+    if X.dtype != np.float64:
+        X = X.astype(np.float64)
+    return X
+
+
+def _finite_block(block):
+    if not np.all(np.isfinite(block)):
+        raise ValueError("Input X contains NaN or infinity.")
+    return block
+
+
+def finite_lazily(X):
+    """``X`` whose chunks, when computed, raise a ValueError if they hold NaN or infinity.
+
+    The check runs with whatever computes ``X`` (a prediction's scores,
+    say), in the same pass: nothing is computed here, and the error is that
+    of an in-memory ``X`` given to scikit-learn.
+
+    Parameters
+    ----------
+    X : dask.array.Array
+
+    Returns
+    -------
+    dask.array.Array
+    """
+    return X.map_blocks(_finite_block, dtype=X.dtype)
+
+
+def _matvec(block, w):
+    return np.asarray(block, dtype=np.float64) @ w
+
+
+def _rmatvec(block, r):
+    return np.asarray(block, dtype=np.float64).T @ r
+
+
+def _weighted_gram(block, h, fit_intercept):
+    block = np.asarray(block, dtype=np.float64)
+    if np.count_nonzero(h) < 0.5 * h.size:  # few weighted rows (a block term): those only
+        keep = h > 0.0
+        block, h = block[keep], h[keep]
+    root = np.sqrt(h)
+    rows = block * root[:, None]
+    gram = rows.T @ rows
+    if not fit_intercept:
+        return gram
+    d = block.shape[1]
+    out = np.empty((d + 1, d + 1))
+    out[:d, :d] = gram
+    out[:d, d] = out[d, :d] = rows.T @ root
+    out[d, d] = root @ root
+    return out
+
+
+def _step_products(block, r, h, take, h_block, M, fit_intercept):
+    """A chunk's share of :meth:`DaskDesign.step_products`, the chunk read once."""
+    block = np.asarray(block, dtype=np.float64)
+    gram = None if h is None else _weighted_gram(block, h, fit_intercept)
+    rows = None if take is None else block[take]
+    if M is None:
+        return block.T @ r, gram, rows, None, None
+    return block.T @ r, gram, rows, _weighted_gram(block, h_block, fit_intercept), np.asarray(M @ block)
+
+
+def _squared_rmatvec(block, p):
+    block = np.asarray(block, dtype=np.float64)
+    return (block * block).T @ p
+
+
+def _take(block, local):
+    return np.asarray(block, dtype=np.float64)[local]
+
+
+def _left_product(block, M):
+    return np.asarray(M @ np.asarray(block, dtype=np.float64))
+
+
+def _class_scatters(block, positive, weight):
+    """``(total weight, mean, scatter about the mean)`` of the chunk's positives, then of its negatives."""
+    block = np.asarray(block, dtype=np.float64)
+    out = []
+    for rows in (positive, ~positive):
+        Xc = block[rows]
+        v = None if weight is None else weight[rows]
+        total = float(Xc.shape[0] if v is None else v.sum())
+        if total == 0.0:
+            out.append((0.0, np.zeros(block.shape[1]), np.zeros((block.shape[1], block.shape[1]))))
+            continue
+        mean = Xc.mean(axis=0) if v is None else (v @ Xc) / total
+        centred = Xc - mean
+        scatter = centred.T @ (centred if v is None else centred * v[:, None])
+        out.append((total, mean, scatter))
+    return out
+
+
+def _merge_scatters(a, b):
+    """The ``(total, mean, scatter)`` of two groups of rows from those of each.
+
+    The pairwise update of Chan, Golub and LeVeque: the scatter about the
+    merged mean adds ``delta delta' W_a W_b / W`` to the two scatters, with
+    ``delta`` the difference of the means, so no chunk is ever uncentred.
+    """
+    (wa, ma, sa), (wb, mb, sb) = a, b
+    if wb == 0.0:
+        return a
+    if wa == 0.0:
+        return b
+    total = wa + wb
+    delta = mb - ma
+    return total, ma + delta * (wb / total), sa + sb + np.outer(delta, delta * (wa * wb / total))
+
+
+class DaskDesign(Design):
+    """:class:`Design` of a Dask array chunked by rows (see the module docstring).
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n, d)
+        From :func:`check_dask_array`.
+    fit_intercept : bool
+    """
+
+    def __init__(self, X, fit_intercept):
+        import dask
+
+        self._dask = dask
+        X = check_dask_array(X)
+        super().__init__(X, fit_intercept)
+        self.sparse = False
+        self._blocks = list(X.to_delayed().ravel())
+        self._bounds = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
+        # the Gram updates gather their rows: at most one chunk's worth
+        self.max_update_rows = int(max(X.chunks[0]))
+
+    def _run(self, function, *per_block):
+        """``function(block_c, *args_c)`` for every chunk ``c``, on the current scheduler."""
+        delayed = self._dask.delayed(function, pure=False)
+        tasks = [delayed(block, *(args[c] for args in per_block)) for c, block in enumerate(self._blocks)]
+        return self._dask.compute(*tasks)
+
+    def _slices(self, v):
+        return [v[a:b] for a, b in zip(self._bounds[:-1], self._bounds[1:])]
+
+    def _times(self, w):
+        return np.concatenate(self._run(_matvec, [w] * len(self._blocks)))
+
+    def _transposed_times(self, r):
+        return np.sum(self._run(_rmatvec, self._slices(r)), axis=0)
+
+    def _squared_column_sums(self, p):
+        self.passes += 1
+        return np.sum(self._run(_squared_rmatvec, self._slices(p)), axis=0)
+
+    def _local(self, idx):
+        """``(order, local)``: ``idx[order]`` ascending, ``local[c]`` its members in chunk ``c``, locally."""
+        idx = np.asarray(idx, dtype=np.int64)
+        order = np.argsort(idx, kind="stable")
+        ordered = idx[order]
+        cuts = np.searchsorted(ordered, self._bounds)
+        return order, [ordered[cuts[c]:cuts[c + 1]] - self._bounds[c] for c in range(len(self._blocks))]
+
+    def _gathered(self, order, parts):
+        """The rows of the chunks' ``parts`` (in ascending order) back in the order of the index."""
+        Xi = np.empty((order.size, self.d))
+        Xi[order] = np.concatenate(parts, axis=0)
+        return np.hstack([Xi, np.ones((order.size, 1))]) if self.fit_intercept else Xi
+
+    def rows(self, idx):
+        """The rows ``idx`` of ``[X, 1]``, gathered chunk by chunk (few rows: the Gram updates)."""
+        order, local = self._local(idx)
+        return self._gathered(order, self._run(_take, local))
+
+    fuses_products = True
+
+    def step_products(self, r, h, slack, block=None):
+        """:meth:`Design.step_products` in one pass: each chunk makes its share of the four products.
+
+        The Gram matrix of ``h`` is the last one updated with the rows
+        whose weight moved, gathered in the same pass, when
+        :meth:`Design.gram` would update it, else summed afresh.
+        """
+        self.passes += 1
+        h = np.asarray(h, dtype=np.float64)
+        changed = self._gram_plan(h, slack)
+        chunks = len(self._blocks)
+        if changed is None:
+            weights, take, order = self._slices(h), [None] * chunks, None
+        else:
+            (order, take), weights = self._local(changed), [None] * chunks
+        if block is None:
+            h_block, M = [None] * chunks, [None] * chunks
+        else:
+            h_block, M = self._slices(np.asarray(block[0], dtype=np.float64)), block[1].tocsc()
+            M = [M[:, a:b] for a, b in zip(self._bounds[:-1], self._bounds[1:])]
+        parts = self._run(_step_products, self._slices(np.asarray(r, dtype=np.float64)), weights, take,
+                          h_block, M, [self.fit_intercept] * chunks)
+        g, grams, rows, block_grams, products = zip(*parts)
+        g = np.sum(g, axis=0)
+        if self.fit_intercept:
+            g = np.append(g, np.sum(r))
+        if changed is None:
+            G = self._gram_reset(h, np.sum(grams, axis=0))
+        else:
+            gathered = self._gathered(order, rows) if changed.size else None
+            G = self._gram_update(h, changed, lambda a, b: gathered[a:b])
+        if block is None:
+            return g, G, None, None
+        P = np.sum(products, axis=0)
+        if self.fit_intercept:
+            P = np.hstack([P, np.asarray(block[1].sum(axis=1))])
+        return g, G, np.sum(block_grams, axis=0), P
+
+    def left_product(self, M):
+        """``M [X, 1]`` for a sparse ``M`` with ``n`` columns (a dense ``k x p`` array)."""
+        self.passes += 1
+        M = M.tocsc()
+        parts = [M[:, a:b] for a, b in zip(self._bounds[:-1], self._bounds[1:])]
+        P = np.sum(self._run(_left_product, parts), axis=0)
+        return np.hstack([P, np.asarray(M.sum(axis=1))]) if self.fit_intercept else P
+
+    def class_moments(self, positive, sample_weight=None):
+        """Means and covariances of the rows of ``X`` in each class, in one pass over the chunks.
+
+        Each chunk returns its classes' total weights, means and scatter
+        matrices about those means; they are merged pairwise
+        (:func:`_merge_scatters`), as accurate as centring the whole class.
+
+        Parameters
+        ----------
+        positive : ndarray of bool of shape (n,)
+            The rows of the first class.
+        sample_weight : ndarray of shape (n,), default=None
+            Nonnegative weights of the rows, with a positive total in each
+            class; None for unit weights.
+
+        Returns
+        -------
+        (mean, cov) of the positive rows, (mean, cov) of the others
+            As :func:`skrank.datafits.square_auc.class_moments`:
+            ``mean = sum_i p_i x_i`` and ``cov = sum_i p_i (x_i - mean)(x_i - mean)'``
+            with ``p`` the rows' weights normalised over their class.
+        """
+        self.passes += 1
+        positive = np.asarray(positive, dtype=bool)
+        weights = [None] * len(self._blocks) if sample_weight is None else self._slices(
+            np.asarray(sample_weight, dtype=np.float64))
+        parts = self._run(_class_scatters, self._slices(positive), weights)
+        moments = []
+        for k in range(2):
+            total, mean, scatter = functools.reduce(_merge_scatters, [part[k] for part in parts])
+            if total == 0.0:
+                raise ValueError("a class has no rows of positive weight.")
+            moments.append((mean, scatter / total))
+        return tuple(moments)
+
+    def weighted_gram(self, h):
+        """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0``, the chunks' matrices summed."""
+        self.passes += 1
+        h = np.asarray(h, dtype=np.float64)
+        flags = [self.fit_intercept] * len(self._blocks)
+        return np.sum(self._run(_weighted_gram, self._slices(h), flags), axis=0)
+

@@ -1,0 +1,1 @@
+"""Datafits: the objectives the solvers minimise, with their values, gradients and curvature."""

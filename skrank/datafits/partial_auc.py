@@ -1,0 +1,726 @@
+"""The exact partial-AUC surrogate over a false-positive-rate range, and its gradient.
+
+For a linear score ``h = X w``, positives' scores ``h_i`` and negatives'
+scores sorted in decreasing order ``q_(1) >= q_(2) >= ...``, the objective
+of Yao, Lin and Yang 2022 (eq. (3)) with an l2 penalty is
+
+    F(w) = 1 / (N+ (n - m)) sum_i sum_k omega_k loss(h_i - q_(k))
+           + alpha ||w||^2 / 2,
+
+``m = alpha_fpr N-`` and ``n = beta_fpr N-``.  The rank weights
+``omega_k = max(0, min(k, n) - max(k - 1, m))`` are one on the ranks
+``m+1 .. n`` and fractional on the two boundary cells (the paper assumes
+integer ``m`` and ``n``; this extension is ours): the top ``floor(l)``
+plus ``(l - floor(l))`` times the next, for ``l = m`` and ``l = n``; they sum to ``n - m``.
+
+Cost of one value and gradient (``d`` features):
+
+* squared hinge and squared losses: ``O((N+ + N-) log N- + (N+ + N-) d)``.
+  Each loss is the quadratic ``(margin - z)^2`` on one side of a threshold,
+  so a positive's sum over the negatives above ``h_i - threshold`` is a
+  polynomial in ``h_i`` whose coefficients are prefix sums of
+  ``omega_k q_(k)^r`` (``r = 0, 1, 2``) in rank order, read at the position
+  given by a binary search; the negatives' gradients use the same trick
+  over the sorted positives.
+* logistic loss: ``O(N+ R + N- log N- + (N+ + N-) d)`` with
+  ``R = ceil(n) - floor(m)`` the negatives inside the range, by a compiled
+  double loop (no prefix-sum form exists for ``log(1 + exp(q - h))``).
+
+The sum is continuous in ``w`` (the weights are attached to ranks, and tied
+negatives carry equal loss), and differentiable wherever the negatives'
+scores are distinct; the gradient returned is then exact, and a valid
+element of the Clarke subdifferential otherwise.
+
+Sample weights: the objective of the weighted empirical distribution
+(``doc/sample_weights.rst``).  Positive ``i`` carries the probability
+``p_i = v_i / W+`` and negative ``j`` the probability ``r_j = v_j / W-``
+(``W+``, ``W-`` the classes' total weights).  With the negatives sorted by
+decreasing score, the ``k``-th holds the cell ``[D_(k-1), D_k]`` of
+cumulative probability, ``D_k = r_(1) + ... + r_(k)`` (``r_(k)`` the
+probability of the negative of score ``q_(k)``), and its rank weight is the
+length of that cell inside the range,
+
+    omega_k = |[D_(k-1), D_k] ∩ [alpha_fpr, beta_fpr]|,
+
+so that a negative straddling a bound counts for its share, and
+
+    F(w) = 1 / (beta_fpr - alpha_fpr) sum_i p_i sum_k omega_k loss(h_i - q_(k))
+           + alpha ||w||^2 / 2.
+
+With unit weights ``D_k = k / N-``, the cells are the rank cells above
+divided by ``N-`` and ``N+ (n - m) = N+ N- (beta_fpr - alpha_fpr)``: this is
+the ``F`` above.  Integer
+weights give the ``F`` of the data with each row repeated that many times
+(a repeated negative's copies tile its cell), and a zero weight that of the
+data without the row.  The rank weights depend on the order of the
+negatives, so they are recomputed from it at every evaluation; with the
+order held fixed the formulas above give the gradient, which is again exact
+where the negatives' scores are distinct (tied negatives carry equal loss,
+and their cells together cover the same interval in any order, so ``F``
+stays continuous).  The sums are computed in units of weight: cells
+``[C_(k-1), C_k]`` of cumulative weight ``C_k = W- D_k`` cut by
+``[alpha_fpr W-, beta_fpr W-]``, positives weighted by ``v_i``, and the
+total divided by ``W+ (beta_fpr - alpha_fpr) W-``.
+"""
+
+import functools
+
+import numpy as np
+from scipy.special import expit
+
+from .._jit import njit
+from ..backends.dispatch import external_kind, make_design
+from ..kernels.sorting import _insertion_keyed
+from ..metrics import _check_fpr_range
+from ..pairwise_losses import get_pairwise_loss, pair_value_and_derivative
+
+
+def negative_rank_weights(n_negatives, fpr_range, sample_weight=None):
+    """Weights ``omega_k`` of the negatives ranked ``k = 1..N-`` by decreasing score.
+
+    Parameters
+    ----------
+    n_negatives : int
+        Number of negatives ``N-``.
+    fpr_range : tuple (alpha, beta)
+        False-positive-rate range.
+    sample_weight : ndarray of shape (n_negatives,), default=None
+        The negatives' weights, in the same decreasing order of their
+        scores; None for unit weights.
+
+    Returns
+    -------
+    ndarray of shape (n_negatives,)
+        The length of the cell ``[C_(k-1), C_k]`` inside
+        ``[alpha V, beta V]``, where ``C_k`` is the cumulative weight of the
+        top ``k`` negatives and ``V = C_(N-)`` (``C_k = k`` and ``V = N-``
+        without weights): ``max(0, min(k, beta N-) - max(k - 1, alpha N-))``
+        for unit weights.  Sums to ``V (beta - alpha)``.
+    """
+    alpha, beta = _check_fpr_range(fpr_range)
+    if sample_weight is None:
+        k = np.arange(1, n_negatives + 1, dtype=np.float64)
+        return np.maximum(0.0, np.minimum(k, beta * n_negatives) - np.maximum(k - 1.0, alpha * n_negatives))
+    sample_weight = np.asarray(sample_weight, dtype=np.float64)
+    if sample_weight.shape != (n_negatives,):
+        raise ValueError(f"sample_weight must have shape ({n_negatives},), got {sample_weight.shape}.")
+    ends = np.cumsum(sample_weight)
+    starts = np.empty_like(ends)
+    starts[0] = 0.0
+    starts[1:] = ends[:-1]
+    total = ends[-1]
+    return np.maximum(0.0, np.minimum(ends, beta * total) - np.maximum(starts, alpha * total))
+
+
+def _in_units(weights):
+    """``weights`` times the power of two that brings their largest into ``[0.5, 1)``: exact, same ratios.
+
+    The sums of :class:`PartialAUCObjective` multiply a positive's weight
+    by a negative's: in these units those products neither underflow nor
+    overflow, whatever the scale of the weights, and the ratios the
+    objective is made of come out as they would in exact arithmetic.
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    top = float(weights.max()) if weights.size else 0.0
+    if not (top > 0.0 and np.isfinite(top)):
+        return weights
+    return np.ldexp(weights, -int(np.frexp(top)[1]))
+
+
+def check_range_holds_negatives(n_negatives, fpr_range, sample_weight=None):
+    """Raise a ValueError when the range holds less than one negative.
+
+    Parameters
+    ----------
+    n_negatives : int
+        Number of negatives ``N-``.
+    fpr_range : tuple (alpha, beta)
+        False-positive-rate range.
+    sample_weight : ndarray of shape (n_negatives,), default=None
+        The negatives' weights; None for unit weights.
+
+    Raises
+    ------
+    ValueError
+        Without weights when ``N- (beta - alpha) < 1``.  With weights when
+        the range holds less than one unit of the negatives' weight, as the
+        repeated rows of integer weights would, or less than the weight of
+        the lightest negative when that is below one:
+        ``W- (beta - alpha) < min(1, smallest positive weight)``.
+    """
+    alpha, beta = _check_fpr_range(fpr_range)
+    if sample_weight is None:
+        width = n_negatives * (beta - alpha)
+        if width < 1.0 - 1e-12:
+            raise ValueError(
+                f"fpr_range=({alpha:g}, {beta:g}) holds {width:.3g} negatives of the {n_negatives} in "
+                "the training set; it must span at least one negative (N- (beta - alpha) >= 1). "
+                "Widen the range or use more negatives."
+            )
+        return
+    v = np.asarray(sample_weight, dtype=np.float64)
+    width = float(v.sum()) * (beta - alpha)
+    needed = min(1.0, float(v[v > 0].min()))
+    if width < needed * (1.0 - 1e-12):
+        raise ValueError(
+            f"fpr_range=({alpha:g}, {beta:g}) holds {width:.3g} of the negatives' total weight "
+            f"{float(v.sum()):.3g}; it must hold at least {needed:.3g} (one unit of weight, or the "
+            "lightest negative's weight when that is less). Widen the range or use more negatives."
+        )
+
+
+def range_loss_and_score_gradients(h_pos, h_neg, omega, loss, orders=None, pos_weight=None):
+    """Sum of ranked pairwise losses and its gradient with respect to the scores.
+
+    Parameters
+    ----------
+    h_pos : ndarray of shape (N+,)
+        Positives' scores.
+    h_neg : ndarray of shape (N-,)
+        Negatives' scores.
+    omega : ndarray of shape (N-,) or callable
+        Rank weights of :func:`negative_rank_weights`, in decreasing order
+        of the scores; or, when they depend on which negative holds which
+        rank (sample weights), a function of the permutation that sorts
+        ``h_neg`` decreasingly that returns them.
+    loss : skrank.pairwise_losses.PairwiseLoss
+        The pairwise loss.
+    orders : tuple of two int64 arrays, optional
+        Permutations that nearly sort ``-h_neg`` and ``h_pos`` ascending
+        (an iterative solver's previous ones); updated in place to sort
+        them.  Sorting from them costs ``O(N)`` when few scores moved.
+    pos_weight : ndarray of shape (N+,), optional
+        Weights ``v_i`` of the positives (input order); None for unit
+        weights.
+
+    Returns
+    -------
+    total : float
+        ``sum_i v_i sum_k omega_k loss(h_i - q_(k))`` (not normalised).
+    g_pos : ndarray of shape (N+,)
+        Its derivatives with respect to ``h_pos``.
+    g_neg : ndarray of shape (N-,)
+        Its derivatives with respect to ``h_neg`` (in the input order).
+    """
+    h_pos = np.asarray(h_pos, dtype=np.float64)
+    h_neg = np.asarray(h_neg, dtype=np.float64)
+    # Pairwise margins are invariant to a common shift; centring keeps the
+    # prefix-sum polynomials free of cancellation.
+    center = 0.5 * (h_neg.mean() + h_pos.mean()) if h_pos.size and h_neg.size else 0.0
+    h_pos = h_pos - center
+    h_neg = h_neg - center
+    if orders is None:
+        order_neg = np.argsort(-h_neg, kind="stable")
+        order_pos = np.argsort(h_pos, kind="stable")
+        q = h_neg[order_neg]
+        hp = h_pos[order_pos]
+    else:
+        order_neg, order_pos = orders
+        hp = _warm_sort(h_pos, order_pos)
+        top = None if callable(omega) else _support(omega)[1]
+        if top is not None and 4 * top < 3 * h_neg.shape[0]:
+            # ranks below the range weigh nothing: only its top needs an order
+            _top_order(h_neg, top, order_neg)
+            q = h_neg[order_neg[:top]]
+            omega = omega[:top]
+        else:
+            q = -_warm_sort(-h_neg, order_neg)
+    if callable(omega):
+        omega = omega(order_neg)
+    vp = np.ones(hp.shape[0]) if pos_weight is None else np.asarray(pos_weight, dtype=np.float64)[order_pos]
+    g_pos = np.empty_like(h_pos)
+    g_neg = np.empty_like(h_neg)
+    if loss.pieces:
+        pieces = np.array(loss.pieces, dtype=np.float64)
+        total = _quadratic_range_sums(hp, vp, order_pos, q, order_neg[:q.shape[0]], omega, pieces,
+                                      g_pos, g_neg)
+    else:
+        lo, hi = _support(omega)
+        total, g_hp, g_part = _pair_range_sums(
+            loss.code, loss.shift, loss.scale, hp, vp, q[lo:hi], omega[lo:hi]
+        )
+        g_pos[order_pos] = g_hp
+        g_neg[:] = 0.0
+        g_neg[order_neg[lo:hi]] = g_part
+    return float(total), g_pos, g_neg
+
+
+def _warm_sort(vals, order):
+    """``vals`` sorted ascending, ``order`` updated in place to sort it.
+
+    Insertion sort from the previous order (``O(n)`` when few scores moved),
+    falling back to a comparison sort once it has moved ``n / 2`` places
+    (between two evaluations of a quasi-Newton method most scores move
+    far, and the insertion pass then only delays the sort).
+    Only the insertion pass of :mod:`skrank.kernels.sorting` is used: it compiles in
+    a fraction of a second, where the radix sort behind
+    :func:`skrank.kernels.sorting.resort` takes seconds, which a first fit would feel.
+    """
+    keys = vals[order]
+    if _insertion_keyed(keys, order, vals.shape[0] // 2):
+        return keys
+    order[:] = np.argsort(vals)
+    return vals[order]
+
+
+def _top_order(vals, top, order):
+    """Fill ``order`` with a permutation whose first ``top`` entries index the largest ``vals``, in
+    decreasing order."""
+    order[:] = np.argpartition(-vals, top - 1)
+    picked = order[:top]
+    order[:top] = picked[np.argsort(-vals[picked])]
+
+
+def _support(omega):
+    nz = np.flatnonzero(omega > 0)
+    return int(nz[0]), int(nz[-1]) + 1
+
+
+@njit(cache=True)
+def _quadratic_range_sums(hp, vp, order_pos, q, order_neg, omega, pieces, g_pos, g_neg):
+    """Prefix-sum evaluation for ``loss(z) = sum_j c_j (margin_j - z)^2 1(z < threshold_j)``.
+
+    ``pieces`` holds the rows ``(c_j, margin_j, threshold_j)``
+    (:attr:`skrank.pairwise_losses.PairwiseLoss.pieces`).  ``hp`` ascending
+    with the positives' weights ``vp`` (ones for unit weights: the products
+    are then exact), ``q`` descending.  For each piece, a positive's active
+    negatives (``q_k > h_i - threshold``) are a prefix of ``q`` that shrinks
+    as ``h_i`` grows, and a negative's active positives
+    (``h_i < q_k + threshold``) a prefix of ``hp`` that shrinks down the
+    ranks: two merges give every prefix length; the prefix sums are shared
+    by the pieces.  Fills ``g_pos``/``g_neg`` (input order); returns the sum.
+    """
+    n_pos = hp.shape[0]
+    n_neg = q.shape[0]
+    w0 = np.zeros(n_neg + 1)
+    w1 = np.zeros(n_neg + 1)
+    w2 = np.zeros(n_neg + 1)
+    for k in range(n_neg):
+        wq = omega[k] * q[k]
+        w0[k + 1] = w0[k] + omega[k]
+        w1[k + 1] = w1[k] + wq
+        w2[k + 1] = w2[k] + wq * q[k]
+    v = np.zeros(n_pos + 1)
+    s = np.zeros(n_pos + 1)
+    for j in range(n_pos):
+        v[j + 1] = v[j] + vp[j]
+        s[j + 1] = s[j] + vp[j] * hp[j]
+    g_pos[:] = 0.0
+    g_neg[:] = 0.0
+    total = 0.0
+    for p in range(pieces.shape[0]):
+        coefficient, margin, threshold = pieces[p, 0], pieces[p, 1], pieces[p, 2]
+        K = n_neg
+        for j in range(n_pos):
+            h = hp[j]
+            while K > 0 and q[K - 1] <= h - threshold:
+                K -= 1
+            a = margin - h
+            total += coefficient * vp[j] * (a * a * w0[K] + 2.0 * a * w1[K] + w2[K])
+            g_pos[order_pos[j]] -= coefficient * 2.0 * vp[j] * (a * w0[K] + w1[K])
+        c = n_pos
+        for k in range(n_neg):
+            while c > 0 and hp[c - 1] >= q[k] + threshold:
+                c -= 1
+            g_neg[order_neg[k]] += coefficient * 2.0 * omega[k] * (v[c] * (margin + q[k]) - s[c])
+    return total
+
+
+@njit(cache=True)
+def _pair_range_sums(code, shift, scale, h_pos, vp, q, omega):
+    """Double loop over positives (weights ``vp``) and in-range negatives (any pairwise loss)."""
+    n_pos = h_pos.shape[0]
+    n_neg = q.shape[0]
+    g_pos = np.zeros(n_pos)
+    g_neg = np.zeros(n_neg)
+    total = 0.0
+    for i in range(n_pos):
+        hi = h_pos[i]
+        vi = vp[i]
+        acc = 0.0
+        gi = 0.0
+        for k in range(n_neg):
+            v, d = pair_value_and_derivative(code, shift, scale, hi - q[k])
+            acc += omega[k] * v
+            d *= omega[k]
+            gi += d
+            g_neg[k] -= vi * d
+        total += vi * acc
+        g_pos[i] = vi * gi
+    return total, g_pos, g_neg
+
+
+class PartialAUCObjective:
+    """``F(w)`` of the module docstring on one training set, with its gradient.
+
+    Every product with ``X`` goes through one design
+    (:func:`skrank.backends.dispatch.make_design`): the scores ``h = X w``
+    are one vector of length ``n``, split into the classes by the boolean
+    mask :attr:`positive`, and the gradient is ``X' g`` with ``g`` the
+    scores' derivatives put back in the rows' order.  ``X`` is never split,
+    so a Dask array chunked by rows is read chunk by chunk and never
+    gathered, and an array of another array-API library (CuPy) stays on
+    its device.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix, dask.array.Array, array-API array} of shape (n_samples, n_features)
+        Training data; a Dask array must be chunked by rows
+        (:func:`skrank.backends.dask_design.check_dask_array`), an
+        array-API array be float64 (:mod:`skrank.backends.dispatch`).
+    y : ndarray of shape (n_samples,)
+        Labels in {-1, +1}.
+    fpr_range : tuple (alpha, beta)
+        False-positive-rate range, ``0 <= alpha < beta <= 1``.
+    loss : skrank.pairwise_losses.PairwiseLoss
+        The pairwise loss.
+    alpha : float
+        Strength of the l2 penalty ``alpha ||w||^2 / 2``.
+    sample_weight : ndarray of shape (n_samples,), default=None
+        Nonnegative weights of the rows of ``X``: the objective of the
+        weighted empirical distribution (module docstring).  None, or
+        weights of one everywhere, give the unweighted objective.
+
+    Attributes
+    ----------
+    X : {ndarray, sparse matrix, dask.array.Array, array-API array}
+        The training data, as given.
+    design : skrank.backends.design.Design
+        The products with ``X`` (:func:`skrank.backends.dispatch.make_design`).
+    positive : ndarray of bool of shape (n_samples,)
+        The positives' rows.
+    X_pos, X_neg : {ndarray, sparse matrix}
+        The rows of each class, copied on first use (for the stochastic
+        solvers; not available for an external ``X``: Dask, CuPy...).
+    sample_weight : ndarray of shape (n_samples,) or None
+        The rows' weights; None without weights.
+    pos_weight, neg_weight : ndarray or None
+        The weights of each class's rows; None without weights.
+    weighted : bool
+        Whether the objective has sample weights.
+    omega : ndarray or None
+        Rank weights of the negatives (None with weights: they depend on
+        the order of the negatives and are recomputed at each evaluation).
+    m, n : float
+        The (possibly fractional) ranks ``alpha_fpr N-`` and
+        ``beta_fpr N-``; with weights ``alpha_fpr W-`` and ``beta_fpr W-``,
+        in units of the negatives' weight.
+    normaliser : float
+        ``N+ (n - m)``; with weights ``W+ (n - m)``, each class's weights
+        rescaled by a power of two (its largest in ``[0.5, 1)``), the units
+        in which the weighted sums are computed.
+    """
+
+    #: the objective is a function of ``w`` alone (an intercept cancels in the pairs)
+    fits_intercept = False
+
+    def __init__(self, X, y, fpr_range, loss, alpha, sample_weight=None):
+        y = np.asarray(y)
+        pos = y > 0
+        self.X = X
+        self.design = make_design(X, fit_intercept=False)
+        self.positive = pos
+        # index arrays: taking and scattering by them is several times faster than by a mask
+        self._rows = (np.flatnonzero(pos), np.flatnonzero(~pos))
+        self.n_pos, self.n_neg = self._rows[0].shape[0], self._rows[1].shape[0]
+        self.fpr_range = _check_fpr_range(fpr_range)
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, dtype=np.float64)
+            if sample_weight.shape != y.shape:
+                raise ValueError(f"sample_weight must have shape {y.shape}, got {sample_weight.shape}.")
+            if not np.all(np.isfinite(sample_weight)) or np.any(sample_weight < 0):
+                raise ValueError("sample_weight must be finite and nonnegative.")
+            if np.all(sample_weight == 1.0):
+                sample_weight = None
+        self.weighted = sample_weight is not None
+        self.sample_weight = sample_weight
+        self.pos_weight = sample_weight[pos] if self.weighted else None
+        self.neg_weight = sample_weight[~pos] if self.weighted else None
+        self.loss = loss
+        self.alpha = float(alpha)
+        self.n_passes = 0
+        # the last sorting permutations: successive iterates rank alike
+        self._orders = (np.arange(self.n_neg), np.arange(self.n_pos))
+        if not self.weighted:
+            check_range_holds_negatives(self.n_neg, self.fpr_range)
+            self.m = self.fpr_range[0] * self.n_neg
+            self.n = self.fpr_range[1] * self.n_neg
+            self.omega = negative_rank_weights(self.n_neg, self.fpr_range)
+            self.normaliser = self.n_pos * float(self.omega.sum())
+            return
+        total_pos, total_neg = float(self.pos_weight.sum()), float(self.neg_weight.sum())
+        if not (total_pos > 0 and total_neg > 0):
+            raise ValueError("sample_weight gives one class a total weight of zero: both classes "
+                             "need a positive weight.")
+        check_range_holds_negatives(self.n_neg, self.fpr_range, self.neg_weight)
+        self.m = self.fpr_range[0] * total_neg
+        self.n = self.fpr_range[1] * total_neg
+        self.omega = None
+        # the sums run on each class's weights rescaled by a power of two (exact): products of
+        # a positive's and a negative's weights neither underflow nor overflow at any scale
+        self._pos_units, self._neg_units = _in_units(self.pos_weight), _in_units(self.neg_weight)
+        units_neg = float(self._neg_units.sum())
+        self.normaliser = float(self._pos_units.sum()) * (self.fpr_range[1] * units_neg
+                                                         - self.fpr_range[0] * units_neg)
+
+    @functools.cached_property
+    def X_pos(self):
+        """The positives' rows (a copy, made on first use)."""
+        return self._class_rows(self._rows[0])
+
+    @functools.cached_property
+    def X_neg(self):
+        """The negatives' rows (a copy, made on first use)."""
+        return self._class_rows(self._rows[1])
+
+    def _class_rows(self, rows):
+        kind = external_kind(self.X)
+        if kind is not None:
+            raise ValueError(f"the rows of a class are not split out of {kind}: only the full-batch "
+                             "solvers (lbfgs, exact) fit one.")
+        return self.X[rows]
+
+    def _ranked_omega(self, order_neg):
+        """Rank weights of the negatives taken in the order ``order_neg`` (decreasing scores)."""
+        return negative_rank_weights(self.n_neg, self.fpr_range, self._neg_units[order_neg])
+
+    def _range_sums(self, h_pos, h_neg, omega=None):
+        if omega is None:
+            omega = self._ranked_omega if self.weighted else self.omega
+        return range_loss_and_score_gradients(h_pos, h_neg, omega, self.loss, self._orders,
+                                              self._pos_units if self.weighted else None)
+
+    def variable_scale(self):
+        """The units of ``w`` for :func:`skrank.solvers.full_batch.lbfgs.lbfgs` (one per coefficient).
+
+        :func:`skrank.datafits.scale.linear_model_scale` of ``X`` and
+        ``alpha``, with each class weighing one half (spread over its rows
+        as the sample weights are), as in ``F``: weights constant over each
+        class leave ``F`` and these units unchanged.  Computed once, one
+        pass over ``X``.
+
+        Returns
+        -------
+        ndarray of shape (n_features,)
+        """
+        if getattr(self, "_variable_scale", None) is None:
+            from .scale import linear_model_scale
+
+            v = np.ones(self.positive.shape[0]) if self.sample_weight is None else self.sample_weight
+            pos = self.positive
+            halves = np.where(pos, v / v[pos].sum(), v / v[~pos].sum())
+            self._variable_scale = linear_model_scale(self.design, halves, self.alpha)
+        return self._variable_scale
+
+    def check_unweighted(self, solver):
+        """Raise a ValueError if the objective has sample weights, which ``solver`` does not take.
+
+        Parameters
+        ----------
+        solver : str
+            The name of the solver, for the message.
+
+        Raises
+        ------
+        ValueError
+            When the objective was built with sample weights.
+        """
+        if self.weighted:
+            raise ValueError(
+                f"solver={solver!r} does not take sample_weight; use solver='lbfgs' (or 'exact' "
+                "for fpr_range=(0, 1) with loss='squared')."
+            )
+
+    def scores(self, w):
+        """Positives' and negatives' scores ``X w``.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_features,)
+            Coefficients.
+
+        Returns
+        -------
+        h_pos, h_neg : ndarray
+            The scores of the positives and of the negatives.
+        """
+        h = self.design.matvec(np.asarray(w, dtype=np.float64))
+        return h.take(self._rows[0]), h.take(self._rows[1])
+
+    def _gradient(self, g_pos, g_neg):
+        """``X' g`` for the scores' derivatives of each class, ``g_pos`` and ``g_neg``."""
+        g = np.empty(self.positive.shape[0])
+        g[self._rows[0]] = g_pos
+        g[self._rows[1]] = g_neg
+        return self.design.rmatvec(g)
+
+    def data_value(self, w):
+        """The pAUC surrogate without the penalty.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_features,)
+            Coefficients.
+
+        Returns
+        -------
+        float
+            ``F(w) - alpha ||w||^2 / 2``.
+        """
+        h_pos, h_neg = self.scores(w)
+        total, _, _ = self._range_sums(h_pos, h_neg)
+        return total / self.normaliser
+
+    def value(self, w):
+        """``F(w)``.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_features,)
+            Coefficients.
+
+        Returns
+        -------
+        float
+            The objective.
+        """
+        w = np.asarray(w, dtype=np.float64)
+        return self.data_value(w) + 0.5 * self.alpha * float(w @ w)
+
+    def value_and_grad(self, w):
+        """``F(w)`` and its gradient (one pass over the data).
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_features,)
+            Coefficients.
+
+        Returns
+        -------
+        value : float
+            ``F(w)``.
+        grad : ndarray of shape (n_features,)
+            Its gradient (a Clarke subgradient where negatives tie).
+        """
+        w = np.asarray(w, dtype=np.float64)
+        h_pos, h_neg = self.scores(w)
+        total, g_pos, g_neg = self._range_sums(h_pos, h_neg)
+        grad = self._gradient(g_pos, g_neg)
+        self.n_passes += 1
+        return (total / self.normaliser + 0.5 * self.alpha * float(w @ w),
+                grad / self.normaliser + self.alpha * w)
+
+    def ranked_scores(self, theta):
+        """The scores that the pairs compare, ``X w``, at ``theta = (w, b)``.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (n_features + 1,)
+            Coefficients and an intercept (which the pairs ignore).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self.design.matvec(np.asarray(theta, dtype=np.float64)[:-1])
+
+    def set_margin(self, margin):
+        """Replace the pairwise loss by the same loss with margin ``margin``.
+
+        Parameters
+        ----------
+        margin : float
+            Positive margin (the half-width of the smooth step).
+        """
+        self.loss = get_pairwise_loss(self.loss.name, margin)
+
+    def top_subgradient(self, w, level):
+        """A subgradient of ``f^l(w) / normaliser``: the pairs with the ``l`` top negatives.
+
+        ``f^l(w) = sum_i [sum_{k <= floor(l)} loss(h_i - q_(k)) + (l - floor(l))
+        loss(h_i - q_(floor(l)+1))]`` (Yao, Lin and Yang 2022, eq. (6), with
+        fractional ``l``); used by DCA to linearise ``f^m``.  Unweighted
+        objectives only.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_features,)
+            Coefficients.
+        level : float
+            The number ``l`` of top negatives.
+
+        Returns
+        -------
+        value : float
+            ``f^l(w) / normaliser``.
+        grad : ndarray of shape (n_features,)
+            A subgradient of it.
+        """
+        self.check_unweighted("dca")
+        w = np.asarray(w, dtype=np.float64)
+        h_pos, h_neg = self.scores(w)
+        k = np.arange(1, self.n_neg + 1, dtype=np.float64)
+        omega_top = np.clip(level - (k - 1.0), 0.0, 1.0)
+        if not np.any(omega_top > 0):
+            return 0.0, np.zeros_like(w)
+        total, g_pos, g_neg = self._range_sums(h_pos, h_neg, omega_top)
+        grad = self._gradient(g_pos, g_neg)
+        return total / self.normaliser, grad / self.normaliser
+
+
+class SigmoidScorePartialAUC:
+    """The partial-AUC surrogate of :class:`PartialAUCObjective` on the scores ``sigmoid(X w + b)``.
+
+    The pairs compare bounded scores in ``(0, 1)``, as the networks of the
+    papers do (their last layer is a sigmoid): a positive ranked far below
+    the negatives weighs at most ``loss(-1)``, so a few positives that no
+    threshold in the range would catch cannot steer the fit.  The ranking,
+    the rank weights and the exact evaluation in ``O(n log n)`` are those of
+    the linear score (the sigmoid keeps the order); the intercept ``b``
+    moves the scores along the sigmoid, so it is a parameter.
+
+    Parameters
+    ----------
+    objective : PartialAUCObjective
+        The surrogate on the linear score, built with ``alpha=0``; its data,
+        range, loss and weights are used.
+    """
+
+    fits_intercept = True
+
+    def __init__(self, objective):
+        self.objective = objective
+        self.design = make_design(objective.X, fit_intercept=True)
+
+    def _value(self, theta, gradient):
+        obj = self.objective
+        h = self.ranked_scores(theta)
+        rows_pos, rows_neg = obj._rows
+        total, g_pos, g_neg = obj._range_sums(h.take(rows_pos), h.take(rows_neg))
+        if not gradient:
+            return total / obj.normaliser, None
+        g = np.empty_like(h)
+        g[rows_pos] = g_pos
+        g[rows_neg] = g_neg
+        return total / obj.normaliser, self.design.rmatvec(g * h * (1.0 - h)) / obj.normaliser
+
+    @property
+    def loss(self):
+        """The pairwise loss (that of the linear-score objective)."""
+        return self.objective.loss
+
+    def ranked_scores(self, theta):
+        """The scores that the pairs compare, ``sigmoid(X w + b)``."""
+        return expit(self.design.matvec(np.asarray(theta, dtype=np.float64)))
+
+    def set_margin(self, margin):
+        """Replace the pairwise loss by the same loss with margin ``margin``."""
+        self.objective.set_margin(margin)
+
+    def value(self, theta):
+        """The surrogate at ``theta = (w, b)``."""
+        return self._value(theta, False)[0]
+
+    def value_and_grad(self, theta):
+        """The surrogate at ``theta = (w, b)`` and its gradient."""
+        return self._value(theta, True)

@@ -1,0 +1,46 @@
+"""The units of a linear model's coefficients, read from its design (a diagonal preconditioner)."""
+
+import numpy as np
+
+#: The curvature of a loss per unit of score assumed where the l2 penalty sets the units
+#: (that of the logistic loss at most, ``p (1 - p) <= 1/4``).
+_LOSS_CURVATURE = 0.25
+
+
+def linear_model_scale(design, row_weight=None, alpha=0.0):
+    """The units of a linear model's coefficients ``(w, b)``: a diagonal preconditioner for L-BFGS.
+
+    For ``w_j`` the root mean square ``rms_j`` of column ``j`` of ``X``
+    under the row weights (:meth:`skrank.backends.design.Design.column_rms`),
+    or ``sqrt(alpha / 0.25)`` when that is larger (or the column is zero),
+    and 1 for the intercept ``b``.  These are the square roots of the
+    diagonal of the curvature of ``F = mean loss(X w + b) + alpha ||w||^2 / 2``
+    up to a factor of about two, for a loss whose curvature is at most 1/4
+    per unit of score (the logistic loss): ``0.25 rms_j^2 + alpha`` along
+    ``w_j``, whichever term dominates (a diagonal preconditioner).
+    Rescaling ``X`` by ``s`` (and ``alpha`` by ``s^2``: the same problem in
+    other units) rescales every unit of ``w`` by ``|s|``; rescaling the
+    weights changes nothing.
+
+    Parameters
+    ----------
+    design : skrank.backends.design.Design
+        The design ``[X, 1]`` (or ``X`` alone without an intercept).
+    row_weight : ndarray of shape (n,), default=None
+        Nonnegative weights of the rows; None for equal weights.
+    alpha : float, default=0.0
+        Strength of the l2 penalty on ``w``.
+
+    Returns
+    -------
+    ndarray of shape (design.p,)
+        Positive and finite: 1 where neither the column nor ``alpha`` gives
+        a unit (a zero column without a penalty, or squares that overflow).
+    """
+    rms = design.column_rms(row_weight)
+    floor = float(np.sqrt(max(float(alpha), 0.0) / _LOSS_CURVATURE))
+    if not np.isfinite(floor):
+        floor = 0.0
+    scale = np.maximum(np.where(np.isfinite(rms), rms, 0.0), floor)
+    scale = np.where(scale > 0.0, scale, 1.0)
+    return np.append(scale, 1.0) if design.fit_intercept else scale

@@ -1,0 +1,1 @@
+"""Full-batch solvers: L-BFGS, Newton, the interior-point method and the closed form."""

@@ -1,0 +1,710 @@
+"""Certified full-batch fits of convex spectral risks with smooth losses: proximal Newton on the weights.
+
+Minimises ``F(w, b) = sum_i sigma_i l(t)_(i) + R(w)`` with
+``t = s (X w + b) + c`` (:func:`skrank.datafits.rank_risk.affine_map`), nondecreasing
+``sigma`` (a convex spectral risk), a loss with a continuous derivative
+(logistic, squared hinge, squared, Huber) and ``R(w) = l1 ||w||_1 + l2/2
+||w||^2``.
+
+The risk is ``Omega(l) = max_{q in P(sigma)} q . l`` over the permutahedron
+``P(sigma)``.  The solver runs the proximal point method on the weights
+``q`` (Rockafellar 1976): with a centre ``c`` (first the mean weight) it
+minimises the smoothed objective
+
+    F_mu(theta; c) = max_{q in P(sigma)} [q . l(theta) - mu/2 ||q - c||^2] + R(w)
+
+in ``theta = (w, b)`` by Newton's method, then moves the centre to the
+maximising ``q``; the fixed point is the exact minimiser of ``F`` for any
+``mu > 0``.  The maximiser is one projection onto ``P(sigma)`` (one sort and
+one PAVA, :mod:`skrank.datafits.smoothed_risk`), and the Hessian of the
+smooth part is exact: ``[X, 1]^T diag(q l'') [X, 1] + l2 I`` plus, for each
+block the projection pools, ``(1/mu)`` times the scatter of the members' loss
+gradients about their mean.  With an l1 part the step minimises that
+quadratic model plus ``l1 ||w + d||_1`` by coordinate descent (proximal
+Newton, Lee, Sun and Saunders 2014).  ``mu`` starts large (an easy, nearly
+mean-risk problem) and falls fivefold whenever an outer iteration shrinks
+the gap less than threefold.
+
+Certificate: for every ``q`` in ``P(sigma)``, ``F* >= min_theta q . l(theta)
++ R(w) =: min G_q``, so at ``theta``
+
+    F(theta) - F* <= [Omega(l) - q . l] + (G_q(theta) - min G_q),
+
+and with an l2 part in the penalty ``min G_q`` is bounded below by Fenchel
+duality, ``l(t) >= a t - l*(a)`` at the slopes ``a = l'(t)``: the bound is
+a duality gap.  With an l1 term alone or no penalty, the second term is
+estimated by the decrease of ``G_q``'s Newton model (``g^T H_q^{-1} g / 2``
+without l1: exact for the squared loss, the usual local estimate
+otherwise).  The fit stops when this bound is below ``tol |F|``.
+"""
+
+import time
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+
+from ...backends.dispatch import is_external, make_design
+from ...datafits.rank_risk import affine_map
+from ...datafits.smoothed_risk import (
+    l1_newton_direction,
+    losses_and_keys,
+    pooled_projection,
+    relative_weights,
+)
+from ..progress import Progress
+from ..registry import SOLVERS
+from ..result import SolverResult
+
+#: ``mu`` at the start, in units of (objective at the mean-risk fit) / (n max sigma).
+_MU_SCALE = 100.0
+#: ... times this from a warm start, whose losses give the centre.
+_MU_WARM = 1e-3
+#: ``mu`` falls by ``_MU_DECREASE`` after an outer iteration that shrank the gap by less
+#: than the factor ``_SLOW_OUTER``.
+_MU_DECREASE = 0.2
+_SLOW_OUTER = 0.3
+#: Rows of the weighted Gram matrix are recomputed when their weight moved by more than
+#: this fraction (the certificate accounts for it).
+_HESSIAN_SLACK = 0.05
+#: Relative ridge of a Newton model without curvature in some direction.
+_RIDGE = 1e-6
+#: Smallest share of the total mass a sample's mass is given (:class:`_Problem`).
+_SMALLEST_SHARE = 2.0 ** -52
+#: Coordinate-descent sweeps of one l1 Newton direction.
+_CD_SWEEPS = 100
+#: An inner solve ends when its model decrease is this fraction of the last certified gap.
+_INNER_FRACTION = 0.1
+#: Most projected-gradient steps on the dual weights when the Newton steps stall uncertified,
+#: and the steps without a gain of a thousandth of the gap after which they stop.
+_DUAL_ASCENT_STEPS = 300
+_DUAL_ASCENT_PATIENCE = 20
+
+
+class _Problem:
+    """Data, weights and loss of one fit; evaluates ``F``, ``F_mu`` and their derivatives."""
+
+    def __init__(self, X, y, risk, loss, penalty, fit_intercept, sample_weight=None):
+        self.design = make_design(X, fit_intercept)
+        s, c = affine_map(y, loss.task)
+        n = s.size
+        # c = 0 (classification) or s = 1 (regression): a view of one number, not a vector
+        if loss.task == "classification":
+            self.s, self.c = s, np.broadcast_to(0.0, n)
+        else:
+            self.s, self.c = np.broadcast_to(1.0, n), c
+        self.risk = risk
+        if sample_weight is None:
+            self.mass, self.m = None, np.broadcast_to(1.0, n)
+            self.sigma = np.sort(np.asarray(risk.weights(n), dtype=np.float64))
+        else:
+            # masses of mean 1 (:mod:`skrank.datafits.smoothed_risk`); rank weights per order
+            self.mass = np.asarray(sample_weight, dtype=np.float64)  # in the caller's units (counts)
+            v = relative_weights(self.mass)
+            # The rank weights are differences of the spectrum's integral at the ends of the cells
+            # of mass, accurate to a few ulps of their sum: a share of the mass below 2^-52 is
+            # not resolved by them, and as a mass it would make their rounding a huge weight per
+            # unit of mass.  Such masses (zero ones included) are raised to that share.
+            self.m = np.maximum(v * (n / v.sum()), n * _SMALLEST_SHARE)
+            self.sigma = None
+        self.loss, self.l1, self.l2 = loss, float(penalty.l1), float(penalty.l2)
+        self.reg = np.ones(self.design.p) * self.l2
+        if fit_intercept:
+            self.reg[-1] = 0.0
+        self._order = np.arange(n)
+        self._starts = np.empty(n + 1, dtype=np.int64)
+        #: The largest dual bound found so far (with an l2 part), and its weights ``q``.
+        self.best_dual, self.best_dual_weights = -np.inf, None
+
+    def rank_weights(self, order):
+        """The risk's weights of the losses sorted by ``order`` (ascending)."""
+        if self.mass is None:
+            return self.sigma
+        return self.risk.weights(order.size, self.mass[order])
+
+    def projection(self, keys, order, mu):
+        """The weights ``q = proj_P(keys / mu)`` (:func:`pooled_projection`), ``order`` sorting ``keys``.
+
+        ``q`` is written over ``keys``.  Returns ``q`` and the number of
+        blocks, whose first positions are in ``self._starts``.
+        """
+        m = np.ones(1) if self.mass is None else self.m  # one mass of every sample: no vector of ones
+        n_blocks = pooled_projection(keys, order, self.rank_weights(order), mu, self._starts, m)
+        return keys, n_blocks
+
+    def risk_value(self, losses):
+        """``Omega(l)``, the (weighted) risk of the losses."""
+        order = np.argsort(losses, kind="stable")
+        return float(losses[order] @ self.rank_weights(order))
+
+    def arguments(self, theta, shift=True):
+        """The loss arguments ``s [X, 1] theta + c``; without ``shift``, their change ``s [X, 1] theta``."""
+        t = self.design.matvec(theta)
+        t *= self.s
+        if shift:
+            t += self.c
+        return t
+
+    def penalty(self, theta):
+        w = theta[: self.design.d]
+        return self.l1 * float(np.abs(w).sum()) + 0.5 * self.l2 * float(w @ w)
+
+    def direction(self, K, g, theta):
+        """Newton direction of the smooth part's model ``K``, ``g`` plus the l1 term.
+
+        Returns ``(d, decrease)``: the minimiser of
+        ``g.d + d^T K d / 2 + l1 (||w + d||_1 - ||w||_1)`` and minus its
+        minimum (for ``l1 = 0``: ``d = -K^{-1} g``, the decrease is half the
+        Newton decrement).
+        """
+        if self.l1 == 0.0:
+            d = -_solve_spd(K, g)
+            return d, -0.5 * float(g @ d)
+        d, model = l1_newton_direction(K, g, theta, self.l1, self.design.d, _CD_SWEEPS, 1e-10)
+        if np.isfinite(model):
+            d, model = self._refine_l1_direction(K, g, theta, d, model)
+        return d, -model
+
+    def _refine_l1_direction(self, K, g, theta, d, model):
+        """Solve the l1 model exactly on the sign pattern of coordinate descent's ``d``.
+
+        Coordinate descent converges slowly on an ill-conditioned model (a
+        block term of curvature ``1/mu``); with the zero set and the signs
+        of ``w + d`` fixed, the model is a quadratic whose minimiser is one
+        linear solve.  It is kept when its signs agree, the zero
+        coordinates satisfy ``|g + K d| <= l1`` and the model is lower.
+        """
+        n_pen = self.design.d
+        x = theta + d
+        penalised = np.arange(theta.size) < n_pen
+        zero = penalised & (x == 0.0)
+        free = ~zero
+        sign = np.where(penalised, np.sign(x), 0.0)
+        trial = d.copy()
+        trial[zero] = -theta[zero]
+        rhs = -(g[free] + K[np.ix_(free, zero)] @ trial[zero] + self.l1 * sign[free])
+        try:
+            trial[free] = np.linalg.solve(K[np.ix_(free, free)], rhs)
+        except np.linalg.LinAlgError:
+            return d, model
+        x_new = theta + trial
+        if np.any(np.sign(x_new[free & penalised]) != sign[free & penalised]):
+            return d, model
+        slope = g + K @ trial
+        if np.any(np.abs(slope[zero]) > self.l1 * (1.0 + 1e-12)):
+            return d, model
+        w_old, w_new = theta[:n_pen], x_new[:n_pen]
+        trial_model = (float(g @ trial) + 0.5 * float(trial @ (K @ trial))
+                       + self.l1 * float(np.abs(w_new).sum() - np.abs(w_old).sum()))
+        return (trial, trial_model) if trial_model <= model else (d, model)
+
+    def objective(self, theta):
+        return self.risk_value(self.loss.value(self.arguments(theta))) + self.penalty(theta)
+
+    def smoothed(self, theta, mu, center, t=None):
+        """``F_mu(theta; center)`` and what its derivatives need (``t``: the loss arguments at ``theta``)."""
+        if t is None:
+            t = self.arguments(theta)
+        n = t.size
+        value, d1, keys = np.empty(n), np.empty(n), np.empty(n)
+        unit = self.mass is None  # unit masses: no divisions, no reordered copies
+        losses_and_keys(t, self.loss.code, self.loss.param, mu, center if unit else center / self.m,
+                        value, d1, keys)
+        # the last order nearly sorts the keys: a stable sort (timsort) of them is fast
+        order = self._order[np.argsort(keys[self._order], kind="stable")]
+        self._order = order
+        q, nb = self.projection(keys, order, mu)
+        diff = q - center
+        omega = float(q @ value) - 0.5 * mu * float(diff @ (diff if unit else diff / self.m))
+        # the pooled blocks only (first position, size): singletons need no record
+        sizes = np.diff(self._starts[: nb + 1])
+        pooled = np.flatnonzero(sizes > 1)
+        # l'' is not computed: only the accepted states need it (:meth:`curvature`)
+        state = dict(t=t, value=value, d1=d1, order=order, q=q,
+                     pooled=(self._starts[pooled], sizes[pooled]))
+        return omega + self.penalty(theta), state
+
+    def curvature(self, state):
+        """``l''(t)`` at the state's loss arguments."""
+        return self.loss.derivatives(state["t"])[2]
+
+    def gradient(self, theta, q, d1):
+        return self.design.rmatvec(self.s * q * d1) + self.reg * theta
+
+    def hessian(self, q, d2):
+        """Hessian of the ``q``-weighted problem, within a factor ``1 +- _HESSIAN_SLACK``."""
+        H = self.design.gram(q * d2, _HESSIAN_SLACK)
+        H[np.diag_indices_from(H)] += self.reg
+        return H
+
+    def derivatives(self, theta, state, mu, block):
+        """Gradient and Hessian of ``F_mu`` at the state for its weights ``q``, and the block term.
+
+        ``block``: whether to make :meth:`block_scatter` too (else None), in
+        the same call to the design, :meth:`Design.step_products`: one
+        pass over ``X`` where the design fuses its products.
+        """
+        terms = self._block_terms(state) if block else None
+        q = state["q"]
+        g, H, G_block, sums = self.design.step_products(
+            self.s * q * state["d1"], q * self.curvature(state), _HESSIAN_SLACK,
+            None if terms is None else terms[:2])
+        g += self.reg * theta
+        H[np.diag_indices_from(H)] += self.reg
+        return g, H, None if terms is None else self._scatter(G_block, sums, terms[2], mu)
+
+    def block_scatter(self, state, mu):
+        """``(1/mu) sum_B sum_{i in B} m_i (g_i - g_B)(g_i - g_B)^T``, ``g_i = l'_i s_i [x_i, 1]``.
+
+        ``g_B`` is the members' mean weighted by the masses ``m``.  Computed
+        as ``sum_i m_i g_i g_i^T - sum_B S_B S_B^T / m(B)`` with the block
+        sums ``S_B = sum_B m_i g_i``: a weighted Gram matrix of the members
+        and one product with a sparse block-indicator matrix, without
+        gathering rows.  None without pooled blocks.
+        """
+        terms = self._block_terms(state)
+        if terms is None:
+            return None
+        h, indicator, block_mass = terms
+        sums = self.design.left_product(indicator)
+        return self._scatter(self.design.weighted_gram(h), sums, block_mass, mu)
+
+    def _block_terms(self, state):
+        """``(h, M, m(B))`` of :meth:`block_scatter`: the members' weights ``m_i l'_i^2``, the sparse
+        matrix of the block sums and the blocks' masses; None without pooled blocks."""
+        block_start, size = state["pooled"]
+        if size.size == 0:
+            return None
+        first = np.cumsum(size) - size
+        pos = np.arange(size.sum()) - np.repeat(first - block_start, size)
+        idx = state["order"][pos]
+        coef = state["d1"][idx] * self.s[idx]
+        mass = self.m[idx]
+        h = np.zeros(self.s.size)
+        h[idx] = mass * coef * coef
+        block_id = np.repeat(np.arange(size.size), size)
+        indicator = sp.csr_matrix((mass * coef, (block_id, idx)), shape=(size.size, self.s.size))
+        return h, indicator, np.bincount(block_id, weights=mass, minlength=size.size)
+
+    @staticmethod
+    def _scatter(G_block, sums, block_mass, mu):
+        return (G_block - (sums.T / block_mass) @ sums) / mu
+
+    def certificate(self, theta, state, decrease):
+        """``(F(theta), bound on F(theta) - F*, estimate of F(theta) - F*)`` from the state's weights ``q``.
+
+        With an l2 part in the penalty, the bound is a duality gap:
+        ``F(theta)`` minus the largest Fenchel lower bound :meth:`dual_bound`
+        found so far (at the weights ``q`` and the slopes ``l'(t)`` of each
+        certificate).  Without one (the conjugate of an l1
+        term alone is an indicator, which the slopes at an iterate violate
+        slightly, and costs the bound a share of ``F`` as large as the
+        violation) it is
+        ``[Omega - q . l]`` plus the Newton model's estimate of the
+        ``q``-weighted problem's gap: ``decrease`` (:meth:`direction`, with
+        the Hessian of :meth:`hessian`, which is at least ``1 - slack``
+        times the exact one) divided by ``1 - slack``: the estimate, returned
+        too, which steers the inner solves (a duality gap from the slopes at
+        ``theta`` sees only the penalty's curvature and is far larger than
+        ``F(theta) - F*`` until the gradient is tiny).
+        """
+        value = state["value"]
+        omega = self.risk_value(value)
+        F = omega + self.penalty(theta)
+        estimate = max(omega - float(state["q"] @ value), 0.0) + decrease / (1.0 - _HESSIAN_SLACK)
+        if self.l2 > 0.0:
+            bound = self.dual_bound(state["q"], state["d1"])
+            if bound > self.best_dual:
+                self.best_dual, self.best_dual_weights = bound, state["q"]
+            return F, max(F - self.best_dual, 0.0), estimate
+        return F, estimate, estimate
+
+    def dual_ascent(self, theta, max_steps):
+        """Raise the best dual bound by projected gradient ascent over ``q`` (slopes at ``theta``).
+
+        The proximal point iterations move the weights slowly at a
+        degenerate optimum (e.g. ``w = 0`` with every loss tied), where the
+        Newton steps stall in rounding before the gap closes.  For fixed
+        slopes ``a`` the bound ``q . (a c - l*(a)) - R*(-X^T (s q a))`` is
+        concave in ``q``; it is maximised over ``P(sigma)`` by projected
+        gradient steps (one sort and one PAVA each), starting from the best
+        weights so far.  Returns whether the best bound rose.
+        """
+        if self.best_dual_weights is None:
+            return False
+        return _dual_ascent_impl(self, theta, max_steps)
+
+    def dual_bound(self, q, slope):
+        """A lower bound on ``F*`` from the weights ``q`` in ``P(sigma)`` and the slopes ``a``.
+
+        For every such ``q``, ``F* >= min_theta sum_i q_i l(t_i) + R(w)``,
+        and by ``l(t) >= a t - l*(a)`` that minimum is at least
+        ``sum_i q_i (a_i c_i - l*(a_i)) - R*(-z)`` with ``z = X^T (s q a)``,
+        when ``sum_i s_i q_i a_i = 0`` (the intercept).  ``a`` is first made
+        to satisfy this by shrinking the entries on the side of the excess
+        toward 0 and, without an l2 part, to satisfy ``||z||_inf <= l1`` by
+        shrinking all of it (0 lies in the domain of every loss's ``l*``).
+        ``R*(y) = sum_j (|y_j| - l1)_+^2 / (2 l2)`` with an l2 part.
+        """
+        a = np.array(slope, dtype=np.float64)
+        u = self.s * q * a
+        if self.design.fit_intercept:
+            excess = float(u.sum())
+            side = u > 0.0 if excess > 0.0 else u < 0.0
+            total = float(u[side].sum())
+            if total != 0.0:
+                shrink = max(1.0 - excess / total, 0.0)
+                a[side] *= shrink
+                u[side] *= shrink
+        z = self.design.rmatvec(u)[: self.design.d]
+        if self.l2 > 0.0:
+            excess = np.maximum(np.abs(z) - self.l1, 0.0)
+            conjugate_penalty = float(excess @ excess) / (2.0 * self.l2)
+        else:
+            largest = float(np.abs(z).max()) if z.size else 0.0
+            if largest > self.l1:
+                a *= self.l1 / largest
+            conjugate_penalty = 0.0
+        return float(q @ (a * self.c - self.loss.conjugate(a))) - conjugate_penalty
+
+
+def _dual_ascent_impl(problem, theta, max_steps):
+    """Projected gradient ascent of the dual bound over the weights ``q``, slopes fixed at ``theta``."""
+    design = problem.design
+    _, slope, _ = problem.loss.derivatives(problem.arguments(theta))
+    e = slope * problem.c - problem.loss.conjugate(slope)
+    sa = problem.s * slope
+    step = _dual_ascent_step(problem, sa)
+    if step is None:
+        return False
+    m = problem.m
+    q = np.array(problem.best_dual_weights, dtype=np.float64)
+    improved, since = False, 0
+    F_theta = problem.objective(theta)
+    for _ in range(max_steps):
+        z = design.rmatvec(sa * q)[: design.d]
+        y = -z
+        grad_conj = np.sign(y) * np.maximum(np.abs(y) - problem.l1, 0.0) / problem.l2
+        coef = np.zeros(design.p)
+        coef[: design.d] = grad_conj
+        g = e + sa * design.matvec(coef)
+        # ascent in the metric of the masses, then the projection onto P in that metric
+        keys = (q + step * m * g) / m
+        q, _ = problem.projection(keys, np.argsort(keys, kind="stable"), 1.0)
+        bound = problem.dual_bound(q, slope)
+        if bound > problem.best_dual:
+            gain = bound - problem.best_dual
+            problem.best_dual, problem.best_dual_weights = bound, q
+            improved = True
+            since = 0 if gain > 1e-3 * max(F_theta - problem.best_dual, 1e-300) else since + 1
+        else:
+            since += 1
+        if since >= _DUAL_ASCENT_PATIENCE:
+            break  # no step closed a thousandth of the gap for a while
+    return improved
+
+
+def _dual_ascent_step(problem, sa):
+    """The step ``1/L`` of :func:`_dual_ascent_impl` (``sa = s a``), None when ``L = 0``.
+
+    ``L`` is the largest eigenvalue of ``diag(m)^(1/2) A A^T diag(m)^(1/2) / l2``,
+    ``A = diag(s a) X``, by 20 power iterations.
+    """
+    design = problem.design
+    root_m = np.sqrt(problem.m)
+
+    def operator(v):
+        z = design.rmatvec(sa * root_m * v)
+        z[design.d:] = 0.0  # the intercept is not penalised: not in R*
+        return root_m * sa * design.matvec(z)
+
+    v = np.random.default_rng(0).normal(size=sa.size)
+    norm = 0.0
+    for _ in range(20):
+        v = operator(v)
+        norm = float(np.linalg.norm(v))
+        if norm == 0.0:
+            return None
+        v /= norm
+    return problem.l2 / max(norm, 1e-300)
+
+
+def _solve_spd(H, g):
+    """``H^{-1} g`` for a symmetric positive semidefinite ``H`` (ridged if singular)."""
+    try:
+        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, check_finite=False), g,
+                                      check_finite=False)
+    except (np.linalg.LinAlgError, ValueError):
+        ridge = 1e-12 * max(float(np.trace(H)), 1e-300) + 1e-300
+        return np.linalg.lstsq(H + ridge * np.eye(H.shape[0]), g, rcond=None)[0]
+
+
+def _line_search(problem, theta, step, F0, state0, mu, center, max_evals=12):
+    """Step length along a descent direction of ``F_mu``: ``(alpha, F_mu, state)``.
+
+    ``F_mu`` includes the penalty, its l1 part too.  Along ``theta + alpha
+    step`` the loss arguments are ``t + alpha dt``
+    (one product with ``X``), so that each trial costs one sort and one PAVA.
+    ``F_mu`` is convex and differentiable along the line: the full step is
+    taken when it satisfies the Armijo condition, otherwise the root of the
+    directional derivative is bracketed and found by the Illinois variant of
+    regula falsi.  Returns ``(0, F0, state0)`` when no trial lowers
+    ``F_mu`` (rounding).  Only the state of the last trial is kept (each
+    costs several vectors of length ``n``); the best one is evaluated again
+    when it was not the last.
+    """
+    dt = problem.arguments(step, shift=False)
+    t0 = state0["t"]
+    reg_step = problem.reg * step
+
+    d_w = step[: problem.design.d]
+
+    def l1_slope(alpha):
+        # right derivative of l1 ||w + alpha d_w||_1 in alpha
+        if problem.l1 == 0.0:
+            return 0.0
+        w = theta[: problem.design.d] + alpha * d_w
+        return problem.l1 * float(np.sum(np.where(w != 0.0, np.sign(w) * d_w, np.abs(d_w))))
+
+    def trial(alpha):
+        F, st = problem.smoothed(theta + alpha * step, mu, center, t0 + alpha * dt)
+        slope = (float(st["q"] @ (st["d1"] * dt)) + float(reg_step @ (theta + alpha * step))
+                 + l1_slope(alpha))
+        return F, st, slope
+
+    slope0 = float(state0["q"] @ (state0["d1"] * dt)) + float(reg_step @ theta) + l1_slope(0.0)
+    lo, s_lo = 0.0, slope0
+    hi, s_hi = None, None
+    alpha, best, last = 1.0, None, None
+    side = 0
+    for _ in range(max_evals):
+        last = None  # frees the previous trial's state before the next one
+        F, st, slope = trial(alpha)
+        last = (alpha, st)
+        del st
+        if F < F0 and F <= F0 + 1e-4 * alpha * slope0 and (best is None or F < best[1]):
+            best = (alpha, F)
+            if alpha == 1.0 or abs(slope) <= 0.1 * abs(slope0):
+                break
+        if slope < 0.0:
+            lo, s_lo = alpha, slope
+            if side == -1 and hi is not None:
+                s_hi *= 0.5
+            side = -1
+        else:
+            hi, s_hi = alpha, slope
+            if side == 1:
+                s_lo *= 0.5
+            side = 1
+        if hi is None:
+            if best is not None:
+                break  # still descending at the full step: take it
+            alpha *= 2.0
+            continue
+        alpha = lo - s_lo * (hi - lo) / (s_hi - s_lo)
+    if best is None:
+        return 0.0, F0, state0
+    alpha, F = best
+    if last[0] == alpha:
+        return alpha, F, last[1]
+    last = None
+    return alpha, F, problem.smoothed(theta + alpha * step, mu, center, t0 + alpha * dt)[1]
+
+
+def _newton_fixed_weights(problem, theta, q, rel_tol, max_iter):
+    """Newton's method on ``q . l(theta) + penalty(w)`` until the model decrease is ``rel_tol`` relative."""
+    steps = 0
+    t = problem.arguments(theta)
+    while steps < max_iter:
+        value, d1, d2 = problem.loss.derivatives(t)
+        G = float(q @ value) + problem.penalty(theta)
+        g = problem.gradient(theta, q, d1)
+        step, decrease = problem.direction(problem.hessian(q, d2), g, theta)
+        steps += 1
+        if decrease <= rel_tol * abs(G):
+            break
+        alpha = 1.0
+        while True:
+            trial = theta + alpha * step
+            t = problem.arguments(trial)
+            if (float(q @ problem.loss.value(t)) + problem.penalty(trial)
+                    <= G - 1e-4 * alpha * decrease or alpha < 1e-10):
+                break
+            alpha *= 0.5
+        theta = trial
+    return theta, steps
+
+
+def _first_center(problem, theta, warm):
+    """The centre of the first smoothing and the largest rank weight per unit of mass, at ``theta``.
+
+    The centre is the mean weight (the weights of the mean risk) or, from a
+    warm start, the rank weights of the losses at ``theta``.
+    """
+    order = np.argsort(problem.loss.value(problem.arguments(theta)), kind="stable")
+    sigma = problem.rank_weights(order)
+    if warm:
+        center = np.empty(order.size)
+        center[order] = sigma
+    else:
+        center = problem.m * (sigma.sum() / order.size)
+    return center, float(np.max(sigma / problem.m[order]))
+
+
+def _zero_small_coefficients(problem, theta, F):
+    """Set the coefficients below ``1e-5 (1 + max |w|)`` to zero when ``F`` does not rise.
+
+    The proximal point iterates stop within the tolerance, not exactly on
+    the zero set of the l1 term.
+    """
+    w = theta[: problem.design.d]
+    small = np.abs(w) <= 1e-5 * (1.0 + np.abs(w).max())
+    if not np.any(small & (w != 0.0)):
+        return theta, F
+    trial = theta.copy()
+    trial[: problem.design.d][small] = 0.0
+    F_trial = problem.objective(trial)
+    return (trial, F_trial) if F_trial <= F else (theta, F)
+
+
+def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=None,
+                    intercept_init=None, max_iter=200, tol=1e-9, verbose=0, sample_weight=None):
+    """Minimise a convex spectral risk with a smooth loss and a penalty, certified.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n, d)
+    y : ndarray of shape (n,)
+        Labels in {-1, +1} (classification) or targets (regression).
+    risk : skrank.risks.BaseRisk
+        A risk with nondecreasing weights (``risk.is_convex``).
+    loss : skrank.losses.Loss
+        Logistic, squared hinge, squared or Huber.
+    penalty : skrank.penalties.Penalty
+        An l2, l1 or elastic-net penalty; the Huber loss needs an l2 part.
+    fit_intercept : bool, default=True
+        Whether to fit an unpenalised intercept.
+    coef_init, intercept_init : ndarray and float, optional
+        Starting point (zeros by default).
+    max_iter : int, default=200
+        Most Newton steps (and most outer iterations).
+    tol : float, default=1e-9
+        Stop when the certified bound on ``F - F*`` is at most ``tol * |F|``.
+    verbose : int, default=0
+        Print one line per outer iteration when positive, and one per
+        Newton step when above 1.
+    sample_weight : ndarray of shape (n,), optional
+        Positive weights of the samples: the risk is that of the weighted
+        empirical distribution (:mod:`skrank.risks`).
+
+    Returns
+    -------
+    SolverResult
+        ``stop_criterion`` is the certified relative gap
+        ``(F - F*) / |F|`` bound; ``converged`` is True when it is at most
+        ``tol``; ``n_iter`` counts Newton steps and ``objective_history``
+        holds ``F`` after each outer iteration.  ``info`` has
+        ``certified``, ``gap`` (the absolute bound), ``mu`` (the last
+        smoothing), ``outer``, ``weights`` (the rank weights ``q`` in
+        ``P(sigma)`` of the certificate, per sample), ``passes`` (products with ``[X, 1]`` or its
+        transpose, a weighted Gram matrix counted as one) and ``time``.
+    """
+    start = time.perf_counter()
+    reason = SOLVERS["newton"].unsupported(risk, loss, penalty)
+    if reason is not None:
+        raise ValueError(reason)
+    if not (hasattr(X, "tocsr") or is_external(X)):
+        X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    problem = _Problem(X, y, risk, loss, penalty, fit_intercept, sample_weight)
+    design = problem.design
+    theta = np.zeros(design.p)
+    if coef_init is not None:
+        theta[: design.d] = coef_init
+    if fit_intercept and intercept_init is not None:
+        theta[-1] = float(intercept_init)
+
+    steps = 0
+    center, top = _first_center(problem, theta, coef_init is not None)
+    if coef_init is None:
+        # the mean risk first (its weights are the centre): all losses tie at theta = 0
+        theta, steps = _newton_fixed_weights(problem, theta, center, 1e-1, max_iter)
+    F = problem.objective(theta)
+    history = [F]
+    best = (F, theta.copy(), np.inf, center)
+    mu = _MU_SCALE * max(abs(F), 1e-12) / max(n * top, 1e-300)
+    if coef_init is not None:
+        mu *= _MU_WARM
+    outer, certified = 0, False
+    progress = Progress("newton", verbose, max_iter, unit="Newton step", criterion="certified gap")
+    inner_tol = 1e-2 * abs(F)
+    last_gap = np.inf
+    stalled, outer_stalls = False, 0
+    F_mu, state = problem.smoothed(theta, mu, center)
+    while steps < max_iter and outer < max_iter:
+        # where a pass is costly the block term comes in the same one, though unused when the
+        # inner solve ends here
+        g, H, scatter = problem.derivatives(theta, state, mu, block=design.fuses_products)
+        _, decrease_q = problem.direction(H, g, theta)
+        if decrease_q <= inner_tol or stalled:
+            if stalled and outer_stalls >= 2:
+                # rounding: no step lowers F_mu any more; a last try to close the gap from the dual
+                if problem.l2 > 0.0 and problem.dual_ascent(best[1], _DUAL_ASCENT_STEPS):
+                    best = best[:2] + (max(best[0] - problem.best_dual, 0.0), best[3])
+                    certified = best[2] <= tol * abs(best[0])
+                break
+            outer_stalls = outer_stalls + 1 if stalled else 0
+            stalled = False
+            outer += 1
+            F, gap, estimate = problem.certificate(theta, state, decrease_q)
+            if problem.l2 > 0.0:
+                # a duality gap: the lowest F against the largest dual bound found so far
+                if F < best[0] or not np.isfinite(best[2]):
+                    best = (F, theta.copy(), gap, state["q"])
+                best = best[:2] + (max(best[0] - problem.best_dual, 0.0), best[3])
+            elif gap < best[2]:
+                best = (F, theta.copy(), gap, state["q"])
+            history.append(F)
+            progress(steps, F, gap / max(abs(F), 1e-300),
+                     f"outer={outer} mu={mu:.3g} pooled blocks={state['pooled'][1].size}")
+            if best[2] <= tol * abs(best[0]):
+                certified = True
+                break
+            if estimate > _SLOW_OUTER * last_gap:
+                mu *= _MU_DECREASE
+            last_gap = estimate
+            inner_tol = _INNER_FRACTION * min(estimate, gap)
+            center = state["q"]
+            F_mu, state = problem.smoothed(theta, mu, center)
+            continue
+        if not design.fuses_products:
+            scatter = problem.block_scatter(state, mu)
+        K = H if scatter is None else H + scatter
+        step, decrease = problem.direction(K, g, theta)
+        if not np.isfinite(decrease):  # directions without curvature: a small ridge
+            step, _ = problem.direction(K + _RIDGE * np.mean(np.diag(K)) * np.eye(K.shape[0]), g,
+                                        theta)
+        steps += 1
+        alpha, F_mu, state = _line_search(problem, theta, step, F_mu, state, mu, center)
+        if alpha == 0.0:
+            stalled = True
+            continue
+        theta = theta + alpha * step
+        if verbose > 1:
+            progress.note(f"step {steps}: F_mu={F_mu:.12g} alpha={alpha:.3g}")
+
+    F, theta, gap, weights = best
+    if problem.best_dual_weights is not None:
+        weights = problem.best_dual_weights  # the weights of the certificate's dual bound
+    if problem.l1 > 0.0:
+        theta, F = _zero_small_coefficients(problem, theta, F)
+    if F != history[-1]:
+        history.append(F)  # the returned point's objective comes last
+    coef, intercept = design.split(theta)
+    return SolverResult(
+        coef=coef.copy(), intercept=intercept, n_iter=steps,
+        objective_history=np.asarray(history), stop_criterion=gap / max(abs(F), 1e-300),
+        converged=certified,
+        info=dict(certified=certified, gap=gap, mu=mu, outer=outer, weights=weights,
+                  passes=design.passes, time=time.perf_counter() - start),
+    )

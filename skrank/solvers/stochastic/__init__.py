@@ -1,0 +1,1 @@
+"""Stochastic solvers: steps on samples or batches, with the exact objective checked between epochs."""

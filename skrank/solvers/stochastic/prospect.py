@@ -1,0 +1,261 @@
+"""Prospect (Mehta et al. 2024) with no smoothing, for risks with fixed rank weights.
+
+A baseline of Ge and Jiang 2024 (section 5): a SAGA-style method whose weights
+``q = sigma`` ranked by a table of losses are refreshed after every step.
+The table changes in one entry per sample drawn, so the ranking is kept up
+to date by moving that entry to its new place (an insertion step, ``O(n)``
+in the worst case and ``O(1)`` when the loss barely moves), inside the same
+Numba loop as the gradient steps.
+"""
+
+import time
+
+import numpy as np
+
+from ..._jit import njit
+from ...datafits.rank_risk import rank_objective
+from ...losses import loss_derivative, loss_value
+from .steps import (
+    EpochLog,
+    FeatureUnits,
+    check_learning_rate,
+    dense_design,
+    initial_point,
+    loss_arguments_dense,
+    make_rng,
+    prepare_data,
+    prox_factors,
+    prox_step,
+    sample_smoothness,
+    scalar_gradients,
+    seed_numba,
+    svrg_step_size,
+    user_step_fraction,
+)
+
+
+@njit(cache=True)
+def rerank(table, perm, rank, i, value):
+    """Set ``table[i] = value`` and restore ``table[perm[0]] <= table[perm[1]] <= ...``.
+
+    ``perm[r]`` is the sample of rank ``r`` and ``rank`` its inverse; the
+    entry of ``i`` slides left or right past the entries it overtakes.
+    """
+    n = table.shape[0]
+    r = rank[i]
+    table[i] = value
+    while r > 0 and table[perm[r - 1]] > value:
+        perm[r] = perm[r - 1]
+        rank[perm[r]] = r
+        r -= 1
+    while r < n - 1 and table[perm[r + 1]] < value:
+        perm[r] = perm[r + 1]
+        rank[perm[r]] = r
+        r += 1
+    perm[r] = i
+    rank[i] = r
+
+
+@njit(cache=True)
+def prospect_epoch(
+    X, s, c, code, param, w, b, n_steps, batch, sigma, lr, l1, l2, fit_intercept,
+    ltab, gtab, rho, perm, rank, gagg, gagg_b, work, idx, g_new, l_new, q_used,
+):
+    """``n_steps`` Prospect steps (Mehta et al. 2024, ``nu = 0`` as in Ge and Jiang 2024).
+
+    Tables: ``ltab`` (losses), ``gtab`` (scalar gradients ``s_i l'(t_i)``),
+    ``rho`` (the weight each stored gradient entered the aggregate with),
+    the ranking ``perm``/``rank`` of ``ltab`` and the aggregate
+    ``gagg = sum_i rho_i gtab_i x_i`` (``gagg_b[0]`` its intercept part).
+    Per step, with ``q_i = sigma[rank[i]]`` and ``B`` uniform draws::
+
+        v = gagg + (n / B) sum_{i in batch} (q_i g_i - rho_i gtab_i) (x_i, 1)
+        w = prox_{lr R}(w - lr v)
+
+    then every drawn sample enters the tables with its gradient, its weight
+    ``q_i`` and its loss at the point where they were evaluated, and is
+    moved to its new rank.  ``l1`` and ``l2`` are per-coefficient
+    strengths (arrays).
+    """
+    n, d = X.shape
+    empty = np.zeros(d)
+    scale = n / batch
+    thr, inv = prox_factors(lr, l1, l2, 0.0)
+    for _ in range(n_steps):
+        for j in range(d):
+            work[j] = gagg[j]
+        db = gagg_b[0]
+        for m in range(batch):
+            i = np.random.randint(0, n)
+            idx[m] = i
+            f = b[0]
+            for j in range(d):
+                f += X[i, j] * w[j]
+            t = s[i] * f + c[i]
+            g = s[i] * loss_derivative(code, t, param)
+            g_new[m] = g
+            l_new[m] = loss_value(code, t, param)
+            q_used[m] = sigma[rank[i]]
+            delta = scale * (q_used[m] * g - rho[i] * gtab[i])
+            if delta != 0.0:
+                for j in range(d):
+                    work[j] += delta * X[i, j]
+                db += delta
+        prox_step(w, b, work, db, lr, thr, inv, 0.0, empty, 0.0, fit_intercept)
+        for m in range(batch):
+            i = idx[m]
+            delta = q_used[m] * g_new[m] - rho[i] * gtab[i]
+            if delta != 0.0:
+                for j in range(d):
+                    gagg[j] += delta * X[i, j]
+                gagg_b[0] += delta
+            gtab[i] = g_new[m]
+            rho[i] = q_used[m]
+            rerank(ltab, perm, rank, i, l_new[m])
+
+
+def prospect(
+    X,
+    y,
+    risk,
+    loss,
+    penalty,
+    *,
+    fit_intercept=True,
+    batch_size=1,
+    learning_rate="auto",
+    max_iter=100,
+    epoch_length=None,
+    tol=1e-6,
+    random_state=None,
+    coef_init=None,
+    intercept_init=None,
+    verbose=0,
+):
+    """Minimise ``sum_i sigma_i l_(i) + penalty`` with Prospect (no smoothing).
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n, d)
+        Design; sparse input is densified.
+    y : ndarray of shape (n,)
+        Labels in {-1, +1} (classification losses) or targets (regression).
+    risk : skrank.risks.BaseRisk
+        A risk whose weights depend on ``n`` only (spectral, ranked range).
+    loss : skrank.losses.Loss
+        A smooth loss (SAGA's guarantees need Lipschitz gradients).
+    penalty : skrank.penalties.Penalty
+        The l2 (the paper's setting), l1 or elastic-net penalty, applied by
+        its prox.
+    fit_intercept : bool, default=True
+        Fit an unpenalised intercept.
+    batch_size : int, default=1
+        Samples per step, drawn uniformly with replacement.
+    learning_rate : "auto" or float, default="auto"
+        Step size; "auto" is
+        :func:`skrank.solvers.stochastic.steps.svrg_step_size` with uniform
+        sampling, ``1 / (3 (n max(sigma) max_i L_i / B + Lbar))``, the
+        SAGA step for the scaled terms ``n q_i l_i``, in the standardised
+        units of :class:`skrank.solvers.stochastic.steps.FeatureUnits` (so that
+        ``X * s`` with the penalty rescaled gives ``coef / s`` and the
+        same iterates); a float is a step in the units of ``X``.
+    max_iter : int, default=100
+        Number of epochs.
+    epoch_length : int or None, default=None
+        Steps per epoch; ``None`` means ``ceil(n / batch_size)``.
+    tol : float, default=1e-6
+        Stop when the relative change of the objective over each of the
+        last five epochs is at most ``tol`` (one epoch's change is at most
+        ``tol`` by chance when the noisy objective crosses its previous
+        value; :class:`skrank.solvers.stochastic.steps.EpochLog`).  A given
+        ``learning_rate`` smaller than the automatic step divides the
+        changes by their ratio (the smallest over the coefficients).
+    random_state : int, RandomState, Generator or None
+        Seed of the sampling.
+    coef_init, intercept_init : ndarray, float or None
+        Starting point (zeros by default).
+    verbose : int, default=0
+        Print one line per epoch when positive.
+
+    Returns
+    -------
+    SolverResult
+        ``objective_history`` holds ``F`` at the start and after every
+        epoch; ``info`` holds ``times``, ``passes`` (one pass to fill the
+        tables, then ``B * steps / n`` per epoch, our convention) and
+        ``learning_rate``.
+
+    Notes
+    -----
+    The loss table is updated with the loss of the drawn sample at the
+    point where its gradient was evaluated (the public code's variant, no
+    extra evaluation), and the stored weight ``rho_i`` is the weight ``q_i``
+    the step used.  The estimate ``v`` is unbiased for
+    ``sum_i q_i grad l_i(w)`` with the current table ranking; as the table
+    converges to ``l(w)`` the weights converge to the ranked ``sigma``.
+    """
+    if risk.depends_on_values:
+        raise ValueError(
+            f"prospect needs rank weights that depend on n only; {type(risk).__name__}'s "
+            "depend on the loss values. Use sgd, lsvrg or the RankADMM solver."
+        )
+    rng = make_rng(random_state)
+    seed_numba(rng)
+    lr = check_learning_rate(learning_rate)
+    X_orig = X = dense_design(X)
+    units = FeatureUnits(X, fit_intercept, identity=lr is not None)
+    X, s, c, sqnorms = prepare_data(units.transform(X), y, loss, fit_intercept)
+    n, d = X.shape
+    batch = int(min(max(batch_size, 1), n))
+    steps = -(-n // batch) if epoch_length is None else int(epoch_length)
+    sigma = np.ascontiguousarray(risk.weights(n), dtype=np.float64)
+
+    def auto_step(sq):
+        return svrg_step_size(sample_smoothness(loss, sq), sigma, batch, "uniform")
+
+    fraction = 1.0
+    if lr is None:
+        lr = auto_step(sqnorms)
+    else:
+        fraction = user_step_fraction(X_orig, fit_intercept, lr, auto_step)
+    l1, l2 = units.penalty(penalty)
+
+    w0, b0 = initial_point(d, coef_init, intercept_init, fit_intercept)
+    w, b_t = units.to_internal(w0, b0[0])
+    b = np.array([b_t])
+    start = time.perf_counter()
+    t = loss_arguments_dense(X, s, c, w, b[0], np.empty(n))
+    ltab = loss.value(t)
+    gtab = scalar_gradients(loss.code, loss.param, s, t, np.empty(n))
+    perm = np.argsort(ltab, kind="stable")
+    rank = np.empty(n, dtype=np.int64)
+    rank[perm] = np.arange(n)
+    rho = sigma[rank]
+    gagg = X.T @ (rho * gtab)
+    gagg_b = np.array([float(rho @ gtab) if fit_intercept else 0.0])
+    work = np.empty(d)
+    idx = np.empty(batch, dtype=np.int64)
+    g_new, l_new, q_used = np.empty(batch), np.empty(batch), np.empty(batch)
+    setup = time.perf_counter() - start
+
+    log = EpochLog(risk.value(ltab) + penalty.value(w0), "Prospect", verbose, max_iter, fraction)
+    log.times[0], log.passes[0] = setup, 1.0
+    crit, converged = np.inf, False
+    for _ in range(max_iter):
+        start = time.perf_counter()
+        prospect_epoch(
+            X, s, c, loss.code, loss.param, w, b, steps, batch, sigma, lr, l1, l2,
+            fit_intercept, ltab, gtab, rho, perm, rank, gagg, gagg_b, work, idx,
+            g_new, l_new, q_used,
+        )
+        seconds = time.perf_counter() - start
+        coef, intercept = units.to_original(w, b[0])
+        obj = rank_objective(X_orig, y, coef, intercept, risk, loss, penalty)
+        crit = log.record(obj, seconds, steps * batch / n)
+        if not np.isfinite(obj):
+            break
+        if crit <= tol:
+            converged = True
+            break
+    coef, intercept = units.to_original(w, b[0])
+    return log.result(coef, np.array([intercept]), fit_intercept, crit, converged, learning_rate=lr)

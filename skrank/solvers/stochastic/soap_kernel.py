@@ -1,0 +1,179 @@
+"""Compiled SOAP steps (Qi et al. 2021, Algorithms 1-3) for the score ``h = sigmoid(X w + b)``.
+
+One call runs ``n_steps`` iterations of
+
+1. draw a batch: ``n_anchor`` positives, then ``batch - n_anchor``
+   negatives, each class read from its own shuffled list, cycled and
+   reshuffled when used up (so a class smaller than its share of a batch
+   repeats rows inside one batch);
+2. for every anchor (the batch's positives) the weighted batch averages
+   ``gt1 = (1/B) sum_{j positive} w_j l(h_a - h_j)`` and
+   ``gt2 = (1/B) sum_j w_j l(h_a - h_j)`` (Algorithm 2), the class weights
+   ``w_j`` undoing the fixed class mix of the batch;
+3. the moving averages ``u`` of the anchors' rows: set to ``(gt1, gt2)`` at
+   a row's first visit, ``u <- (1 - gamma) u + gamma gt`` afterwards, the
+   second entry clipped below at ``U_FLOOR``; a positive drawn twice in one
+   batch is updated once (its copies have the same scores and averages),
+   and so are identical rows, which share one entry of ``u``;
+4. the gradient estimate of eq. (9) with the updated ``u``,
+   ``G = (1/(B+ B)) sum_a sum_j w_j (u1_a - u2_a 1(j positive)) / u2_a^2
+   * l'(h_a - h_j) (grad h_a - grad h_j) + (alpha * w, 0)``, with
+   ``grad h_j = h_j (1 - h_j) (x_j, 1)``;
+5. the update of Algorithm 3: SGD, momentum ``m <- b1 m + (1 - b1) G``, or
+   the paper's Adam-style step ``m`` as above, ``v <- b2 v + (1 - b2) G^2``,
+   ``w <- w - lr m / sqrt(eps + v)`` (no bias correction, ``eps`` inside the
+   root, as the paper writes it).
+"""
+
+import numpy as np
+
+from ..._jit import njit
+from ...losses import _sigmoid
+from ...pairwise_losses import pair_value_and_derivative
+from .sampling import sample_block
+
+SGD, MOMENTUM, ADAM = 0, 1, 2
+#: lower clip ``u0`` of the second moving average (Algorithm 2); the
+#: anchor's own pair keeps it above ``l(0) w_+ / B`` anyway
+U_FLOOR = 1e-12
+
+
+@njit(cache=True, inline="always")
+def _next_index(perm, cursor, k, state):
+    """Entry ``cursor[k]`` of ``perm``, reshuffling ``perm`` when it is used up."""
+    if cursor[k] >= perm.shape[0]:
+        sample_block(perm, perm.shape[0], state)
+        cursor[k] = 0
+    i = perm[cursor[k]]
+    cursor[k] += 1
+    return i
+
+
+@njit(cache=True)
+def soap_steps(X, pos_idx, neg_idx, slot, w, u, seen, stamp, m1, m2, n_steps, t0, n_anchor, batch,
+               gamma, lr, alpha, optimizer, beta1, beta2, eps, weight_pos, weight_neg,
+               code, shift, scale, state, perm_pos, perm_neg, cursor):
+    """Run ``n_steps`` SOAP iterations in place (module docstring).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d), C-contiguous float64
+    pos_idx, neg_idx : int64 arrays
+        Rows of the positives and of the negatives.
+    slot : int64 array of the length of ``pos_idx``
+        The entry of ``u``, ``seen`` and ``stamp`` of each positive (the
+        same for identical rows, whose averages are equal).
+    w : ndarray of shape (d + 1,)
+        Coefficients and the intercept last, updated.
+    u : ndarray of shape (n_slots, 2)
+        Moving averages (Algorithm 2's ``u^1``, ``u^2``), updated.
+    seen : bool array of shape (n_slots,)
+        Whether an entry of ``u`` has been initialised.
+    stamp : int64 array of shape (n_slots,)
+        The last step that updated an entry of ``u``.
+    m1, m2 : ndarray of shape (d + 1,)
+        First and second moments of the optimizer, updated.
+    n_steps, t0 : int
+        Number of steps, and the index of the first one (for ``stamp``).
+    n_anchor, batch : int
+        Positives per batch and batch size (``n_anchor < batch``).
+    gamma, lr : float
+        Moving-average weight of the new estimate, and step size.
+    alpha : ndarray of shape (d,)
+        l2 strength of each coefficient.
+    optimizer : int
+        ``SGD``, ``MOMENTUM`` or ``ADAM``.
+    beta1, beta2, eps : float
+    weight_pos, weight_neg : float
+        Weights of a batch positive and negative:
+        ``(N+/n) / (n_anchor/B)`` and ``(N-/n) / ((B - n_anchor)/B)``.
+    code, shift, scale : int, float, float
+        The pairwise surrogate (:mod:`skrank.pairwise_losses`).
+    state : uint64 array of length 1
+        Generator state.
+    perm_pos, perm_neg : int64 arrays
+        Permutations of ``arange(n_pos)`` and ``arange(n_neg)``, cycled.
+    cursor : int64 array of length 2
+        Positions in ``perm_pos`` and ``perm_neg``.
+    """
+    d = X.shape[1]
+    rows = np.empty(batch, dtype=np.int64)
+    anchor = np.empty(n_anchor, dtype=np.int64)
+    h = np.empty(batch)
+    dl = np.empty((n_anchor, batch))
+    coef = np.empty(batch)
+    G = np.empty(d + 1)
+    for step in range(n_steps):
+        t = t0 + step
+        for a in range(n_anchor):
+            r = _next_index(perm_pos, cursor, 0, state)
+            anchor[a] = slot[r]
+            rows[a] = pos_idx[r]
+        for j in range(n_anchor, batch):
+            rows[j] = neg_idx[_next_index(perm_neg, cursor, 1, state)]
+        for j in range(batch):
+            s = w[d]
+            xj = X[rows[j]]
+            for k in range(d):
+                s += xj[k] * w[k]
+            h[j] = _sigmoid(s)
+        # Algorithm 2: moving averages of the anchors' (numerator, denominator)
+        for a in range(n_anchor):
+            g1 = 0.0
+            g2 = 0.0
+            for j in range(batch):
+                v, dv = pair_value_and_derivative(code, shift, scale, h[a] - h[j])
+                dl[a, j] = dv
+                if j < n_anchor:
+                    g1 += weight_pos * v
+                    g2 += weight_pos * v
+                else:
+                    g2 += weight_neg * v
+            g1 /= batch
+            g2 /= batch
+            r = anchor[a]
+            if stamp[r] == t:
+                continue
+            stamp[r] = t
+            if seen[r]:
+                u[r, 0] = (1.0 - gamma) * u[r, 0] + gamma * g1
+                u[r, 1] = max((1.0 - gamma) * u[r, 1] + gamma * g2, U_FLOOR)
+            else:
+                seen[r] = True
+                u[r, 0] = g1
+                u[r, 1] = max(g2, U_FLOOR)
+        # eq. (9): score coefficients of the gradient estimate
+        for j in range(batch):
+            coef[j] = 0.0
+        for a in range(n_anchor):
+            r = anchor[a]
+            inv = 1.0 / (n_anchor * batch * u[r, 1] * u[r, 1])
+            cpos = weight_pos * (u[r, 0] - u[r, 1]) * inv
+            cneg = weight_neg * u[r, 0] * inv
+            for j in range(batch):
+                c = (cpos if j < n_anchor else cneg) * dl[a, j]
+                coef[a] += c
+                coef[j] -= c
+        for k in range(d):
+            G[k] = alpha[k] * w[k]
+        G[d] = 0.0
+        for j in range(batch):
+            c = coef[j] * h[j] * (1.0 - h[j])
+            G[d] += c
+            if c != 0.0:
+                xj = X[rows[j]]
+                for k in range(d):
+                    G[k] += c * xj[k]
+        # Algorithm 3
+        if optimizer == SGD:
+            for k in range(d + 1):
+                w[k] -= lr * G[k]
+        elif optimizer == MOMENTUM:
+            for k in range(d + 1):
+                m1[k] = beta1 * m1[k] + (1.0 - beta1) * G[k]
+                w[k] -= lr * m1[k]
+        else:
+            for k in range(d + 1):
+                m1[k] = beta1 * m1[k] + (1.0 - beta1) * G[k]
+                m2[k] = beta2 * m2[k] + (1.0 - beta2) * G[k] * G[k]
+                w[k] -= lr * m1[k] / np.sqrt(eps + m2[k])
