@@ -2,7 +2,7 @@
 
 Every kernel of the package is compiled with :func:`njit`, a drop-in
 replacement for :func:`numba.njit`.  With ``cache=True`` it keeps Numba's
-on-disk cache (same files, same names, same invalidation) but chooses the
+on-disk cache (same files, same names) but chooses the
 folder and reads the files defensively:
 
 * the compiled code is written to the first writable folder of
@@ -19,6 +19,9 @@ folder and reads the files defensively:
 * compiled code is looked up in every one of those folders that exists,
   writable or not, so a cache built when the package was installed is used
   on a read-only install;
+* an entry is stale when the kernel's file or any file of the package
+  that compiles kernels has changed (their contents, not their times):
+  a kernel inlines the kernels it calls from other files;
 * an entry that cannot be read (a truncated ``.nbc`` data file, an ``.nbi``
   index that does not unpickle, code that does not rebuild) counts as a
   miss: the kernel is compiled again and the entry overwritten where the
@@ -181,6 +184,42 @@ def _cache_folders(py_file):
     return write, tuple(read)
 
 
+@functools.lru_cache(maxsize=None)
+def _file_digest(path):
+    """A digest of the bytes of ``path`` (None when it cannot be read)."""
+    try:
+        with open(path, "rb") as file:
+            return hashlib.blake2b(file.read(), digest_size=16).hexdigest()
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def _kernel_sources_digest():
+    """A digest of every source file of the package that compiles kernels.
+
+    A kernel inlines the kernels it calls, which may live in other files
+    (the losses, the sorting and PAVA kernels): Numba's own stamp, the
+    modification time and size of the kernel's file alone, would keep a
+    cached kernel whose callees have changed, after an upgrade or an edit.
+    """
+    root = os.path.dirname(os.path.abspath(__file__))
+    digest = hashlib.blake2b(digest_size=16)
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = sorted(name for name in subfolders if name != "__pycache__")
+        for name in sorted(names):
+            if not name.endswith(".py"):
+                continue
+            try:
+                with open(os.path.join(folder, name), "rb") as file:
+                    source = file.read()
+            except OSError:
+                continue
+            if b"njit" in source:
+                digest.update(os.path.relpath(os.path.join(folder, name), root).encode() + b"\0" + source)
+    return digest.hexdigest()
+
+
 class _Locator(_SourceFileBackedLocatorMixin, _CacheLocator):
     """Numba's locator interface for a folder chosen by :func:`_cache_folders`."""
 
@@ -191,6 +230,10 @@ class _Locator(_SourceFileBackedLocatorMixin, _CacheLocator):
 
     def get_cache_path(self):
         return self._cache_path
+
+    def get_source_stamp(self):
+        # the contents of the kernel's file and of every file of kernels it may call
+        return (_file_digest(self._py_file), _kernel_sources_digest())
 
 
 class _CacheImpl(CompileResultCacheImpl):

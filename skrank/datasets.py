@@ -1044,6 +1044,15 @@ def subsample_positive_fraction(X, y, positive_fraction, *, random_state=None):
     """
     from sklearn.utils import _safe_indexing
 
+    f = _check_positive_fraction(positive_fraction)
+    pos, neg = _class_rows(X, y)
+    pos, neg = _subsample_classes(pos, neg, f, check_random_state(random_state))
+    keep = np.sort(np.concatenate([pos, neg]))
+    return _safe_indexing(X, keep), np.asarray(y)[keep]
+
+
+def _check_positive_fraction(positive_fraction):
+    """``positive_fraction`` as a float, checked to lie strictly between 0 and 1."""
     if (
         isinstance(positive_fraction, bool)
         or not isinstance(positive_fraction, numbers.Real)
@@ -1054,7 +1063,11 @@ def subsample_positive_fraction(X, y, positive_fraction, *, random_state=None):
             "positive_fraction must be a real number strictly between 0 and 1, "
             f"got {positive_fraction!r}."
         )
-    f = float(positive_fraction)
+    return float(positive_fraction)
+
+
+def _class_rows(X, y):
+    """The indices of the positive and of the negative rows of binary labels ``y`` in {0, 1}."""
     y_arr = np.asarray(y)
     if y_arr.ndim != 1:
         raise ValueError(f"y must be 1-D, got shape {y_arr.shape}.")
@@ -1074,8 +1087,11 @@ def subsample_positive_fraction(X, y, positive_fraction, *, random_state=None):
     neg = np.flatnonzero(y_arr == 0)
     if pos.size == 0 or neg.size == 0:
         raise ValueError("y must contain both classes (0 and 1).")
+    return pos, neg
 
-    rng = check_random_state(random_state)
+
+def _subsample_classes(pos, neg, f, rng):
+    """Subsample the rows ``pos`` or ``neg`` of one class so that positives make up ``f``."""
     current = pos.size / (pos.size + neg.size)
     if f < current:
         n_pos = int(round(f * neg.size / (1.0 - f)))
@@ -1093,5 +1109,4 @@ def subsample_positive_fraction(X, y, positive_fraction, *, random_state=None):
                 f"with {pos.size} positives it keeps no negative."
             )
         neg = rng.choice(neg, size=n_neg, replace=False)
-    keep = np.sort(np.concatenate([pos, neg]))
-    return _safe_indexing(X, keep), np.asarray(y)[keep]
+    return pos, neg

@@ -299,7 +299,7 @@ def format_table(rows):
     Parameters
     ----------
     rows : list of dict
-        As returned by :func:`run_demo`.
+        The rows :func:`run_demo` returns.
 
     Returns
     -------

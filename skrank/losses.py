@@ -351,7 +351,7 @@ class Loss:
         Parameters
         ----------
         t : array-like of shape (n,)
-            Arguments of the loss, converted to float64.
+            Arguments of the loss, as for :meth:`derivative`.
 
         Returns
         -------

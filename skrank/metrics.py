@@ -121,6 +121,19 @@ def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=No
     0.5
     """
     alpha, beta = _check_fpr_range(fpr_range)
+    y_true, y_score = _check_scores(y_true, y_score, sample_weight)
+    pos_label = _check_binary_labels(y_true, pos_label)
+    if sample_weight is not None:
+        sample_weight = _check_class_weights(sample_weight, y_true == pos_label)
+    fpr, tpr, _ = roc_curve(
+        y_true, y_score, pos_label=pos_label, sample_weight=sample_weight, drop_intermediate=False
+    )
+    # the area over the band lies in [0, beta - alpha]; rounding can put the ratio an ulp above 1
+    return float(np.clip(_area_between(fpr, tpr, alpha, beta) / (beta - alpha), 0.0, 1.0))
+
+
+def _check_scores(y_true, y_score, sample_weight):
+    """``y_true`` and ``y_score`` as 1-D arrays of one length, the scores finite float64."""
     y_true = column_or_1d(y_true)
     y_score = column_or_1d(y_score)
     check_consistent_length(y_true, y_score, sample_weight)
@@ -132,6 +145,11 @@ def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=No
         raise ValueError("y_score must hold real numbers.") from None
     if not np.all(np.isfinite(y_score)):
         raise ValueError("y_score contains NaN or infinity; partial AUC needs finite scores.")
+    return y_true, y_score
+
+
+def _check_binary_labels(y_true, pos_label):
+    """The positive label: ``pos_label``, or the larger of the two labels of ``y_true`` when None."""
     target_type = type_of_target(y_true, input_name="y_true")
     labels = np.unique(y_true)
     if labels.shape[0] < 2:
@@ -145,27 +163,25 @@ def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=No
             f"with {labels.shape[0]} distinct labels."
         )
     if pos_label is None:
-        pos_label = labels[-1]
-    elif pos_label not in labels.tolist():
+        return labels[-1]
+    if pos_label not in labels.tolist():
         raise ValueError(
             f"pos_label={pos_label!r} is not one of the labels in y_true {labels.tolist()}."
         )
-    if sample_weight is not None:
-        sample_weight = column_or_1d(sample_weight).astype(np.float64)
-        if not np.all(np.isfinite(sample_weight)) or np.any(sample_weight < 0):
-            raise ValueError("sample_weight must be finite and nonnegative.")
-        is_pos = y_true == pos_label
-        if not np.any(sample_weight[is_pos] > 0) or not np.any(sample_weight[~is_pos] > 0):
-            raise ValueError(
-                "After sample weighting only one class has positive weight; "
-                "partial AUC is not defined in that case."
-            )
+    return pos_label
 
-    fpr, tpr, _ = roc_curve(
-        y_true, y_score, pos_label=pos_label, sample_weight=sample_weight, drop_intermediate=False
-    )
-    # the area over the band lies in [0, beta - alpha]; rounding can put the ratio an ulp above 1
-    return float(np.clip(_area_between(fpr, tpr, alpha, beta) / (beta - alpha), 0.0, 1.0))
+
+def _check_class_weights(sample_weight, is_pos):
+    """``sample_weight`` as float64, finite and nonnegative, with a positive weight in each class."""
+    sample_weight = column_or_1d(sample_weight).astype(np.float64)
+    if not np.all(np.isfinite(sample_weight)) or np.any(sample_weight < 0):
+        raise ValueError("sample_weight must be finite and nonnegative.")
+    if not np.any(sample_weight[is_pos] > 0) or not np.any(sample_weight[~is_pos] > 0):
+        raise ValueError(
+            "After sample weighting only one class has positive weight; "
+            "partial AUC is not defined in that case."
+        )
+    return sample_weight
 
 
 def make_partial_auc_scorer(fpr_range=(0.0, 1.0), *, pos_label=None):

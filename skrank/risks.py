@@ -39,9 +39,12 @@ from sklearn.base import BaseEstimator
 class BaseRisk(BaseEstimator):
     """Common interface of all risks.
 
-    Subclasses implement :meth:`weights`.  ``is_convex`` is True when the
-    weights are nondecreasing, i.e. when the risk is a spectral risk and
-    ``sum_i sigma_i l_(i)(w)`` is convex for convex losses.
+    Subclasses implement ``_weights(n, sample_weight)``, :meth:`weights`
+    for a checked ``n`` (or override :meth:`weights` itself, as
+    :class:`HumanAligned` does, whose weights also take the loss values).
+    ``is_convex`` is True when the weights are nondecreasing, i.e. when the
+    risk is a spectral risk and ``sum_i sigma_i l_(i)(w)`` is convex for
+    convex losses.
     """
 
     is_convex = True
@@ -58,7 +61,7 @@ class BaseRisk(BaseEstimator):
     #: ``threshold_level(total, sample_weight)``, the level ``c`` per unit of weight.
     one_threshold = False
 
-    def weights(self, n, sample_weight=None):  # pragma: no cover - abstract
+    def weights(self, n, sample_weight=None):
         """Return the weights ``sigma_1..sigma_n`` of the ascending order statistics.
 
         Parameters
@@ -72,8 +75,22 @@ class BaseRisk(BaseEstimator):
         Returns
         -------
         ndarray of shape (n,)
-            ``sigma_i`` is the weight of the i-th smallest loss.
+            ``sigma_i`` is the weight of the i-th smallest loss: nonnegative
+            and summing to one (a spectral risk's are nondecreasing per unit
+            of weight); the class docstring gives them.
+
+        Raises
+        ------
+        ValueError
+            When ``n`` is not a positive integer, a parameter of the risk is
+            out of its range, or its counts do not fit the ``n`` losses or,
+            with weights, the total weight (the message names
+            ``sample_weight`` and its total).
         """
+        return self._weights(_check_n(n), sample_weight)
+
+    def _weights(self, n, sample_weight):  # pragma: no cover - abstract
+        """:meth:`weights` for a checked ``n``."""
         raise NotImplementedError
 
     def value(self, losses, sample_weight=None):
@@ -168,107 +185,40 @@ def _check_real(name, value, *, low=None, high=None, low_open=False, high_open=F
 
 
 class _SpectralRisk(BaseRisk):
+    """A spectral risk, given by the integral ``Phi`` of its spectrum (module docstring)."""
+
     def _cumulative(self, t):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def weights(self, n, sample_weight=None):
-        """Return the weights ``sigma_i = Phi(C_i) - Phi(C_(i-1))``, ascending order.
-
-        Parameters
-        ----------
-        n : int
-            Number of losses.
-        sample_weight : array-like of shape (n,), optional
-            Weights of the samples, in the ascending order of their losses;
-            None for ``C_i = i/n``.
-
-        Returns
-        -------
-        ndarray of shape (n,)
-            Nonnegative, summing to one; nondecreasing per unit of weight.
-        """
-        n = _check_n(n)
+    def _weights(self, n, sample_weight):
+        """``sigma_i = Phi(C_i) - Phi(C_(i-1))``, ``C_i = i/n`` without weights."""
         self._validate()
+        if sample_weight is None:
+            return self._equal_weights(n)
+        return self._cell_weights(n, sample_weight)
+
+    def _equal_weights(self, n):
+        """The weights without sample weights (cells ``[(i-1)/n, i/n]``)."""
+        return self._cell_weights(n, None)
+
+    def _cell_weights(self, n, sample_weight):
+        """``Phi`` integrated over each loss's cell of mass."""
         grid, _ = _cells(n, sample_weight)
         return np.maximum(np.diff(self._cumulative(grid)), 0.0)
 
 
-class ERM(_SpectralRisk):
-    """Empirical risk: the mean loss, ``sigma_i = 1/n``."""
+class _TailMean(_SpectralRisk):
+    """A spectral risk that is the mean of the losses above a quantile (ERM: the quantile 0)."""
 
     one_threshold = True
 
-    def _validate(self):
-        pass
-
-    def _cumulative(self, t):
-        return t
+    def _quantile(self):  # pragma: no cover - abstract
+        raise NotImplementedError
 
     def threshold_level(self, total, sample_weight=None):
-        """The weight per unit of sample weight: 1 (see ``BaseRisk.one_threshold``).
+        """The weight per unit of sample weight above the quantile ``q``: ``1 / (1 - q)``.
 
-        Parameters
-        ----------
-        total : float
-            Total sample weight (``n`` without weights).
-        sample_weight : array-like of shape (n,), optional
-            The weights (unused).
-
-        Returns
-        -------
-        float
-            ``1``: a sample of weight ``v`` has rank weight ``v / total``.
-        """
-        return 1.0
-
-    def weights(self, n, sample_weight=None):
-        """Return the uniform weights ``1/n``, or the normalised sample weights.
-
-        Parameters
-        ----------
-        n : int
-            Number of losses.
-        sample_weight : array-like of shape (n,), optional
-            Weights of the samples, in the ascending order of their losses.
-
-        Returns
-        -------
-        ndarray of shape (n,)
-            Every entry is ``1/n``; with ``sample_weight``, ``v_i / sum v``.
-        """
-        n = _check_n(n)
-        if sample_weight is None:
-            return np.full(n, 1.0 / n)
-        v = _check_sample_weight(sample_weight, n)
-        return v / v.sum()
-
-
-class Superquantile(_SpectralRisk):
-    """Superquantile (conditional value at risk) at level ``q``.
-
-    The mean of the losses above their ``q``-quantile:
-    ``sigma_i = |[(i-1)/n, i/n] ∩ [q, 1]| / (1 - q)``, so the cell that
-    contains ``q`` gets a fractional weight.
-
-    Parameters
-    ----------
-    q : float, default=0.8
-        Level in ``[0, 1)``; ``q = 0`` is the mean, ``q -> 1`` the maximum.
-    """
-
-    one_threshold = True
-
-    def __init__(self, q=0.8):
-        self.q = q
-
-    def _validate(self):
-        _check_real("q", self.q, low=0.0, high=1.0, high_open=True)
-
-    def _cumulative(self, t):
-        return np.maximum(t - self.q, 0.0) / (1.0 - self.q)
-
-    def threshold_level(self, total, sample_weight=None):
-        """The weight per unit of sample weight above the quantile: ``1 / (1 - q)``.
+        See ``BaseRisk.one_threshold``; ``q = 0`` for ERM.
 
         Parameters
         ----------
@@ -284,7 +234,53 @@ class Superquantile(_SpectralRisk):
             rank weight ``v / ((1 - q) total)``.
         """
         self._validate()
-        return 1.0 / (1.0 - self.q)
+        return 1.0 / (1.0 - self._quantile())
+
+
+class ERM(_TailMean):
+    """Empirical risk: the mean loss, ``sigma_i = 1/n`` (with sample weights ``v_i / sum v``)."""
+
+    def _validate(self):
+        pass
+
+    def _quantile(self):
+        return 0.0
+
+    def _cumulative(self, t):
+        return t
+
+    def _equal_weights(self, n):
+        return np.full(n, 1.0 / n)
+
+    def _cell_weights(self, n, sample_weight):
+        v = _check_sample_weight(sample_weight, n)
+        return v / v.sum()
+
+
+class Superquantile(_TailMean):
+    """Superquantile (conditional value at risk) at level ``q``.
+
+    The mean of the losses above their ``q``-quantile:
+    ``sigma_i = |[(i-1)/n, i/n] ∩ [q, 1]| / (1 - q)``, so the cell that
+    contains ``q`` gets a fractional weight.
+
+    Parameters
+    ----------
+    q : float, default=0.8
+        Level in ``[0, 1)``; ``q = 0`` is the mean, ``q -> 1`` the maximum.
+    """
+
+    def __init__(self, q=0.8):
+        self.q = q
+
+    def _validate(self):
+        _check_real("q", self.q, low=0.0, high=1.0, high_open=True)
+
+    def _cumulative(self, t):
+        return np.maximum(t - self.q, 0.0) / (1.0 - self.q)
+
+    def _quantile(self):
+        return self.q
 
 
 #: Alias: the conditional value at risk is the superquantile.
@@ -334,25 +330,7 @@ class ExponentialSpectral(_SpectralRisk):
         rho = float(self.rho)
         return np.exp(rho * (t - 1.0)) * (-np.expm1(-rho * t)) / (-np.expm1(-rho))
 
-    def weights(self, n, sample_weight=None):
-        """Return the exponential weights, ascending, summing to one.
-
-        Parameters
-        ----------
-        n : int
-            Number of losses.
-        sample_weight : array-like of shape (n,), optional
-            Weights of the samples, in the ascending order of their losses.
-
-        Returns
-        -------
-        ndarray of shape (n,)
-            ``sigma_i`` is the weight of the i-th smallest loss.
-        """
-        if sample_weight is not None:
-            return super().weights(n, sample_weight)
-        n = _check_n(n)
-        self._validate()
+    def _equal_weights(self, n):
         rho = float(self.rho)
         i = np.arange(1, n + 1, dtype=np.float64)
         return np.exp(rho * (i / n - 1.0)) * (-np.expm1(-rho / n)) / (-np.expm1(-rho))
@@ -431,7 +409,34 @@ def _counts_at(value, n):
     return np.full(n.shape, float(value))
 
 
-class TopK(BaseRisk):
+class _RankedRangeMean(BaseRisk):
+    """The mean of the losses ranked ``m+1`` to ``k`` from the largest (``TopK``: ``m = 0``).
+
+    Subclasses give the ranks ``(m, k)`` of ``n`` losses (``_ranks``) and,
+    with sample weights, the shares ``(s_m, s_k)`` of the total weight that
+    they stand for (``_range_shares``, see the module docstring).
+    """
+
+    def _weights(self, n, sample_weight):
+        """``1/(k-m)`` on ascending positions ``n-k+1 .. n-m``; with weights, on the mass of the range.
+
+        With weights the range is the mass between the shares ``1 - s_k``
+        and ``1 - s_m`` of the total weight.
+        """
+        if sample_weight is None:
+            low, high = self._ranks(n)
+            w = np.zeros(n)
+            w[n - high : n - low] = 1.0 / (high - low)
+            return w
+        _, total = _cells(n, sample_weight)
+        low, high = self._range_shares(total, _n_positive(sample_weight))
+        width = high - low
+        # the mass of each cell between the shares 1 - high and 1 - low, per unit of the range
+        phi = np.clip(high - _tail_mass(sample_weight, total), 0.0, width) / width
+        return np.maximum(np.diff(phi), 0.0)
+
+
+class TopK(_RankedRangeMean):
     """Average of the ``k`` largest losses.
 
     Parameters
@@ -451,43 +456,11 @@ class TopK(BaseRisk):
     def __init__(self, k=0.2):
         self.k = k
 
-    def weights(self, n, sample_weight=None):
-        """Return the weights ``1/k`` on the ``k`` largest losses, zero elsewhere.
+    def _ranks(self, n):
+        return 0, self._k(n)
 
-        Parameters
-        ----------
-        n : int
-            Number of losses.
-        sample_weight : array-like of shape (n,), optional
-            Weights of the samples, in the ascending order of their losses:
-            the weights are then those of the superquantile at level
-            ``1 - s``, ``s`` the share of the total weight ``V`` that ``k``
-            stands for: ``k / V`` for an integer ``k`` (units of weight),
-            ``max(floor(k n+), 1) / n+`` for a fraction (``n+`` samples of
-            positive weight).
-
-        Returns
-        -------
-        ndarray of shape (n,)
-            Zero on the ``n - k`` smallest losses, ``1/k`` on the others.
-
-        Raises
-        ------
-        ValueError
-            When ``k`` is not a count in ``1..n``, or, with weights, when an
-            integer ``k`` exceeds the total weight (the message names
-            ``sample_weight`` and its total).
-        """
-        n = _check_n(n)
-        if sample_weight is None:
-            k = self._k(n)
-            w = np.zeros(n)
-            w[n - k :] = 1.0 / k
-            return w
-        _, total = _cells(n, sample_weight)
-        top = self._top_share(total, _n_positive(sample_weight))
-        tail = _tail_mass(sample_weight, total)
-        return np.maximum(np.diff(np.maximum(top - tail, 0.0) / top), 0.0)
+    def _range_shares(self, total, n_samples):
+        return 0.0, self._top_share(total, n_samples)
 
     def _k(self, n):
         """``k`` as a number of the ``n`` losses (no weights)."""
@@ -538,7 +511,7 @@ class TopK(BaseRisk):
         return 1.0 / self._top_share(total, _n_positive(sample_weight))
 
 
-class RankedRange(BaseRisk):
+class RankedRange(_RankedRangeMean):
     """Average of a ranked range of losses (AoRR, the SoRR loss divided by its size).
 
     The mean of the (m+1)-th to the k-th LARGEST losses: outliers above
@@ -635,43 +608,11 @@ class RankedRange(BaseRisk):
             advice = "; choose 0 <= m < k (counts or fractions in (0, 1))"
         raise ValueError(head + advice + ".")
 
-    def weights(self, n, sample_weight=None):
-        """Return the weights ``1/(k-m)`` on ascending positions ``n-k+1 .. n-m``.
+    def _ranks(self, n):
+        return self.counts(n)
 
-        Parameters
-        ----------
-        n : int
-            Number of losses.
-        sample_weight : array-like of shape (n,), optional
-            Weights of the samples, in the ascending order of their losses:
-            the range is then the mass between the shares ``1 - s_k`` and
-            ``1 - s_m`` of the total weight ``V``, ``s`` the share a count
-            stands for (``count / V`` for an integer count, in units of
-            weight; ``floor(f n+) / n+`` for a fraction ``f``, ``n+``
-            samples of positive weight).
-
-        Returns
-        -------
-        ndarray of shape (n,)
-            ``1/(k-m)`` on the (m+1)-th to k-th largest losses, zero elsewhere.
-
-        Raises
-        ------
-        ValueError
-            When the counts do not fit the ``n`` losses, or, with weights,
-            the total weight (the message names ``sample_weight``).
-        """
-        n = _check_n(n)
-        if sample_weight is None:
-            m, k = self.counts(n)
-            w = np.zeros(n)
-            w[n - k : n - m] = 1.0 / (k - m)
-            return w
-        _, total = _cells(n, sample_weight)
-        low, high = self._shares(total, _n_positive(sample_weight))
-        width = high - low
-        phi = np.clip(high - _tail_mass(sample_weight, total), 0.0, width) / width
-        return np.maximum(np.diff(phi), 0.0)
+    def _range_shares(self, total, n_samples):
+        return self._shares(total, n_samples)
 
 
 def _tk_weighting(p, exponent):

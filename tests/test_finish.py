@@ -13,7 +13,7 @@ from skrank.penalties import get_penalty
 from skrank.risks import Superquantile, TopK
 from skrank.solvers.finish import FinishSchedule, NewtonFinish, PiecewiseLinearFinish
 from skrank.solvers.stochastic.sorel import sorel
-from skrank.solvers.stochastic.steps import prepare_data
+from skrank.solvers.stochastic.units import prepare_data
 
 
 def _data(loss_name, n=80, d=5, seed=0):

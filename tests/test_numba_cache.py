@@ -434,3 +434,16 @@ def test_njit_without_cache_and_with_signatures(kernel_file):
     assert list(kernel_file.parent.glob("__pycache__/kernels.square-*.nbc"))
     with pytest.raises(TypeError):
         module.square(1j)
+
+
+def test_an_edit_to_a_callee_file_invalidates_the_kernels_that_inline_it(workspace, built):
+    # the kernels of the datafits and solvers inline the losses' kernels: an edit to losses.py must
+    # not leave their cached code in use (Numba's own stamp looks at the kernel's file only)
+    copy = workspace.copy("edited-callee", cache_from=built[0])
+    losses = copy / "skrank" / "losses.py"
+    losses.write_text(losses.read_text() + "\n# an edit: the compiled callers are stale now\n")
+    report = workspace.run(copy, workspace.temp_dir("tmp-edited"), numba_cache_dir=False)
+    assert report["coef"] == built[1]["coef"]
+    assert report["hits"] == 0 and report["misses"] > 0
+    again = workspace.run(copy, workspace.temp_dir("tmp-edited-again"), numba_cache_dir=False)
+    assert again["hits"] > 0 and again["misses"] == 0

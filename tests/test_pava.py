@@ -41,6 +41,15 @@ HUBER_EPS = 0.7
 FAST = settings(deadline=None, max_examples=400)
 
 
+def run_property(check, sweep_size, examples, *strategies, **named_strategies):
+    """Run ``check`` on Hypothesis's draws of the strategies, ``examples`` of them with ``--sweep full``.
+
+    ``make test`` (``--sweep fast``) draws a quarter of them.
+    """
+    examples = examples if sweep_size == "full" else examples // 4
+    settings(deadline=None, max_examples=examples)(given(*strategies, **named_strategies)(check))()
+
+
 # --------------------------------------------------------------------------------------
 # Independent references
 # --------------------------------------------------------------------------------------
@@ -151,17 +160,17 @@ def test_isotonic_matches_sklearn(n, weighted, increasing, ties):
     np.testing.assert_allclose(ours, ref, rtol=0, atol=1e-12)
 
 
-@settings(deadline=None, max_examples=600)
-@given(
-    y=hnp.arrays(np.float64, st.integers(1, 60), elements=st.floats(-1e3, 1e3)),
-    data=st.data(),
-    increasing=st.booleans(),
-)
-def test_isotonic_matches_sklearn_property(y, data, increasing):
+def _isotonic_matches_sklearn(y, data, increasing):
     w = data.draw(hnp.arrays(np.float64, y.shape[0], elements=st.floats(1e-3, 1e3)))
     ours = isotonic_regression(y, sample_weight=w, increasing=increasing)
     ref = sk_isotonic(y, sample_weight=w, increasing=increasing)
     np.testing.assert_allclose(ours, ref, rtol=1e-12, atol=1e-12 * (1 + np.abs(y).max()))
+
+
+def test_isotonic_matches_sklearn_property(sweep_size):
+    run_property(_isotonic_matches_sklearn, sweep_size, 600,
+                 y=hnp.arrays(np.float64, st.integers(1, 60), elements=st.floats(-1e3, 1e3)),
+                 data=st.data(), increasing=st.booleans())
 
 
 def test_isotonic_zero_weights_are_optimal():
@@ -244,9 +253,7 @@ def chain_problems(draw, codes, max_n=40, sort=True):
     return m, sigma, rho, code
 
 
-@settings(deadline=None, max_examples=1500)
-@given(chain_problems(MONOTONE + EVEN))
-def test_zstep_sorted_kkt_property(problem):
+def _zstep_sorted_kkt(problem):
     m, sigma, rho, code = problem
     z_stack = zstep_sorted(m, sigma, code, param_of(code), rho, method="stack")
     z_sweep = zstep_sorted(m, sigma, code, param_of(code), rho, method="sweep")
@@ -254,6 +261,10 @@ def test_zstep_sorted_kkt_property(problem):
     assert_chain_kkt(z_sweep, m, sigma, code, rho)
     scale = 1.0 + np.abs(m).max() + sigma.max() / rho
     np.testing.assert_allclose(z_stack, z_sweep, rtol=0, atol=1e-9 * scale)
+
+
+def test_zstep_sorted_kkt_property(sweep_size):
+    run_property(_zstep_sorted_kkt, sweep_size, 1500, chain_problems(MONOTONE + EVEN))
 
 
 @FAST
@@ -409,15 +420,17 @@ def test_zstep_even_nonconvex_is_global(code, referee):
     assert abs(rank_objective(z, m, sigma, code, rho) - f_ref) <= 1e-8 * max(1, abs(f_ref))
 
 
-@settings(deadline=None, max_examples=600)
-@given(chain_problems(EVEN, sort=False))
-def test_zstep_even_kkt_property(problem):
+def _zstep_even_kkt(problem):
     m, sigma, rho, code = problem
     for method in ("stack", "sweep"):
         z = zstep_even(m, sigma, code, param_of(code), rho, method=method)
         assert np.all(z * m >= 0)
         perm = np.argsort(np.abs(m), kind="stable")
         assert_chain_kkt(np.abs(z)[perm], np.abs(m)[perm], sigma, code, rho)
+
+
+def test_zstep_even_kkt_property(sweep_size):
+    run_property(_zstep_even_kkt, sweep_size, 600, chain_problems(EVEN, sort=False))
 
 
 # --------------------------------------------------------------------------------------
@@ -572,12 +585,7 @@ def test_sweep_kernel_follows_algorithm_2(cpt):
 # --------------------------------------------------------------------------------------
 # project_permutahedron (Ge and Jiang 2024, Algorithm 1 line 4)
 # --------------------------------------------------------------------------------------
-@settings(deadline=None, max_examples=800)
-@given(
-    v=hnp.arrays(np.float64, st.integers(1, 50), elements=st.floats(-10, 10)),
-    data=st.data(),
-)
-def test_permutahedron_invariants(v, data):
+def _permutahedron_invariants(v, data):
     n = v.shape[0]
     sigma = data.draw(hnp.arrays(np.float64, n, elements=st.floats(0, 1)))
     lam = project_permutahedron(v, sigma)
@@ -590,6 +598,11 @@ def test_permutahedron_invariants(v, data):
     perm = np.argsort(v, kind="stable")
     assert np.all(np.diff(lam[perm]) >= -tol)
     np.testing.assert_allclose(project_permutahedron(lam, sigma), lam, atol=10 * tol)
+
+
+def test_permutahedron_invariants(sweep_size):
+    run_property(_permutahedron_invariants, sweep_size, 800,
+                 v=hnp.arrays(np.float64, st.integers(1, 50), elements=st.floats(-10, 10)), data=st.data())
 
 
 @settings(deadline=None, max_examples=40)

@@ -27,8 +27,8 @@ from skrank.losses import get_loss
 from skrank.penalties import get_penalty
 from skrank.risks import ERM, RankedRange, Superquantile
 from skrank.solvers.full_batch.newton import smoothed_newton
+from skrank.solvers.stochastic.epochs import N_ITER_NO_CHANGE, EpochLog
 from skrank.solvers.stochastic.sgd import sgd
-from skrank.solvers.stochastic.steps import N_ITER_NO_CHANGE, EpochLog
 
 _FULL_AUC = dict(fpr_range=(0, 1), loss="squared")
 

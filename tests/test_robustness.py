@@ -27,9 +27,10 @@ import robustness_cases as rc
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
-#: Examples per area: the fast subset of ``make test``, and ``--sweep full``.
-FAST_EXAMPLES = {"nan_inf": 50, "feature_scale": 50, "weight_scale": 50, "degenerate": 50, "input_kind": 40,
-                 "determinism": 25, "streams": 50, "solvers": 50}
+#: Examples per area: the fast subset of ``make test``, and ``--sweep full``.  The four areas whose
+#: cases are the slowest draw fewer in the fast subset.
+FAST_EXAMPLES = {"nan_inf": 50, "feature_scale": 25, "weight_scale": 25, "degenerate": 50, "input_kind": 20,
+                 "determinism": 25, "streams": 50, "solvers": 25}
 FULL_EXAMPLES = 400
 #: Seconds before a case counts as a hang (checked between Python bytecodes).
 CASE_TIMEOUT = 60

@@ -10,7 +10,7 @@ from skrank.penalties import get_penalty
 from skrank.risks import ERM, HumanAligned, RankedRange, Superquantile
 from skrank.solvers.stochastic.lsvrg import lsvrg
 from skrank.solvers.stochastic.sgd import sgd
-from skrank.solvers.stochastic.steps import rank_weights
+from skrank.solvers.stochastic.weights import rank_weights
 
 
 def _standardised(n=128, d=3, seed=0):

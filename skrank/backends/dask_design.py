@@ -34,10 +34,12 @@ def check_dask_array(X):
     Parameters
     ----------
     X : dask.array.Array
+        The features, chunked by rows.
 
     Returns
     -------
-    dask.array.Array
+    X : dask.array.Array
+        Of float64, with whole rows in each chunk.
     """
     if X.ndim != 2:
         raise ValueError(f"X must be a 2-D Dask array, got {X.ndim} dimensions.")
@@ -66,10 +68,12 @@ def finite_lazily(X):
     Parameters
     ----------
     X : dask.array.Array
+        The features.
 
     Returns
     -------
-    dask.array.Array
+    X : dask.array.Array
+        The same chunks, each checked by the task that computes it.
     """
     return X.map_blocks(_finite_block, dtype=X.dtype)
 
@@ -275,11 +279,9 @@ class DaskDesign(Design):
 
         Parameters
         ----------
-        positive : ndarray of bool of shape (n,)
-            The rows of the first class.
-        sample_weight : ndarray of shape (n,), default=None
-            Nonnegative weights of the rows, with a positive total in each
-            class; None for unit weights.
+        positive, sample_weight : ndarray of shape (n,)
+            The rows of the first class (bool) and the rows' weights (or
+            None), as in :func:`skrank.datafits.square_auc.two_class_moments`.
 
         Returns
         -------

@@ -45,6 +45,7 @@ from scipy.special import expit
 from .._jit import njit
 from ..backends.dispatch import make_design
 from ..pairwise_losses import pair_value_and_derivative
+from .base import Datafit
 from .partial_auc import _in_units
 
 
@@ -194,7 +195,7 @@ def _pair_ap(code, shift, scale, h, pos, w):
     return value / n_pos, grad
 
 
-class AveragePrecisionObjective:
+class AveragePrecisionObjective(Datafit):
     """``F(w, b) = P(sigmoid(X w + b)) + alpha ||w||^2 / 2`` on one training set.
 
     The score is the paper's (Qi et al. 2021): the sigmoid of the
@@ -208,13 +209,13 @@ class AveragePrecisionObjective:
     moves the scores along the sigmoid, so it is a parameter here (not
     penalised), although it leaves the ranking unchanged.
 
-    The parameter vector is ``theta = (w, b)`` of length ``d + 1``.  One
-    value and gradient cost ``O(n log n + n d)`` for the squared hinge.
-    With sample weights ``P`` is the weighted ``P_w`` of the module
-    docstring.  The products with ``X`` go through the design ``[X, 1]``
-    (:func:`skrank.backends.dispatch.make_design`): a Dask array chunked
-    by rows is read chunk by chunk and never gathered, a CuPy array stays
-    on its device.
+    A :class:`~skrank.datafits.base.Datafit` of ``theta = (w, b)``, of
+    length ``d + 1``.  One value and gradient cost ``O(n log n + n d)`` for
+    the squared hinge.  With sample weights ``P`` is the weighted ``P_w`` of
+    the module docstring.  The products with ``X`` go through the design
+    ``[X, 1]`` (:func:`skrank.backends.dispatch.make_design`): a Dask array
+    chunked by rows is read chunk by chunk and never gathered, a CuPy array
+    stays on its device.
 
     Parameters
     ----------
@@ -251,44 +252,20 @@ class AveragePrecisionObjective:
         self.loss = loss
         self.alpha = float(alpha)
 
-    def variable_scale(self):
-        """The units of ``theta`` for :func:`skrank.solvers.full_batch.lbfgs.lbfgs` (one per coefficient).
-
-        :func:`skrank.datafits.scale.linear_model_scale` of ``[X, 1]``
-        under the sample weights and ``alpha`` (computed once, one pass
-        over ``X``).
-
-        Returns
-        -------
-        ndarray of shape (n_features + 1,)
-        """
-        if getattr(self, "_variable_scale", None) is None:
-            from .scale import linear_model_scale
-
-            self._variable_scale = linear_model_scale(self.design, self.sample_weight, self.alpha)
-        return self._variable_scale
+    def _scale_row_weight(self):
+        return self.sample_weight
 
     def scores(self, theta):
         """``h = sigmoid(X w + b)``."""
         return expit(self.design.matvec(np.asarray(theta, dtype=np.float64)))
 
-    def value(self, theta):
-        """``F(theta)``."""
-        theta = np.asarray(theta, dtype=np.float64)
-        value, _ = ap_surrogate_and_score_gradients(self.scores(theta), self.y, self.loss, self._units)
-        w = theta[:-1]
-        return value + 0.5 * self.alpha * float(w @ w)
-
-    def value_and_grad(self, theta):
-        """``F(theta)`` and its gradient (one pass over the data)."""
-        theta = np.asarray(theta, dtype=np.float64)
+    def _data_term(self, theta, gradient):
         h = self.scores(theta)
         value, g = ap_surrogate_and_score_gradients(h, self.y, self.loss, self._units)
+        if not gradient:
+            return value, None
         g *= h * (1.0 - h)
-        w = theta[:-1]
-        grad = self.design.rmatvec(g)
-        grad[:-1] += self.alpha * w
-        return value + 0.5 * self.alpha * float(w @ w), grad
+        return value, self.design.rmatvec(g)
 
     def start(self, y_margin=1.0):
         """A start that ranks well and spreads the scores over the sigmoid's range.

@@ -23,10 +23,14 @@ objectives.
 import numpy as np
 
 from ..backends.dispatch import make_design
+from .base import Datafit
 
 
-class LogisticAnchoredObjective:
+class LogisticAnchoredObjective(Datafit):
     """``F(theta)`` of the module docstring with its gradient, ``theta = (w, b)``.
+
+    A :class:`~skrank.datafits.base.Datafit`; :meth:`value` skips the
+    logistic term when ``rank_weight`` is 1.
 
     Parameters
     ----------
@@ -60,7 +64,6 @@ class LogisticAnchoredObjective:
             self.row_weight = v / v.sum()
         self.rank_weight = float(rank_weight)
         self.alpha = float(alpha)
-        self.n_passes = 0
 
     def _rank_part(self, theta, gradient):
         if self.rank_weight == 0.0:
@@ -85,40 +88,17 @@ class LogisticAnchoredObjective:
         sigmoid_minus_z = np.where(z >= 0.0, e * inv, inv)
         return value, self.design.rmatvec(-self.row_weight * self.margin_sign * sigmoid_minus_z)
 
-    def value(self, theta):
-        """``F(theta)``."""
-        theta = np.asarray(theta, dtype=np.float64)
+    def _data_term(self, theta, gradient):
         r = self.rank_weight
-        log_value, _ = self.logistic_value_and_grad(theta, gradient=False) if r < 1.0 else (0.0, None)
-        rank_value, _ = self._rank_part(theta, gradient=False)
-        w = theta[:-1]
-        return (1.0 - r) * log_value + r * rank_value + 0.5 * self.alpha * float(w @ w)
+        if gradient or r < 1.0:
+            log_value, log_grad = self.logistic_value_and_grad(theta, gradient)
+        else:  # the value alone skips the logistic term, which has no weight
+            log_value, log_grad = 0.0, None
+        rank_value, rank_grad = self._rank_part(theta, gradient)
+        value = (1.0 - r) * log_value + r * rank_value
+        if not gradient:
+            return value, None
+        return value, (1.0 - r) * log_grad + r * rank_grad
 
-    def value_and_grad(self, theta):
-        """``F(theta)`` and its gradient (one pass over the data for each term)."""
-        theta = np.asarray(theta, dtype=np.float64)
-        r = self.rank_weight
-        log_value, log_grad = self.logistic_value_and_grad(theta)
-        rank_value, rank_grad = self._rank_part(theta, gradient=True)
-        w = theta[:-1]
-        grad = (1.0 - r) * log_grad + r * rank_grad
-        grad[:-1] += self.alpha * w
-        self.n_passes += 1
-        return (1.0 - r) * log_value + r * rank_value + 0.5 * self.alpha * float(w @ w), grad
-
-    def variable_scale(self):
-        """The units of ``theta`` for :func:`skrank.solvers.full_batch.lbfgs.lbfgs` (one per coefficient).
-
-        :func:`skrank.datafits.scale.linear_model_scale` of ``[X, 1]``
-        under the row weights and ``alpha`` (computed once, one pass over
-        ``X``).
-
-        Returns
-        -------
-        ndarray of shape (n_features + 1,)
-        """
-        if getattr(self, "_variable_scale", None) is None:
-            from .scale import linear_model_scale
-
-            self._variable_scale = linear_model_scale(self.design, self.row_weight, self.alpha)
-        return self._variable_scale
+    def _scale_row_weight(self):
+        return self.row_weight

@@ -73,6 +73,7 @@ from ..backends.dispatch import external_kind, make_design
 from ..kernels.sorting import _insertion_keyed
 from ..metrics import _check_fpr_range
 from ..pairwise_losses import get_pairwise_loss, pair_value_and_derivative
+from .base import Datafit
 
 
 def negative_rank_weights(n_negatives, fpr_range, sample_weight=None):
@@ -132,12 +133,10 @@ def check_range_holds_negatives(n_negatives, fpr_range, sample_weight=None):
 
     Parameters
     ----------
-    n_negatives : int
-        Number of negatives ``N-``.
-    fpr_range : tuple (alpha, beta)
-        False-positive-rate range.
+    n_negatives, fpr_range : int, tuple (alpha, beta)
+        As for :func:`negative_rank_weights`.
     sample_weight : ndarray of shape (n_negatives,), default=None
-        The negatives' weights; None for unit weights.
+        The negatives' weights, in any order; None for unit weights.
 
     Raises
     ------
@@ -329,29 +328,39 @@ def _quadratic_range_sums(hp, vp, order_pos, q, order_neg, omega, pieces, g_pos,
 @njit(cache=True)
 def _pair_range_sums(code, shift, scale, h_pos, vp, q, omega):
     """Double loop over positives (weights ``vp``) and in-range negatives (any pairwise loss)."""
-    n_pos = h_pos.shape[0]
-    n_neg = q.shape[0]
-    g_pos = np.zeros(n_pos)
-    g_neg = np.zeros(n_neg)
+    g_pos = np.zeros(h_pos.shape[0])
+    g_neg = np.zeros(q.shape[0])
     total = 0.0
-    for i in range(n_pos):
-        hi = h_pos[i]
-        vi = vp[i]
-        acc = 0.0
-        gi = 0.0
-        for k in range(n_neg):
-            v, d = pair_value_and_derivative(code, shift, scale, hi - q[k])
-            acc += omega[k] * v
-            d *= omega[k]
-            gi += d
-            g_neg[k] -= vi * d
-        total += vi * acc
-        g_pos[i] = vi * gi
+    for i in range(h_pos.shape[0]):
+        row_sum, row_derivative = _positive_row_sums(code, shift, scale, h_pos[i], vp[i], q, omega, g_neg)
+        total += vp[i] * row_sum
+        g_pos[i] = vp[i] * row_derivative
     return total, g_pos, g_neg
 
 
-class PartialAUCObjective:
+@njit(cache=True)
+def _positive_row_sums(code, shift, scale, h, weight, q, omega, g_neg):
+    """One positive's pairs: ``sum_k omega_k loss(h - q_k)`` and its derivative in ``h``.
+
+    Subtracts ``weight`` times each pair's derivative from ``g_neg``.
+    """
+    row_sum = 0.0
+    row_derivative = 0.0
+    for k in range(q.shape[0]):
+        v, d = pair_value_and_derivative(code, shift, scale, h - q[k])
+        row_sum += omega[k] * v
+        d *= omega[k]
+        row_derivative += d
+        g_neg[k] -= weight * d
+    return row_sum, row_derivative
+
+
+class PartialAUCObjective(Datafit):
     """``F(w)`` of the module docstring on one training set, with its gradient.
+
+    A :class:`~skrank.datafits.base.Datafit` of ``w`` alone (the pairs
+    ignore an intercept): :meth:`value`, :meth:`value_and_grad` and
+    :meth:`variable_scale` come from there.
 
     Every product with ``X`` goes through one design
     (:func:`skrank.backends.dispatch.make_design`): the scores ``h = X w``
@@ -438,7 +447,6 @@ class PartialAUCObjective:
         self.neg_weight = sample_weight[~pos] if self.weighted else None
         self.loss = loss
         self.alpha = float(alpha)
-        self.n_passes = 0
         # the last sorting permutations: successive iterates rank alike
         self._orders = (np.arange(self.n_neg), np.arange(self.n_pos))
         if not self.weighted:
@@ -490,27 +498,15 @@ class PartialAUCObjective:
         return range_loss_and_score_gradients(h_pos, h_neg, omega, self.loss, self._orders,
                                               self._pos_units if self.weighted else None)
 
-    def variable_scale(self):
-        """The units of ``w`` for :func:`skrank.solvers.full_batch.lbfgs.lbfgs` (one per coefficient).
+    def _scale_row_weight(self):
+        """Each class weighing one half, spread over its rows as the sample weights are, as in ``F``.
 
-        :func:`skrank.datafits.scale.linear_model_scale` of ``X`` and
-        ``alpha``, with each class weighing one half (spread over its rows
-        as the sample weights are), as in ``F``: weights constant over each
-        class leave ``F`` and these units unchanged.  Computed once, one
-        pass over ``X``.
-
-        Returns
-        -------
-        ndarray of shape (n_features,)
+        Weights constant over each class leave ``F`` and the units of
+        :meth:`variable_scale` unchanged.
         """
-        if getattr(self, "_variable_scale", None) is None:
-            from .scale import linear_model_scale
-
-            v = np.ones(self.positive.shape[0]) if self.sample_weight is None else self.sample_weight
-            pos = self.positive
-            halves = np.where(pos, v / v[pos].sum(), v / v[~pos].sum())
-            self._variable_scale = linear_model_scale(self.design, halves, self.alpha)
-        return self._variable_scale
+        v = np.ones(self.positive.shape[0]) if self.sample_weight is None else self.sample_weight
+        pos = self.positive
+        return np.where(pos, v / v[pos].sum(), v / v[~pos].sum())
 
     def check_unweighted(self, solver):
         """Raise a ValueError if the objective has sample weights, which ``solver`` does not take.
@@ -554,61 +550,26 @@ class PartialAUCObjective:
         g[self._rows[1]] = g_neg
         return self.design.rmatvec(g)
 
-    def data_value(self, w):
-        """The pAUC surrogate without the penalty.
-
-        Parameters
-        ----------
-        w : ndarray of shape (n_features,)
-            Coefficients.
-
-        Returns
-        -------
-        float
-            ``F(w) - alpha ||w||^2 / 2``.
-        """
-        h_pos, h_neg = self.scores(w)
-        total, _, _ = self._range_sums(h_pos, h_neg)
-        return total / self.normaliser
-
-    def value(self, w):
-        """``F(w)``.
-
-        Parameters
-        ----------
-        w : ndarray of shape (n_features,)
-            Coefficients.
-
-        Returns
-        -------
-        float
-            The objective.
-        """
-        w = np.asarray(w, dtype=np.float64)
-        return self.data_value(w) + 0.5 * self.alpha * float(w @ w)
-
-    def value_and_grad(self, w):
-        """``F(w)`` and its gradient (one pass over the data).
-
-        Parameters
-        ----------
-        w : ndarray of shape (n_features,)
-            Coefficients.
-
-        Returns
-        -------
-        value : float
-            ``F(w)``.
-        grad : ndarray of shape (n_features,)
-            Its gradient (a Clarke subgradient where negatives tie).
-        """
-        w = np.asarray(w, dtype=np.float64)
+    def _data_term(self, w, gradient):
         h_pos, h_neg = self.scores(w)
         total, g_pos, g_neg = self._range_sums(h_pos, h_neg)
-        grad = self._gradient(g_pos, g_neg)
-        self.n_passes += 1
-        return (total / self.normaliser + 0.5 * self.alpha * float(w @ w),
-                grad / self.normaliser + self.alpha * w)
+        if not gradient:
+            return total / self.normaliser, None
+        return total / self.normaliser, self._gradient(g_pos, g_neg) / self.normaliser
+
+    def data_value(self, w):
+        """The pAUC surrogate without the penalty, ``F(w) - alpha ||w||^2 / 2``.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_features,)
+            Coefficients, as for :meth:`scores`.
+
+        Returns
+        -------
+        float
+        """
+        return self._data_term(w, gradient=False)[0]
 
     def ranked_scores(self, theta):
         """The scores that the pairs compare, ``X w``, at ``theta = (w, b)``.

@@ -96,9 +96,9 @@ def two_class_moments(X, positive, sample_weight=None):
         (:meth:`skrank.backends.dask_design.DaskDesign.class_moments`), a
         CuPy array on its device.
     positive : ndarray of bool of shape (n,)
-        The rows of the first class.
+        True on the rows of the first class (the positives).
     sample_weight : ndarray of shape (n,), default=None
-        Nonnegative weights of the rows, with a positive total in each
+        The rows' weights: nonnegative, with a positive total in each
         class; None for unit weights.
 
     Returns

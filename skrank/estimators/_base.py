@@ -1,11 +1,16 @@
 """Plumbing shared by every skrank estimator, written once.
 
-A concrete estimator sets ``_task``, its ``_parameter_constraints`` and
-implements ``_solve(X, y, coef_init, intercept_init)`` returning a
-:class:`skrank.solvers.SolverResult`; ``y`` is in {-1, +1} for classifiers
-(one binary problem at a time, one-vs-rest beyond two classes) and real for
-regressors.  Everything else (validation, label encoding, warm starts,
-fitted attributes, convergence warnings, prediction) lives here.
+``fit`` and ``partial_fit`` are one template (:class:`_RankLinearModel`);
+the classifier and regressor mixins supply what differs: the targets and
+their classes, the shape of ``coef_`` and ``intercept_``, and prediction.
+A concrete estimator declares its solvers (its rows of the table of
+:mod:`skrank.solvers.registry`), its ``_parameter_constraints`` and
+implements ``_solve(X, y, coef_init, intercept_init, sample_weight)``
+returning a :class:`skrank.solvers.SolverResult`; ``y`` is in {-1, +1} for
+classifiers (one binary problem at a time, one-vs-rest beyond two classes)
+and real for regressors.  Everything else (validation, label encoding,
+weights, warm starts, streams, fitted attributes, convergence warnings,
+prediction) lives here.
 """
 
 import time
@@ -20,6 +25,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import roc_auc_score
 from sklearn.utils._array_api import check_same_namespace
 from sklearn.utils._available_if import _AvailableIfDescriptor
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
@@ -36,8 +42,8 @@ from ..backends.dask_design import check_dask_array, finite_lazily, is_dask_arra
 from ..backends.dispatch import external_kind
 from ..losses import get_loss
 from ..penalties import get_penalty
-from ..risks import check_risk
-from ..solvers.registry import SOLVERS, choose_solver, streaming_solvers
+from ..risks import _RISKS, BaseRisk, check_risk
+from ..solvers.registry import choose_solver
 
 
 def _check_external(X):
@@ -110,8 +116,71 @@ def _one_column_flat(scores):
     return scores.ravel() if xp is None else xp.reshape(scores, (-1,))
 
 
+_SAMPLES_METHOD_DOC = """{summary}
+
+        Parameters
+        ----------
+        X : {{array-like, sparse matrix}} of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        {returns}
+            {description}
+        """
+
+
+def samples_method_doc(summary, returns, description):
+    """Give a method of the samples ``X`` alone its numpydoc docstring.
+
+    Parameters
+    ----------
+    summary : str
+        The docstring's first line.
+    returns : str
+        The type and shape of what the method returns.
+    description : str
+        What it returns (lines joined by newlines).
+
+    Returns
+    -------
+    callable
+        A decorator that sets the method's ``__doc__`` and returns it.
+    """
+    def decorate(method):
+        method.__doc__ = _SAMPLES_METHOD_DOC.format(summary=summary, returns=returns,
+                                                    description=description.replace("\n", "\n" + " " * 12))
+        return method
+
+    return decorate
+
+
+def _problem_labels(classes):
+    """The positive class of each binary problem: one for two classes, one per class beyond (one-vs-rest).
+
+    ``classes`` None (a regression) is one problem, of the targets as given.
+    """
+    if classes is None:
+        return [None]
+    return [classes[1]] if classes.shape[0] == 2 else list(classes)
+
+
+def _problem_target(y, positive):
+    """The targets of one problem: ``y`` for a regression, else +1 for class ``positive``, -1 for the rest."""
+    return y if positive is None else np.where(y == positive, 1.0, -1.0)
+
+
 class _RankLinearModel(BaseEstimator):
-    """Base of all linear rank-risk estimators (not public)."""
+    """Base of all linear rank-risk estimators (not public): the fit template.
+
+    ``fit`` and ``partial_fit`` are written here once.  The classifier and
+    regressor mixins supply what differs: the checks of the targets
+    (:meth:`_check_targets`), their classes (:meth:`_fit_classes`,
+    :meth:`_stream_classes`; None for a regression) and the shape of the
+    fitted coefficients (:meth:`_set_coefficients`).  An estimator
+    declares its solvers (``_solvers``, ``_AUTO``, ``_STREAMING_SOLVERS``)
+    and implements ``_check_before_solve`` and ``_solve``.
+    """
 
     _task = None  # "classification" or "regression"
     _accept_sparse = "csr"
@@ -139,6 +208,17 @@ class _RankLinearModel(BaseEstimator):
 
     #: The estimator's solvers by name: its rows of the table of :mod:`skrank.solvers.registry`.
     _solvers = {}
+    #: The order in which ``solver="auto"`` tries them (:func:`skrank.solvers.registry.auto_preference`).
+    _AUTO = ()
+
+    def _choose(self, requested, costly=False):
+        """The row of the solver to run for the problem ``self._problem`` (its keywords of ``choose_solver``).
+
+        ``requested`` is a solver's name or ``"auto"``; ``costly``: one
+        exact pass of the objective would be too costly
+        (:func:`skrank.solvers.registry.choose_solver`).
+        """
+        return choose_solver(requested, self._AUTO, solvers=self._solvers, costly=costly, **self._problem)
 
     def _takes_external(self):
         """Whether the configured solver fits an external ``X`` (Dask, array API).
@@ -155,6 +235,98 @@ class _RankLinearModel(BaseEstimator):
         tags.array_api_support = self._takes_external()
         return tags
 
+    # --- the hooks of the classifier and the regressor ----------------------------------
+    def _check_targets(self, y, classes=None):  # pragma: no cover - abstract
+        """Hook: ``y`` checked and converted; with ``classes`` (a stream's), also checked against them."""
+        raise NotImplementedError
+
+    def _fit_classes(self, y, sample_weight):  # pragma: no cover - abstract
+        """Hook: the classes of ``fit``'s samples of positive weight (None for a regression)."""
+        raise NotImplementedError
+
+    def _stream_classes(self, classes, reset):  # pragma: no cover - abstract
+        """Hook: the classes of a stream, from ``partial_fit``'s ``classes`` (None for a regression)."""
+        raise NotImplementedError
+
+    def _set_coefficients(self, coefs, intercepts):  # pragma: no cover - abstract
+        """Hook: ``coef_`` and ``intercept_`` from each problem's coefficients and intercept."""
+        raise NotImplementedError
+
+    # --- fit ------------------------------------------------------------------------------
+    def fit(self, X, y, sample_weight=None):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Targets of a regressor; class labels of a classifier, where two
+            classes give one binary problem and more give one-vs-rest
+            problems.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Nonnegative weights of the samples: the risk becomes that of the
+            weighted empirical distribution (integer weights fit as repeated
+            rows, zero weights as dropped rows; :mod:`skrank.risks`).
+            Multiplied by ``class_weight``'s weights where the estimator has
+            that parameter.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        self._validate_params()
+        self.__dict__.pop("_streams", None)
+        X, y = self._validate_fit_data(X, y)
+        y = self._check_targets(y)
+        sample_weight = self._fit_sample_weight(X, y, sample_weight)
+        X, y, sample_weight = self._drop_weightless(X, y, sample_weight)
+        classes = self._fit_classes(y, sample_weight)
+        self._check_before_solve(X, sample_weight)
+        targets = _problem_labels(classes)
+        starts = self._warm_starts(len(targets), X.shape[1], warm=getattr(self, "warm_start", False))
+        results = [self._run_solver(X, _problem_target(y, positive), coef_init, intercept_init, sample_weight)
+                   for positive, (coef_init, intercept_init) in zip(targets, starts)]
+        if classes is not None:
+            self.classes_ = classes
+        self._set_coefficients([result.coef for result in results], [result.intercept for result in results])
+        self._set_solver_summary(results)
+        self._store_results(results)
+        self._place_fitted(X)
+        return self
+
+    def _warm_starts(self, n_problems, n_features, warm=True):
+        """Each problem's start ``(coef_init, intercept_init)``: the fitted ones, or ``(None, None)``.
+
+        The fitted coefficients are a start when ``warm`` and they are of
+        the same problems and features.
+        """
+        coef = np.atleast_2d(to_numpy(self.coef_)) if warm and hasattr(self, "coef_") else None
+        if coef is None or coef.shape != (n_problems, n_features):
+            return [(None, None)] * n_problems
+        return [(coef[j].copy(), self._warm_start_intercept(j)) for j in range(n_problems)]
+
+    def _warm_start_intercept(self, j):
+        """Hook: the solver's starting intercept of problem ``j`` on a warm start (or ``partial_fit``)."""
+        return float(np.atleast_1d(to_numpy(self.intercept_))[j])
+
+    def _set_solver_summary(self, results):
+        """``n_iter_``, ``objective_`` and ``objective_history_``: numbers for one problem, else arrays."""
+        histories = [np.asarray(result.objective_history) for result in results]
+        if len(results) == 1:
+            self.n_iter_ = int(results[0].n_iter)
+            self.objective_ = float(results[0].objective)
+            self.objective_history_ = histories[0]
+        else:
+            self.n_iter_ = np.asarray([result.n_iter for result in results])
+            self.objective_ = np.asarray([result.objective for result in results])
+            self.objective_history_ = histories
+
+    def _store_results(self, results):
+        """Hook: keep solver extras of each binary problem (``results[j].info``)."""
+
+    # --- partial_fit ----------------------------------------------------------------------
     #: The solvers that run on batches of data, with ``partial_fit`` (each estimator names its own).
     _STREAMING_SOLVERS = ()
     #: The parameters a stream's state belongs to: ``partial_fit`` refuses a change between calls.
@@ -173,8 +345,80 @@ class _RankLinearModel(BaseEstimator):
                 f"{name}(solver=...) to one of them to fit a stream of batches, or call fit, which "
                 "takes the whole data at once.")
 
-    def _update_stream(self, stream):
-        """Hook: give a stream the current parameters (every ``partial_fit`` call after the first)."""
+    def _partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One pass of each problem's stream over a batch: the body of ``partial_fit``.
+
+        The first call starts the streams, from the fitted coefficients
+        when there are some (a ``fit`` before); later calls go on with
+        them.  ``classes``: a classifier's argument (None for a regression).
+        """
+        reset = not hasattr(self, "_streams")
+        self._validate_params()
+        classes = self._stream_classes(classes, reset)
+        X, y = self._validate_fit_data(X, y, reset=reset and not hasattr(self, "coef_"))
+        y = self._check_targets(y, classes)
+        if reset and classes is not None:
+            self.classes_ = classes
+        targets = _problem_labels(classes)
+        X, y, sample_weight = self._pass_streams(X, y, targets, sample_weight, reset)
+        self._set_coefficients([stream.coef for stream in self._streams],
+                               [stream.intercept for stream in self._streams])
+        self._after_partial_fit(X, y, sample_weight)
+        if classes is not None:
+            self._warn_if_ranked_backwards(X, y, targets, sample_weight)
+        return self
+
+    def _pass_streams(self, X, y, targets, sample_weight, reset):
+        """One pass of the streaming solver over a batch, for each binary problem in ``targets``.
+
+        ``reset``: the first call, which starts the streams.  Returns the
+        batch's samples of positive weight and their weights (times
+        ``class_weight``'s; None for equal weights).
+        """
+        self._check_streamable(X)
+        sample_weight = self._fit_sample_weight(X, y, sample_weight)
+        X, y, sample_weight = self._drop_weightless(X, y, sample_weight)
+        if reset:
+            self._start_streams(X, len(targets), sample_weight)
+        else:
+            self._refresh_streams(X, sample_weight)
+        self._stream_random_state = self.random_state
+        for stream, positive in zip(self._streams, targets):
+            stream.partial(X, _problem_target(y, positive), sample_weight)
+        self.n_iter_ = self._streams[0].passes
+        return X, y, sample_weight
+
+    def _check_streamable(self, X):
+        """Raise a ValueError for what ``partial_fit`` cannot take: balanced class weights, external ``X``."""
+        if getattr(self, "class_weight", None) == "balanced":
+            raise ValueError("class_weight='balanced' needs the whole data and is not available in "
+                             "partial_fit; pass a dict or sample_weight.")
+        kind = external_kind(X)
+        if kind is not None:
+            raise ValueError(f"partial_fit takes X in memory (a NumPy array or a SciPy sparse matrix), "
+                             f"not {kind}: its solver draws rows. Use fit, whose full-batch solvers take it.")
+
+    def _start_streams(self, X, n_problems, sample_weight):
+        """A stream per problem, from the fitted coefficients when there are some (a ``fit`` before)."""
+        self._check_before_solve(X, sample_weight)
+        self._streams = [self._new_stream(X.shape[1], coef_init, intercept_init)
+                         for coef_init, intercept_init in self._warm_starts(n_problems, X.shape[1])]
+        self._stream_fixed = {name: getattr(self, name) for name in self._STREAM_FIXED}
+
+    def _refresh_streams(self, X, sample_weight):
+        """Give the streams the current parameters; a new ``random_state`` reseeds them.
+
+        Every call reads the current parameters, as scikit-learn's SGD
+        estimators do, and refuses a change of those in :attr:`_STREAM_FIXED`.
+        """
+        self._check_stream_unchanged()
+        self._check_before_solve(X, sample_weight)
+        reseed = not _same_random_state(getattr(self, "_stream_random_state", self.random_state),
+                                        self.random_state)
+        for stream in self._streams:
+            if reseed:
+                stream.reseed(self.random_state)
+            self._update_stream(stream)
 
     def _check_stream_unchanged(self):
         """Raise a ValueError when a parameter of :attr:`_STREAM_FIXED` changed since the stream began."""
@@ -193,9 +437,8 @@ class _RankLinearModel(BaseEstimator):
         """Hook: the solver's state for ``partial_fit`` (``partial``, ``coef``, ``intercept``, ``passes``)."""
         raise NotImplementedError
 
-    def _warm_start_intercept(self, j):
-        """Hook: the solver's starting intercept of problem ``j`` on a warm start (or ``partial_fit``)."""
-        return float(np.atleast_1d(to_numpy(self.intercept_))[j])
+    def _update_stream(self, stream):
+        """Hook: give a stream the current parameters (every ``partial_fit`` call after the first)."""
 
     def _after_partial_fit(self, X, y, sample_weight):
         """Hook: refresh what the streams' coefficients do not give, on the batch just passed.
@@ -204,54 +447,6 @@ class _RankLinearModel(BaseEstimator):
         weight and their weights (times ``class_weight``'s; None for equal
         weights).
         """
-
-    def _partial_fit_problems(self, X, y, targets, sample_weight, reset):
-        """One pass of the streaming solver over a batch, for each binary problem in ``targets``.
-
-        ``targets``: None for a regression, else the positive class of each
-        problem.  ``reset``: the first call, whose streams start from the
-        fitted coefficients when there are some (a ``fit`` before).  Later
-        calls read the current parameters (:meth:`_update_stream`; a new
-        ``random_state`` reseeds the streams) and refuse a change of those
-        in :attr:`_STREAM_FIXED`.  Returns the batch's samples of positive
-        weight and their weights (None for equal weights).
-        """
-        if getattr(self, "class_weight", None) == "balanced":
-            raise ValueError("class_weight='balanced' needs the whole data and is not available in "
-                             "partial_fit; pass a dict or sample_weight.")
-        kind = external_kind(X)
-        if kind is not None:
-            raise ValueError(f"partial_fit takes X in memory (a NumPy array or a SciPy sparse matrix), "
-                             f"not {kind}: its solver draws rows. Use fit, whose full-batch solvers take it.")
-        sample_weight = self._fit_sample_weight(X, y, sample_weight)
-        X, y, sample_weight = self._drop_weightless(X, y, sample_weight)
-        problems = [None] if targets is None else list(targets)
-        if reset:
-            self._check_before_solve(X, sample_weight)
-            coef = np.atleast_2d(to_numpy(self.coef_)) if hasattr(self, "coef_") else None
-            fitted = coef is not None and coef.shape == (len(problems), X.shape[1])
-            self._streams = [
-                self._new_stream(X.shape[1], coef[j] if fitted else None,
-                                 self._warm_start_intercept(j) if fitted else None)
-                for j in range(len(problems))
-            ]
-            self._stream_fixed = {name: getattr(self, name) for name in self._STREAM_FIXED}
-        else:
-            # every call reads the current parameters, as scikit-learn's SGD estimators do
-            self._check_stream_unchanged()
-            self._check_before_solve(X, sample_weight)
-            reseed = not _same_random_state(getattr(self, "_stream_random_state", self.random_state),
-                                            self.random_state)
-            for stream in self._streams:
-                if reseed:
-                    stream.reseed(self.random_state)
-                self._update_stream(stream)
-        self._stream_random_state = self.random_state
-        for stream, positive in zip(self._streams, problems):
-            target = y if positive is None else np.where(y == positive, 1.0, -1.0)
-            stream.partial(X, target, sample_weight)
-        self.n_iter_ = self._streams[0].passes
-        return X, y, sample_weight
 
     def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -429,16 +624,48 @@ class _RankLinearModel(BaseEstimator):
                 setattr(self, name, to_namespace(value, xp, device))
 
 
+    def _warn_if_ranked_backwards(self, X, y, targets, sample_weight):
+        """Warn when ``X coef_`` ranks the classes of a ``partial_fit`` batch worse than chance.
+
+        A stochastic stream can, before its steps settle, hold coefficients
+        that rank its own training batch backwards; ``predict`` then falls
+        back on the majority class (Platt fits) or mislabels most samples.
+        One ConvergenceWarning names the problems (classes) concerned and
+        their area under the ROC curve on the batch.
+        """
+        coef = np.atleast_2d(to_numpy(self.coef_))
+        worse = []
+        for j, positive in enumerate(targets):
+            target = y == positive
+            if target.all() or not target.any():
+                continue
+            scores = np.asarray(X @ coef[j], dtype=np.float64).ravel()
+            if np.ptp(scores) == 0.0:
+                continue  # no ranking yet (no step taken)
+            auc = roc_auc_score(target, scores, sample_weight=sample_weight)
+            if auc < 0.5:
+                worse.append(f"{auc:.3f} for class {np.asarray(positive).tolist()!r}")
+        if worse:
+            warnings.warn(
+                f"{type(self).__name__}.partial_fit: the coefficients rank the classes of this batch "
+                f"worse than chance (area under the ROC curve {', '.join(worse)}): the stochastic steps "
+                f"have not settled. Pass more batches (or the same ones again), standardise the "
+                f"features, or fit the whole data with fit.",
+                ConvergenceWarning,
+            )
+
+
 class _RegisteredSolverModel(_RankLinearModel):
     """A rank-risk model whose solvers come from the table of :mod:`skrank.solvers.registry`.
 
-    Subclasses set ``_AUTO`` (the order of preference of ``solver="auto"``)
-    and define ``_solver_options`` (each solver's keyword arguments beyond
-    the shared ones).
+    Subclasses declare their solvers (``_solvers``, ``_AUTO``,
+    ``_STREAMING_SOLVERS``) and define ``_solver_options`` (each solver's
+    keyword arguments beyond the shared ones).
     """
 
-    _solvers = SOLVERS
-    _STREAMING_SOLVERS = streaming_solvers(SOLVERS)
+    _parameter_constraints = {
+        "risk": [StrOptions(set(_RISKS)), BaseRisk],  # the names skrank.risks.check_risk accepts
+    }
     # the stream's intercept is fitted or not from its first step
     _STREAM_FIXED = ("solver", "fit_intercept")
 
@@ -457,19 +684,19 @@ class _RegisteredSolverModel(_RankLinearModel):
         stream.update(self._risk, self._loss_obj, self._penalty_obj, batch_size=options.get("batch_size", 64),
                       learning_rate=options.get("learning_rate", "auto"))
 
-    def _choose_solver(self, risk, weighted=False, external=None):
+    def _choose_solver(self, risk, X, sample_weight=None):
         """Resolve the loss, the penalty and the solver for ``risk`` (a clear error if it does not fit).
 
-        ``weighted``: the fit has sample weights, which only some solvers take;
-        ``external``: what ``X`` is when it is not in memory (``"a Dask array"``,
-        ``"a cupy array"``: :func:`skrank.backends.dispatch.external_kind`),
-        which only the full-batch solvers take.
+        Only some solvers take sample weights, and only the full-batch ones
+        an ``X`` that is not in memory (a Dask or array-API array,
+        :func:`skrank.backends.dispatch.external_kind`).
         """
         self._risk = risk
         self._loss_obj = self._get_loss()
         self._penalty_obj = self._get_penalty()
-        self._solver_info = choose_solver(self.solver, self._AUTO, risk, self._loss_obj, self._penalty_obj,
-                                          weighted=weighted, external=external)
+        self._problem = dict(risk=risk, loss=self._loss_obj, penalty=self._penalty_obj,
+                             weighted=sample_weight is not None, external=external_kind(X))
+        self._solver_info = self._choose(self.solver)
         self._solver = self._solver_info.name
 
     def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):
@@ -489,38 +716,21 @@ class _RegisteredSolverModel(_RankLinearModel):
 
 
 class RankLinearClassifierMixin(ClassifierMixin):
-    """Fitting and prediction for binary and one-vs-rest classifiers."""
+    """The classifiers' part of the fit template: class labels, one-vs-rest problems, prediction."""
 
     _task = "classification"
 
-    def fit(self, X, y, sample_weight=None):
-        """Fit the model.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training data.
-        y : array-like of shape (n_samples,)
-            Class labels; two classes give one binary problem, more give
-            one-vs-rest problems.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Nonnegative weights of the samples: the risk becomes that of the
-            weighted empirical distribution (integer weights fit as repeated
-            rows, zero weights as dropped rows; :mod:`skrank.risks`).
-            Multiplied by ``class_weight``'s weights where the estimator has
-            that parameter.
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-        """
-        self._validate_params()
-        self.__dict__.pop("_streams", None)
-        X, y = self._validate_fit_data(X, y)
+    def _check_targets(self, y, classes=None):
+        """Class labels; with a stream's ``classes``, all among them."""
         check_classification_targets(y)
-        sample_weight = self._fit_sample_weight(X, y, sample_weight)
-        X, y, sample_weight = self._drop_weightless(X, y, sample_weight)
+        if classes is not None:
+            unknown = np.setdiff1d(np.unique(y), classes)
+            if unknown.size:
+                raise ValueError(f"y holds labels {unknown.tolist()} that are not in classes.")
+        return y
+
+    def _fit_classes(self, y, sample_weight):
+        """The classes of ``y``, at least two (``y`` holds the samples of positive weight)."""
         classes = np.unique(y)
         if classes.shape[0] < 2:
             raise ValueError(
@@ -528,41 +738,32 @@ class RankLinearClassifierMixin(ClassifierMixin):
                 f"got only class {classes[0]!r}"
                 + (" among the samples of positive weight." if sample_weight is not None else ".")
             )
-        self._check_before_solve(X, sample_weight)
-        binary = classes.shape[0] == 2
-        targets = [classes[1]] if binary else list(classes)
-        warm = (
-            getattr(self, "warm_start", False)
-            and hasattr(self, "coef_")
-            and self.coef_.shape == (len(targets), X.shape[1])
-        )
-        fitted_coef = to_numpy(self.coef_) if warm else None
-        coefs, intercepts, n_iters, objectives, histories, results = [], [], [], [], [], []
-        for j, positive in enumerate(targets):
-            y_pm = np.where(y == positive, 1.0, -1.0)
-            coef0 = fitted_coef[j].copy() if warm else None
-            b0 = self._warm_start_intercept(j) if warm else None
-            result = self._run_solver(X, y_pm, coef0, b0, sample_weight)
-            coefs.append(result.coef)
-            intercepts.append(result.intercept)
-            n_iters.append(result.n_iter)
-            objectives.append(result.objective)
-            histories.append(np.asarray(result.objective_history))
-            results.append(result)
-        self.classes_ = classes
+        return classes
+
+    def _stream_classes(self, classes, reset):
+        """The classes of a stream: those given to its first call (or fitted), the same on later calls."""
+        if reset and classes is None:
+            if not hasattr(self, "classes_"):
+                raise ValueError("classes must be passed on the first call to partial_fit.")
+            classes = self.classes_
+        classes_given = None if classes is None else np.unique(np.asarray(classes))
+        if not reset:
+            if classes_given is not None and not np.array_equal(classes_given, self.classes_):
+                raise ValueError(f"classes={classes_given.tolist()} differs from the classes of the first "
+                                 f"call to partial_fit, {self.classes_.tolist()}.")
+            return self.classes_
+        if classes_given.shape[0] < 2:
+            raise ValueError(f"{type(self).__name__} needs at least two classes; got classes="
+                             f"{classes_given.tolist()}.")
+        if hasattr(self, "classes_") and not np.array_equal(classes_given, self.classes_):
+            raise ValueError(f"classes={classes_given.tolist()} differs from the fitted classes "
+                             f"{self.classes_.tolist()}.")
+        return classes_given
+
+    def _set_coefficients(self, coefs, intercepts):
+        """``coef_`` of shape ``(n_problems, n_features)`` and ``intercept_`` of shape ``(n_problems,)``."""
         self.coef_ = np.vstack(coefs)
         self.intercept_ = np.asarray(intercepts, dtype=np.float64)
-        if binary:
-            self.n_iter_ = int(n_iters[0])
-            self.objective_ = float(objectives[0])
-            self.objective_history_ = histories[0]
-        else:
-            self.n_iter_ = np.asarray(n_iters)
-            self.objective_ = np.asarray(objectives)
-            self.objective_history_ = histories
-        self._store_results(results)
-        self._place_fitted(X)
-        return self
 
     @_StreamingMethod
     def partial_fit(self, X, y, classes=None, sample_weight=None):
@@ -613,104 +814,21 @@ class RankLinearClassifierMixin(ClassifierMixin):
         self : object
             The estimator.
         """
-        reset = not hasattr(self, "_streams")
-        self._validate_params()
-        if reset:
-            if classes is None:
-                if not hasattr(self, "classes_"):
-                    raise ValueError("classes must be passed on the first call to partial_fit.")
-                classes = self.classes_
-        classes_given = None if classes is None else np.unique(np.asarray(classes))
-        if not reset and classes_given is not None and not np.array_equal(classes_given, self.classes_):
-            raise ValueError(f"classes={classes_given.tolist()} differs from the classes of the first "
-                             f"call to partial_fit, {self.classes_.tolist()}.")
-        if reset:
-            if classes_given.shape[0] < 2:
-                raise ValueError(f"{type(self).__name__} needs at least two classes; got classes="
-                                 f"{classes_given.tolist()}.")
-            if hasattr(self, "classes_") and not np.array_equal(classes_given, self.classes_):
-                raise ValueError(f"classes={classes_given.tolist()} differs from the fitted classes "
-                                 f"{self.classes_.tolist()}.")
-        first_call = reset and not hasattr(self, "coef_")
-        X, y = self._validate_fit_data(X, y, reset=first_call)
-        check_classification_targets(y)
-        unknown = np.setdiff1d(np.unique(y), classes_given if reset else self.classes_)
-        if unknown.size:
-            raise ValueError(f"y holds labels {unknown.tolist()} that are not in classes.")
-        if reset:
-            self.classes_ = classes_given
-        targets = [self.classes_[1]] if self.classes_.shape[0] == 2 else list(self.classes_)
-        X, y, sample_weight = self._partial_fit_problems(X, y, targets, sample_weight, reset)
-        self.coef_ = np.vstack([stream.coef for stream in self._streams])
-        self.intercept_ = np.asarray([stream.intercept for stream in self._streams], dtype=np.float64)
-        self._after_partial_fit(X, y, sample_weight)
-        self._warn_if_ranked_backwards(X, y, targets, sample_weight)
-        return self
+        return self._partial_fit(X, y, classes, sample_weight)
 
-    def _warn_if_ranked_backwards(self, X, y, targets, sample_weight):
-        """Warn when ``X coef_`` ranks the classes of a ``partial_fit`` batch worse than chance.
-
-        A stochastic stream can, before its steps settle, hold coefficients
-        that rank its own training batch backwards; ``predict`` then falls
-        back on the majority class (Platt fits) or mislabels most samples.
-        One ConvergenceWarning names the problems (classes) concerned and
-        their area under the ROC curve on the batch.
-        """
-        coef = np.atleast_2d(to_numpy(self.coef_))
-        worse = []
-        for j, positive in enumerate(targets):
-            target = y == positive
-            if target.all() or not target.any():
-                continue
-            scores = np.asarray(X @ coef[j], dtype=np.float64).ravel()
-            if np.ptp(scores) == 0.0:
-                continue  # no ranking yet (no step taken)
-            auc = roc_auc_score(target, scores, sample_weight=sample_weight)
-            if auc < 0.5:
-                worse.append(f"{auc:.3f} for class {np.asarray(positive).tolist()!r}")
-        if worse:
-            warnings.warn(
-                f"{type(self).__name__}.partial_fit: the coefficients rank the classes of this batch "
-                f"worse than chance (area under the ROC curve {', '.join(worse)}): the stochastic steps "
-                f"have not settled. Pass more batches (or the same ones again), standardise the "
-                f"features, or fit the whole data with fit.",
-                ConvergenceWarning,
-            )
-
-    def _store_results(self, results):
-        """Hook: keep solver extras of each binary problem (``results[j].info``)."""
-
+    @samples_method_doc("Signed scores: positive means ``classes_[1]`` (binary).",
+                        "ndarray of shape (n_samples,) or (n_samples, n_classes)",
+                        "``X @ coef_.T + intercept_``: one column for two classes, one\n"
+                        "per class (one-vs-rest) for more.")
     def decision_function(self, X):
-        """Signed scores: positive means ``classes_[1]`` (binary).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) or (n_samples, n_classes)
-            ``X @ coef_.T + intercept_``: one column for two classes, one
-            per class (one-vs-rest) for more.
-        """
         return _one_column_flat(self._linear_predict(X, "decision_function"))
 
+    @samples_method_doc("Predicted class labels.",
+                        "ndarray of shape (n_samples,)",
+                        "The class of each sample among ``classes_``: ``classes_[1]`` where\n"
+                        "the decision function is positive (two classes), the class of\n"
+                        "the largest score otherwise.")
     def predict(self, X):
-        """Predicted class labels.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            The class of each sample among ``classes_``: ``classes_[1]`` where
-            the decision function is positive (two classes), the class of
-            the largest score otherwise.
-        """
         self._check_fitted_namespace(X, "predict")
         scores = self.decision_function(X)
         classes = to_numpy(self.classes_)
@@ -776,71 +894,39 @@ class RankLinearClassifierMixin(ClassifierMixin):
         return p / p.sum(axis=1, keepdims=True)
 
     @available_if(_proba_available)
+    @samples_method_doc("Logarithm of :meth:`predict_proba`.",
+                        "ndarray of shape (n_samples, n_classes)",
+                        "The log-probability of each class, in the order of ``classes_``.")
     def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-            The log-probability of each class, in the order of ``classes_``.
-        """
         self._check_fitted_namespace(X, "predict_log_proba")
         proba = self.predict_proba(X)
         xp = array_api_namespace(proba)
         return np.log(proba) if xp is None else xp.log(proba)
 
 
+
 class RankLinearRegressorMixin(RegressorMixin):
-    """Fitting and prediction for regressors."""
+    """The regressors' part of the fit template: real targets, one problem, prediction."""
 
     _task = "regression"
 
-    def fit(self, X, y, sample_weight=None):
-        """Fit the model.
+    def _check_targets(self, y, classes=None):
+        """The targets as floats."""
+        return np.asarray(y, dtype=np.float64)
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training data.
-        y : array-like of shape (n_samples,)
-            Targets.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Nonnegative weights of the samples: the risk becomes that of the
-            weighted empirical distribution (integer weights fit as repeated
-            rows, zero weights as dropped rows; :mod:`skrank.risks`).
+    def _fit_classes(self, y, sample_weight):
+        """None: a regression has no classes."""
+        return None
 
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-        """
-        self._validate_params()
-        self.__dict__.pop("_streams", None)
-        X, y = self._validate_fit_data(X, y)
-        y = np.asarray(y, dtype=np.float64)
-        sample_weight = self._fit_sample_weight(X, y, sample_weight)
-        X, y, sample_weight = self._drop_weightless(X, y, sample_weight)
-        self._check_before_solve(X, sample_weight)
-        warm = (
-            getattr(self, "warm_start", False)
-            and hasattr(self, "coef_")
-            and self.coef_.shape == (X.shape[1],)
-        )
-        coef0 = to_numpy(self.coef_).copy() if warm else None
-        b0 = float(to_numpy(self.intercept_)) if warm else None
-        result = self._run_solver(X, y, coef0, b0, sample_weight)
-        self.coef_ = np.asarray(result.coef, dtype=np.float64)
-        self.intercept_ = float(result.intercept)
-        self.n_iter_ = int(result.n_iter)
-        self.objective_ = float(result.objective)
-        self.objective_history_ = np.asarray(result.objective_history)
-        self._place_fitted(X)
-        return self
+    def _stream_classes(self, classes, reset):
+        """None: a regression has no classes."""
+        return None
+
+    def _set_coefficients(self, coefs, intercepts):
+        """``coef_`` of shape ``(n_features,)`` and the number ``intercept_`` of the one problem."""
+        (coef,), (intercept,) = coefs, intercepts
+        self.coef_ = np.asarray(coef, dtype=np.float64)
+        self.intercept_ = float(intercept)
 
     @_StreamingMethod
     def partial_fit(self, X, y, sample_weight=None):
@@ -876,26 +962,11 @@ class RankLinearRegressorMixin(RegressorMixin):
         self : object
             The estimator.
         """
-        reset = not hasattr(self, "_streams")
-        self._validate_params()
-        X, y = self._validate_fit_data(X, y, reset=reset and not hasattr(self, "coef_"))
-        y = np.asarray(y, dtype=np.float64)
-        self._partial_fit_problems(X, y, None, sample_weight, reset)
-        self.coef_ = self._streams[0].coef
-        self.intercept_ = self._streams[0].intercept
-        return self
+        return self._partial_fit(X, y, None, sample_weight)
 
+
+    @samples_method_doc("Predicted targets ``X @ coef_ + intercept_``.",
+                        "ndarray of shape (n_samples,)",
+                        "The predictions.")
     def predict(self, X):
-        """Predicted targets ``X @ coef_ + intercept_``.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            The predictions.
-        """
         return _one_column_flat(self._linear_predict(X, "predict"))

@@ -104,12 +104,9 @@ def platt_threshold(scores, y, sample_weight=None):
 
     Parameters
     ----------
-    scores : ndarray of shape (n,)
-        Ranking scores.
-    y : ndarray of shape (n,)
-        Labels in {-1, +1}.
-    sample_weight : ndarray of shape (n,), default=None
-        Positive weights of the samples; None for unit weights.
+    scores, y, sample_weight
+        The ranking scores, their labels in {-1, +1} and the samples'
+        positive weights (None for unit weights), as in :func:`fit_platt`.
 
     Returns
     -------
@@ -137,10 +134,9 @@ def platt_calibrate(result, X, y, sample_weight=None):
     X : {ndarray, sparse matrix, dask.array.Array, array-API array} of shape (n, d)
         A Dask array is read chunk by chunk, a CuPy array on its device;
         the scores come into memory.
-    y : ndarray of shape (n,)
-        Labels in {-1, +1}.
-    sample_weight : ndarray of shape (n,), default=None
-        Positive weights of the samples; None for unit weights.
+    y, sample_weight
+        The labels in {-1, +1} and the samples' positive weights (None for
+        unit weights), as in :func:`fit_platt`.
 
     Returns
     -------
@@ -149,6 +145,31 @@ def platt_calibrate(result, X, y, sample_weight=None):
     scores = make_design(X, fit_intercept=False).matvec(np.asarray(result.coef, dtype=np.float64))
     result.intercept, result.info["calibration"] = platt_threshold(scores, y, sample_weight)
     return result
+
+
+#: The Attributes of a ranking classifier's Platt fit (the start of the section).
+PLATT_ATTRIBUTES_DOC = """
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+        The ranking direction ``w`` (one row per one-vs-rest problem).
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+        The decision threshold ``B / A`` of the Platt fit (see Notes).
+    calibration_ : ndarray of shape (n_problems, 2)
+        The Platt coefficients ``(A, B)``: ``decision_function`` is
+        ``A X coef_ + B`` and ``predict_proba`` its sigmoid."""
+
+#: The Attributes of a ranking classifier's solver and data (the end of the section).
+FIT_ATTRIBUTES_DOC = """
+    n_iter_ : int or ndarray
+    objective_ : float or ndarray
+        Exact ``F`` at ``(coef_, score_intercept_)``.
+    objective_history_ : ndarray or list of ndarray
+        ``F`` after each iteration of the solver.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+"""
 
 
 class PlattRankingMixin:

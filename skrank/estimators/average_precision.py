@@ -8,11 +8,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..backends.dispatch import external_kind
 from ..datafits.average_precision import AveragePrecisionObjective
 from ..pairwise_losses import AVERAGE_PRECISION_LOSSES, get_pairwise_loss
-from ..solvers.registry import auto_preference, choose_solver, solvers_for, streaming_solvers
+from ..solvers.registry import auto_preference, solvers_for, streaming_solvers
 from ..solvers.stochastic.soap import OPTIMIZERS
 from ._anchored import STREAM_ALPHA, fit_anchored, resolve_alpha
 from ._base import RankLinearClassifierMixin, _RankLinearModel
-from ._platt import PlattRankingMixin, platt_calibrate
+from ._params import keyword_init
+from ._platt import FIT_ATTRIBUTES_DOC, PLATT_ATTRIBUTES_DOC, PlattRankingMixin, platt_calibrate
 from .partial_auc import _AUTO_MAX_LOGISTIC_PAIRS
 
 #: The solvers of the estimator: its rows of the table of :mod:`skrank.solvers.registry`.
@@ -20,7 +21,7 @@ _SOLVERS = solvers_for("AveragePrecisionClassifier")
 
 
 class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLinearModel):
-    """Linear classifier that maximises a surrogate of average precision (AUPRC).
+    __doc__ = ("""Linear classifier that maximises a surrogate of average precision (AUPRC).
 
     Minimises the negative surrogate average precision of Qi, Luo, Xu, Ji
     and Yang ("Stochastic Optimization of Areas Under Precision-Recall
@@ -137,27 +138,9 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         Start from the previous ``coef_`` when refitting.
     verbose : int, default=0
         Print the objective after each iteration (L-BFGS) or epoch (SOAP).
-
-    Attributes
-    ----------
-    classes_ : ndarray of shape (n_classes,)
-    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
-        The ranking direction ``w`` (one row per one-vs-rest problem).
-    intercept_ : ndarray of shape (1,) or (n_classes,)
-        The decision threshold ``B / A`` of the Platt fit (see Notes).
-    calibration_ : ndarray of shape (n_problems, 2)
-        The Platt coefficients ``(A, B)``: ``decision_function`` is
-        ``A X coef_ + B`` and ``predict_proba`` its sigmoid.
+""" + PLATT_ATTRIBUTES_DOC + """
     score_intercept_ : ndarray of shape (n_problems,)
-        The ``b`` of the objective's scores ``sigmoid(X w + b)``.
-    n_iter_ : int or ndarray
-    objective_ : float or ndarray
-        Exact ``F`` at ``(coef_, score_intercept_)``.
-    objective_history_ : ndarray or list of ndarray
-        ``F`` after each iteration of the solver.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-
+        The ``b`` of the objective's scores ``sigmoid(X w + b)``.""" + FIT_ATTRIBUTES_DOC + """
     Notes
     -----
     The ranking is ``X coef_``; ``b`` only places the scores on the
@@ -213,7 +196,7 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
     >>> clf = AveragePrecisionClassifier().fit(X, y)
     >>> average_precision_score(y, clf.decision_function(X)) > 0.75
     True
-    """
+    """)
 
     _parameter_constraints = {
         "loss": [StrOptions(set(AVERAGE_PRECISION_LOSSES))],
@@ -234,57 +217,21 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         "verbose": ["verbose"],
     }
 
-    def __init__(
-        self,
-        *,
-        loss="squared_hinge",
-        class_weight=None,
-        margin=0.5,
-        gamma=0.9,
-        rank_weight=None,
-        alpha=None,
-        solver="auto",
-        optimizer="adam",
-        learning_rate=None,
-        batch_size=64,
-        positives_per_batch=8,
-        max_iter=None,
-        tol=1e-4,
-        random_state=None,
-        warm_start=False,
-        verbose=0,
-    ):
-        self.loss = loss
-        self.class_weight = class_weight
-        self.margin = margin
-        self.gamma = gamma
-        self.rank_weight = rank_weight
-        self.alpha = alpha
-        self.solver = solver
-        self.optimizer = optimizer
-        self.learning_rate = learning_rate
-        self.batch_size = batch_size
-        self.positives_per_batch = positives_per_batch
-        self.max_iter = max_iter
-        self.tol = tol
-        self.random_state = random_state
-        self.warm_start = warm_start
-        self.verbose = verbose
+    __init__ = keyword_init(loss="squared_hinge", class_weight=None, margin=0.5, gamma=0.9, rank_weight=None,
+                            alpha=None, solver="auto", optimizer="adam", learning_rate=None, batch_size=64,
+                            positives_per_batch=8, max_iter=None, tol=1e-4, random_state=None,
+                            warm_start=False, verbose=0)
 
     _solvers = _SOLVERS
     _AUTO = auto_preference(_SOLVERS)
-
-    def _choose(self, requested, costly=False):
-        """The row of the solver to run (:func:`skrank.solvers.registry.choose_solver`)."""
-        return choose_solver(requested, self._AUTO, None, self._pair_loss, None, solvers=self._solvers,
-                             costly=costly, **self._problem)
 
     def _check_before_solve(self, X, sample_weight=None):
         self._pair_loss = get_pairwise_loss(self.loss, self.margin)
         entry = self._solvers.get(self.solver)  # None for "auto"
         paper = entry is not None and not entry.anchored  # a paper's solver fits its objective alone
         self._rank_weight = self.rank_weight if self.rank_weight is not None else (1.0 if paper else 0.5)
-        self._problem = dict(weighted=sample_weight is not None, external=external_kind(X),
+        self._problem = dict(risk=None, loss=self._pair_loss, penalty=None,
+                             weighted=sample_weight is not None, external=external_kind(X),
                              rank_weight=self._rank_weight)
         self._solver = self._choose(self.solver).name
         if self.positives_per_batch >= self.batch_size:

@@ -21,6 +21,8 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ..metrics import make_partial_auc_scorer
+from ._base import samples_method_doc
+from ._params import keyword_init, parameter_defaults
 from .average_precision import AveragePrecisionClassifier
 from .partial_auc import PartialAUCClassifier
 
@@ -93,6 +95,44 @@ def _fit_path(estimator, X, y, sample_weight, train, test, alphas, scorer):
 def _refitted(cv_estimator):
     """Whether the prediction methods are available: ``refit=True`` (checked again after ``fit``)."""
     return cv_estimator.refit
+
+
+def _refitted_method(name, summary, returns, description):
+    """The CV estimator's method ``name``: that of ``best_estimator_``, there with ``refit=True``.
+
+    Parameters
+    ----------
+    name : str
+        The method of the base estimator, which takes the samples ``X``.
+    summary : str
+        The first line of its docstring.
+    returns : str
+        The type and shape of what it returns.
+    description : str
+        What it returns (lines joined by newlines).
+
+    Returns
+    -------
+    callable
+        The method, behind :func:`sklearn.utils.metaestimators.available_if`.
+    """
+    def method(self, X):
+        check_is_fitted(self, "best_estimator_")
+        return getattr(self.best_estimator_, name)(X)
+
+    method.__name__ = name
+    method.__qualname__ = f"_RankClassifierCVMixin.{name}"
+    return available_if(_refitted)(samples_method_doc(summary, returns, description)(method))
+
+
+def _search_init(base_class, rank_weights):
+    """The ``__init__`` of the CV estimator of ``base_class``: the search's parameters and the base's.
+
+    The base's parameters keep their defaults, but for those the search
+    sets itself (``alpha``, ``rank_weight``, ``warm_start``).
+    """
+    return keyword_init(alphas=7, rank_weights=rank_weights, cv=5, scoring=None,
+                        **parameter_defaults(base_class, leave_out=_SEARCHED), n_jobs=None, refit=True)
 
 
 class _RankClassifierCVMixin(ClassifierMixin, BaseEstimator):
@@ -212,74 +252,19 @@ class _RankClassifierCVMixin(ClassifierMixin, BaseEstimator):
             self.intercept_ = self.best_estimator_.intercept_
         return self
 
-    @available_if(_refitted)
-    def decision_function(self, X):
-        """Decision function of ``best_estimator_``: positive means ``classes_[1]``.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            The Platt logits of ``best_estimator_``, which rank the samples
-            as ``X @ coef_.T`` does.
-        """
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.decision_function(X)
-
-    @available_if(_refitted)
-    def predict(self, X):
-        """Predicted class labels of ``best_estimator_``.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            The class of each sample among ``classes_``.
-        """
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.predict(X)
-
-    @available_if(_refitted)
-    def predict_proba(self, X):
-        """Class probabilities of ``best_estimator_`` (its Platt fit).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, 2)
-            The probability of each class, in the order of ``classes_``.
-        """
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.predict_proba(X)
-
-    @available_if(_refitted)
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, 2)
-            The log-probability of each class, in the order of ``classes_``.
-        """
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.predict_log_proba(X)
+    decision_function = _refitted_method(
+        "decision_function", "Decision function of ``best_estimator_``: positive means ``classes_[1]``.",
+        "ndarray of shape (n_samples,)",
+        "The Platt logits of ``best_estimator_``, which rank the samples\nas ``X @ coef_.T`` does.")
+    predict = _refitted_method(
+        "predict", "Predicted class labels of ``best_estimator_``.",
+        "ndarray of shape (n_samples,)", "The class of each sample among ``classes_``.")
+    predict_proba = _refitted_method(
+        "predict_proba", "Class probabilities of ``best_estimator_`` (its Platt fit).",
+        "ndarray of shape (n_samples, 2)", "The probability of each class, in the order of ``classes_``.")
+    predict_log_proba = _refitted_method(
+        "predict_log_proba", "Logarithm of :meth:`predict_proba`.",
+        "ndarray of shape (n_samples, 2)", "The log-probability of each class, in the order of ``classes_``.")
 
 
 _GRID_DOC_TEMPLATE = """
@@ -311,6 +296,8 @@ def _grid_doc(rank_weights):
 
 
 _COMMON_DOC = """
+    verbose : int, default=0
+        Print the solver's progress when positive.
     n_jobs : int or None, default=None
         Number of jobs that fit the paths in parallel (one path per fold
         and rank weight), with joblib; None means 1 outside a
@@ -349,6 +336,61 @@ def _selection_doc(base, caveat):
     the {base} of that pair is then fitted on all the data.  Only two
     classes are supported.
 {caveat}"""
+
+
+def _search_doc(base):
+    """The Attributes, See Also and Examples sections of the CV estimator of ``base``."""
+    return f"""    Attributes
+    ----------
+    alpha_ : float
+        The selected penalty.
+    rank_weight_ : float
+        The selected rank weight.
+    best_score_ : float
+        The mean held-out score of ``(alpha_, rank_weight_)``.
+    alphas_ : ndarray of shape (n_alphas,)
+        The penalties tried, decreasing.
+    rank_weights_ : ndarray of shape (n_rank_weights,)
+        The rank weights tried, increasing.
+    scores_ : ndarray of shape (n_folds, n_rank_weights, n_alphas)
+        The held-out score of every fold and grid cell.
+    coefs_paths_ : ndarray of shape (n_folds, n_rank_weights, n_alphas, n_features)
+        The ranking coefficients ``coef_.ravel()`` of every fold's fits.
+    n_iter_ : ndarray of shape (n_folds, n_rank_weights, n_alphas)
+        The solver's iterations in every fold's fits (warm-started fits
+        take fewer).
+    best_estimator_ : {base}
+        The fit of ``(alpha_, rank_weight_)`` on all the data (with
+        ``refit=True``).
+    classes_ : ndarray of shape (2,)
+        The class labels.
+    coef_ : ndarray of shape (1, n_features)
+        ``best_estimator_.coef_``, the ranking direction.
+    intercept_ : ndarray of shape (1,)
+        ``best_estimator_.intercept_``.
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features seen during ``fit``, when ``X`` has feature
+        names that are all strings.
+
+    See Also
+    --------
+    skrank.estimators.{base} : The estimator tuned here.
+    sklearn.linear_model.LogisticRegressionCV : The same search for the
+        logistic regression.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from skrank.estimators import {base}CV
+    >>> X, y = make_classification(300, weights=[0.85], random_state=0)
+    >>> clf = {base}CV(alphas=3, rank_weights=(0.0, 1.0), cv=3).fit(X, y)
+    >>> clf.scores_.shape
+    (3, 2, 3)
+    >>> float(clf.alpha_) in clf.alphas_, float(clf.rank_weight_) in clf.rank_weights_
+    (True, True)
+"""
 
 
 class PartialAUCClassifierCV(_RankClassifierCVMixin):
@@ -401,102 +443,13 @@ class PartialAUCClassifierCV(_RankClassifierCVMixin):
     batch_size : int, default=64
         Mini-batch size of the stochastic solvers.
     random_state : int, RandomState instance or None, default=None
-        Seed of the stochastic solvers.
-    verbose : int, default=0
-        Print the solver's progress when positive.{_COMMON_DOC}
-    Attributes
-    ----------
-    alpha_ : float
-        The selected penalty.
-    rank_weight_ : float
-        The selected rank weight.
-    best_score_ : float
-        The mean held-out score of ``(alpha_, rank_weight_)``.
-    alphas_ : ndarray of shape (n_alphas,)
-        The penalties tried, decreasing.
-    rank_weights_ : ndarray of shape (n_rank_weights,)
-        The rank weights tried, increasing.
-    scores_ : ndarray of shape (n_folds, n_rank_weights, n_alphas)
-        The held-out score of every fold and grid cell.
-    coefs_paths_ : ndarray of shape (n_folds, n_rank_weights, n_alphas, n_features)
-        The ranking coefficients ``coef_.ravel()`` of every fold's fits.
-    n_iter_ : ndarray of shape (n_folds, n_rank_weights, n_alphas)
-        The solver's iterations in every fold's fits (warm-started fits
-        take fewer).
-    best_estimator_ : PartialAUCClassifier
-        The fit of ``(alpha_, rank_weight_)`` on all the data (with
-        ``refit=True``).
-    classes_ : ndarray of shape (2,)
-        The class labels.
-    coef_ : ndarray of shape (1, n_features)
-        ``best_estimator_.coef_``, the ranking direction.
-    intercept_ : ndarray of shape (1,)
-        ``best_estimator_.intercept_``.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features seen during ``fit``, when ``X`` has feature
-        names that are all strings.
-
-    See Also
-    --------
-    skrank.estimators.PartialAUCClassifier : The estimator tuned here.
-    sklearn.linear_model.LogisticRegressionCV : The same search for the
-        logistic regression.
-
-    Examples
-    --------
-    >>> from sklearn.datasets import make_classification
-    >>> from skrank.estimators import PartialAUCClassifierCV
-    >>> X, y = make_classification(300, weights=[0.85], random_state=0)
-    >>> clf = PartialAUCClassifierCV(alphas=3, rank_weights=(0.0, 1.0), cv=3).fit(X, y)
-    >>> clf.scores_.shape
-    (3, 2, 3)
-    >>> float(clf.alpha_) in clf.alphas_, float(clf.rank_weight_) in clf.rank_weights_
-    (True, True)
-    """
+        Seed of the stochastic solvers.{_COMMON_DOC}
+{_search_doc("PartialAUCClassifier")}    """
 
     _base_class = PartialAUCClassifier
     _parameter_constraints = _RankClassifierCVMixin._cv_constraints(PartialAUCClassifier)
 
-    def __init__(
-        self,
-        *,
-        alphas=7,
-        rank_weights=(0.0, 0.05, 0.2),
-        cv=5,
-        scoring=None,
-        fpr_range=(0.05, 0.5),
-        loss=None,
-        margin=None,
-        link="identity",
-        class_weight=None,
-        solver="auto",
-        max_iter=None,
-        tol=1e-4,
-        batch_size=64,
-        random_state=None,
-        verbose=0,
-        n_jobs=None,
-        refit=True,
-    ):
-        self.alphas = alphas
-        self.rank_weights = rank_weights
-        self.cv = cv
-        self.scoring = scoring
-        self.fpr_range = fpr_range
-        self.loss = loss
-        self.margin = margin
-        self.link = link
-        self.class_weight = class_weight
-        self.solver = solver
-        self.max_iter = max_iter
-        self.tol = tol
-        self.batch_size = batch_size
-        self.random_state = random_state
-        self.verbose = verbose
-        self.n_jobs = n_jobs
-        self.refit = refit
+    __init__ = _search_init(PartialAUCClassifier, rank_weights=(0.0, 0.05, 0.2))
 
     def _default_scorer(self, classes):
         return make_partial_auc_scorer(self.fpr_range, pos_label=classes[1])
@@ -546,106 +499,13 @@ class AveragePrecisionClassifierCV(_RankClassifierCVMixin):
     tol : float, default=1e-4
         Tolerance of the solver's stopping criterion in each fit.
     random_state : int, RandomState instance or None, default=None
-        Seed of SOAP's sampler.
-    verbose : int, default=0
-        Print the solver's progress when positive.{_COMMON_DOC}
-    Attributes
-    ----------
-    alpha_ : float
-        The selected penalty.
-    rank_weight_ : float
-        The selected rank weight.
-    best_score_ : float
-        The mean held-out score of ``(alpha_, rank_weight_)``.
-    alphas_ : ndarray of shape (n_alphas,)
-        The penalties tried, decreasing.
-    rank_weights_ : ndarray of shape (n_rank_weights,)
-        The rank weights tried, increasing.
-    scores_ : ndarray of shape (n_folds, n_rank_weights, n_alphas)
-        The held-out score of every fold and grid cell.
-    coefs_paths_ : ndarray of shape (n_folds, n_rank_weights, n_alphas, n_features)
-        The ranking coefficients ``coef_.ravel()`` of every fold's fits.
-    n_iter_ : ndarray of shape (n_folds, n_rank_weights, n_alphas)
-        The solver's iterations in every fold's fits (warm-started fits
-        take fewer).
-    best_estimator_ : AveragePrecisionClassifier
-        The fit of ``(alpha_, rank_weight_)`` on all the data (with
-        ``refit=True``).
-    classes_ : ndarray of shape (2,)
-        The class labels.
-    coef_ : ndarray of shape (1, n_features)
-        ``best_estimator_.coef_``, the ranking direction.
-    intercept_ : ndarray of shape (1,)
-        ``best_estimator_.intercept_``.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features seen during ``fit``, when ``X`` has feature
-        names that are all strings.
-
-    See Also
-    --------
-    skrank.estimators.AveragePrecisionClassifier : The estimator tuned here.
-    sklearn.linear_model.LogisticRegressionCV : The same search for the
-        logistic regression.
-
-    Examples
-    --------
-    >>> from sklearn.datasets import make_classification
-    >>> from skrank.estimators import AveragePrecisionClassifierCV
-    >>> X, y = make_classification(300, weights=[0.85], random_state=0)
-    >>> clf = AveragePrecisionClassifierCV(alphas=3, rank_weights=(0.0, 1.0), cv=3).fit(X, y)
-    >>> clf.scores_.shape
-    (3, 2, 3)
-    >>> float(clf.alpha_) in clf.alphas_, float(clf.rank_weight_) in clf.rank_weights_
-    (True, True)
-    """
+        Seed of SOAP's sampler.{_COMMON_DOC}
+{_search_doc("AveragePrecisionClassifier")}    """
 
     _base_class = AveragePrecisionClassifier
     _parameter_constraints = _RankClassifierCVMixin._cv_constraints(AveragePrecisionClassifier)
 
-    def __init__(
-        self,
-        *,
-        alphas=7,
-        rank_weights=(0.0, 0.2, 0.5),
-        cv=5,
-        scoring=None,
-        loss="squared_hinge",
-        class_weight=None,
-        margin=0.5,
-        gamma=0.9,
-        solver="auto",
-        optimizer="adam",
-        learning_rate=None,
-        batch_size=64,
-        positives_per_batch=8,
-        max_iter=None,
-        tol=1e-4,
-        random_state=None,
-        verbose=0,
-        n_jobs=None,
-        refit=True,
-    ):
-        self.alphas = alphas
-        self.rank_weights = rank_weights
-        self.cv = cv
-        self.scoring = scoring
-        self.loss = loss
-        self.class_weight = class_weight
-        self.margin = margin
-        self.gamma = gamma
-        self.solver = solver
-        self.optimizer = optimizer
-        self.learning_rate = learning_rate
-        self.batch_size = batch_size
-        self.positives_per_batch = positives_per_batch
-        self.max_iter = max_iter
-        self.tol = tol
-        self.random_state = random_state
-        self.verbose = verbose
-        self.n_jobs = n_jobs
-        self.refit = refit
+    __init__ = _search_init(AveragePrecisionClassifier, rank_weights=(0.0, 0.2, 0.5))
 
     def _default_scorer(self, classes):
         # scikit-learn's "average_precision" scorer, with classes_[1] the positive class

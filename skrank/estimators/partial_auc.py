@@ -9,10 +9,11 @@ from ..backends.dispatch import external_kind
 from ..datafits.partial_auc import PartialAUCObjective, SigmoidScorePartialAUC
 from ..metrics import _check_fpr_range
 from ..pairwise_losses import PARTIAL_AUC_LOSSES, get_pairwise_loss
-from ..solvers.registry import auto_preference, choose_solver, solvers_for, streaming_solvers
+from ..solvers.registry import auto_preference, solvers_for, streaming_solvers
 from ._anchored import STREAM_ALPHA, fit_anchored, resolve_alpha
 from ._base import RankLinearClassifierMixin, _RankLinearModel
-from ._platt import PlattRankingMixin, platt_calibrate
+from ._params import keyword_init
+from ._platt import FIT_ATTRIBUTES_DOC, PLATT_ATTRIBUTES_DOC, PlattRankingMixin, platt_calibrate
 
 #: The solvers of the estimator: its rows of the table of :mod:`skrank.solvers.registry`.
 _SOLVERS = solvers_for("PartialAUCClassifier")
@@ -29,7 +30,7 @@ _AUTO_MAX_LOGISTIC_PAIRS = 50_000_000
 
 
 class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLinearModel):
-    """Linear classifier that maximises the partial AUC over a range of false-positive rates.
+    __doc__ = ("""Linear classifier that maximises the partial AUC over a range of false-positive rates.
 
     Minimises a mix of the logistic loss and the pairwise surrogate of the
     normalised partial AUC over the false-positive rates
@@ -196,30 +197,12 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         Start from the previous ``coef_`` when refitting.
     verbose : int, default=0
         Print progress when positive.
-
-    Attributes
-    ----------
-    classes_ : ndarray of shape (n_classes,)
-    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
-        The ranking direction ``w`` (one row per one-vs-rest problem).
-    intercept_ : ndarray of shape (1,) or (n_classes,)
-        The decision threshold ``B / A`` of the Platt fit (see Notes).
-    calibration_ : ndarray of shape (n_problems, 2)
-        The Platt coefficients ``(A, B)``: ``decision_function`` is
-        ``A X coef_ + B`` and ``predict_proba`` its sigmoid.
-    n_iter_ : int or ndarray
-    objective_ : float or ndarray
-        Exact ``F`` at ``(coef_, score_intercept_)``.
+""" + PLATT_ATTRIBUTES_DOC + """
     margin_ : ndarray of shape (n_problems,)
         The margin of the pairwise loss in each fit.
     score_intercept_ : ndarray of shape (n_problems,)
         The offset ``b`` of the linear predictor in ``F`` (0 when the
-        objective has none: ``rank_weight=1`` with ``link="identity"``).
-    objective_history_ : ndarray or list of ndarray
-        ``F`` after each iteration of the solver.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-
+        objective has none: ``rank_weight=1`` with ``link="identity"``).""" + FIT_ATTRIBUTES_DOC + """
     Notes
     -----
     An intercept cancels in ``h_i - q_k``, so the objective fits none.
@@ -277,7 +260,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     >>> clf = PartialAUCClassifier(fpr_range=(0.05, 0.5)).fit(X, y)
     >>> partial_auc_score(y, clf.decision_function(X), fpr_range=(0.05, 0.5)) > 0.8
     True
-    """
+    """)
 
     _parameter_constraints = {
         "fpr_range": ["array-like"],
@@ -296,38 +279,9 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         "verbose": ["verbose"],
     }
 
-    def __init__(
-        self,
-        *,
-        fpr_range=(0.05, 0.5),
-        loss=None,
-        margin=None,
-        rank_weight=None,
-        link="identity",
-        alpha=None,
-        class_weight=None,
-        solver="auto",
-        max_iter=None,
-        tol=1e-4,
-        batch_size=64,
-        random_state=None,
-        warm_start=False,
-        verbose=0,
-    ):
-        self.fpr_range = fpr_range
-        self.loss = loss
-        self.margin = margin
-        self.rank_weight = rank_weight
-        self.link = link
-        self.alpha = alpha
-        self.class_weight = class_weight
-        self.solver = solver
-        self.max_iter = max_iter
-        self.tol = tol
-        self.batch_size = batch_size
-        self.random_state = random_state
-        self.warm_start = warm_start
-        self.verbose = verbose
+    __init__ = keyword_init(fpr_range=(0.05, 0.5), loss=None, margin=None, rank_weight=None, link="identity",
+                            alpha=None, class_weight=None, solver="auto", max_iter=None, tol=1e-4,
+                            batch_size=64, random_state=None, warm_start=False, verbose=0)
 
     # --- checks --------------------------------------------------------------------------
     _solvers = _SOLVERS
@@ -347,16 +301,12 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         rank_weight = self.rank_weight if self.rank_weight is not None else (1.0 if paper else 0.05)
         return loss, margin, rank_weight, relative_margin
 
-    def _choose(self, requested, costly=False):
-        """The row of the solver to run (:func:`skrank.solvers.registry.choose_solver`)."""
-        return choose_solver(requested, self._AUTO, None, self._pair_loss, None, solvers=self._solvers,
-                             costly=costly, **self._problem)
-
     def _check_before_solve(self, X, sample_weight=None):
         self._fpr_range = _check_fpr_range(self.fpr_range)
         self._loss, margin, self._rank_weight, self._relative_margin = self._resolve_defaults()
         self._pair_loss = get_pairwise_loss(self._loss, margin)
-        self._problem = dict(weighted=sample_weight is not None, external=external_kind(X),
+        self._problem = dict(risk=None, loss=self._pair_loss, penalty=None,
+                             weighted=sample_weight is not None, external=external_kind(X),
                              fpr_range=self._fpr_range, rank_weight=self._rank_weight, link=self.link)
         self._solver = self._choose(self.solver).name
 

@@ -4,31 +4,33 @@ from numbers import Integral, Real
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..backends.dispatch import external_kind
-from ..risks import _RISKS, BaseRisk
+from ..solvers.registry import RANK_ADMM, auto_preference, solvers_for, streaming_solvers
 from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RegisteredSolverModel
+from ._params import keyword_init
 
-_SOLVERS = ("auto", "newton", "ipm", "admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd")
-#: ``solver="auto"``: the first that fits (skrank.solvers.registry); the ADMM fits every problem.
-_AUTO = ("newton", "ipm", "admm")
+#: The solvers of the estimators: their rows of the table of :mod:`skrank.solvers.registry`.
+_SOLVERS = solvers_for(RANK_ADMM)
+#: ``solver="auto"``: the first that fits; the ADMM fits every problem.
+_AUTO = auto_preference(_SOLVERS)
 #: Most outer iterations of solver="agd": iteration k runs 20 (k+1)^2 inner steps, so the
 #: work grows like max_iter^3 and the default max_iter=1000 (sized for the ADMM) never ends.
 _AGD_MAX_OUTER = 50
-_RISK_NAMES = set(_RISKS)  # the names skrank.risks.check_risk accepts
 
 
 class _RankADMMModel(_RegisteredSolverModel):
     """Parameters, checks and solver dispatch shared by the two estimators."""
 
+    _solvers = _SOLVERS
     _AUTO = _AUTO
+    _STREAMING_SOLVERS = streaming_solvers(_SOLVERS)
 
     _parameter_constraints = {
-        "risk": [StrOptions(_RISK_NAMES), BaseRisk],
+        **_RegisteredSolverModel._parameter_constraints,
         "penalty": [StrOptions({"l2", "l1", "elasticnet"}), None],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "l1_ratio": [Interval(Real, 0, 1, closed="both")],
         "fit_intercept": ["boolean"],
-        "solver": [StrOptions(set(_SOLVERS))],
+        "solver": [StrOptions({"auto", *_SOLVERS})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "rho": [StrOptions({"paper", "table6", "adaptive"}), Interval(Real, 0, None, closed="neither")],
@@ -48,7 +50,7 @@ class _RankADMMModel(_RegisteredSolverModel):
             risk.weight_pieces(n, sample_weight)
         else:
             risk.weights(n, sample_weight)
-        self._choose_solver(risk, weighted=sample_weight is not None, external=external_kind(X))
+        self._choose_solver(risk, X, sample_weight)
 
     def _solver_options(self):
         """Each solver's keyword arguments beyond the shared ones."""
@@ -64,6 +66,10 @@ class _RankADMMModel(_RegisteredSolverModel):
         }
 
 
+#: The parameters the two estimators share, after their risk and loss ones, with their defaults.
+_SHARED_DEFAULTS = dict(penalty="l2", alpha=1e-2, l1_ratio=0.5, fit_intercept=True, solver="auto",
+                        max_iter=1000, tol=1e-7, rho="paper", zstep_method="stack", l1_solver="cd",
+                        warm_start=False, random_state=None, verbose=0)
 
 _PARAMS_DOC = """
     penalty : {"l2", "l1", "elasticnet"} or None, default="l2"
@@ -231,42 +237,7 @@ class RankADMMClassifier(RankLinearClassifierMixin, _RankADMMModel):
         "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
-    def __init__(
-        self,
-        *,
-        risk="erm",
-        loss="logistic",
-        class_weight=None,
-        penalty="l2",
-        alpha=1e-2,
-        l1_ratio=0.5,
-        fit_intercept=True,
-        solver="auto",
-        max_iter=1000,
-        tol=1e-7,
-        rho="paper",
-        zstep_method="stack",
-        l1_solver="cd",
-        warm_start=False,
-        random_state=None,
-        verbose=0,
-    ):
-        self.risk = risk
-        self.loss = loss
-        self.class_weight = class_weight
-        self.penalty = penalty
-        self.alpha = alpha
-        self.l1_ratio = l1_ratio
-        self.fit_intercept = fit_intercept
-        self.solver = solver
-        self.max_iter = max_iter
-        self.tol = tol
-        self.rho = rho
-        self.zstep_method = zstep_method
-        self.l1_solver = l1_solver
-        self.warm_start = warm_start
-        self.random_state = random_state
-        self.verbose = verbose
+    __init__ = keyword_init(risk="erm", loss="logistic", class_weight=None, **_SHARED_DEFAULTS)
 
 
 class RankADMMRegressor(RankLinearRegressorMixin, _RankADMMModel):
@@ -312,39 +283,4 @@ class RankADMMRegressor(RankLinearRegressorMixin, _RankADMMModel):
         "epsilon": [Interval(Real, 0, None, closed="neither")],
     }
 
-    def __init__(
-        self,
-        *,
-        risk="erm",
-        loss="squared",
-        epsilon=1.0,
-        penalty="l2",
-        alpha=1e-2,
-        l1_ratio=0.5,
-        fit_intercept=True,
-        solver="auto",
-        max_iter=1000,
-        tol=1e-7,
-        rho="paper",
-        zstep_method="stack",
-        l1_solver="cd",
-        warm_start=False,
-        random_state=None,
-        verbose=0,
-    ):
-        self.risk = risk
-        self.loss = loss
-        self.epsilon = epsilon
-        self.penalty = penalty
-        self.alpha = alpha
-        self.l1_ratio = l1_ratio
-        self.fit_intercept = fit_intercept
-        self.solver = solver
-        self.max_iter = max_iter
-        self.tol = tol
-        self.rho = rho
-        self.zstep_method = zstep_method
-        self.l1_solver = l1_solver
-        self.warm_start = warm_start
-        self.random_state = random_state
-        self.verbose = verbose
+    __init__ = keyword_init(risk="erm", loss="squared", epsilon=1.0, **_SHARED_DEFAULTS)

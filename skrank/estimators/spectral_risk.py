@@ -5,26 +5,28 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..backends.dispatch import external_kind
-from ..risks import _RISKS, BaseRisk
+from ..solvers.registry import SPECTRAL_RISK, auto_preference, solvers_for, streaming_solvers
 from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RegisteredSolverModel
+from ._params import keyword_init
 
-_SOLVERS = ("auto", "newton", "sorel", "sgd", "lsvrg", "prospect", "admm")
-#: ``solver="auto"``: the first that fits (skrank.solvers.registry); the ADMM fits every problem.
-_AUTO = ("newton", "admm")
-_RISK_NAMES = set(_RISKS)  # the names skrank.risks.check_risk accepts
+#: The solvers of the estimators: their rows of the table of :mod:`skrank.solvers.registry`.
+_SOLVERS = solvers_for(SPECTRAL_RISK)
+#: ``solver="auto"``: the first that fits; the ADMM fits every problem.
+_AUTO = auto_preference(_SOLVERS)
 
 
 class _SpectralRiskModel(_RegisteredSolverModel):
     """Shared parameters, checks and solver dispatch of the two estimators."""
 
+    _solvers = _SOLVERS
     _AUTO = _AUTO
+    _STREAMING_SOLVERS = streaming_solvers(_SOLVERS)
 
     _parameter_constraints = {
-        "risk": [StrOptions(_RISK_NAMES), BaseRisk],
+        **_RegisteredSolverModel._parameter_constraints,
         "alpha": [Interval(Real, None, None, closed="neither")],
         "fit_intercept": ["boolean"],
-        "solver": [StrOptions(set(_SOLVERS))],
+        "solver": [StrOptions({"auto", *_SOLVERS})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
@@ -34,7 +36,7 @@ class _SpectralRiskModel(_RegisteredSolverModel):
         "verbose": ["verbose"],
     }
 
-    def _check_spectral(self, X, sample_weight=None):
+    def _check_before_solve(self, X, sample_weight=None):
         risk = self._get_risk()
         self._risk = risk
         if not risk.is_convex:
@@ -46,7 +48,7 @@ class _SpectralRiskModel(_RegisteredSolverModel):
         risk.weights(X.shape[0], sample_weight)  # validates the risk's parameters for this n and weights
         if not np.isfinite(self.alpha) or self.alpha < 0:
             raise ValueError(f"alpha must be a nonnegative finite number, got {self.alpha!r}.")
-        self._choose_solver(risk, weighted=sample_weight is not None, external=external_kind(X))
+        self._choose_solver(risk, X, sample_weight)
 
     def _solver_options(self):
         """Each solver's keyword arguments beyond the shared ones."""
@@ -56,6 +58,9 @@ class _SpectralRiskModel(_RegisteredSolverModel):
         return {name: stochastic for name in ("sorel", "sgd", "lsvrg", "prospect")}
 
 
+#: The parameters the two estimators share, after their risk and loss ones, with their defaults.
+_SHARED_DEFAULTS = dict(alpha=1e-3, fit_intercept=True, solver="auto", max_iter=1000, tol=1e-7,
+                        batch_size=None, learning_rate="auto", random_state=None, warm_start=False, verbose=0)
 
 _COMMON_PARAMS_DOC = """
     alpha : float, default=1e-3
@@ -102,6 +107,13 @@ _COMMON_PARAMS_DOC = """
         Print progress when positive.
 """
 
+#: The Attributes of the data seen by ``fit`` (the end of the section).
+_FEATURES_DOC = """
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when ``X`` has string feature names.
+"""
+
 
 class SpectralRiskRegressor(RankLinearRegressorMixin, _SpectralRiskModel):
     __doc__ = (
@@ -135,11 +147,7 @@ class SpectralRiskRegressor(RankLinearRegressorMixin, _SpectralRiskModel):
         Final value of ``F``.
     objective_history_ : ndarray
         ``F`` at the start and after every epoch (``"newton"``: after every
-        outer iteration).
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Defined when ``X`` has string feature names.
-
+        outer iteration).""" + _FEATURES_DOC + """
     Examples
     --------
     >>> import numpy as np
@@ -159,40 +167,7 @@ class SpectralRiskRegressor(RankLinearRegressorMixin, _SpectralRiskModel):
         "epsilon": [Interval(Real, 0, None, closed="neither")],
     }
 
-    def __init__(
-        self,
-        *,
-        risk="superquantile",
-        loss="squared",
-        epsilon=1.0,
-        alpha=1e-3,
-        fit_intercept=True,
-        solver="auto",
-        max_iter=1000,
-        tol=1e-7,
-        batch_size=None,
-        learning_rate="auto",
-        random_state=None,
-        warm_start=False,
-        verbose=0,
-    ):
-        self.risk = risk
-        self.loss = loss
-        self.epsilon = epsilon
-        self.alpha = alpha
-        self.fit_intercept = fit_intercept
-        self.solver = solver
-        self.max_iter = max_iter
-        self.tol = tol
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.random_state = random_state
-        self.warm_start = warm_start
-        self.verbose = verbose
-
-    def _check_before_solve(self, X, sample_weight=None):
-        # The mixin's no-op hook comes first in the MRO; run the shared checks.
-        self._check_spectral(X, sample_weight)
+    __init__ = keyword_init(risk="superquantile", loss="squared", epsilon=1.0, **_SHARED_DEFAULTS)
 
 
 class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
@@ -227,11 +202,7 @@ class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
         Newton steps or epochs run (per one-vs-rest problem).
     objective_ : float or ndarray
         Final value of ``F`` (per problem).
-    objective_history_ : ndarray or list of ndarray
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Defined when ``X`` has string feature names.
-
+    objective_history_ : ndarray or list of ndarray""" + _FEATURES_DOC + """
     Examples
     --------
     >>> import numpy as np
@@ -250,40 +221,7 @@ class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
         "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
-    def __init__(
-        self,
-        *,
-        risk="superquantile",
-        loss="logistic",
-        class_weight=None,
-        alpha=1e-3,
-        fit_intercept=True,
-        solver="auto",
-        max_iter=1000,
-        tol=1e-7,
-        batch_size=None,
-        learning_rate="auto",
-        random_state=None,
-        warm_start=False,
-        verbose=0,
-    ):
-        self.risk = risk
-        self.loss = loss
-        self.class_weight = class_weight
-        self.alpha = alpha
-        self.fit_intercept = fit_intercept
-        self.solver = solver
-        self.max_iter = max_iter
-        self.tol = tol
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.random_state = random_state
-        self.warm_start = warm_start
-        self.verbose = verbose
-
-    def _check_before_solve(self, X, sample_weight=None):
-        # The mixin's no-op hook comes first in the MRO; run the shared checks.
-        self._check_spectral(X, sample_weight)
+    __init__ = keyword_init(risk="superquantile", loss="logistic", class_weight=None, **_SHARED_DEFAULTS)
 
 
 __all__ = ["SpectralRiskRegressor", "SpectralRiskClassifier"]

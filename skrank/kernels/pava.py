@@ -275,6 +275,17 @@ def _zstep_sweep_kernel(m, sig_a, sig_b, two_piece, threshold, code, param, rho,
             )
             dirty[r] = s
         n_dirty = n_runs
+    return _write_blocks(b_val, nxt, out, ends)
+
+
+@njit(cache=True)
+def _write_blocks(b_val, nxt, out, ends):
+    """Spread each block's value over its positions and list the blocks' (exclusive) ends.
+
+    Blocks are indexed by their first position, ``nxt`` the first position
+    of the next one; returns the number of blocks.
+    """
+    n = out.shape[0]
     s = 0
     k = 0
     while s < n:
@@ -516,10 +527,9 @@ def zstep(m, sigma, loss_code, loss_param, rho, sigma_b=None, threshold=np.inf, 
     Parameters
     ----------
     m : array-like of shape (n,)
-        Points to project, any order.
+        The points to project, in any order.
     sigma : array-like of shape (n,)
-        Nonnegative rank weights: ``sigma[i]`` is the weight of the
-        ``i``-th smallest loss (``sigma^a`` in the CPT case).
+        Nonnegative rank weights of the ascending losses, as for :func:`zstep_sorted`.
     loss_code : int
         ``LOGISTIC``, ``HINGE`` or ``SQUARED_HINGE`` from :mod:`skrank.losses`;
         use :func:`zstep_even` for regression losses.

@@ -7,8 +7,8 @@ come out with the order (SOREL's projection and objective read them in
 sorted order): insertion sort when few samples moved far, otherwise a radix
 sort on a 22-bit key finished by an insertion pass, ``O(n)`` in all cases (a
 comparison sort of ``n = 7000`` values costs ten times more).
-:func:`_gather_keys` gathers the copy and counts the descents that choose
-between the two.
+:func:`_gather_keys` gathers the copy and :func:`_count_descents` counts the
+descents that choose between the two.
 """
 
 import numpy as np
@@ -170,24 +170,30 @@ def _sort_keyed(keys, perm, descents, far, pk, pk2, kbuf, pbuf, counts, hist):
 
 
 @njit(cache=True)
+def _count_descents(keys):
+    """The numbers of descents ``keys[j] < keys[j - 1]`` and far descents ``keys[j] < keys[j - _FAR]``.
+
+    They choose between the insertion and the radix sort of :func:`_sort_keyed`.
+    """
+    descents = 0
+    far = 0
+    for j in range(1, keys.shape[0]):
+        descents += keys[j] < keys[j - 1]
+        if j >= _FAR:
+            far += keys[j] < keys[j - _FAR]
+    return descents, far
+
+
+@njit(cache=True)
 def _gather_keys(vals, perm, out):
     """``out[j] = vals[perm[j]]`` (the keys of :func:`_sort_keyed`).
 
-    Returns the number of descents and of far descents of the keys.
+    Returns the number of descents and of far descents of the keys
+    (:func:`_count_descents`).
     """
-    n = out.shape[0]
-    descents = 0
-    far = 0
-    prev = 0.0
-    for j in range(n):
-        x = vals[perm[j]]
-        out[j] = x
-        if j > 0:
-            descents += x < prev
-        if j >= _FAR:
-            far += x < out[j - _FAR]
-        prev = x
-    return descents, far
+    for j in range(out.shape[0]):
+        out[j] = vals[perm[j]]
+    return _count_descents(out)
 
 
 def resort(vals, order):

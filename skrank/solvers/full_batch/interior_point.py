@@ -39,12 +39,12 @@ import time
 import numpy as np
 import scipy.linalg
 
-from ...backends.dispatch import is_external, make_design
+from ...backends.dispatch import make_design
 from ...datafits.rank_risk import affine_map
 from ...datafits.smoothed_risk import relative_weights
 from ..progress import Progress
-from ..registry import SOLVERS
 from ..result import SolverResult
+from .setup import starting_theta, supported_input
 
 #: Fraction of the distance to the boundary a step may cover.
 _STEP_TO_BOUNDARY = 0.99
@@ -256,10 +256,39 @@ class _Program:
         return alpha
 
     def gap_measure(self, slack, dual):
+        """The mean complementarity ``s . lambda / m`` over the active constraints."""
         blocks = self._blocks()
         total = sum(float(np.sum(slack[k] * dual[k])) for k in blocks)
         count = sum(slack[k].size for k in blocks)
         return total / count
+
+    def iterate(self, x, slack, dual, t):
+        """One predictor-corrector iteration from the point at loss arguments ``t``, made in place.
+
+        Returns the mean complementarity before the step, the step length
+        and the loss arguments after it.
+        """
+        r_d, r_p = self.residuals(x, slack, dual, t)
+        mu = self.gap_measure(slack, dual)
+        fac = self.factor(slack, dual)
+        blocks = self._blocks()
+        # predictor (affine scaling)
+        r_c = {k: slack[k] * dual[k] for k in blocks}
+        _, ds, dl, _ = self.step(fac, r_d, r_p, r_c, slack, dual)
+        alpha = self.max_step(slack, dual, ds, dl)
+        mu_aff = self.gap_measure({k: slack[k] + alpha * ds[k] for k in blocks},
+                                  {k: dual[k] + alpha * dl[k] for k in blocks})
+        centering = (mu_aff / mu) ** 3
+        # corrector
+        r_c = {k: slack[k] * dual[k] + ds[k] * dl[k] - centering * mu for k in blocks}
+        dx, ds, dl, z_dtheta = self.step(fac, r_d, r_p, r_c, slack, dual)
+        alpha = min(1.0, _STEP_TO_BOUNDARY * self.max_step(slack, dual, ds, dl))
+        for k in dx:
+            x[k] = x[k] + alpha * dx[k]
+        for k in blocks:
+            slack[k] = slack[k] + alpha * ds[k]
+            dual[k] = dual[k] + alpha * dl[k]
+        return mu, alpha, t + alpha * z_dtheta
 
 
 def interior_point(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=None,
@@ -305,18 +334,9 @@ def interior_point(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=N
         ``certified``, ``gap`` (the absolute bound), ``passes`` and ``time``.
     """
     start_time = time.perf_counter()
-    reason = SOLVERS["ipm"].unsupported(risk, loss, penalty)
-    if reason is not None:
-        raise ValueError(reason)
-    if not (hasattr(X, "tocsr") or is_external(X)):
-        X = np.asarray(X, dtype=np.float64)
+    X = supported_input("ipm", X, risk, loss, penalty)
     program = _Program(X, y, risk, loss, penalty, fit_intercept, sample_weight)
-    theta = np.zeros(program.p)
-    if coef_init is not None:
-        theta[: program.d] = coef_init
-    if fit_intercept and intercept_init is not None:
-        theta[-1] = float(intercept_init)
-    x, slack, dual = program.start(theta)
+    x, slack, dual = program.start(starting_theta(program.design, coef_init, intercept_init))
     progress = Progress("ipm", verbose, max_iter, criterion="certified gap")
     t = program.arguments(x["theta"])
     best = (program.objective(x["theta"], t), x["theta"].copy())
@@ -324,27 +344,7 @@ def interior_point(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=N
     history = [best[0]]
     certified, n_iter = False, 0
     for n_iter in range(1, max_iter + 1):
-        r_d, r_p = program.residuals(x, slack, dual, t)
-        mu = program.gap_measure(slack, dual)
-        fac = program.factor(slack, dual)
-        blocks = program._blocks()
-        # predictor (affine scaling)
-        r_c = {k: slack[k] * dual[k] for k in blocks}
-        _, ds, dl, _ = program.step(fac, r_d, r_p, r_c, slack, dual)
-        alpha = program.max_step(slack, dual, ds, dl)
-        mu_aff = sum(float(np.sum((slack[k] + alpha * ds[k]) * (dual[k] + alpha * dl[k]))) for k in blocks)
-        mu_aff /= sum(slack[k].size for k in blocks)
-        centering = (mu_aff / mu) ** 3
-        # corrector
-        r_c = {k: slack[k] * dual[k] + ds[k] * dl[k] - centering * mu for k in blocks}
-        dx, ds, dl, z_dtheta = program.step(fac, r_d, r_p, r_c, slack, dual)
-        alpha = min(1.0, _STEP_TO_BOUNDARY * program.max_step(slack, dual, ds, dl))
-        for k in dx:
-            x[k] = x[k] + alpha * dx[k]
-        for k in blocks:
-            slack[k] = slack[k] + alpha * ds[k]
-            dual[k] = dual[k] + alpha * dl[k]
-        t = t + alpha * z_dtheta
+        mu, alpha, t = program.iterate(x, slack, dual, t)
         F = program.objective(x["theta"], t)
         if F < best[0]:
             best = (F, x["theta"].copy())

@@ -21,6 +21,29 @@ inversely, and leaves ``u`` and the gradient in ``u`` unchanged.  So the
 iterates and the stopping tests do not depend on the units of the features
 (with ``alpha`` rescaled to match), nor on the scale of the sample weights
 (the objectives are weighted means).
+
+The stopping tests are those of scipy's L-BFGS-B on ``u``:
+
+* the gradient test: the largest entry of the gradient in ``u``,
+  ``max_j |dF/dw_j| / scale_j``, is at most ``tol``.  With ``scale`` the
+  root mean square of each feature, ``dF/du_j`` is the first-order change of
+  ``F`` when the scores ``X w`` move by feature ``j`` scaled to a unit root
+  mean square (and for the intercept, when the scores all move by one): no
+  such move lowers ``F`` by more than ``tol``.  The objectives are means of
+  losses of the scores, of order one at ``w = 0``, so the test is absolute:
+  a start far from the minimum (a large ``F(w_0)``) does not loosen it;
+* the decrease test: one iteration lowers ``F`` by at most ``tol * 1e-3``
+  relative (scipy's ``ftol``), i.e. the iterations have stalled, as they do
+  on the kinks of a piecewise smooth ``F``.
+
+Both are unchanged when ``X`` is rescaled (a change of units of the
+features, with ``alpha`` rescaled to match) or the sample weights are
+rescaled: ``F`` and the gradient in ``u`` are then the same.  When neither
+holds (``max_iter`` reached, or the line search failing away from a
+stationary point), or when no step was accepted and the start fails the
+gradient test (the decrease test is then met vacuously), ``converged`` is
+False and the estimators warn; ``n_iter`` is 0 when the returned point is
+the start.
 """
 
 import time
@@ -32,34 +55,47 @@ from ..progress import Progress
 from ..result import SolverResult
 
 
+def _checked_scale(objective, w0, scale):
+    """The units of the variables: ``scale``, else the objective's ``variable_scale()``, else ones."""
+    if scale is None:
+        scale = objective.variable_scale() if hasattr(objective, "variable_scale") else np.ones(w0.shape)
+    scale = np.asarray(scale, dtype=np.float64)
+    if scale.shape != w0.shape or not np.all(np.isfinite(scale) & (scale > 0)):
+        raise ValueError(f"scale must hold {w0.shape[0]} positive finite units, one per variable.")
+    return scale
+
+
+class _ScaledObjective:
+    """``u -> (F, dF/du)`` for scipy with ``w = u / scale``, the last evaluation kept.
+
+    scipy asks for the start again and often ends on the last point it
+    evaluated: a point equal to the last one is not evaluated again.
+    """
+
+    def __init__(self, objective, scale, w0):
+        self.objective, self.scale = objective, scale
+        F0, g0 = objective.value_and_grad(w0)
+        #: ``(w, F, gradient in w)`` at the start
+        self.start = (w0, F0, g0)
+        self.evaluations = 1
+        # the last evaluation, keyed by u: w is where F and g were evaluated
+        self.u, self.w, self.F, self.g = w0 * scale, w0, F0, g0
+
+    def __call__(self, u):
+        if not np.array_equal(u, self.u):
+            u = np.array(u, dtype=np.float64)
+            w = u / self.scale
+            F, g = self.objective.value_and_grad(w)
+            self.evaluations += 1
+            self.u, self.w, self.F, self.g = u, w, F, g
+        return self.F, self.g / self.scale
+
+
 def lbfgs(objective, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0, scale=None):
     """Minimise ``objective`` by L-BFGS from ``coef_init``.
 
-    The iterations run on ``u = scale * w`` (module docstring), and the
-    stopping tests are those of scipy's L-BFGS-B on ``u``:
-
-    * the gradient test: the largest entry of the gradient in ``u``,
-      ``max_j |dF/dw_j| / scale_j``, is at most ``tol``.  With ``scale``
-      the root mean square of each feature (:func:`skrank.datafits.scale.linear_model_scale`),
-      ``dF/du_j`` is the first-order change of ``F`` when the scores
-      ``X w`` move by feature ``j`` scaled to a unit root mean square (and
-      for the intercept, when the scores all move by one): no such move
-      lowers ``F`` by more than ``tol``.  The objectives are means of
-      losses of the scores, of order one at ``w = 0``, so the test is
-      absolute: a start far from the minimum (a large ``F(w_0)``) does
-      not loosen it;
-    * the decrease test: one iteration lowers ``F`` by at most
-      ``tol * 1e-3`` relative (scipy's ``ftol``), i.e. the iterations have
-      stalled, as they do on the kinks of a piecewise smooth ``F``.
-
-    Both are unchanged when ``X`` is rescaled (a change of units of the
-    features, with ``alpha`` rescaled to match) or the sample weights are
-    rescaled: ``F`` and the gradient in ``u`` are then the same.  When
-    neither holds (``max_iter`` reached, or the line search failing away
-    from a stationary point), or when no step was accepted and the start
-    fails the gradient test (the decrease test is then met vacuously),
-    ``converged`` is False and the estimators warn; ``n_iter`` is 0 when
-    the returned point is the start.
+    The iterations run on ``u = scale * w``, with the stopping tests of the
+    module docstring.
 
     Parameters
     ----------
@@ -94,33 +130,15 @@ def lbfgs(objective, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0,
     """
     start = time.perf_counter()
     w0 = np.array(coef_init, dtype=np.float64)
-    if scale is None:
-        scale = objective.variable_scale() if hasattr(objective, "variable_scale") else np.ones(w0.shape)
-    scale = np.asarray(scale, dtype=np.float64)
-    if scale.shape != w0.shape or not np.all(np.isfinite(scale) & (scale > 0)):
-        raise ValueError(f"scale must hold {w0.shape[0]} positive finite units, one per variable.")
-    F0, g0 = objective.value_and_grad(w0)
-    evaluations = [1]
+    scale = _checked_scale(objective, w0, scale)
+    fun = _ScaledObjective(objective, scale, w0)
     u0 = w0 * scale
-    # the last evaluation, keyed by u: w is where F and g were evaluated
-    last = {"u": u0.copy(), "w": w0, "F": F0, "g": g0}
     history = []
-
-    def fun(u):
-        # scipy asks for the start again and often ends on the last point it evaluated
-        if not np.array_equal(u, last["u"]):
-            u = np.array(u, dtype=np.float64)
-            w = u / scale
-            F, g = objective.value_and_grad(w)
-            evaluations[0] += 1
-            last["u"], last["w"], last["F"], last["g"] = u, w, F, g
-        return last["F"], last["g"] / scale
-
     progress = Progress("lbfgs", verbose, max_iter, criterion="|g_u|_inf")
 
     def callback(intermediate_result):
         history.append(float(intermediate_result.fun))
-        progress(len(history), history[-1], float(np.max(np.abs(last["g"] / scale), initial=0.0)))
+        progress(len(history), history[-1], float(np.max(np.abs(fun.g / scale), initial=0.0)))
 
     res = minimize(
         fun, u0, jac=True, method="L-BFGS-B", callback=callback,
@@ -130,10 +148,11 @@ def lbfgs(objective, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0,
     # no step accepted: scipy may count an iteration of no decrease (which meets its decrease test)
     at_start = bool(np.array_equal(u, u0))
     if at_start:
-        w, F, g_u = w0, F0, g0 / scale
+        w, F, g0 = fun.start
+        g_u = g0 / scale
     else:
         F, g_u = fun(u)
-        w = last["w"]
+        w = fun.w
     if not history or history[-1] != F:
         history.append(float(F))
     crit = float(np.max(np.abs(g_u))) if g_u.size else 0.0
@@ -144,6 +163,6 @@ def lbfgs(objective, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0,
         objective_history=np.asarray(history),
         stop_criterion=crit,
         converged=crit <= tol or (bool(res.success) and not at_start),
-        info={"passes": evaluations[0], "time": time.perf_counter() - start,
+        info={"passes": fun.evaluations, "time": time.perf_counter() - start,
               "message": str(res.message), "scale": scale},
     )

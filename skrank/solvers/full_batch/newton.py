@@ -44,7 +44,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from ...backends.dispatch import is_external, make_design
+from ...backends.dispatch import make_design
 from ...datafits.rank_risk import affine_map
 from ...datafits.smoothed_risk import (
     l1_newton_direction,
@@ -53,8 +53,8 @@ from ...datafits.smoothed_risk import (
     relative_weights,
 )
 from ..progress import Progress
-from ..registry import SOLVERS
 from ..result import SolverResult
+from .setup import starting_theta, supported_input
 
 #: ``mu`` at the start, in units of (objective at the mean-risk fit) / (n max sigma).
 _MU_SCALE = 100.0
@@ -567,6 +567,121 @@ def _zero_small_coefficients(problem, theta, F):
     return (trial, F_trial) if F_trial <= F else (theta, F)
 
 
+def _with_dual_gap(problem, best):
+    """``best = (F, theta, gap, weights)`` with the gap of ``F`` to the largest dual bound found."""
+    return best[:2] + (max(best[0] - problem.best_dual, 0.0), best[3])
+
+
+class _ProximalPoint:
+    """The proximal point iterations of one fit: the smoothing, its centre and the best point.
+
+    Parameters
+    ----------
+    problem : _Problem
+    theta : ndarray of shape (p,)
+        The start.
+    warm : bool
+        Whether ``theta`` is a warm start (else the mean risk is fitted first).
+    max_iter : int
+        Most Newton steps.
+    progress : skrank.solvers.progress.Progress
+    """
+
+    def __init__(self, problem, theta, warm, max_iter, progress):
+        self.problem, self.progress = problem, progress
+        self.steps = 0
+        center, top = _first_center(problem, theta, warm)
+        if not warm:
+            # the mean risk first (its weights are the centre): all losses tie at theta = 0
+            theta, self.steps = _newton_fixed_weights(problem, theta, center, 1e-1, max_iter)
+        F = problem.objective(theta)
+        self.history = [F]
+        #: ``(F, theta, bound on F - F*, weights q)`` of the best certificate so far
+        self.best = (F, theta.copy(), np.inf, center)
+        self.mu = _MU_SCALE * max(abs(F), 1e-12) / max(problem.s.size * top, 1e-300)
+        if warm:
+            self.mu *= _MU_WARM
+        self.outer, self.certified = 0, False
+        self.inner_tol = 1e-2 * abs(F)
+        self.last_gap = np.inf
+        self.stalled, self.outer_stalls = False, 0
+        self.theta, self.center = theta, center
+        self.F_mu, self.state = problem.smoothed(theta, self.mu, center)
+
+    def outer_iteration(self, decrease_q, tol):
+        """Certify the point, then move the centre (and maybe lower ``mu``); returns whether certified."""
+        problem, state = self.problem, self.state
+        self.outer_stalls = self.outer_stalls + 1 if self.stalled else 0
+        self.stalled = False
+        self.outer += 1
+        F, gap, estimate = problem.certificate(self.theta, state, decrease_q)
+        if problem.l2 > 0.0:
+            # a duality gap: the lowest F against the largest dual bound found so far
+            if F < self.best[0] or not np.isfinite(self.best[2]):
+                self.best = (F, self.theta.copy(), gap, state["q"])
+            self.best = _with_dual_gap(problem, self.best)
+        elif gap < self.best[2]:
+            self.best = (F, self.theta.copy(), gap, state["q"])
+        self.history.append(F)
+        self.progress(self.steps, F, gap / max(abs(F), 1e-300),
+                      f"outer={self.outer} mu={self.mu:.3g} pooled blocks={state['pooled'][1].size}")
+        if self.best[2] <= tol * abs(self.best[0]):
+            self.certified = True
+            return True
+        if estimate > _SLOW_OUTER * self.last_gap:
+            self.mu *= _MU_DECREASE
+        self.last_gap = estimate
+        self.inner_tol = _INNER_FRACTION * min(estimate, gap)
+        self.center = state["q"]
+        self.F_mu, self.state = problem.smoothed(self.theta, self.mu, self.center)
+        return False
+
+    def close_from_dual(self, tol):
+        """The Newton steps stall in rounding: a last try to close the gap by :meth:`_Problem.dual_ascent`."""
+        problem = self.problem
+        if problem.l2 > 0.0 and problem.dual_ascent(self.best[1], _DUAL_ASCENT_STEPS):
+            self.best = _with_dual_gap(problem, self.best)
+            self.certified = self.best[2] <= tol * abs(self.best[0])
+
+    def newton_step(self, g, H, scatter, verbose):
+        """A damped Newton step on ``F_mu`` from the model ``g``, ``H`` (+ ``scatter``, the block term)."""
+        problem, theta = self.problem, self.theta
+        if not problem.design.fuses_products:
+            scatter = problem.block_scatter(self.state, self.mu)
+        K = H if scatter is None else H + scatter
+        step, decrease = problem.direction(K, g, theta)
+        if not np.isfinite(decrease):  # directions without curvature: a small ridge
+            step, _ = problem.direction(K + _RIDGE * np.mean(np.diag(K)) * np.eye(K.shape[0]), g, theta)
+        self.steps += 1
+        alpha, self.F_mu, self.state = _line_search(problem, theta, step, self.F_mu, self.state, self.mu,
+                                                    self.center)
+        if alpha == 0.0:
+            self.stalled = True
+            return
+        self.theta = theta + alpha * step
+        if verbose > 1:
+            self.progress.note(f"step {self.steps}: F_mu={self.F_mu:.12g} alpha={alpha:.3g}")
+
+    def result(self, start):
+        """The :class:`SolverResult` of the best point (``start``: the fit's start time)."""
+        problem, design = self.problem, self.problem.design
+        F, theta, gap, weights = self.best
+        if problem.best_dual_weights is not None:
+            weights = problem.best_dual_weights  # the weights of the certificate's dual bound
+        if problem.l1 > 0.0:
+            theta, F = _zero_small_coefficients(problem, theta, F)
+        if F != self.history[-1]:
+            self.history.append(F)  # the returned point's objective comes last
+        coef, intercept = design.split(theta)
+        return SolverResult(
+            coef=coef.copy(), intercept=intercept, n_iter=self.steps,
+            objective_history=np.asarray(self.history), stop_criterion=gap / max(abs(F), 1e-300),
+            converged=self.certified,
+            info=dict(certified=self.certified, gap=gap, mu=self.mu, outer=self.outer, weights=weights,
+                      passes=design.passes, time=time.perf_counter() - start),
+        )
+
+
 def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=None,
                     intercept_init=None, max_iter=200, tol=1e-9, verbose=0, sample_weight=None):
     """Minimise a convex spectral risk with a smooth loss and a penalty, certified.
@@ -610,101 +725,22 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
         transpose, a weighted Gram matrix counted as one) and ``time``.
     """
     start = time.perf_counter()
-    reason = SOLVERS["newton"].unsupported(risk, loss, penalty)
-    if reason is not None:
-        raise ValueError(reason)
-    if not (hasattr(X, "tocsr") or is_external(X)):
-        X = np.asarray(X, dtype=np.float64)
-    n = X.shape[0]
+    X = supported_input("newton", X, risk, loss, penalty)
     problem = _Problem(X, y, risk, loss, penalty, fit_intercept, sample_weight)
     design = problem.design
-    theta = np.zeros(design.p)
-    if coef_init is not None:
-        theta[: design.d] = coef_init
-    if fit_intercept and intercept_init is not None:
-        theta[-1] = float(intercept_init)
-
-    steps = 0
-    center, top = _first_center(problem, theta, coef_init is not None)
-    if coef_init is None:
-        # the mean risk first (its weights are the centre): all losses tie at theta = 0
-        theta, steps = _newton_fixed_weights(problem, theta, center, 1e-1, max_iter)
-    F = problem.objective(theta)
-    history = [F]
-    best = (F, theta.copy(), np.inf, center)
-    mu = _MU_SCALE * max(abs(F), 1e-12) / max(n * top, 1e-300)
-    if coef_init is not None:
-        mu *= _MU_WARM
-    outer, certified = 0, False
     progress = Progress("newton", verbose, max_iter, unit="Newton step", criterion="certified gap")
-    inner_tol = 1e-2 * abs(F)
-    last_gap = np.inf
-    stalled, outer_stalls = False, 0
-    F_mu, state = problem.smoothed(theta, mu, center)
-    while steps < max_iter and outer < max_iter:
+    theta = starting_theta(design, coef_init, intercept_init)
+    run = _ProximalPoint(problem, theta, coef_init is not None, max_iter, progress)
+    while run.steps < max_iter and run.outer < max_iter:
         # where a pass is costly the block term comes in the same one, though unused when the
         # inner solve ends here
-        g, H, scatter = problem.derivatives(theta, state, mu, block=design.fuses_products)
-        _, decrease_q = problem.direction(H, g, theta)
-        if decrease_q <= inner_tol or stalled:
-            if stalled and outer_stalls >= 2:
-                # rounding: no step lowers F_mu any more; a last try to close the gap from the dual
-                if problem.l2 > 0.0 and problem.dual_ascent(best[1], _DUAL_ASCENT_STEPS):
-                    best = best[:2] + (max(best[0] - problem.best_dual, 0.0), best[3])
-                    certified = best[2] <= tol * abs(best[0])
-                break
-            outer_stalls = outer_stalls + 1 if stalled else 0
-            stalled = False
-            outer += 1
-            F, gap, estimate = problem.certificate(theta, state, decrease_q)
-            if problem.l2 > 0.0:
-                # a duality gap: the lowest F against the largest dual bound found so far
-                if F < best[0] or not np.isfinite(best[2]):
-                    best = (F, theta.copy(), gap, state["q"])
-                best = best[:2] + (max(best[0] - problem.best_dual, 0.0), best[3])
-            elif gap < best[2]:
-                best = (F, theta.copy(), gap, state["q"])
-            history.append(F)
-            progress(steps, F, gap / max(abs(F), 1e-300),
-                     f"outer={outer} mu={mu:.3g} pooled blocks={state['pooled'][1].size}")
-            if best[2] <= tol * abs(best[0]):
-                certified = True
-                break
-            if estimate > _SLOW_OUTER * last_gap:
-                mu *= _MU_DECREASE
-            last_gap = estimate
-            inner_tol = _INNER_FRACTION * min(estimate, gap)
-            center = state["q"]
-            F_mu, state = problem.smoothed(theta, mu, center)
-            continue
-        if not design.fuses_products:
-            scatter = problem.block_scatter(state, mu)
-        K = H if scatter is None else H + scatter
-        step, decrease = problem.direction(K, g, theta)
-        if not np.isfinite(decrease):  # directions without curvature: a small ridge
-            step, _ = problem.direction(K + _RIDGE * np.mean(np.diag(K)) * np.eye(K.shape[0]), g,
-                                        theta)
-        steps += 1
-        alpha, F_mu, state = _line_search(problem, theta, step, F_mu, state, mu, center)
-        if alpha == 0.0:
-            stalled = True
-            continue
-        theta = theta + alpha * step
-        if verbose > 1:
-            progress.note(f"step {steps}: F_mu={F_mu:.12g} alpha={alpha:.3g}")
-
-    F, theta, gap, weights = best
-    if problem.best_dual_weights is not None:
-        weights = problem.best_dual_weights  # the weights of the certificate's dual bound
-    if problem.l1 > 0.0:
-        theta, F = _zero_small_coefficients(problem, theta, F)
-    if F != history[-1]:
-        history.append(F)  # the returned point's objective comes last
-    coef, intercept = design.split(theta)
-    return SolverResult(
-        coef=coef.copy(), intercept=intercept, n_iter=steps,
-        objective_history=np.asarray(history), stop_criterion=gap / max(abs(F), 1e-300),
-        converged=certified,
-        info=dict(certified=certified, gap=gap, mu=mu, outer=outer, weights=weights,
-                  passes=design.passes, time=time.perf_counter() - start),
-    )
+        g, H, scatter = problem.derivatives(run.theta, run.state, run.mu, block=design.fuses_products)
+        _, decrease_q = problem.direction(H, g, run.theta)
+        if not (decrease_q <= run.inner_tol or run.stalled):
+            run.newton_step(g, H, scatter, verbose)
+        elif run.stalled and run.outer_stalls >= 2:
+            run.close_from_dual(tol)  # rounding: no step lowers F_mu any more
+            break
+        elif run.outer_iteration(decrease_q, tol):
+            break
+    return run.result(start)

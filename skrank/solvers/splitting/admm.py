@@ -21,10 +21,77 @@ iteration (their Algorithm 1) is
 then the residuals of the eps-KKT conditions (Xiao et al. 2023, Theorem 1) are tested and ``rho`` is
 updated.
 
-For the non-convex risks :func:`admm` by default (``refine=True``) runs
-Algorithm 1 from two starts and, for a ranked range, with restarts and
-trimming steps, returning the point of lowest ``F`` (a departure from the
-paper, explained in :func:`admm`).
+Stopping rule: ``max(e_primal, e_dual, e_pen) <= tol`` with
+``e_primal = ||z - t|| / sqrt(n)`` (RMS violation of ``z = t``),
+``e_dual = sqrt(n) rho ||t^{k+1} - t^k||`` (a bound on
+``sqrt(n) dist(-lambda, dOmega(z))``) and ``e_pen = dist(A^T lambda, dg(w))``
+(zero for the exact l2 step), each coefficient's row measured in the units
+of its column (its standard deviation; the intercept's row subtracted with
+the column mean), so that rescaling a column does not change the test.
+These are the three conditions of an eps-KKT point (Xiao et al. 2023,
+Theorem 1), with ``lambda`` measured in units of ``1/n``.  A certificate of
+the piecewise-linear finish must meet the same ``e_pen``.
+
+Differences from the paper and its released code: the intercept is an
+unpenalised extra column of the linear map (the paper appends a penalised
+ones column); the l1 penalty is ``l1 ||w||_1`` (the paper writes
+``mu/2 ||w||_1``); the w-step for l2 is solved in closed form from one
+eigendecomposition per fit (the released code runs L-BFGS); the multiplier
+starts at a subgradient of ``Omega`` at the initial point
+(``lambda_i = -sigma_rank(i) l'(t_i)``) instead of a constant, which makes
+warm starts effective; the stopping test uses the KKT residuals above
+instead of a fixed tolerance on ``||w^{k+1} - w^k||``; for the non-convex
+risks the ADMM runs from two starts, with restarts and trimming steps for a
+ranked range (below), where the paper runs Algorithm 1 once from zero.
+
+Implementation: with a pure l2 penalty (or none) the w-step runs in
+prediction space (:meth:`WStep.fast_l2`): one eigendecomposition of the
+smaller of ``Xc^T Xc`` and ``Xc Xc^T`` per fit, then two products with an
+n x min(n, d) basis per iteration and none with ``X``; ``(w, b)`` is
+rebuilt when the residuals pass and at the end.  Problems with at most
+:data:`skrank.backends.threads.SINGLE_THREAD_MAX_SIZE` entries in ``X`` run
+BLAS on one thread.
+
+Non-convex risks (ranked range, human-aligned; ``refine=True`` of
+:func:`admm`, :func:`_nonconvex_admm`): Algorithm 1 has no convergence
+guarantee there and, run once from zero, often stops at a poor point: the
+iterates cycle around a concave kink of ``F`` (a tie between the losses on
+either side of a rank where the weights drop, e.g. rank ``m`` of a ranked
+range), where ``F`` goes down on both sides but ``lambda`` cannot settle, or
+they leave the region of ``w = 0`` that holds the optimum.  Hence:
+
+1. Algorithm 1 runs from the given start (zero by default) and from the ERM
+   fit of the same data, loss and penalty (a convex problem, solved by this
+   ADMM).  For a ranked range each run is cut into segments of
+   :data:`SEGMENT` iterations, each restarted from the last iterate with a
+   fresh multiplier and ``rho`` schedule;
+2. ranked range: after each segment whose top-``m`` set was not tried yet,
+   trimming steps follow: with ``S`` the ``m`` samples of largest loss at
+   the current point, minimise the convex mean of the ``k - m`` largest
+   losses of the other samples (this ADMM on a convex top-k risk), and
+   repeat until ``S`` is unchanged.  The mean of the ``k - m`` largest
+   losses outside any ``m``-set is at least ``F`` (less the penalty), with
+   equality for ``S``, so each step lowers ``F`` (a majorise-minimise step,
+   as the concentration steps of least trimmed squares; it is not DCA,
+   which linearises the top-``m`` sum).  Its limit minimises ``F`` over the
+   region where ``S`` stays the top-``m`` set: a local minimiser when rank
+   ``m`` is not tied;
+3. the point of lowest ``F`` among the two starts, the ends of the runs
+   (segments) and the trimming steps is returned (the zero start wins,
+   e.g., when the optimum is ``w = 0`` and the iterates leave it).
+   ``stop_criterion`` is the run's own residual when the point ends a
+   converged run, else the KKT residual of :func:`_kkt_residual` at that
+   point, for the full problem (``z``, ``lambda`` of a trimming step are
+   those of its subproblem, ``z = t`` and ``lambda = 0`` on ``S``), and
+   ``converged`` means it is at most ``tol``.
+
+``max_iter`` then bounds the iterations of all the ADMM runs together (the
+ERM fit, the runs from each start, the trimming steps, at most
+:data:`MAX_TRIM_STEPS` per segment), and ``n_iter`` counts them, so that
+``n_iter <= max_iter``: after the ERM fit, the first start gets half of the
+iterations left and the ERM start the rest.  A ranked-range fit then needs a
+larger ``max_iter`` than Algorithm 1 alone to converge.  With
+``rho="table6"`` the refined result can still be worse than DCA's.
 """
 
 import time
@@ -82,10 +149,10 @@ class RhoSchedule:
         the ramp until it overshoots (dual residual above ten times the
         primal one) and then balances the residuals as below.
         ``"adaptive"``: residual balancing (Boyd et al. 2011, section 3.4.1)
-        on the scaled residuals of :func:`admm`, from ``rho_0 = 0.1/n``:
-        ``rho`` doubles when the primal residual exceeds ``band`` (3) times
-        the dual one and halves in the opposite case, during
-        ``max_changes`` (100) iterations.  Convex risks: afterwards ``rho``
+        on the scaled residuals of the stopping rule (module docstring),
+        from ``rho_0 = 0.1/n``: ``rho`` doubles when the primal residual
+        exceeds ``band`` (3) times the dual one and halves in the opposite
+        case, during ``max_changes`` (100) iterations.  Convex risks: afterwards ``rho``
         changes only when the residuals are more than ``far_band`` (100)
         times apart, at most once per window of ``late_gap`` (50)
         iterations, the window doubling after each such change, so that the
@@ -305,10 +372,10 @@ def rank_subgradient(risk, loss, t):
 def _residual_units(X, fit_intercept):
     """The column offsets and units in which :func:`_penalty_residual` measures each coefficient.
 
-    Those of :class:`skrank.solvers.stochastic.steps.FeatureUnits`: the column means
+    Those of :class:`skrank.solvers.stochastic.units.FeatureUnits`: the column means
     (with an intercept) and spreads.
     """
-    from ..stochastic.steps import FeatureUnits
+    from ..stochastic.units import FeatureUnits
 
     units = FeatureUnits(X, fit_intercept)
     return units.offset, units.unit
@@ -354,29 +421,175 @@ def _restandardised(out, finish, X, s, wstep, linear, units, tol):
     return out._replace(certified=residual <= tol, residual=residual)
 
 
-def admm_loop(
-    X,
-    s,
-    c,
-    wstep,
-    zfun,
-    lam0,
-    objective,
-    schedule,
-    *,
-    linear=None,
-    max_iter=300,
-    tol=1e-6,
-    coef_init=None,
-    intercept_init=None,
-    inner_max_iter=500,
-    relaxation=1.0,
-    objective_t=None,
-    finish=None,
-    finish_first=100,
-    finish_crit=1e-3,
-    verbose=0,
-):
+class _AdmmRun:
+    """The iterates of one run of Algorithm 1 (:func:`admm_loop`) and what it records.
+
+    Parameters
+    ----------
+    X, s, c, wstep, linear, objective, objective_t, finish, tol
+        As in :func:`admm_loop`.
+    coef_init, intercept_init : ndarray or None, float or None
+        The start (zero by default).
+    lam0 : callable
+        ``t -> lambda^0``.
+    rho0 : float
+        The first penalty.
+    """
+
+    def __init__(self, X, s, c, wstep, linear, objective, objective_t, finish, tol, coef_init,
+                 intercept_init, lam0, rho0):
+        self.X, self.s, self.c, self.wstep, self.linear = X, s, c, wstep, linear
+        self.objective, self.objective_t, self.finish, self.tol = objective, objective_t, finish, tol
+        self.w = np.zeros(X.shape[1]) if coef_init is None else np.array(coef_init, dtype=np.float64)
+        fit_intercept = wstep.fit_intercept
+        self.b = 0.0 if (intercept_init is None or not fit_intercept) else float(intercept_init)
+        self.t = s * (np.asarray(X @ self.w).ravel() + self.b) + c
+        self.z, self.m_z = self.t, None
+        self.lam = np.asarray(lam0(self.t), dtype=np.float64)
+        self.rho = rho0
+        self.sqrt_n = np.sqrt(X.shape[0])
+        self.units = _residual_units(X, fit_intercept)
+        # Exact l2 step in prediction space (O(n r) per iteration, w rebuilt at the end).
+        self.fast = linear is None and objective_t is not None and wstep.fast_l2_available()
+        #: ``(coeffs, v, rho)`` of the last fast step while its ``(w, b)`` is not rebuilt
+        self._pending = None
+        self.history, self.crit_history, self.rho_history = [], [], []
+        self.crit = np.inf
+        self.converged = self.finished = False
+        self.inner_total = 0
+
+    def step(self, k, zfun, relaxation, inner_max_iter):
+        """Iteration ``k`` (0-based), recorded; returns ``(r_primal, e_primal, e_dual, e_pen)``."""
+        rho, t, lam = self.rho, self.t, self.lam
+        # 1. z-step (Xiao et al. 2023, section 3.2, problem (10))
+        self.m_z = t - lam / rho
+        z = zfun(self.m_z, rho)
+        # Over-relaxation (Boyd et al. 2011, section 3.4.3) of the z-block.
+        zr = z if relaxation == 1.0 else relaxation * z + (1.0 - relaxation) * t
+        # 2. w-step (Xiao et al. 2023, Algorithm 1): target v with s (Xw + b) + c ~ z + lambda/rho
+        f_new, pen_value = self._wstep(k, self.s * (zr + lam / rho - self.c), inner_max_iter)
+        t_new = self.s * f_new + self.c
+        # 3. dual step
+        self.lam = lam + rho * (zr - t_new)
+        # eps-KKT residuals (Xiao et al. 2023, Theorem 1): primal ||z - t||; dual
+        # dist(-lambda, dOmega(z)) <= rho ||t_new - t_old|| (z-step optimality);
+        # dist(A^T lambda + q, dg(w)) computed directly (0 for an exact w-step).
+        r_primal = float(np.linalg.norm(z - t_new))
+        r_dual = rho * float(np.linalg.norm(t_new - t))
+        # Scaled residuals: z in margin units (RMS), lambda in units of 1/n.
+        e_primal = r_primal / self.sqrt_n
+        e_dual = r_dual * self.sqrt_n
+        e_pen = self._penalty_residual(max(e_primal, e_dual))
+        self.crit = max(e_primal, e_dual, e_pen)
+        self.z, self.t = z, t_new
+        F = self.objective_t(t_new, pen_value) if self.fast else self.objective(self.w, self.b)
+        self.history.append(F)
+        self.crit_history.append(self.crit)
+        self.rho_history.append(rho)
+        return r_primal, e_primal, e_dual, e_pen
+
+    def _wstep(self, k, v, inner_max_iter):
+        """The w-step to the target ``v``: ``X w + b`` and the penalty's value (fast step; else None)."""
+        if self.fast:
+            f_new, coeffs, pen_value = self.wstep.fast_l2(v, self.rho)
+            self._pending = (coeffs, v, self.rho)
+            return f_new, pen_value
+        inner_tol = max(0.1 * self.tol, 1e-3 * min(self.crit, 1.0)) / self.sqrt_n
+        if self.wstep.l1_solver == "smoothed":
+            # sADMM Moreau parameter (Xiao et al. 2023, section 4; schedule of Appendix B.5)
+            self.wstep.gamma = max(1e-5 * 0.9**k, 1e-9)
+        self.w, self.b, n_inner = self.wstep.solve(
+            v, self.rho, self.w, q=self.linear, tol=inner_tol, max_iter=inner_max_iter
+        )
+        self.inner_total += n_inner
+        return np.asarray(self.X @ self.w).ravel() + self.b, None
+
+    def _penalty_residual(self, e_other):
+        """``e_pen`` after a step whose other two residuals are at most ``e_other``."""
+        if self.fast:
+            # The closed-form step is exact: dist(A^T lambda, dg(w)) = 0 up to
+            # rounding; it is computed for real once the other two pass.
+            if not e_other <= self.tol:
+                return 0.0
+            self.rebuild_coef()
+        return _penalty_residual(self.X, self.s, self.lam, self.w, self.wstep, self.linear, self.units)
+
+    def rebuild_coef(self):
+        """Set ``(w, b)`` from the last fast step (:meth:`WStep.fast_coef`) when not done yet."""
+        if self._pending is None:
+            return
+        coeffs, v, rho = self._pending
+        self.w = self.wstep.fast_coef(coeffs)
+        self.b = self.wstep.intercept_for(self.w, v, rho)
+        self._pending = None
+
+    def warm_finish(self):
+        """One finish attempt at a warm start, kept only when certified."""
+        # A warm start may sit on an optimum found before: one finish attempt
+        # on the face its near-ties read (one round: cheap when it fails).
+        out = self.finish(self.finish.snap(self.t), self.w, self.tol, self.b, rounds=1)
+        F = self._adopt(out, last=False, certified_only=True)
+        if F is not None:
+            self.history.append(F)
+            self.crit_history.append(self.crit)
+
+    def finish_attempt(self, last):
+        """A finish attempt at the iterate (``last``: the final iteration); returns whether it certified."""
+        self.rebuild_coef()
+        # rho (m - z) lies in dOmega(z) (the z-step's optimality condition):
+        # the finish's estimate of the loss weights
+        out = self.finish(self.z, self.w, self.tol, self.b, u=self.rho * (self.m_z - self.z))
+        F = self._adopt(out, last)
+        if F is not None:
+            self.history[-1] = F
+        return self.converged
+
+    def _adopt(self, out, last, certified_only=False):
+        """Move to a finish's point when :meth:`FinishSchedule.keep` accepts it; its ``F``, else None."""
+        out = _restandardised(out, self.finish, self.X, self.s, self.wstep, self.linear, self.units, self.tol)
+        if out is None or (certified_only and not out.certified):
+            return None
+        F = self.objective(out.coef, out.intercept)
+        if not FinishSchedule.keep(F, self.objective(self.w, self.b), out.certified, last):
+            return None
+        self.w, self.b, self.z, self.t = out.coef, out.intercept, out.t, out.t
+        if out.lam is not None:
+            self.lam = out.lam
+        self.finished = True
+        if out.certified:
+            self.crit, self.converged = out.residual, True
+        return F
+
+    def result(self, n_iter, attempts, start):
+        """The :class:`SolverResult` of the run (``attempts``: finish attempts, ``start``: its start time)."""
+        self.rebuild_coef()
+        if self.history:
+            # The recorded value of the returned point, evaluated from (w, b).
+            self.history[-1] = self.objective(self.w, self.b)
+        return SolverResult(
+            coef=self.w,
+            intercept=float(self.b),
+            n_iter=n_iter,
+            objective_history=np.asarray(self.history),
+            stop_criterion=float(self.crit),
+            converged=self.converged,
+            info={
+                "z": self.z,
+                "lambda": self.lam,
+                "rho": self.rho,
+                "rho_history": np.asarray(self.rho_history),
+                "kkt_history": np.asarray(self.crit_history),
+                "inner_iterations": self.inner_total,
+                "polish_attempts": attempts,
+                "polished": self.finished,
+                "time": time.perf_counter() - start,
+            },
+        )
+
+
+def admm_loop(X, s, c, wstep, zfun, lam0, objective, schedule, *, linear=None, max_iter=300, tol=1e-6,
+              coef_init=None, intercept_init=None, inner_max_iter=500, relaxation=1.0, objective_t=None,
+              finish=None, finish_first=100, finish_crit=1e-3, verbose=0):
     """Algorithm 1 on ``min Omega(z) + g(w) - linear.(w, b)`` s.t. ``z = s (X w + b) + c``.
 
     Shared by :func:`admm` and the DCA solver (whose convex subproblems
@@ -394,206 +607,47 @@ def admm_loop(
     iterations, at every doubling of the iteration count and when the
     residual is below ``finish_crit``); it stops the loop when it certifies
     an exact optimum, and at the end it replaces the last iterate when it
-    lowers ``F``.
-    See :func:`admm` for the stopping rule.
+    lowers ``F``.  The stopping rule is that of the module docstring.
 
     Returns
     -------
     SolverResult
     """
-    n, d = X.shape
-    fit_intercept = wstep.fit_intercept
-    w = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64)
-    b = 0.0 if (intercept_init is None or not fit_intercept) else float(intercept_init)
-    f = np.asarray(X @ w).ravel() + b
-    t = s * f + c
-    lam = np.asarray(lam0(t), dtype=np.float64)
-    rho = schedule.rho0
-    sqrt_n = np.sqrt(n)
-    units = _residual_units(X, fit_intercept)
-    history, crit_history, rho_history = [], [], []
-    crit = np.inf
-    converged = False
-    inner_total = 0
-    # Exact l2 step in prediction space (O(n r) per iteration, w rebuilt at the end).
-    fast = linear is None and objective_t is not None and wstep.fast_l2_available()
-    coef_dirty = False
+    run = _AdmmRun(X, s, c, wstep, linear, objective, objective_t, finish, tol, coef_init, intercept_init,
+                   lam0, schedule.rho0)
     schedule_finish = FinishSchedule(finish_first, crit_level=finish_crit)
     progress = Progress("admm", verbose, max_iter, criterion="KKT residual")
-    finished = False
     start = time.perf_counter()
     k = 0
-    z = t
     if finish is not None and coef_init is not None and max_iter > 0:
-        # A warm start may sit on an optimum found before: one finish attempt
-        # on the face its near-ties read (one round: cheap when it fails).
-        out = finish(finish.snap(t), w, tol, b, rounds=1)
         schedule_finish.attempts += 1
-        out = _restandardised(out, finish, X, s, wstep, linear, units, tol)
-        if out is not None and out.certified:
-            w_p, b_p, _, res_p, t_p, lam_p = out
-            if FinishSchedule.keep(objective(w_p, b_p), objective(w, b), True, False):
-                w, b, z, t = w_p, b_p, t_p, t_p
-                lam = lam if lam_p is None else lam_p
-                finished = converged = True
-                crit = res_p
-                history.append(objective(w, b))
-                crit_history.append(crit)
-    for k in range(0 if converged else max_iter):
-        # 1. z-step (Xiao et al. 2023, section 3.2, problem (10))
-        m_z = t - lam / rho
-        z = zfun(m_z, rho)
-        # Over-relaxation (Boyd et al. 2011, section 3.4.3) of the z-block.
-        zr = z if relaxation == 1.0 else relaxation * z + (1.0 - relaxation) * t
-        # 2. w-step (Xiao et al. 2023, Algorithm 1): target v with s (Xw + b) + c ~ z + lambda/rho
-        v = s * (zr + lam / rho - c)
-        if fast:
-            f_new, coeffs, pen_value = wstep.fast_l2(v, rho)
-            v_last = v
-            coef_dirty = True
-        else:
-            inner_tol = max(0.1 * tol, 1e-3 * min(crit, 1.0)) / sqrt_n
-            if wstep.l1_solver == "smoothed":
-                # sADMM Moreau parameter (Xiao et al. 2023, section 4; schedule of Appendix B.5)
-                wstep.gamma = max(1e-5 * 0.9**k, 1e-9)
-            w_new, b_new, n_inner = wstep.solve(
-                v, rho, w, q=linear, tol=inner_tol, max_iter=inner_max_iter
-            )
-            inner_total += n_inner
-            f_new = np.asarray(X @ w_new).ravel() + b_new
-        t_new = s * f_new + c
-        # 3. dual step
-        r = z - t_new
-        lam = lam + rho * (zr - t_new)
-        # eps-KKT residuals (Xiao et al. 2023, Theorem 1): primal ||z - t||; dual
-        # dist(-lambda, dOmega(z)) <= rho ||t_new - t_old|| (z-step optimality);
-        # dist(A^T lambda + q, dg(w)) computed directly (0 for an exact w-step).
-        r_primal = float(np.linalg.norm(r))
-        r_dual = rho * float(np.linalg.norm(t_new - t))
-        # Scaled residuals: z in margin units (RMS), lambda in units of 1/n.
-        e_primal = r_primal / sqrt_n
-        e_dual = r_dual * sqrt_n
-        if fast:
-            # The closed-form step is exact: dist(A^T lambda, dg(w)) = 0 up to
-            # rounding; it is computed for real once the other two pass.
-            e_pen = 0.0
-            if max(e_primal, e_dual) <= tol:
-                w = wstep.fast_coef(coeffs)
-                b = wstep.intercept_for(w, v_last, rho)
-                coef_dirty = False
-                e_pen = _penalty_residual(X, s, lam, w, wstep, linear, units)
-        else:
-            w, b = w_new, b_new
-            e_pen = _penalty_residual(X, s, lam, w, wstep, linear, units)
-        crit = max(e_primal, e_dual, e_pen)
-        f, t = f_new, t_new
-        if fast:
-            history.append(objective_t(t, pen_value))
-        else:
-            history.append(objective(w, b))
-        crit_history.append(crit)
-        rho_history.append(rho)
-        progress(k + 1, history[-1], crit, f"primal={e_primal:.2e} dual={e_dual:.2e} "
-                 f"pen={e_pen:.2e} rho={rho:.3g}")
-        if crit <= tol:
-            converged = True
+        run.warm_finish()
+    for k in range(0 if run.converged else max_iter):
+        r_primal, e_primal, e_dual, e_pen = run.step(k, zfun, relaxation, inner_max_iter)
+        progress(k + 1, run.history[-1], run.crit, f"primal={e_primal:.2e} dual={e_dual:.2e} "
+                 f"pen={e_pen:.2e} rho={run.rho:.3g}")
+        if run.crit <= tol:
+            run.converged = True
             break
-        if finish is not None and schedule_finish.due(k + 1, k + 1 == max_iter, crit):
-            schedule_finish.attempted(k + 1, crit)
-            if coef_dirty:
-                w = wstep.fast_coef(coeffs)
-                b = wstep.intercept_for(w, v_last, rho)
-                coef_dirty = False
-            # rho (m - z) lies in dOmega(z) (the z-step's optimality condition):
-            # the finish's estimate of the loss weights
-            out = finish(z, w, tol, b, u=rho * (m_z - z))
-            out = _restandardised(out, finish, X, s, wstep, linear, units, tol)
-            if out is not None:
-                w_p, b_p, certified, res_p, t_p, lam_p = out
-                F_p = objective(w_p, b_p)
-                if FinishSchedule.keep(F_p, objective(w, b), certified, k + 1 == max_iter):
-                    w, b, z, t = w_p, b_p, t_p, t_p
-                    lam = lam if lam_p is None else lam_p
-                    finished = True
-                    crit = res_p if certified else crit
-                    history[-1] = F_p
-                    if certified:
-                        converged = True
-                        break
-        rho = schedule.update(k, rho, r_primal, e_primal, e_dual, history[-1])
-    if coef_dirty:
-        w = wstep.fast_coef(coeffs)
-        b = wstep.intercept_for(w, v_last, rho_history[-1])
-    if history:
-        # The recorded value of the returned point, evaluated from (w, b).
-        history[-1] = objective(w, b)
-    return SolverResult(
-        coef=w,
-        intercept=float(b),
-        n_iter=k + 1 if max_iter > 0 else 0,
-        objective_history=np.asarray(history),
-        stop_criterion=float(crit),
-        converged=converged,
-        info={
-            "z": z,
-            "lambda": lam,
-            "rho": rho,
-            "rho_history": np.asarray(rho_history),
-            "kkt_history": np.asarray(crit_history),
-            "inner_iterations": inner_total,
-            "polish_attempts": schedule_finish.attempts,
-            "polished": finished,
-            "time": time.perf_counter() - start,
-        },
-    )
+        last = k + 1 == max_iter
+        if finish is not None and schedule_finish.due(k + 1, last, run.crit):
+            schedule_finish.attempted(k + 1, run.crit)
+            if run.finish_attempt(last):
+                break
+        run.rho = schedule.update(k, run.rho, r_primal, e_primal, e_dual, run.history[-1])
+    return run.result(k + 1 if max_iter > 0 else 0, schedule_finish.attempts, start)
 
 
-def admm(
-    X,
-    y,
-    risk,
-    loss,
-    penalty,
-    *,
-    fit_intercept=True,
-    max_iter=300,
-    tol=1e-6,
-    rho="paper",
-    zstep_method="stack",
-    l1_solver="fista",
-    coef_init=None,
-    intercept_init=None,
-    verbose=0,
-    relaxation=1.0,
-    polish=True,
-    refine=True,
-):
+def admm(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=300, tol=1e-6, rho="paper",
+         zstep_method="stack", l1_solver="fista", coef_init=None, intercept_init=None, verbose=0,
+         relaxation=1.0, polish=True, refine=True):
     """Minimise a rank-based objective by proximal ADMM with a PAVA z-step.
 
     Solves ``min_{w, b} sum_i sigma_i l(t)_(i) + penalty(w)`` with
     ``t = s (X w + b) + c`` (:func:`skrank.datafits.rank_risk.affine_map`), for any
     risk of :mod:`skrank.risks` (convex or not) and any loss of
-    :mod:`skrank.losses` (Algorithm 1 of Xiao et al. 2023, with ``r = 0``).
-
-    Differences from the paper and its released code: the intercept is an unpenalised
-    extra column of the linear map (the paper appends a penalised ones
-    column); the l1 penalty is ``l1 ||w||_1`` (the paper writes
-    ``mu/2 ||w||_1``); the w-step for l2 is solved in closed form from one
-    eigendecomposition per fit (the released code runs L-BFGS); the
-    multiplier starts at a subgradient of ``Omega`` at the initial point
-    (``lambda_i = -sigma_rank(i) l'(t_i)``) instead of a constant, which
-    makes warm starts effective; the stopping test uses the KKT residuals
-    below instead of a fixed tolerance on ``||w^{k+1} - w^k||``; for the
-    non-convex risks the ADMM runs from two starts, with restarts and
-    trimming steps for a ranked range (``refine``, below), where the paper
-    runs Algorithm 1 once from zero.
-
-    Implementation: with a pure l2 penalty (or none) the w-step runs in
-    prediction space (:meth:`WStep.fast_l2`): one eigendecomposition of the
-    smaller of ``Xc^T Xc`` and ``Xc Xc^T`` per fit, then two products with an
-    n x min(n, d) basis per iteration and none with ``X``; ``(w, b)`` is
-    rebuilt when the residuals pass and at the end.  Problems with at most
-    :data:`skrank.backends.threads.SINGLE_THREAD_MAX_SIZE` entries in ``X`` run BLAS on one thread.
+    :mod:`skrank.losses` (Algorithm 1 of Xiao et al. 2023, with ``r = 0``).  The module
+    docstring states the stopping rule, the differences from the paper and ``refine``.
 
     Parameters
     ----------
@@ -613,20 +667,9 @@ def admm(
     fit_intercept : bool, default=True
         Fit an unpenalised intercept ``b`` (an extra column of the linear map).
     max_iter : int, default=300
-        Maximum number of ADMM iterations.
+        Maximum number of ADMM iterations (of all the runs together with ``refine``).
     tol : float, default=1e-6
-        Stop when ``max(e_primal, e_dual, e_pen) <= tol`` with
-        ``e_primal = ||z - t|| / sqrt(n)`` (RMS violation of ``z = t``),
-        ``e_dual = sqrt(n) rho ||t^{k+1} - t^k||`` (a bound on
-        ``sqrt(n) dist(-lambda, dOmega(z))``) and
-        ``e_pen = dist(A^T lambda, dg(w))`` (zero for the exact l2 step),
-        each coefficient's row measured in the units of its column (its
-        standard deviation; the intercept's row subtracted with the column
-        mean), so that rescaling a column does not change the test.
-        These are the three conditions of an eps-KKT point (Xiao et al.
-        2023, Theorem 1), with ``lambda`` measured in units of ``1/n``.  A
-        certificate of the piecewise-linear finish must meet the same
-        ``e_pen``.
+        Stop when the scaled KKT residual ``max(e_primal, e_dual, e_pen)`` is at most ``tol``.
     rho : {"paper", "adaptive"} or float, default="paper"
         Penalty schedule, see :class:`RhoSchedule`.
     zstep_method : {"stack", "sweep"}, default="stack"
@@ -653,61 +696,20 @@ def admm(
         ends the run; ``info["polished"]`` says whether one was kept.
     refine : bool, default=True
         Non-convex risks (ranked range, human-aligned) only; convex risks
-        ignore it.  On these risks Algorithm 1 has no convergence guarantee
-        and, run once from zero, often stops at a poor point: the iterates
-        cycle around a concave kink of ``F`` (a tie between the losses on
-        either side of a rank where the weights drop, e.g. rank ``m`` of a
-        ranked range), where ``F`` goes down on both sides but ``lambda``
-        cannot settle, or they leave the region of ``w = 0`` that holds the
-        optimum.  With ``refine`` (see :func:`_nonconvex_admm`):
-
-        1. Algorithm 1 runs from the given start (zero by default) and from
-           the ERM fit of the same data, loss and penalty (a convex problem,
-           solved by this ADMM).  For a ranked range each run is cut into
-           segments of :data:`SEGMENT` iterations, each restarted from the
-           last iterate with a fresh multiplier and ``rho`` schedule;
-        2. ranked range: after each segment whose top-``m`` set was not
-           tried yet, trimming steps follow: with
-           ``S`` the ``m`` samples of largest loss at the current point,
-           minimise the convex mean of the ``k - m`` largest losses of the
-           other samples (this ADMM on a convex top-k risk), and repeat
-           until ``S`` is unchanged.  The mean of the ``k - m`` largest
-           losses outside any ``m``-set is at least ``F`` (less the
-           penalty), with equality for ``S``, so each step lowers ``F`` (a
-           majorise-minimise step, as the concentration steps of least
-           trimmed squares; it is not DCA, which linearises the top-``m``
-           sum).  Its limit minimises ``F`` over the region where ``S``
-           stays the top-``m`` set: a local minimiser when rank ``m`` is
-           not tied;
-        3. the point of lowest ``F`` among the two starts, the ends of the
-           runs (segments) and the trimming steps is returned (the zero
-           start wins, e.g., when the optimum is ``w = 0`` and the iterates
-           leave it).  ``stop_criterion`` is the run's own residual when the
-           point ends a converged run, else the
-           KKT residual of :func:`_kkt_residual` at that point, for the
-           full problem (``z``, ``lambda`` of a trimming step are those of
-           its subproblem, ``z = t`` and ``lambda = 0`` on ``S``), and
-           ``converged`` means it is at most ``tol``.
-
-        ``max_iter`` then bounds the iterations of all the ADMM runs
-        together (the ERM fit, the runs from each start, the trimming
-        steps, at most :data:`MAX_TRIM_STEPS` per segment), and ``n_iter``
-        counts them, so that ``n_iter <= max_iter``: after the ERM fit,
-        the first start gets half of the iterations left and the ERM start
-        the rest.  A ranked-range fit then needs a larger ``max_iter`` than
-        Algorithm 1 alone to converge.  With
-        ``rho="table6"`` the refined result can still be worse than DCA's.
-        ``False`` runs Algorithm 1 once from the start, as in the paper.
+        ignore it.  Run Algorithm 1 from the start and from the ERM fit,
+        with restarts and trimming steps for a ranked range, and return the
+        point of lowest ``F`` (module docstring); ``max_iter`` bounds all
+        the runs together.  ``False`` runs Algorithm 1 once from the start,
+        as in the paper.
 
     Returns
     -------
     SolverResult
         ``stop_criterion`` is the final scaled KKT residual; ``info`` holds
-        ``z``, ``lambda``, ``rho``, ``rho_history``, ``kkt_history``,
-        ``inner_iterations`` and ``time`` (with ``refine`` on a non-convex
-        risk: ``z``, ``lambda``, ``rho``, ``starts`` with the ``F`` reached
-        from each start, ``source`` naming the step that gave the point,
-        and ``time``).
+        ``z``, ``lambda``, ``rho``, ``rho_history``, ``kkt_history``, ``inner_iterations``,
+        ``polish_attempts``, ``polished`` and ``time`` (with ``refine`` on a non-convex risk:
+        ``z``, ``lambda``, ``rho``, ``starts`` with the ``F`` reached from each start,
+        ``source`` naming the step that gave the point, and ``time``).
     """
     with blas_threads(X):
         return _admm(
@@ -816,7 +818,7 @@ SEGMENT = 200
 def _kkt_residual(X, s, c, zfun, wstep, w, b, z, lam, rho):
     """Scaled eps-KKT residual (Xiao et al. 2023, Theorem 1) at ``(w, b, z, lambda)``.
 
-    ``max(e_primal, e_dual, e_pen)`` as in :func:`admm`, except that the
+    ``max(e_primal, e_dual, e_pen)`` of the module docstring, except that the
     dual condition ``-lambda in dOmega(z)`` is tested directly: ``z`` must
     be a fixed point of the z-step at ``z - lambda/rho`` (its optimality
     condition), ``e_dual = sqrt(n) rho ||zstep(z - lambda/rho) - z||``.

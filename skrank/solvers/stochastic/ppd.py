@@ -798,10 +798,8 @@ class PPDStream:
 
         Parameters
         ----------
-        X : {ndarray, sparse matrix} of shape (n, d)
-        y : ndarray of shape (n,)
-            Labels in {-1, +1}.
-        sample_weight : ndarray of shape (n,), optional
+        X, y, sample_weight
+            As in :meth:`prepare`.
         """
         data = self.prepare(X, y, sample_weight)
         self.passes += 1

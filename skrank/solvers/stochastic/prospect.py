@@ -15,23 +15,12 @@ import numpy as np
 from ..._jit import njit
 from ...datafits.rank_risk import rank_objective
 from ...losses import loss_derivative, loss_value
-from .steps import (
-    EpochLog,
-    FeatureUnits,
-    check_learning_rate,
-    dense_design,
-    initial_point,
-    loss_arguments_dense,
-    make_rng,
-    prepare_data,
-    prox_factors,
-    prox_step,
-    sample_smoothness,
-    scalar_gradients,
-    seed_numba,
-    svrg_step_size,
-    user_step_fraction,
-)
+from .docs import fill_doc
+from .epochs import EpochLog, internal_start, run_epochs
+from .sampling import make_rng, seed_numba
+from .steps import check_learning_rate, prox_factors, prox_step, sample_smoothness, svrg_step_size
+from .svrg import loss_arguments_dense, scalar_gradients
+from .units import resolve_step, standardised_data
 
 
 @njit(cache=True)
@@ -114,32 +103,15 @@ def prospect_epoch(
             rerank(ltab, perm, rank, i, l_new[m])
 
 
-def prospect(
-    X,
-    y,
-    risk,
-    loss,
-    penalty,
-    *,
-    fit_intercept=True,
-    batch_size=1,
-    learning_rate="auto",
-    max_iter=100,
-    epoch_length=None,
-    tol=1e-6,
-    random_state=None,
-    coef_init=None,
-    intercept_init=None,
-    verbose=0,
-):
+@fill_doc
+def prospect(X, y, risk, loss, penalty, *, fit_intercept=True, batch_size=1, learning_rate="auto",
+             max_iter=100, epoch_length=None, tol=1e-6, random_state=None, coef_init=None,
+             intercept_init=None, verbose=0):
     """Minimise ``sum_i sigma_i l_(i) + penalty`` with Prospect (no smoothing).
 
     Parameters
     ----------
-    X : {ndarray, sparse matrix} of shape (n, d)
-        Design; sparse input is densified.
-    y : ndarray of shape (n,)
-        Labels in {-1, +1} (classification losses) or targets (regression).
+    {data}
     risk : skrank.risks.BaseRisk
         A risk whose weights depend on ``n`` only (spectral, ranked range).
     loss : skrank.losses.Loss
@@ -147,35 +119,22 @@ def prospect(
     penalty : skrank.penalties.Penalty
         The l2 (the paper's setting), l1 or elastic-net penalty, applied by
         its prox.
-    fit_intercept : bool, default=True
-        Fit an unpenalised intercept.
+    {fit_intercept}
     batch_size : int, default=1
         Samples per step, drawn uniformly with replacement.
     learning_rate : "auto" or float, default="auto"
         Step size; "auto" is
         :func:`skrank.solvers.stochastic.steps.svrg_step_size` with uniform
         sampling, ``1 / (3 (n max(sigma) max_i L_i / B + Lbar))``, the
-        SAGA step for the scaled terms ``n q_i l_i``, in the standardised
-        units of :class:`skrank.solvers.stochastic.steps.FeatureUnits` (so that
-        ``X * s`` with the penalty rescaled gives ``coef / s`` and the
-        same iterates); a float is a step in the units of ``X``.
+        SAGA step for the scaled terms ``n q_i l_i``, {scale_free}
     max_iter : int, default=100
         Number of epochs.
     epoch_length : int or None, default=None
         Steps per epoch; ``None`` means ``ceil(n / batch_size)``.
-    tol : float, default=1e-6
-        Stop when the relative change of the objective over each of the
-        last five epochs is at most ``tol`` (one epoch's change is at most
-        ``tol`` by chance when the noisy objective crosses its previous
-        value; :class:`skrank.solvers.stochastic.steps.EpochLog`).  A given
-        ``learning_rate`` smaller than the automatic step divides the
-        changes by their ratio (the smallest over the coefficients).
+    {epoch_tol}
     random_state : int, RandomState, Generator or None
         Seed of the sampling.
-    coef_init, intercept_init : ndarray, float or None
-        Starting point (zeros by default).
-    verbose : int, default=0
-        Print one line per epoch when positive.
+    {start_verbose}
 
     Returns
     -------
@@ -199,31 +158,49 @@ def prospect(
             f"prospect needs rank weights that depend on n only; {type(risk).__name__}'s "
             "depend on the loss values. Use sgd, lsvrg or the RankADMM solver."
         )
-    rng = make_rng(random_state)
-    seed_numba(rng)
+    seed_numba(make_rng(random_state))
     lr = check_learning_rate(learning_rate)
-    X_orig = X = dense_design(X)
-    units = FeatureUnits(X, fit_intercept, identity=lr is not None)
-    X, s, c, sqnorms = prepare_data(units.transform(X), y, loss, fit_intercept)
+    X_orig, units, X, s, c, sqnorms = standardised_data(X, y, loss, fit_intercept, lr)
     n, d = X.shape
     batch = int(min(max(batch_size, 1), n))
     steps = -(-n // batch) if epoch_length is None else int(epoch_length)
     sigma = np.ascontiguousarray(risk.weights(n), dtype=np.float64)
-
-    def auto_step(sq):
-        return svrg_step_size(sample_smoothness(loss, sq), sigma, batch, "uniform")
-
-    fraction = 1.0
-    if lr is None:
-        lr = auto_step(sqnorms)
-    else:
-        fraction = user_step_fraction(X_orig, fit_intercept, lr, auto_step)
+    lr, fraction = resolve_step(
+        lr, lambda sq: svrg_step_size(sample_smoothness(loss, sq), sigma, batch, "uniform"), sqnorms,
+        X_orig, fit_intercept)
     l1, l2 = units.penalty(penalty)
-
-    w0, b0 = initial_point(d, coef_init, intercept_init, fit_intercept)
-    w, b_t = units.to_internal(w0, b0[0])
-    b = np.array([b_t])
+    w0, w, b = internal_start(units, coef_init, intercept_init, fit_intercept)
     start = time.perf_counter()
+    tables = _initial_tables(X, s, c, loss, w, b, sigma, fit_intercept)
+    work, idx = np.empty(d), np.empty(batch, dtype=np.int64)
+    g_new, l_new, q_used = np.empty(batch), np.empty(batch), np.empty(batch)
+    setup = time.perf_counter() - start
+
+    def epoch(_):
+        start = time.perf_counter()
+        prospect_epoch(
+            X, s, c, loss.code, loss.param, w, b, steps, batch, sigma, lr, l1, l2,
+            fit_intercept, *tables, work, idx, g_new, l_new, q_used,
+        )
+        seconds = time.perf_counter() - start
+        coef, intercept = units.to_original(w, b[0])
+        return rank_objective(X_orig, y, coef, intercept, risk, loss, penalty), seconds, steps * batch / n
+
+    log = EpochLog(risk.value(tables[0]) + penalty.value(w0), "Prospect", verbose, max_iter, fraction)
+    log.times[0], log.passes[0] = setup, 1.0
+    crit, converged = run_epochs(log, epoch, max_iter, tol)
+    coef, intercept = units.to_original(w, b[0])
+    return log.result(coef, np.array([intercept]), fit_intercept, crit, converged, learning_rate=lr)
+
+
+def _initial_tables(X, s, c, loss, w, b, sigma, fit_intercept):
+    """Prospect's tables at ``(w, b)``: ``(ltab, gtab, rho, perm, rank, gagg, gagg_b)``.
+
+    As :func:`prospect_epoch` reads them: the losses, the scalar gradients,
+    their weights, the ranking of the losses and its inverse, and the
+    weighted aggregate of the gradients with its intercept part.
+    """
+    n = X.shape[0]
     t = loss_arguments_dense(X, s, c, w, b[0], np.empty(n))
     ltab = loss.value(t)
     gtab = scalar_gradients(loss.code, loss.param, s, t, np.empty(n))
@@ -233,29 +210,4 @@ def prospect(
     rho = sigma[rank]
     gagg = X.T @ (rho * gtab)
     gagg_b = np.array([float(rho @ gtab) if fit_intercept else 0.0])
-    work = np.empty(d)
-    idx = np.empty(batch, dtype=np.int64)
-    g_new, l_new, q_used = np.empty(batch), np.empty(batch), np.empty(batch)
-    setup = time.perf_counter() - start
-
-    log = EpochLog(risk.value(ltab) + penalty.value(w0), "Prospect", verbose, max_iter, fraction)
-    log.times[0], log.passes[0] = setup, 1.0
-    crit, converged = np.inf, False
-    for _ in range(max_iter):
-        start = time.perf_counter()
-        prospect_epoch(
-            X, s, c, loss.code, loss.param, w, b, steps, batch, sigma, lr, l1, l2,
-            fit_intercept, ltab, gtab, rho, perm, rank, gagg, gagg_b, work, idx,
-            g_new, l_new, q_used,
-        )
-        seconds = time.perf_counter() - start
-        coef, intercept = units.to_original(w, b[0])
-        obj = rank_objective(X_orig, y, coef, intercept, risk, loss, penalty)
-        crit = log.record(obj, seconds, steps * batch / n)
-        if not np.isfinite(obj):
-            break
-        if crit <= tol:
-            converged = True
-            break
-    coef, intercept = units.to_original(w, b[0])
-    return log.result(coef, np.array([intercept]), fit_intercept, crit, converged, learning_rate=lr)
+    return ltab, gtab, rho, perm, rank, gagg, gagg_b

@@ -31,21 +31,23 @@ def _seed_state(rng):
     return np.array([int(rng.integers(1, 2**63 - 1))], dtype=np.uint64)
 
 
-def generator_from_random_state(random_state):
-    """A NumPy ``Generator`` from a scikit-learn ``random_state`` (None, int, RandomState or Generator).
+def make_rng(random_state):
+    """A NumPy ``Generator`` from None, an int, a ``RandomState`` or a ``Generator``.
 
-    None is NumPy's global ``RandomState`` (:func:`sklearn.utils.check_random_state`),
-    which ``np.random.seed`` sets: the generator is seeded by a draw from it.
+    As in scikit-learn (:func:`sklearn.utils.check_random_state`), None is
+    NumPy's global ``RandomState``, which ``np.random.seed`` sets: the
+    generator is seeded by a draw from it.
     """
-    seed = random_state
-    if seed is None or isinstance(seed, np.random.RandomState):
-        seed = check_random_state(seed).randint(0, 2**31 - 1)
-    return np.random.default_rng(seed)
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is None or isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+    return np.random.default_rng(random_state)
 
 
 def state_from_random_state(random_state):
     """The generator's state from a scikit-learn ``random_state`` (None, int, RandomState or Generator)."""
-    return _seed_state(generator_from_random_state(random_state))
+    return _seed_state(make_rng(random_state))
 
 
 @njit(cache=True, inline="always")
@@ -150,3 +152,58 @@ def _draw(rng, n, prob, packed, use_alias):
     if use_alias and (r - i) >= prob[i]:
         i = packed[i] >> 32
     return i
+
+
+@njit(cache=True)
+def _seed(seed):
+    np.random.seed(seed)
+
+
+def seed_numba(rng):
+    """Seed Numba's generator (used inside the kernels) from the NumPy ``Generator``."""
+    _seed(int(rng.integers(0, 2**31 - 1)))
+
+
+@njit(cache=True)
+def draw_uniform(n, out):
+    """Fill ``out`` with indices drawn uniformly from ``range(n)``, with replacement."""
+    for m in range(out.shape[0]):
+        out[m] = np.random.randint(0, n)
+    return out
+
+
+@njit(cache=True)
+def draw_weighted(p, out, prob, packed, small, large):
+    """Fill ``out`` with indices ``i`` drawn with probability ``p_i / sum(p)``.
+
+    Walker's alias method (:func:`_build_alias`):
+    ``O(n)`` to build the table in the scratch arrays ``prob`` (float),
+    ``packed``, ``small``, ``large`` (int, length n), then ``O(1)`` per
+    draw, so that a pass of weighted draws costs about as much as a pass of
+    uniform ones.
+    """
+    n = p.shape[0]
+    total = 0.0
+    for i in range(n):
+        total += p[i]
+    for i in range(n):
+        prob[i] = p[i] * n / total
+    _build_alias(prob, packed, small, large)
+    for m in range(out.shape[0]):
+        i = np.random.randint(0, n)
+        out[m] = i if np.random.random() < prob[i] else packed[i] >> 32
+    return out
+
+
+class WeightedSampler:
+    """Scratch space of :func:`draw_weighted` for repeated draws over ``n`` items."""
+
+    def __init__(self, n):
+        self.prob = np.empty(n)
+        self.packed = np.empty(n, dtype=np.int64)
+        self.small = np.empty(n, dtype=np.int64)
+        self.large = np.empty(n, dtype=np.int64)
+
+    def draw(self, p, out):
+        """Fill ``out`` with draws proportional to ``p`` (nonnegative, positive sum)."""
+        return draw_weighted(p, out, self.prob, self.packed, self.small, self.large)

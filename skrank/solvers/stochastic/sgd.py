@@ -15,21 +15,12 @@ import numpy as np
 from ..._jit import njit
 from ...datafits.rank_risk import rank_objective
 from ...losses import loss_derivative, loss_value
-from .steps import (
-    EpochLog,
-    FeatureUnits,
-    check_learning_rate,
-    dense_design,
-    initial_point,
-    make_rng,
-    prepare_data,
-    prox_factors,
-    prox_step,
-    sample_smoothness,
-    seed_numba,
-    user_step_fraction,
-    weight_pieces,
-)
+from .docs import fill_doc
+from .epochs import EpochLog, initial_point, run_epochs
+from .sampling import make_rng, seed_numba
+from .steps import check_learning_rate, prox_factors, prox_step, sample_smoothness
+from .units import FeatureUnits, dense_design, prepare_data, user_step_fraction
+from .weights import weight_pieces
 
 
 @njit(cache=True)
@@ -95,33 +86,15 @@ def sgd_step_size(smoothness, sig_a, sig_b):
     return 1.0 / (2.0 * total * float(smoothness.max()))
 
 
-def sgd(
-    X,
-    y,
-    risk,
-    loss,
-    penalty,
-    *,
-    fit_intercept=True,
-    batch_size=64,
-    learning_rate="auto",
-    max_iter=100,
-    epoch_length=None,
-    tol=1e-6,
-    random_state=None,
-    coef_init=None,
-    intercept_init=None,
-    verbose=0,
-    sample_weight=None,
-):
+@fill_doc
+def sgd(X, y, risk, loss, penalty, *, fit_intercept=True, batch_size=64, learning_rate="auto", max_iter=100,
+        epoch_length=None, tol=1e-6, random_state=None, coef_init=None, intercept_init=None, verbose=0,
+        sample_weight=None):
     """Minimise ``sum_i sigma_i l_(i) + penalty`` by biased mini-batch subgradient steps.
 
     Parameters
     ----------
-    X : {ndarray, sparse matrix} of shape (n, d)
-        Design; sparse input is densified.
-    y : ndarray of shape (n,)
-        Labels in {-1, +1} (classification losses) or targets (regression).
+    {data}
     risk : skrank.risks.BaseRisk
         Any risk; value-dependent weights (human-aligned) are applied to the
         batch losses, ``risk.weights(B, batch_losses)``.
@@ -129,32 +102,19 @@ def sgd(
         Any loss (non-smooth ones use a subgradient).
     penalty : skrank.penalties.Penalty
         The l1, l2 or elastic-net penalty, applied by its prox after every step.
-    fit_intercept : bool, default=True
-        Fit an unpenalised intercept.
+    {fit_intercept}
     batch_size : int, default=64
         Samples per step, drawn without replacement (capped at ``n``).
     learning_rate : "auto" or float, default="auto"
-        Constant step; "auto" is :func:`sgd_step_size` in the standardised
-        units of :class:`skrank.solvers.stochastic.steps.FeatureUnits` (so that
-        ``X * s`` with the penalty rescaled gives ``coef / s`` and the same
-        iterates); a float is a step in the units of ``X``.
+        Constant step; "auto" is :func:`sgd_step_size` {scale_free}
     max_iter : int, default=100
         Number of epochs.
     epoch_length : int or None, default=None
         Steps per epoch; ``None`` means ``n // batch_size`` (one pass).
-    tol : float, default=1e-6
-        Stop when the relative change of the objective over each of the
-        last five epochs is at most ``tol`` (one epoch's change is at most
-        ``tol`` by chance when the noisy objective crosses its previous
-        value; :class:`skrank.solvers.stochastic.steps.EpochLog`).  A given
-        ``learning_rate`` smaller than the automatic step divides the
-        changes by their ratio (the smallest over the coefficients).
+    {epoch_tol}
     random_state : int, RandomState, Generator or None
         Seed of the batches.
-    coef_init, intercept_init : ndarray, float or None
-        Starting point (zeros by default).
-    verbose : int, default=0
-        Print one line per epoch when positive.
+    {start_verbose}
     sample_weight : ndarray of shape (n,), optional
         Positive weights of the samples: each epoch then draws its ``n``
         samples with probabilities ``w_i / sum w`` (with replacement), so
@@ -194,19 +154,14 @@ def sgd(
     def objective():
         return rank_objective(X, y, stream.w, stream.b[0], risk, loss, penalty, sample_weight)
 
-    log = EpochLog(objective(), "SGD", verbose, max_iter, fraction)
-    crit, converged = np.inf, False
-    for _ in range(max_iter):
+    def epoch(_):
         start = time.perf_counter()
         stream.epoch(data, steps)
         seconds = time.perf_counter() - start
-        obj = objective()
-        crit = log.record(obj, seconds, steps * data.batch / data.n)
-        if not np.isfinite(obj):
-            break
-        if crit <= tol:
-            converged = True
-            break
+        return objective(), seconds, steps * data.batch / data.n
+
+    log = EpochLog(objective(), "SGD", verbose, max_iter, fraction)
+    crit, converged = run_epochs(log, epoch, max_iter, tol)
     return log.result(stream.w, stream.b, fit_intercept, crit, converged, learning_rate=stream.lr)
 
 
@@ -242,7 +197,7 @@ class SGDStream:
         Samples per step (capped at the size of the data of a pass).
     learning_rate : "auto" or float
         ``"auto"``: :func:`sgd_step_size` on the first data seen, in the
-        units of :class:`skrank.solvers.stochastic.steps.FeatureUnits` read from
+        units of :class:`skrank.solvers.stochastic.units.FeatureUnits` read from
         that data and kept for the later passes (so that a stream of
         ``X * s`` with the penalty rescaled gives ``coef / s``).
     random_state : int, RandomState, Generator or None
@@ -299,7 +254,7 @@ class SGDStream:
         self.batch_size, self._step_key = int(batch_size), key
 
     def pieces(self, batch):
-        """The risk's weights at the batch size (:func:`skrank.solvers.stochastic.steps.weight_pieces`)."""
+        """The risk's weights at the batch size (:func:`skrank.solvers.stochastic.weights.weight_pieces`)."""
         if batch not in self._pieces:
             self._pieces[batch] = weight_pieces(self.risk, batch)
         return self._pieces[batch]
@@ -367,9 +322,8 @@ class SGDStream:
 
         Parameters
         ----------
-        X : {ndarray, sparse matrix} of shape (n, d)
-        y : ndarray of shape (n,)
-        sample_weight : ndarray of shape (n,), optional
+        X, y, sample_weight
+            As in :meth:`prepare`.
         """
         self.epoch(self.prepare(X, y, sample_weight))
 

@@ -37,7 +37,7 @@ Decisions where the paper is silent or leaves a choice (Qi et al. 2021):
 * The l2 term ``alpha w`` of the objective is added to every gradient
   estimate.
 * Units: without a given ``learning_rate`` the steps are taken in the
-  standardised coordinates of :class:`skrank.solvers.stochastic.steps.FeatureUnits`
+  standardised coordinates of :class:`skrank.solvers.stochastic.units.FeatureUnits`
   (columns centred and divided by their spread, read from the first data
   seen), so that ``X * s`` with ``alpha * s**2`` gives ``coef / s``, as the
   other stochastic solvers do; a given ``learning_rate`` is a step in the
@@ -74,9 +74,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .outer_loop import OuterLoop
-from .sampling import _seed_state, generator_from_random_state
+from .sampling import _seed_state, make_rng
 from .soap_kernel import ADAM, MOMENTUM, SGD, soap_steps
-from .steps import FeatureUnits
+from .units import FeatureUnits
 
 OPTIMIZERS = {"sgd": SGD, "momentum": MOMENTUM, "adam": ADAM}
 #: default step sizes per optimizer (``learning_rate=None``), in units of the
@@ -314,7 +314,7 @@ class SOAPStream:
         ----------
         random_state : int, RandomState, Generator or None
         """
-        self.rng = generator_from_random_state(random_state)
+        self.rng = make_rng(random_state)
         self.state = _seed_state(self.rng)
 
     def update(self, loss, alpha, *, batch_size, positives_per_batch, gamma, learning_rate):
@@ -458,10 +458,8 @@ class SOAPStream:
 
         Parameters
         ----------
-        X : {ndarray, sparse matrix} of shape (n, d)
-        y : ndarray of shape (n,)
-            Labels in {-1, +1}.
-        sample_weight : ndarray of shape (n,), optional
+        X, y, sample_weight
+            As in :meth:`prepare`.
         """
         self.epoch(self.prepare(X, y, sample_weight))
 

@@ -11,6 +11,71 @@ objective and the stopping criterion) runs inside one Numba kernel,
 several epochs per call: Python's overhead is ``O(1)`` per call, not per
 epoch.  The paper's version with its own schedules, :func:`sorel_paper`,
 lives in :mod:`skrank.solvers.stochastic.sorel_paper` and is imported here.
+
+Epoch ``k`` (Ge and Jiang 2024, Algorithm 1 and section 3.2, with ``mu`` the l2 strength)::
+
+    v       = (1 + theta_k) l(w_k) - theta_k l(w_{k-1}),  theta_k = k / (k + 1)
+    lam     = Proj_{Pi_sigma}(lam + eta_k v)
+    w_{k+1} = SVRG on sum_i lam_i l_i(w) + penalty(w) + ||w - w_k||^2 / (2 tau_k)
+
+Automatic parameters of :func:`sorel` (the paper tuned ``lr`` and ``C`` over grids):
+
+* units: with ``learning_rate="auto"`` the epochs run on the centred
+  features divided by one unit, the root mean square of the columns'
+  standard deviations (:class:`skrank.solvers.stochastic.units.FeatureUnits`
+  with one unit for every column, so that the l2 term stays ``mu`` times
+  the identity: ``mu`` in the notes below is the penalty in those
+  units).  ``X * s`` with ``alpha * s^2`` then runs the same epochs and
+  gives ``coef / s``; the intercept is decoupled from the column means;
+* the primal step ``lr`` is :func:`skrank.solvers.stochastic.steps.svrg_step_size`, from the
+  per-sample smoothness ``L_i = L_loss (||x_i||^2 + 1)`` and sigma;
+* the primal step is multiplied by 1.75 with importance sampling;
+* the dual step is ``eta_k = min(dual_growth * eta_{k-1}, dual_safety / L_F)``,
+  ``eta_0 = C mu``.  ``L_F`` is the smoothness of the dual function
+  ``phi(lam) = min_w L(w, lam) + ||w - w_k||^2 / (2 tau)`` restricted to the
+  face of the permutahedron where the last projection landed: the
+  samples of the multi-sample PAV blocks (those whose weights are free,
+  e.g. the samples tied at the quantile of a superquantile), centred
+  within their block, through the inverse primal Hessian.  Samples whose
+  weights sit at a vertex value do not limit the step, so the cap is
+  far larger than the global ``1 / ||J H^-1 J^T||`` (which grows like
+  ``n``) and the dual converges in a number of epochs that does not grow
+  with ``n``.  Growing geometrically from a small ``eta_0`` keeps the
+  early epochs stable (the paper's ``eta_k = C (k + 1) / n`` grows without
+  bound, and a ``C`` that works early can destabilise later epochs).
+
+When the objective goes up, the next dual step is halved; when it went
+up at the cap and the dual move reversed the previous one (an
+overshoot), the cap itself shrinks by 0.8, and recovers by ``0.8^-0.1``
+per epoch whose objective went down.
+
+The stopping criterion is the largest of (a) the relative change of the
+objective over the epoch, (b) the norm of the Lagrangian's gradient
+``X^T (lam * s l'(t)) + mu w`` at ``(w_k, lam_{k+1})``, relative to its
+value at the start, and (c) the dual gap
+``(R_sigma(l(w_k)) - lam_{k+1}^T l(w_k)) / F(w_k)`` (the maximum of
+``lam^T l(w_k)`` over the permutahedron is ``R_sigma(l(w_k))``).  (b) and
+(c) vanish together only at a saddle point; unlike the dual residual
+``||lam_{k+1} - lam_k||``, (c) does not vanish when the dual step is
+small.  Without intercept and l1, ``F(w_k) - F* <= F(w_k) (c) +
+||grad||^2 / (2 mu)``.
+
+The exact finish (skrank's addition, not in the paper).  SOREL converges
+linearly but slowly when many samples are tied at a jump of ``sigma``
+(a superquantile or top-k with few samples in the tail): the dual must
+then find the tied samples' fractional weights.  From SOREL's iterate
+the certified proximal Newton method (:mod:`skrank.solvers.full_batch.newton`,
+through :class:`skrank.solvers.finish.NewtonFinish`) runs to the
+optimum; the result is kept only with its certificate.  For
+risks whose ``sigma`` is flat next to a jump (superquantile, top-k) it
+is tried after 16 epochs and at every doubling of the epoch count; for
+every risk at the end.  All attempts together may spend half of the
+passes SOREL has made: an attempt gets what is left (at least ``p``
+passes, else it waits) and gives up when it is spent.  A certified point
+that does not raise ``F`` ends the run (``converged``).  Its cost is
+counted in ``passes``:
+its multiply-adds divided by the ``2 n p`` of one pass (``n`` sample
+gradients, as one ``X @ w`` plus ``X.T @ r``).
 """
 
 import time
@@ -20,21 +85,15 @@ import numpy as np
 from ..finish import FinishSchedule, NewtonFinish
 from ..progress import Progress
 from ..result import SolverResult
-from .sampling import _seed_state
+from .docs import fill_doc
+from .epochs import internal_start
+from .sampling import _seed_state, make_rng
 from .sorel_kernel import _sorel_epochs
 from .sorel_paper import sorel_paper
-from .steps import (
-    FeatureUnits,
-    check_learning_rate,
-    dense_design,
-    loss_arguments_dense,
-    make_rng,
-    prepare_data,
-    rank_weights,
-    sample_smoothness,
-    svrg_step_size,
-    user_step_fraction,
-)
+from .steps import check_learning_rate, sample_smoothness, svrg_step_size
+from .svrg import loss_arguments_dense
+from .units import resolve_step, standardised_data
+from .weights import rank_weights
 
 __all__ = ["dual_smoothness", "sorel", "sorel_dual_scale", "sorel_paper"]
 
@@ -107,37 +166,16 @@ def sorel_dual_scale(losses, sigma):
     return 0.4 / max(spread, 1e-12)
 
 
-def sorel(
-    X,
-    y,
-    risk,
-    loss,
-    penalty,
-    *,
-    fit_intercept=True,
-    max_iter=200,
-    tol=1e-9,
-    batch_size=1,
-    learning_rate="auto",
-    dual_scale="auto",
-    tau_scale=20.0,
-    dual_growth=2.0,
-    dual_safety=0.5,
-    random_state=None,
-    coef_init=None,
-    intercept_init=None,
-    verbose=0,
-    sampling="importance",
-    polish=True,
-):
+@fill_doc
+def sorel(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=200, tol=1e-9, batch_size=1,
+          learning_rate="auto", dual_scale="auto", tau_scale=20.0, dual_growth=2.0, dual_safety=0.5,
+          random_state=None, coef_init=None, intercept_init=None, verbose=0, sampling="importance",
+          polish=True):
     """Minimise ``sum_i sigma_i l_(i) + penalty`` for a spectral risk with SOREL.
 
     Parameters
     ----------
-    X : {ndarray, sparse matrix} of shape (n, d)
-        Design; sparse input is densified.
-    y : ndarray of shape (n,)
-        Labels in {-1, +1} (classification losses) or targets (regression).
+    {data}
     risk : skrank.risks.BaseRisk
         A spectral risk (nondecreasing weights).
     loss : skrank.losses.Loss
@@ -145,8 +183,7 @@ def sorel(
     penalty : skrank.penalties.Penalty
         Must have ``l2 > 0`` (the strong convexity ``mu``); an l1 part is
         handled by its prox.
-    fit_intercept : bool, default=True
-        Fit an unpenalised intercept.
+    {fit_intercept}
     max_iter : int, default=200
         Outer iterations (one dual update and about one pass each).
     tol : float, default=1e-9
@@ -200,222 +237,202 @@ def sorel(
         count, this convention is ours),
         ``learning_rate``, ``dual_scale``, ``dual_steps`` (``eta_k``) and
         ``criterion_history``.
-
-    Notes
-    -----
-    Epoch ``k`` (Ge and Jiang 2024, Algorithm 1 and section 3.2, with ``mu`` the l2 strength)::
-
-        v       = (1 + theta_k) l(w_k) - theta_k l(w_{k-1}),  theta_k = k / (k + 1)
-        lam     = Proj_{Pi_sigma}(lam + eta_k v)
-        w_{k+1} = SVRG on sum_i lam_i l_i(w) + penalty(w) + ||w - w_k||^2 / (2 tau_k)
-
-    Automatic parameters (the paper tuned ``lr`` and ``C`` over grids):
-
-    * units: with ``learning_rate="auto"`` the epochs run on the centred
-      features divided by one unit, the root mean square of the columns'
-      standard deviations (:class:`skrank.solvers.stochastic.steps.FeatureUnits`
-      with one unit for every column, so that the l2 term stays ``mu`` times
-      the identity: ``mu`` in the notes below is the penalty in those
-      units).  ``X * s`` with ``alpha * s^2`` then runs the same epochs and
-      gives ``coef / s``; the intercept is decoupled from the column means;
-    * the primal step ``lr`` is :func:`skrank.solvers.stochastic.steps.svrg_step_size`, from the
-      per-sample smoothness ``L_i = L_loss (||x_i||^2 + 1)`` and sigma;
-    * the primal step is multiplied by 1.75 with importance sampling;
-    * the dual step is ``eta_k = min(dual_growth * eta_{k-1}, dual_safety / L_F)``,
-      ``eta_0 = C mu``.  ``L_F`` is the smoothness of the dual function
-      ``phi(lam) = min_w L(w, lam) + ||w - w_k||^2 / (2 tau)`` restricted to the
-      face of the permutahedron where the last projection landed: the
-      samples of the multi-sample PAV blocks (those whose weights are free,
-      e.g. the samples tied at the quantile of a superquantile), centred
-      within their block, through the inverse primal Hessian.  Samples whose
-      weights sit at a vertex value do not limit the step, so the cap is
-      far larger than the global ``1 / ||J H^-1 J^T||`` (which grows like
-      ``n``) and the dual converges in a number of epochs that does not grow
-      with ``n``.  Growing geometrically from a small ``eta_0`` keeps the
-      early epochs stable (the paper's ``eta_k = C (k + 1) / n`` grows without
-      bound, and a ``C`` that works early can destabilise later epochs).
-
-    When the objective goes up, the next dual step is halved; when it went
-    up at the cap and the dual move reversed the previous one (an
-    overshoot), the cap itself shrinks by 0.8, and recovers by ``0.8^-0.1``
-    per epoch whose objective went down.
-
-    The stopping criterion is the largest of (a) the relative change of the
-    objective over the epoch, (b) the norm of the Lagrangian's gradient
-    ``X^T (lam * s l'(t)) + mu w`` at ``(w_k, lam_{k+1})``, relative to its
-    value at the start, and (c) the dual gap
-    ``(R_sigma(l(w_k)) - lam_{k+1}^T l(w_k)) / F(w_k)`` (the maximum of
-    ``lam^T l(w_k)`` over the permutahedron is ``R_sigma(l(w_k))``).  (b) and
-    (c) vanish together only at a saddle point; unlike the dual residual
-    ``||lam_{k+1} - lam_k||``, (c) does not vanish when the dual step is
-    small.  Without intercept and l1, ``F(w_k) - F* <= F(w_k) (c) +
-    ||grad||^2 / (2 mu)``.
-
-    The exact finish (skrank's addition, not in the paper).  SOREL converges
-    linearly but slowly when many samples are tied at a jump of ``sigma``
-    (a superquantile or top-k with few samples in the tail): the dual must
-    then find the tied samples' fractional weights.  From SOREL's iterate
-    the certified proximal Newton method (:mod:`skrank.solvers.full_batch.newton`,
-    through :class:`skrank.solvers.finish.NewtonFinish`) runs to the
-    optimum; the result is kept only with its certificate.  For
-    risks whose ``sigma`` is flat next to a jump (superquantile, top-k) it
-    is tried after 16 epochs and at every doubling of the epoch count; for
-    every risk at the end.  All attempts together may spend half of the
-    passes SOREL has made: an attempt gets what is left (at least ``p``
-    passes, else it waits) and gives up when it is spent.  A certified point
-    that does not raise ``F`` ends the run (``converged``).  Its cost is
-    counted in ``passes``:
-    its multiply-adds divided by the ``2 n p`` of one pass (``n`` sample
-    gradients, as one ``X @ w`` plus ``X.T @ r``).
     """
     rng = make_rng(random_state)
     if sampling not in ("importance", "uniform"):
         raise ValueError(f"sampling must be 'importance' or 'uniform', got {sampling!r}.")
     lr = check_learning_rate(learning_rate)
-    X_orig = X = dense_design(X)
-    units = FeatureUnits(X, fit_intercept, per_feature=False, identity=lr is not None)
-    X, s, c, sqnorms = prepare_data(units.transform(X), y, loss, fit_intercept)
+    X_orig, units, X, s, c, sqnorms = standardised_data(X, y, loss, fit_intercept, lr, per_feature=False)
     n, d = X.shape
+    l1, mu = _penalty_strengths(units, penalty, d)
+    sigma = np.ascontiguousarray(risk.weights(n), dtype=np.float64)
+    batch_size = int(min(max(batch_size, 1), n))
+    lr, fraction = _primal_step(lr, loss, sigma, batch_size, sampling, sqnorms, X_orig, fit_intercept)
+    w0, w, b = internal_start(units, coef_init, intercept_init, fit_intercept)
+    t = loss_arguments_dense(X, s, c, w, b[0], np.empty(n))
+    losses = loss.value(t)
+    auto_dual = isinstance(dual_scale, str)
+    C = sorel_dual_scale(losses, sigma) if auto_dual else float(dual_scale)
+    ipar = np.array([1, batch_size, int(bool(fit_intercept)), int(sampling == "importance"),
+                     int(auto_dual), _H_PERIOD, int(bool(np.all(s == 1.0)))], dtype=np.int64)
+    fpar = np.array([lr, l1, mu, float(tau_scale), float(tol) * fraction, C,
+                     float(dual_growth), float(dual_safety)])
+    smooth = np.ascontiguousarray(sample_smoothness(loss, sqnorms))
+    run = _SorelRun(X, s, c, sigma, smooth, loss, w, b, t, losses, rank_weights(risk, losses), ipar, fpar,
+                    risk.value(losses) + penalty.value(w0), _seed_state(rng), max_iter)
+    finisher = None
+    if polish and run.p <= NewtonFinish.max_features and NewtonFinish.applies(risk, loss, penalty):
+        finisher = NewtonFinish(X_orig, y, risk, loss, penalty, fit_intercept)
+    done, finished = _run_epochs(run, finisher, units, max_iter, verbose)
+    return run.result(done, finisher, finished, units, fraction, lr, C)
+
+
+def _penalty_strengths(units, penalty, d):
+    """``(l1, mu)``: the penalty's strengths in SOREL's units (one unit for every column)."""
     l1_units, l2_units = units.penalty(penalty)
     l1 = float(l1_units[0]) if d else float(penalty.l1)
     mu = float(l2_units[0]) if d else float(penalty.l2)
-    sigma = np.ascontiguousarray(risk.weights(n), dtype=np.float64)
-    batch_size = int(min(max(batch_size, 1), n))
-    steps = -(-n // batch_size)
-    smooth = np.ascontiguousarray(sample_smoothness(loss, sqnorms))
+    return l1, mu
+
+
+def _primal_step(lr, loss, sigma, batch_size, sampling, sqnorms, X_orig, fit_intercept):
+    """``(lr, fraction)``: SOREL's primal step and its ratio to the automatic one (at most 1)."""
 
     def auto_step(sq):
         step = svrg_step_size(sample_smoothness(loss, sq), sigma, batch_size, sampling)
         return step * _LR_IMPORTANCE_FACTOR if sampling == "importance" else step
 
-    fraction = 1.0
-    if lr is None:
-        lr = auto_step(sqnorms)
-    else:
-        fraction = min(user_step_fraction(X_orig, fit_intercept, lr, auto_step, per_feature=False), 1.0)
+    lr, fraction = resolve_step(lr, auto_step, sqnorms, X_orig, fit_intercept, per_feature=False)
+    return lr, min(fraction, 1.0)
 
-    w0 = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64).ravel()
-    b0 = 0.0 if (intercept_init is None or not fit_intercept) else float(intercept_init)
-    w, b_units = units.to_internal(w0, b0)
-    w = w.copy()
-    b = np.array([b_units])
-    t = loss_arguments_dense(X, s, c, w, b[0], np.empty(n))
-    losses = loss.value(t)
-    losses_prev = losses.copy()
-    lam = rank_weights(risk, losses)
-    auto_dual = isinstance(dual_scale, str)
-    C = sorel_dual_scale(losses, sigma) if auto_dual else float(dual_scale)
-    obj0 = risk.value(losses) + penalty.value(w0)
 
-    p = d + int(bool(fit_intercept))
-    perm_l = np.argsort(losses, kind="stable")
-    perm_z = perm_l.copy()
-    ipar = np.array([1, batch_size, int(bool(fit_intercept)), int(sampling == "importance"),
-                     int(auto_dual), _H_PERIOD, int(bool(np.all(s == 1.0)))], dtype=np.int64)
-    fpar = np.array([lr, l1, mu, float(tau_scale), float(tol) * fraction, C,
-                     float(dual_growth), float(dual_safety)])
-    state = np.array([0.0, C * mu, np.inf, 0.0, obj0, 0.0, -1.0, 0.0])
-    rng_state = _seed_state(rng)
-    hist = np.full(max_iter + 1, np.nan)
-    hist[0] = obj0
-    crits = np.full(max_iter, np.nan)
-    etas = np.full(max_iter, np.nan)
-    scratch = dict(
-        H=np.zeros((p, p)), work_n=np.empty(n), work_n2=np.empty(n),
-        gref=np.empty(n), mult=np.empty(n), prob=np.empty(n), packed=np.empty(n, dtype=np.int64),
-        small=np.empty(n, dtype=np.int64), large=np.empty(n, dtype=np.int64),
-        idx=np.empty(batch_size, dtype=np.int64), gbar=np.empty(d), cst=np.empty(d),
-        y_work=np.empty(p), M=np.empty((p, p)), A=np.empty((p, p)), dlam=np.zeros(n),
-        z_sorted=np.empty(n), pav_wy=np.empty(n), pav_end=np.empty(n, dtype=np.int64),
-        rows=np.empty((n, p)),
-    )
-    times = np.zeros(max_iter + 1)
-    finisher = None
-    if polish and p <= NewtonFinish.max_features and NewtonFinish.applies(risk, loss, penalty):
-        finisher = NewtonFinish(X_orig, y, risk, loss, penalty, fit_intercept)
-    finished = False
-    per_epoch_passes = 1.0 + steps * batch_size / n  # one full pass + one per sample drawn
-    # Ties hold at the optimum where sigma is flat next to a jump (CVaR, top-k):
-    # there the dual is slow and the finish pays off before the end.
-    steps_sigma = np.diff(sigma)
-    early_finish = bool(np.any(steps_sigma <= 1e-12 * sigma[-1]) and np.any(steps_sigma > 0))
-    schedule_finish = FinishSchedule(_FINISH_FIRST if early_finish else None, _FINISH_GROWTH)
-    elapsed = 0.0
-    done = 0
-    chunk = 1
-    progress = Progress("sorel", verbose, max_iter, unit="epoch")
-    while done < max_iter and state[5] == 0.0:
-        ipar[0] = min(chunk, max_iter - done)
-        if finisher is not None and done < schedule_finish.next < np.inf:
-            ipar[0] = int(min(ipar[0], schedule_finish.next - done))  # stop at the next attempt
+class _SorelRun:
+    """The arrays :func:`_sorel_epochs` works in, and the histories of a SOREL run.
+
+    ``ipar`` and ``fpar`` are the kernel's integer and float parameters;
+    ``obj0`` is ``F`` at the start and ``rng_state`` the generator's state.
+    """
+
+    def __init__(self, X, s, c, sigma, smooth, loss, w, b, t, losses, lam, ipar, fpar, obj0, rng_state,
+                 max_iter):
+        n, d = X.shape
+        batch_size = int(ipar[1])
+        self.p = d + int(ipar[2])
+        self.X, self.s, self.c, self.sigma, self.smooth, self.loss = X, s, c, sigma, smooth, loss
+        self.w, self.b, self.t, self.losses, self.lam = w, b, t, losses, lam
+        self.losses_prev = losses.copy()
+        self.perm_l = np.argsort(losses, kind="stable")
+        self.perm_z = self.perm_l.copy()
+        self.ipar, self.fpar, self.rng_state = ipar, fpar, rng_state
+        C, mu = fpar[5], fpar[2]
+        self.state = np.array([0.0, C * mu, np.inf, 0.0, obj0, 0.0, -1.0, 0.0])
+        self.hist = np.full(max_iter + 1, np.nan)
+        self.hist[0] = obj0
+        self.crits, self.etas = np.full(max_iter, np.nan), np.full(max_iter, np.nan)
+        self.times = np.zeros(max_iter + 1)
+        #: one full pass + one per sample drawn
+        self.per_epoch_passes = 1.0 + -(-n // batch_size) * batch_size / n
+        p = self.p
+        self.scratch = dict(
+            H=np.zeros((p, p)), work_n=np.empty(n), work_n2=np.empty(n),
+            gref=np.empty(n), mult=np.empty(n), prob=np.empty(n), packed=np.empty(n, dtype=np.int64),
+            small=np.empty(n, dtype=np.int64), large=np.empty(n, dtype=np.int64),
+            idx=np.empty(batch_size, dtype=np.int64), gbar=np.empty(d), cst=np.empty(d),
+            y_work=np.empty(p), M=np.empty((p, p)), A=np.empty((p, p)), dlam=np.zeros(n),
+            z_sorted=np.empty(n), pav_wy=np.empty(n), pav_end=np.empty(n, dtype=np.int64),
+            rows=np.empty((n, p)),
+        )
+
+    @property
+    def running(self):
+        """Whether the kernel has neither converged nor diverged."""
+        return self.state[5] == 0.0
+
+    def epochs(self, count):
+        """Run up to ``count`` epochs in one kernel call; returns ``(epochs run, seconds)``."""
+        self.ipar[0] = count
         start = time.perf_counter()
         ran = _sorel_epochs(
-            X, s, c, sigma, smooth, loss.code, loss.param, w, b, t, losses, losses_prev, lam,
-            perm_z, perm_l, ipar, fpar, state, rng_state, hist, crits, etas, **scratch,
+            self.X, self.s, self.c, self.sigma, self.smooth, self.loss.code, self.loss.param, self.w, self.b,
+            self.t, self.losses, self.losses_prev, self.lam, self.perm_z, self.perm_l, self.ipar, self.fpar,
+            self.state, self.rng_state, self.hist, self.crits, self.etas, **self.scratch,
         )
-        seconds = time.perf_counter() - start
-        times[done + 1: done + ran + 1] = elapsed + seconds * np.arange(1, ran + 1) / ran
+        return ran, time.perf_counter() - start
+
+    def result(self, k, finisher, finished, units, fraction, lr, C):
+        """The :class:`SolverResult` after ``k`` epochs (see :func:`sorel`)."""
+        n = self.X.shape[0]
+        passes = self.per_epoch_passes * np.arange(k + 1, dtype=np.float64)
+        if finisher is not None and k > 0:
+            passes[k] += finisher.work / (2 * n * self.p)  # one pass: n sample gradients, 2 n p multiply-adds
+        crits = self.crits
+        if fraction < 1.0:
+            crits[:k] = crits[:k] / fraction if fraction > 0 else np.where(crits[:k] == 0.0, 0.0, np.inf)
+        coef, intercept = units.to_original(self.w, self.b[0])
+        return SolverResult(
+            coef=coef,
+            intercept=intercept if bool(self.ipar[2]) else 0.0,
+            n_iter=k,
+            objective_history=self.hist[: k + 1].copy(),
+            stop_criterion=float(crits[k - 1]) if k > 0 else np.inf,
+            converged=bool(self.state[5] == 1.0),
+            info={
+                "lambda": self.lam,
+                "times": self.times[: k + 1].copy(),
+                "passes": passes,
+                "polished": finished,
+                "learning_rate": lr,
+                "dual_scale": C,
+                "dual_steps": self.etas[:k].copy(),
+                "criterion_history": crits[:k].copy(),
+            },
+        )
+
+
+def _run_epochs(run, finisher, units, max_iter, verbose):
+    """SOREL's epochs in kernel calls of about ``_CHUNK_SECONDS``, with the finish attempts.
+
+    Returns the number of epochs run and whether a finish attempt ended the run.
+    """
+    # Ties hold at the optimum where sigma is flat next to a jump (CVaR, top-k):
+    # there the dual is slow and the finish pays off before the end.
+    steps_sigma = np.diff(run.sigma)
+    early_finish = bool(np.any(steps_sigma <= 1e-12 * run.sigma[-1]) and np.any(steps_sigma > 0))
+    schedule = FinishSchedule(_FINISH_FIRST if early_finish else None, _FINISH_GROWTH)
+    elapsed, done, chunk, finished = 0.0, 0, 1, False
+    progress = Progress("sorel", verbose, max_iter, unit="epoch")
+    while done < max_iter and run.running:
+        count = min(chunk, max_iter - done)
+        if finisher is not None and done < schedule.next < np.inf:
+            count = int(min(count, schedule.next - done))  # stop at the next attempt
+        ran, seconds = run.epochs(count)
+        run.times[done + 1: done + ran + 1] = elapsed + seconds * np.arange(1, ran + 1) / ran
         elapsed += seconds
         for k in range(done, done + ran):
-            progress(k + 1, hist[k + 1], crits[k], f"dual step={etas[k]:.3g}")
+            progress(k + 1, run.hist[k + 1], run.crits[k], f"dual step={run.etas[k]:.3g}")
         done += ran
         # aim at ~2 ms per call: Python's overhead stays negligible, times stay fine-grained
         per_epoch = seconds / max(ran, 1)
-        chunk = int(min(max(1, _CHUNK_SECONDS / max(per_epoch, 1e-9)), 2 * chunk, 1024))
-        if verbose > 1:
-            chunk = 1
-        if finisher is None or state[5] != 0.0:
-            continue
-        # attempts: at the end, and after 16 epochs and every doubling (see Notes)
-        # its work stays below half of SOREL's own: an attempt may spend what is
-        # left of that budget, and starts only when it is at least _FINISH_COST p passes
-        budget = 0.5 * per_epoch_passes * done - finisher.work / (2 * n * p)
-        affordable = budget >= _FINISH_COST * p
-        if affordable and schedule_finish.due(done, done >= max_iter):
-            schedule_finish.attempted(done)
-            start = time.perf_counter()
-            kept, finished = _try_finish(finisher, units, s, c, w, b, hist[done], done >= max_iter,
-                                         max_work=budget * 2 * n * p)
-            elapsed += time.perf_counter() - start
-            times[done] = elapsed
-            if kept:
-                hist[done] = finisher.objective(*units.to_original(w, b[0]))
-            if finished:
-                state[5] = 1.0
-                crits[done - 1] = 0.0
-    k = done
-    passes = per_epoch_passes * np.arange(k + 1, dtype=np.float64)
-    if finisher is not None and k > 0:
-        passes[k] += finisher.work / (2 * n * p)  # one pass: n sample gradients, 2 n p multiply-adds
-    if fraction < 1.0:
-        crits[:k] = crits[:k] / fraction if fraction > 0 else np.where(crits[:k] == 0.0, 0.0, np.inf)
-    crit = float(crits[k - 1]) if k > 0 else np.inf
-    coef, intercept = units.to_original(w, b[0])
-    return SolverResult(
-        coef=coef,
-        intercept=intercept if fit_intercept else 0.0,
-        n_iter=k,
-        objective_history=hist[: k + 1].copy(),
-        stop_criterion=crit,
-        converged=bool(state[5] == 1.0),
-        info={
-            "lambda": lam,
-            "times": times[: k + 1].copy(),
-            "passes": passes,
-            "polished": finished,
-            "learning_rate": lr,
-            "dual_scale": C,
-            "dual_steps": etas[:k].copy(),
-            "criterion_history": crits[:k].copy(),
-        },
-    )
+        chunk = 1 if verbose > 1 else int(min(max(1, _CHUNK_SECONDS / max(per_epoch, 1e-9)), 2 * chunk, 1024))
+        if finisher is not None and run.running:
+            seconds, finished = _attempt_finish(run, finisher, units, schedule, done, max_iter)
+            if seconds is not None:
+                elapsed += seconds
+                run.times[done] = elapsed
+    return done, finished
+
+
+def _attempt_finish(run, finisher, units, schedule, done, max_iter):
+    """Try the exact finish after ``done`` epochs when it is due and affordable.
+
+    Attempts come at the end, and after 16 epochs and every doubling (see
+    the module docstring); their work stays below half of SOREL's own: an
+    attempt may spend what is left of that budget, and starts only when it
+    is at least ``_FINISH_COST p`` passes.  Returns ``(seconds, finished)``
+    (``seconds`` None without an attempt).
+    """
+    n, p = run.X.shape[0], run.p
+    budget = 0.5 * run.per_epoch_passes * done - finisher.work / (2 * n * p)
+    if not (budget >= _FINISH_COST * p and schedule.due(done, done >= max_iter)):
+        return None, False
+    schedule.attempted(done)
+    start = time.perf_counter()
+    kept, finished = _try_finish(finisher, units, run.s, run.c, run.w, run.b, run.hist[done],
+                                 done >= max_iter, max_work=budget * 2 * n * p)
+    seconds = time.perf_counter() - start
+    if kept:
+        run.hist[done] = finisher.objective(*units.to_original(run.w, run.b[0]))
+    if finished:
+        run.state[5] = 1.0
+        run.crits[done - 1] = 0.0
+    return seconds, finished
 
 
 def _try_finish(finisher, units, s, c, w, b, objective, last, max_work=None):
     """Run ``finisher.from_iterate`` at ``(w, b)``; on success overwrite ``w``, ``b``.
 
     ``(w, b)`` are in the units of ``units`` (a
-    :class:`skrank.solvers.stochastic.steps.FeatureUnits`), the finisher's in those
+    :class:`skrank.solvers.stochastic.units.FeatureUnits`), the finisher's in those
     of ``X``.  A certified point is kept when it does not raise ``F``; at
     the last epoch (``last``) an uncertified one is kept when it lowers
     ``F``.  ``max_work`` caps the attempt's multiply-adds.  Returns

@@ -18,7 +18,8 @@ from ..._jit import njit
 from ...kernels.sorting import _FAR, _gather_keys, _keyed_scratch, _sort_keyed
 from ...losses import loss_derivative, loss_second_derivative, loss_value
 from .sampling import _INV53, _LOW32, _MULT, _U5, _U11, _U12, _U25, _U27, _build_alias, _draw, _uniform
-from .steps import _soft, vr_batch_direction
+from .steps import _soft
+from .svrg import vr_batch_direction
 
 # The face cap dual_safety / L_F assumes an exact primal step.  When the dual
 # step at the cap overshoots (the objective went up and the dual move reversed

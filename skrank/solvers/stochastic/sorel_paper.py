@@ -15,8 +15,10 @@ from ...kernels.pava import _isotonic_kernel
 from ...kernels.sorting import _gather_keys, _keyed_scratch, _sort_keyed
 from ...losses import loss_derivative, loss_value
 from ..result import SolverResult
-from .sampling import _seed_state, _uniform
-from .steps import loss_arguments_dense, make_rng, prepare_data, rank_weights
+from .sampling import _seed_state, _uniform, make_rng
+from .svrg import loss_arguments_dense
+from .units import prepare_data
+from .weights import rank_weights
 
 
 @njit(cache=True)

@@ -23,6 +23,65 @@ the samples divided by ``n``, so that ``mu~ = n mu``, ``gamma~ = n gamma``,
 ``eta~`` in units of ``1 / L_J``, the smoothness of a mini-batch mean of
 ``J`` per-sample losses (:func:`minibatch_smoothness`), so that one set of
 defaults serves every feature and target scale.
+
+Decisions of :func:`sorr_agd` (the paper leaves them open, or the
+paper is wrong):
+
+* Condition on ``mu``: the paper's "mu > 1/rho" (Lemma 3, Algorithms 2
+  and 3) is a typo for ``mu < 1/rho``.  For a linear model and a convex
+  loss both top-``l`` sums are convex (``rho = 0``), any ``mu > 0`` is
+  admissible and ``F^mu`` has a ``1/mu``-Lipschitz gradient, so
+  ``gamma < 2 mu`` keeps the outer step stable; the default
+  ``gamma / mu = 2`` sits at that edge (the paper uses 0.2 to 100).
+* Units: the steps run on the standardised features of
+  :class:`skrank.solvers.stochastic.units.FeatureUnits` (centred with an
+  intercept, each column divided by its spread; the penalty of each
+  coefficient rescaled to match), so that rescaling a column of ``X``
+  rescales its coefficient and leaves the iterates unchanged; and
+  ``mu~``, ``gamma~`` and ``c`` are divided by ``L_J``, computed on
+  those features.  The
+  paper's values (``mu~`` in {200, 1000}, ``c`` in {0.1, ..., 10},
+  ``C`` in {30, 50, 100}) were tuned on binary LIBSVM features; these
+  defaults were tuned on standardised ``make_classification`` and
+  ``make_regression`` (with outliers) tables and the benchmark's
+  weakly penalised ones (``mu`` in {3, ..., 30}, ``gamma / mu`` in
+  {1, ..., 4}, ``c`` in {0.25, 0.5, 1}, ``C`` in {5, 10, 20, 200}):
+  a larger ``mu`` suits the weakly curved problems, a smaller one the
+  regressions.  ``C = 10`` is below the paper's grid: the outer
+  iterations, not the inner accuracy, limited the progress (``C =
+  200`` did no better per outer iteration), so cheaper early
+  iterations buy more of them.
+* Penalty: ``F = (f^k + R~) - f^m`` with ``R~ = (k - m)/n R`` (the
+  penalty in the normalised units), i.e. the penalty joins the convex
+  part whose prox the k-call computes; its inner steps are proximal in
+  ``R`` (closed form for l1, l2 and the elastic net).  A fixed point
+  ``vbar_m = vbar_k = v*`` is then a critical point of ``F`` itself:
+  ``(w - v*)/mu`` lies in both ``d(f^k + R~)(v*)`` and ``df^m(v*)``.
+* Output: the paper returns ``vbar_k`` of a random outer iteration
+  (Theorem 5).  Here the exact ``F`` is evaluated at ``vbar_k`` after
+  every outer iteration and the best point seen is kept (our choice);
+  the outer iterate ``w`` is not a candidate, as
+  at a fixed point it differs from ``v*`` by ``mu`` times a
+  subgradient.  Not in the paper: at the end, one proximal-gradient
+  step on the exact ``F`` from that point (the exact gradient of the
+  ranked range, step ``(k - m) / (n L_full)``, then 4 and 16 times
+  smaller) is kept if it lowers ``F``.  It costs one pass and a few
+  evaluations, removes part of the averaging noise, and gives exact
+  zeros under l1, which averaged stochastic iterates never have.
+* Initialisation (the paper does not state one): ``w^(0) = 0`` or the given
+  start.  For classification every loss ties at ``w = 0``; the first
+  dual steps break the tie, but when ``w = 0`` is a stationary point
+  of ``F`` (overlapping classes and ``k`` below about ``n / 2``) AGD
+  stays there, as DCA often does; ``coef_init`` can then help.
+  ``lambda_l`` starts at the midpoint of the
+  ``l``-th and ``(l+1)``-th largest loss at ``w^(0)``, the optimal
+  dual value there (computed on all ``n`` losses, which the starting
+  objective needs anyway).
+* Sampling: each step draws ``J`` distinct samples, independently
+  across steps and calls.
+* Stopping: a stochastic ``F`` does not decrease monotonically, so the
+  rule looks at the best ``F`` found and waits for 3 outer iterations
+  without a relative decrease above ``tol``.
 """
 
 import time
@@ -34,8 +93,9 @@ from ...datafits.rank_risk import rank_objective
 from ...losses import loss_value_and_derivative
 from ..progress import Progress
 from ..result import SolverResult
-from .sampling import _seed_state, sample_block
-from .steps import FeatureUnits, _soft, dense_design, make_rng, prepare_data
+from .sampling import _seed_state, make_rng, sample_block
+from .steps import _soft
+from .units import FeatureUnits, dense_design, prepare_data
 
 #: Consecutive outer iterations whose relative decrease must be at most ``tol``.
 PATIENCE = 3
@@ -247,26 +307,9 @@ def _dual_start(losses_desc, level):
     return 0.5 * (upper + lower)
 
 
-def sorr_agd(
-    X,
-    y,
-    risk,
-    loss,
-    penalty,
-    *,
-    fit_intercept=True,
-    max_iter=30,
-    tol=1e-5,
-    batch_size=100,
-    mu=20.0,
-    gamma=40.0,
-    step=1.0,
-    inner_iter0=10,
-    random_state=None,
-    coef_init=None,
-    intercept_init=None,
-    verbose=0,
-):
+def sorr_agd(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=30, tol=1e-5, batch_size=100,
+             mu=20.0, gamma=40.0, step=1.0, inner_iter0=10, random_state=None, coef_init=None,
+             intercept_init=None, verbose=0):
     """Minimise a ranked-range risk by AGD with SGD inner loops (Yao, Lin and Yang 2022).
 
     Outer iteration ``k`` (Algorithm 2 with Algorithm 3 inside, Yao, Lin
@@ -343,64 +386,8 @@ def sorr_agd(
 
     Notes
     -----
-    Decisions (the paper leaves them open, or the
-    paper is wrong):
-
-    * Condition on ``mu``: the paper's "mu > 1/rho" (Lemma 3, Algorithms 2
-      and 3) is a typo for ``mu < 1/rho``.  For a linear model and a convex
-      loss both top-``l`` sums are convex (``rho = 0``), any ``mu > 0`` is
-      admissible and ``F^mu`` has a ``1/mu``-Lipschitz gradient, so
-      ``gamma < 2 mu`` keeps the outer step stable; the default
-      ``gamma / mu = 2`` sits at that edge (the paper uses 0.2 to 100).
-    * Units: the steps run on the standardised features of
-      :class:`skrank.solvers.stochastic.steps.FeatureUnits` (centred with an
-      intercept, each column divided by its spread; the penalty of each
-      coefficient rescaled to match), so that rescaling a column of ``X``
-      rescales its coefficient and leaves the iterates unchanged; and
-      ``mu~``, ``gamma~`` and ``c`` are divided by ``L_J``, computed on
-      those features.  The
-      paper's values (``mu~`` in {200, 1000}, ``c`` in {0.1, ..., 10},
-      ``C`` in {30, 50, 100}) were tuned on binary LIBSVM features; these
-      defaults were tuned on standardised ``make_classification`` and
-      ``make_regression`` (with outliers) tables and the benchmark's
-      weakly penalised ones (``mu`` in {3, ..., 30}, ``gamma / mu`` in
-      {1, ..., 4}, ``c`` in {0.25, 0.5, 1}, ``C`` in {5, 10, 20, 200}):
-      a larger ``mu`` suits the weakly curved problems, a smaller one the
-      regressions.  ``C = 10`` is below the paper's grid: the outer
-      iterations, not the inner accuracy, limited the progress (``C =
-      200`` did no better per outer iteration), so cheaper early
-      iterations buy more of them.
-    * Penalty: ``F = (f^k + R~) - f^m`` with ``R~ = (k - m)/n R`` (the
-      penalty in the normalised units), i.e. the penalty joins the convex
-      part whose prox the k-call computes; its inner steps are proximal in
-      ``R`` (closed form for l1, l2 and the elastic net).  A fixed point
-      ``vbar_m = vbar_k = v*`` is then a critical point of ``F`` itself:
-      ``(w - v*)/mu`` lies in both ``d(f^k + R~)(v*)`` and ``df^m(v*)``.
-    * Output: the paper returns ``vbar_k`` of a random outer iteration
-      (Theorem 5).  Here the exact ``F`` is evaluated at ``vbar_k`` after
-      every outer iteration and the best point seen is kept (our choice);
-      the outer iterate ``w`` is not a candidate, as
-      at a fixed point it differs from ``v*`` by ``mu`` times a
-      subgradient.  Not in the paper: at the end, one proximal-gradient
-      step on the exact ``F`` from that point (the exact gradient of the
-      ranked range, step ``(k - m) / (n L_full)``, then 4 and 16 times
-      smaller) is kept if it lowers ``F``.  It costs one pass and a few
-      evaluations, removes part of the averaging noise, and gives exact
-      zeros under l1, which averaged stochastic iterates never have.
-    * Initialisation (the paper does not state one): ``w^(0) = 0`` or the given
-      start.  For classification every loss ties at ``w = 0``; the first
-      dual steps break the tie, but when ``w = 0`` is a stationary point
-      of ``F`` (overlapping classes and ``k`` below about ``n / 2``) AGD
-      stays there, as DCA often does; ``coef_init`` can then help.
-      ``lambda_l`` starts at the midpoint of the
-      ``l``-th and ``(l+1)``-th largest loss at ``w^(0)``, the optimal
-      dual value there (computed on all ``n`` losses, which the starting
-      objective needs anyway).
-    * Sampling: each step draws ``J`` distinct samples, independently
-      across steps and calls.
-    * Stopping: a stochastic ``F`` does not decrease monotonically, so the
-      rule looks at the best ``F`` found and waits for 3 outer iterations
-      without a relative decrease above ``tol``.
+    The decisions the paper leaves open (or gets wrong) are listed in the
+    module docstring.
     """
     start = time.perf_counter()
     rng = make_rng(random_state)

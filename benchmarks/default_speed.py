@@ -1,0 +1,119 @@
+"""Every estimator's default fit against LogisticRegression's (or Ridge's) time, table by table.
+
+The fit-time goal of skrank is that a default fit costs at most a few times
+scikit-learn's plain linear model on the same data.  On every table of
+``skrank.datasets.load_suite("imbalanced")`` (binary; against
+``LogisticRegression()``) and ``load_suite("regression")`` (against
+``Ridge()``), with features standardised (``MaxAbsScaler`` for sparse
+tables) and at most ``--max-rows`` rows (a stratified subsample), each
+estimator is fitted with its defaults ``--repeats`` times, interleaved
+with the reference, and the ratio of the median fit times is printed.
+
+Every estimator is fitted once on a small problem first, so that the ratios
+leave out the first fit of a process (which loads the compiled kernels;
+``benchmarks/first_fit.py`` measures it).  These machines are noisy: compare
+ratios from one run.
+
+Usage (from the repository root; one thread per process)::
+
+    OMP_NUM_THREADS=1 python benchmarks/default_speed.py
+    OMP_NUM_THREADS=1 python benchmarks/default_speed.py --estimators RankADMMClassifier --per-table
+"""
+
+import argparse
+import sys
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import MaxAbsScaler, StandardScaler
+
+import skrank.estimators as estimators
+from skrank.datasets import load_suite
+
+CLASSIFIERS = ("PartialAUCClassifier", "AveragePrecisionClassifier", "SpectralRiskClassifier",
+               "RankADMMClassifier")
+REGRESSORS = ("SpectralRiskRegressor", "RankADMMRegressor")
+
+
+def prepare(table, max_rows, seed=0):
+    """Standardised features and the target of one table, subsampled to ``max_rows``."""
+    X, y = table.X, table.y
+    if X.shape[0] > max_rows:
+        stratify = y if table.task == "binary" else None
+        X, _, y, _ = train_test_split(X, y, train_size=max_rows, random_state=seed, stratify=stratify)
+    X = MaxAbsScaler().fit_transform(X) if sp.issparse(X) else StandardScaler().fit_transform(X)
+    return X, y
+
+
+def fit_time(make, X, y):
+    """Seconds of one fit, warnings silenced."""
+    model = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        start = time.perf_counter()
+        model.fit(X, y)
+    return time.perf_counter() - start
+
+
+def warm_up(names):
+    """One small fit of every estimator (compiles or loads the kernels)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 5))
+    y = (X[:, 0] + rng.normal(size=200) > 0).astype(float)
+    for name in names:
+        fit_time(getattr(estimators, name), X, y if "Classifier" in name else X[:, 0])
+
+
+def ratios_on(table, names, reference, repeats, max_rows):
+    """``{name: (median time, median time / reference's)}`` on one table."""
+    X, y = prepare(table, max_rows)
+    times = {name: [] for name in (*names, "reference")}
+    for _ in range(repeats):
+        times["reference"].append(fit_time(reference, X, y))
+        for name in names:
+            times[name].append(fit_time(getattr(estimators, name), X, y))
+    ref = float(np.median(times["reference"]))
+    return X.shape, ref, {name: (float(np.median(times[name])), float(np.median(times[name])) / ref)
+                          for name in names}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--estimators", default=",".join(CLASSIFIERS + REGRESSORS))
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--max-rows", type=int, default=50_000)
+    parser.add_argument("--goal", type=float, default=5.0, help="the largest ratio allowed (5)")
+    parser.add_argument("--per-table", action="store_true")
+    args = parser.parse_args(argv)
+    names = args.estimators.split(",")
+    warm_up(names)
+    worst = {}
+    for suite, group, reference in (("imbalanced", CLASSIFIERS, LogisticRegression),
+                                    ("regression", REGRESSORS, Ridge)):
+        chosen = [name for name in names if name in group]
+        if not chosen:
+            continue
+        for table in load_suite(suite):
+            shape, ref, result = ratios_on(table, chosen, reference, args.repeats, args.max_rows)
+            if args.per_table:
+                cells = "  ".join(f"{name[:14]:>14} {ratio:5.1f}x" for name, (_, ratio) in result.items())
+                print(f"{table.name:<24} {shape[0]:>7} x {shape[1]:<4} ref {ref * 1e3:8.1f} ms  {cells}",
+                      flush=True)
+            for name, (_, ratio) in result.items():
+                worst.setdefault(name, []).append((ratio, table.name))
+    print(f"\n{'estimator':<28} {'tables':>6} {'median':>7} {'max':>7}  worst table      over {args.goal:g}x")
+    for name, rows in worst.items():
+        values = np.array([r for r, _ in rows])
+        top = max(rows)
+        over = [t for r, t in rows if r > args.goal]
+        print(f"{name:<28} {len(rows):>6} {np.median(values):6.1f}x {top[0]:6.1f}x  {top[1]:<16} "
+              f"{len(over)} {', '.join(over[:6])}")
+    print("\nreproduce: OMP_NUM_THREADS=1 python benchmarks/default_speed.py " + " ".join(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""Parameter descriptions shared by the docstrings of the stochastic solvers.
+
+A solver's docstring names a shared block by its key in braces, ``{data}``,
+and :func:`fill_doc` writes the block in, so that :func:`help` and the API
+documentation show every parameter.  Other braces are left alone.
+"""
+
+_UNITS = "skrank.solvers.stochastic.units.FeatureUnits"
+
+SHARED = {
+    "data": """X : {ndarray, sparse matrix} of shape (n, d)
+        Design; sparse input is densified.
+    y : ndarray of shape (n,)
+        Labels in {-1, +1} (classification losses) or targets (regression).""",
+    "fit_intercept": """fit_intercept : bool, default=True
+        Fit an unpenalised intercept.""",
+    "scale_free": f"""in the standardised units of :class:`{_UNITS}` (so that
+        ``X * s`` with the penalty rescaled gives ``coef / s`` and the same
+        iterates); a float is a step in the units of ``X``.""",
+    "epoch_tol": """tol : float, default=1e-6
+        Stop when the relative change of the objective over each of the
+        last five epochs is at most ``tol`` (one epoch's change is at most
+        ``tol`` by chance when the noisy objective crosses its previous
+        value; :class:`skrank.solvers.stochastic.epochs.EpochLog`).  A given
+        ``learning_rate`` smaller than the automatic step divides the
+        changes by their ratio (the smallest over the coefficients).""",
+    "start_verbose": """coef_init, intercept_init : ndarray, float or None
+        Starting point (zeros by default).
+    verbose : int, default=0
+        Print one line per epoch when positive.""",
+}
+
+
+def fill_doc(func):
+    """Write the shared blocks of :data:`SHARED` into ``func``'s docstring; returns ``func``.
+
+    Parameters
+    ----------
+    func : callable
+        A function whose docstring names blocks as ``{key}``.
+
+    Returns
+    -------
+    callable
+        ``func``, its docstring filled in.
+    """
+    doc = func.__doc__
+    for key, text in SHARED.items():
+        doc = doc.replace("{" + key + "}", text)
+    func.__doc__ = doc
+    return func
