@@ -18,9 +18,11 @@ Usage (from the repository root; one thread per process)::
 
     OMP_NUM_THREADS=1 python benchmarks/default_speed.py
     OMP_NUM_THREADS=1 python benchmarks/default_speed.py --estimators RankADMMClassifier --per-table
+    OMP_NUM_THREADS=1 python benchmarks/default_speed.py --quick --set alpha=None
 """
 
 import argparse
+import functools
 import sys
 import time
 import warnings
@@ -81,6 +83,16 @@ def ratios_on(table, names, reference, repeats, max_rows):
                           for name in names}
 
 
+def _literal(text):
+    """``None``, a number or the string itself."""
+    if text == "None":
+        return None
+    try:
+        return float(text) if any(c in text for c in ".e") else int(text)
+    except ValueError:
+        return text
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--estimators", default=",".join(CLASSIFIERS + REGRESSORS))
@@ -88,16 +100,25 @@ def main(argv=None):
     parser.add_argument("--max-rows", type=int, default=50_000)
     parser.add_argument("--goal", type=float, default=5.0, help="the largest ratio allowed (5)")
     parser.add_argument("--per-table", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="the quick suite, and 5 regression tables")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a parameter for every estimator, e.g. --set alpha=None (repeatable)")
     args = parser.parse_args(argv)
     names = args.estimators.split(",")
+    params = {key: _literal(value) for key, value in (item.split("=", 1) for item in args.set)}
+    if params:
+        for name in names:
+            setattr(estimators, name, functools.partial(getattr(estimators, name), **params))
     warm_up(names)
     worst = {}
-    for suite, group, reference in (("imbalanced", CLASSIFIERS, LogisticRegression),
-                                    ("regression", REGRESSORS, Ridge)):
+    binary = "quick" if args.quick else "imbalanced"
+    groups = ((binary, CLASSIFIERS, LogisticRegression), ("regression", REGRESSORS, Ridge))
+    for suite, group, reference in groups:
         chosen = [name for name in names if name in group]
         if not chosen:
             continue
-        for table in load_suite(suite):
+        tables = load_suite(suite)
+        for table in tables[:5] if args.quick else tables:
             shape, ref, result = ratios_on(table, chosen, reference, args.repeats, args.max_rows)
             if args.per_table:
                 cells = "  ".join(f"{name[:14]:>14} {ratio:5.1f}x" for name, (_, ratio) in result.items())

@@ -445,7 +445,8 @@ _LOSSES = {
                     linear_pieces=False),
     "absolute": dict(code=ABSOLUTE, task="regression", smooth=False, smoothness=np.inf,
                      linear_pieces=True, kink=0.0, slopes=(-1.0, 1.0)),
-    "huber": dict(code=HUBER, task="regression", smooth=True, smoothness=1.0, linear_pieces=True),
+    "huber": dict(code=HUBER, task="regression", smooth=True, smoothness=1.0, linear_pieces=True,
+                  takes_epsilon=True),
 }
 
 # cvxpy's huber is twice skrank's
@@ -482,6 +483,28 @@ CLASSIFICATION_CODES = tuple(_LOSSES[k]["code"] for k in CLASSIFICATION_LOSSES)
 REGRESSION_CODES = tuple(_LOSSES[k]["code"] for k in REGRESSION_LOSSES)
 
 
+#: codes of the losses whose ``param`` is the estimators' ``epsilon`` (a positive threshold)
+_EPSILON_CODES = tuple(v["code"] for v in _LOSSES.values() if v.get("takes_epsilon"))
+
+
+def loss_names(task, *, smooth=None):
+    """The names of the losses of ``task``, as the estimators' ``loss`` parameter accepts them.
+
+    Parameters
+    ----------
+    task : {"classification", "regression"}
+    smooth : bool or None, default=None
+        True: only the losses with a Lipschitz derivative; False: only the
+        others; None: all.
+
+    Returns
+    -------
+    tuple of str
+    """
+    return tuple(name for name, spec in _LOSSES.items()
+                 if spec["task"] == task and (smooth is None or spec["smooth"] == smooth))
+
+
 def check_param(code, param):
     """Raise ValueError unless ``param`` is valid for the loss ``code``.
 
@@ -490,11 +513,11 @@ def check_param(code, param):
     code : int
         A loss code of this module.
     param : float
-        The loss parameter (Huber's epsilon, which must be positive; unused
-        by the other losses).
+        The loss parameter (the threshold ``epsilon`` of the losses that take
+        one, which must be positive; unused by the others).
     """
-    if code == HUBER and not param > 0.0:
-        raise ValueError(f"loss_param (Huber's epsilon) must be positive, got {param!r}.")
+    if code in _EPSILON_CODES and not param > 0.0:
+        raise ValueError(f"loss_param (the loss's epsilon) must be positive, got {param!r}.")
 
 
 def get_loss(name, *, epsilon=1.0):
@@ -526,7 +549,7 @@ def get_loss(name, *, epsilon=1.0):
     if name not in _LOSSES:
         raise ValueError(f"Unknown loss {name!r}; expected one of {sorted(_LOSSES)}.")
     spec = dict(_LOSSES[name])
-    if name == "huber":
+    if spec.pop("takes_epsilon", False):
         if not (np.isfinite(epsilon) and epsilon > 0):
             raise ValueError(f"Huber's epsilon must be a positive finite number, got {epsilon!r}.")
         spec["param"] = float(epsilon)

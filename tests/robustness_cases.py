@@ -76,8 +76,8 @@ CV_ESTIMATORS = ("PartialAUCClassifierCV", "AveragePrecisionClassifierCV")
 SOLVERS = {
     "SpectralRiskRegressor": ("auto", "newton", "sorel", "sgd", "lsvrg", "prospect", "admm"),
     "SpectralRiskClassifier": ("auto", "newton", "sorel", "sgd", "lsvrg", "prospect", "admm"),
-    "RankADMMRegressor": ("auto", "newton", "ipm", "admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd"),
-    "RankADMMClassifier": ("auto", "newton", "ipm", "admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd"),
+    "RankADMMRegressor": ("auto", "newton", "ipm", "admm", "sgd", "lsvrg", "lsvrg-nu", "dca", "agd"),
+    "RankADMMClassifier": ("auto", "newton", "ipm", "admm", "sgd", "lsvrg", "lsvrg-nu", "dca", "agd"),
     "PartialAUCClassifier": ("auto", "lbfgs", "exact", "agd-sbcd", "dca", "prox-dca", "ppd-sg",
                              "ppd-adagrad"),
     "AveragePrecisionClassifier": ("auto", "lbfgs", "soap"),
@@ -88,7 +88,7 @@ _RISK_MODELS = ESTIMATORS[:4]
 _RANKERS = ("PartialAUCClassifier", "AveragePrecisionClassifier")
 _STOCHASTIC = {
     "SpectralRiskRegressor": {"sorel", "sgd", "lsvrg", "prospect"},
-    "RankADMMRegressor": {"sgd", "lsvrg", "lsvrg_nu", "agd"},
+    "RankADMMRegressor": {"sgd", "lsvrg", "lsvrg-nu", "agd"},
     "PartialAUCClassifier": {"agd-sbcd", "dca", "prox-dca", "ppd-sg", "ppd-adagrad"},
     "AveragePrecisionClassifier": {"soap"},
 }

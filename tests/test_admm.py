@@ -182,7 +182,7 @@ def test_nonconvex_stationary_and_not_worse_than_baselines(risk, loss_name, rho,
         "sgd": sgd(X, y, risk, loss, penalty, max_iter=200, random_state=0),
         "lsvrg": lsvrg(X, y, risk, loss, penalty, sampling="uniform", max_iter=200,
                        random_state=0),
-        "lsvrg_nu": lsvrg(X, y, risk, loss, penalty, sampling="nonuniform", max_iter=200,
+        "lsvrg-nu": lsvrg(X, y, risk, loss, penalty, sampling="nonuniform", max_iter=200,
                           random_state=0),
     }
     objectives = {name: base.objective for name, base in baselines.items()}

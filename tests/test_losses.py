@@ -141,3 +141,28 @@ def test_conjugate_is_the_supremum_over_a_grid(name):
             assert abs(brute - conj) <= 1e-3 * (1.0 + abs(conj))
         else:  # outside the domain the supremum grows without bound
             assert brute > 10.0
+
+
+def test_the_estimators_accept_the_losses_of_the_loss_table():
+    # a loss added to skrank.losses reaches the estimators of its task with nothing else to edit
+    from skrank.estimators import (
+        RankADMMClassifier,
+        RankADMMRegressor,
+        SpectralRiskClassifier,
+        SpectralRiskRegressor,
+    )
+    from skrank.losses import loss_names
+
+    expected = {
+        RankADMMClassifier: loss_names("classification"),
+        RankADMMRegressor: loss_names("regression"),
+        SpectralRiskClassifier: loss_names("classification", smooth=True),
+        SpectralRiskRegressor: loss_names("regression", smooth=True),
+    }
+    for Estimator, names in expected.items():
+        (options,) = Estimator._parameter_constraints["loss"]
+        assert set(options.options) == set(names), Estimator.__name__
+        line = next(line for line in Estimator.__doc__.splitlines() if line.strip().startswith("loss :"))
+        assert line.strip().startswith("loss : {" + ", ".join(f'"{name}"' for name in names) + "}")
+    assert set(loss_names("regression", smooth=False)) == {"absolute"}
+    assert set(loss_names("classification", smooth=False)) == {"hinge"}

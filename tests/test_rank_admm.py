@@ -63,7 +63,7 @@ def test_multiclass_one_vs_rest():
     assert clf.score(StandardScaler().fit_transform(X), y) > 0.8
 
 
-@pytest.mark.parametrize("solver", ["sgd", "lsvrg", "lsvrg_nu", "dca"])
+@pytest.mark.parametrize("solver", ["sgd", "lsvrg", "lsvrg-nu", "dca"])
 def test_baseline_solvers_not_better_than_admm(solver):
     X, y = _data()
     risk = RankedRange(m=0.1, k=0.6)

@@ -169,7 +169,7 @@ def _raw(n=60, d=3, seed=5):
     return X, y
 
 
-_SOLVERS = {"sgd": sgd, "lsvrg": lsvrg, "lsvrg_nu": lambda *a, **k: lsvrg(*a, sampling="nonuniform", **k)}
+_SOLVERS = {"sgd": sgd, "lsvrg": lsvrg, "lsvrg-nu": lambda *a, **k: lsvrg(*a, sampling="nonuniform", **k)}
 
 
 @pytest.mark.parametrize("name", list(_SOLVERS))

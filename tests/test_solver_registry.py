@@ -114,8 +114,9 @@ RANKERS = [PartialAUCClassifier, AveragePrecisionClassifier]
 
 
 def _solver_options(constraints):
+    # the current names: former ones are accepted as deprecated aliases
     (options,) = [c for c in constraints["solver"] if hasattr(c, "options")]
-    return set(options.options)
+    return set(options.options) - set(options.deprecated)
 
 
 @pytest.mark.parametrize("Est", ALL, ids=lambda e: e.__name__)
@@ -246,3 +247,19 @@ def test_the_rank_risk_rows_serve_their_estimators_only():
     assert SOLVERS["dca"].function == "splitting.dca:dca"  # one name, two estimators' solvers
     with pytest.raises(ValueError, match="no estimator"):
         solvers_for("LogisticRegression")
+
+
+def test_a_former_solver_name_still_fits_with_a_future_warning():
+    from skrank.estimators import RankADMMRegressor
+    from skrank.solvers.registry import RENAMED
+
+    assert all(new in SOLVERS and old not in SOLVERS for old, new in RENAMED.items())
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    y = X @ np.array([1.0, -1.0, 0.5]) + 0.1 * rng.normal(size=80)
+    new = RankADMMRegressor(solver="lsvrg-nu", max_iter=20, random_state=0).fit(X, y)
+    with pytest.warns(FutureWarning, match="solver='lsvrg_nu' is now called solver='lsvrg-nu'"):
+        old = RankADMMRegressor(solver="lsvrg_nu", max_iter=20, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(old.coef_, new.coef_)
+    with pytest.raises(ValueError, match="lsvrg-nu"):
+        RankADMMRegressor(solver="lsvrg-nuu").fit(X, y)

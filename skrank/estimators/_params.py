@@ -64,3 +64,22 @@ def parameter_defaults(estimator_class, leave_out=()):
     """
     parameters = list(inspect.signature(estimator_class.__init__).parameters.values())[1:]
     return {p.name: p.default for p in parameters if p.name not in leave_out}
+
+
+def options_doc(names, *, first=()):
+    """The numpydoc type of a string parameter: ``"a", "b", ...`` in braces' contents, quoted.
+
+    Parameters
+    ----------
+    names : iterable of str
+        The accepted values, in the order to list them.
+    first : tuple of str, default=()
+        Values listed before ``names`` (for example ``("auto",)``).
+
+    Returns
+    -------
+    str
+        ``"a", "b", ...``, to be written between ``{`` and ``}``.
+    """
+    return ", ".join(f'"{name}"' for name in (*first, *names))
+

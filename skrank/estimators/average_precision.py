@@ -12,7 +12,7 @@ from ..solvers.registry import auto_preference, solvers_for, streaming_solvers
 from ..solvers.stochastic.soap import OPTIMIZERS
 from ._anchored import STREAM_ALPHA, fit_anchored, resolve_alpha
 from ._base import RankLinearClassifierMixin, _RankLinearModel
-from ._params import keyword_init
+from ._params import keyword_init, options_doc
 from ._platt import FIT_ATTRIBUTES_DOC, PLATT_ATTRIBUTES_DOC, PlattRankingMixin, platt_calibrate
 from .partial_auc import _AUTO_MAX_LOGISTIC_PAIRS
 
@@ -92,7 +92,7 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         Strength of the l2 penalty ``alpha ||w||^2 / 2``.  None means
         ``1 / n_samples`` (one over the total sample weight), the penalty
         of ``LogisticRegression(C=1)``; ``partial_fit`` then uses 1e-4.
-    solver : {"auto", "lbfgs", "soap"}, default="auto"
+    solver : {""" + options_doc(_SOLVERS, first=("auto",)) + """}, default="auto"
         - ``"lbfgs"``: L-BFGS on the exact full-batch ``F`` and its
           gradient (:func:`skrank.solvers.full_batch.lbfgs.lbfgs`); deterministic.
         - ``"soap"``: the paper's Algorithms 1-3 (:func:`skrank.solvers.stochastic.soap.soap`),

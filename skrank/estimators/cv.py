@@ -21,8 +21,9 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ..metrics import make_partial_auc_scorer
+from ..solvers.registry import solvers_for
 from ._base import samples_method_doc
-from ._params import keyword_init, parameter_defaults
+from ._params import keyword_init, options_doc, parameter_defaults
 from .average_precision import AveragePrecisionClassifier
 from .partial_auc import PartialAUCClassifier
 
@@ -429,8 +430,7 @@ class PartialAUCClassifierCV(_RankClassifierCVMixin):
         see :class:`~skrank.estimators.PartialAUCClassifier`.
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes, multiplying ``sample_weight``.
-    solver : {{"auto", "lbfgs", "exact", "agd-sbcd", "dca", "prox-dca", \
-"ppd-sg", "ppd-adagrad"}}, default="auto"
+    solver : {{{options_doc(solvers_for("PartialAUCClassifier"), first=("auto",))}}}, default="auto"
         The solver of every fit; see
         :class:`~skrank.estimators.PartialAUCClassifier`.  Only ``"auto"``
         and ``"lbfgs"`` fit ``rank_weight < 1``: the others need
@@ -480,7 +480,7 @@ class AveragePrecisionClassifierCV(_RankClassifierCVMixin):
         Margin of the squared hinge, on the scale of the sigmoid scores.
     gamma : float, default=0.9
         SOAP's moving-average weight, in (0, 1].
-    solver : {{"auto", "lbfgs", "soap"}}, default="auto"
+    solver : {{{options_doc(solvers_for("AveragePrecisionClassifier"), first=("auto",))}}}, default="auto"
         The solver of every fit; see
         :class:`~skrank.estimators.AveragePrecisionClassifier`.  Only
         ``"auto"`` and ``"lbfgs"`` fit ``rank_weight < 1``: ``"soap"``

@@ -12,7 +12,7 @@ from ..pairwise_losses import PARTIAL_AUC_LOSSES, get_pairwise_loss
 from ..solvers.registry import auto_preference, solvers_for, streaming_solvers
 from ._anchored import STREAM_ALPHA, fit_anchored, resolve_alpha
 from ._base import RankLinearClassifierMixin, _RankLinearModel
-from ._params import keyword_init
+from ._params import keyword_init, options_doc
 from ._platt import FIT_ATTRIBUTES_DOC, PLATT_ATTRIBUTES_DOC, PlattRankingMixin, platt_calibrate
 
 #: The solvers of the estimator: its rows of the table of :mod:`skrank.solvers.registry`.
@@ -146,8 +146,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         ranking unchanged and move only the Platt threshold (so
         ``predict``); with more than two classes they also reweight the
         classes that make up each one-vs-rest problem's negatives.
-    solver : {"auto", "lbfgs", "exact", "agd-sbcd", "dca", "prox-dca", \
-"ppd-sg", "ppd-adagrad"}, default="auto"
+    solver : {""" + options_doc(_SOLVERS, first=("auto",)) + """}, default="auto"
         - ``"lbfgs"``: L-BFGS on the exact full-batch ``F`` and its
           gradient (:func:`skrank.solvers.full_batch.lbfgs.lbfgs`); deterministic.
         - ``"exact"``: the closed-form minimiser of the full-AUC square loss

@@ -4,10 +4,16 @@ from numbers import Integral, Real
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..solvers.registry import RANK_ADMM, auto_preference, solvers_for, streaming_solvers
+from ..losses import loss_names
+from ..solvers.registry import RANK_ADMM, auto_preference, renamed_for, solvers_for, streaming_solvers
 from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RegisteredSolverModel
-from ._params import keyword_init
+from ._params import keyword_init, options_doc
 
+#: The losses of the estimators: every loss of :mod:`skrank.losses` of their task.
+_CLASSIFICATION_LOSSES = loss_names("classification")
+_REGRESSION_LOSSES = loss_names("regression")
+_CLASSIFICATION_LOSSES_DOC = options_doc(_CLASSIFICATION_LOSSES)
+_REGRESSION_LOSSES_DOC = options_doc(_REGRESSION_LOSSES)
 #: The solvers of the estimators: their rows of the table of :mod:`skrank.solvers.registry`.
 _SOLVERS = solvers_for(RANK_ADMM)
 #: ``solver="auto"``: the first that fits; the ADMM fits every problem.
@@ -30,7 +36,7 @@ class _RankADMMModel(_RegisteredSolverModel):
         "alpha": [Interval(Real, 0, None, closed="left")],
         "l1_ratio": [Interval(Real, 0, 1, closed="both")],
         "fit_intercept": ["boolean"],
-        "solver": [StrOptions({"auto", *_SOLVERS})],
+        "solver": [StrOptions({"auto", *_SOLVERS, *renamed_for(_SOLVERS)}, deprecated=renamed_for(_SOLVERS))],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "rho": [StrOptions({"paper", "table6", "adaptive"}), Interval(Real, 0, None, closed="neither")],
@@ -62,7 +68,7 @@ class _RankADMMModel(_RegisteredSolverModel):
             "agd": dict(seeded, max_iter=min(self.max_iter, _AGD_MAX_OUTER)),
             "sgd": seeded,
             "lsvrg": seeded,
-            "lsvrg_nu": seeded,
+            "lsvrg-nu": seeded,
         }
 
 
@@ -85,7 +91,7 @@ _PARAMS_DOC = """
     fit_intercept : bool, default=True
         Fit an unpenalised intercept (the paper appends a penalised column
         of ones instead).
-    solver : {"auto", "newton", "ipm", "admm", "sgd", "lsvrg", "lsvrg_nu", "dca", "agd"}, default="auto"
+    solver : {""" + options_doc(_SOLVERS, first=("auto",)) + """}, default="auto"
         ``"auto"`` picks ``"newton"`` for a convex spectral risk with a smooth
         loss (Huber: with an l2 part in the penalty), ``"ipm"`` for ERM, a
         superquantile or a top-k average with the hinge or absolute loss,
@@ -108,7 +114,7 @@ _PARAMS_DOC = """
         (``refine`` of :func:`skrank.solvers.splitting.admm.admm`).  The paper's
         baselines:
         ``"sgd"`` (mini-batch subgradient of the sorted batch,
-        :func:`skrank.solvers.stochastic.sgd.sgd`), ``"lsvrg"`` and ``"lsvrg_nu"``
+        :func:`skrank.solvers.stochastic.sgd.sgd`), ``"lsvrg"`` and ``"lsvrg-nu"``
         (LSVRG with uniform and non-uniform sampling,
         :func:`skrank.solvers.stochastic.lsvrg.lsvrg`), and ``"dca"`` for ranked-range
         risks only (Hu et al. 2020, :func:`skrank.solvers.splitting.dca.dca`), and
@@ -161,7 +167,7 @@ _PARAMS_DOC = """
     warm_start : bool, default=False
         Start from the previous solution when refitting.
     random_state : int, RandomState instance or None, default=None
-        Seed of the stochastic solvers ("sgd", "lsvrg", "lsvrg_nu", "agd";
+        Seed of the stochastic solvers ("sgd", "lsvrg", "lsvrg-nu", "agd";
         the ADMM and DCA are deterministic).
     verbose : int, default=0
         Print progress when positive.
@@ -203,7 +209,9 @@ class RankADMMClassifier(RankLinearClassifierMixin, _RankADMMModel):
     risk : str or skrank.risks risk object, default="erm"
         The rank weights, e.g. ``Superquantile(q=0.8)``; a name means that
         risk with its defaults.
-    loss : {"logistic", "hinge", "squared_hinge"}, default="logistic"
+    loss : {"""
+        + _CLASSIFICATION_LOSSES_DOC
+        + """}, default="logistic"
         Loss of the negative margin.
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes, multiplying ``sample_weight`` as in
@@ -233,7 +241,7 @@ class RankADMMClassifier(RankLinearClassifierMixin, _RankADMMModel):
 
     _parameter_constraints = {
         **_RankADMMModel._parameter_constraints,
-        "loss": [StrOptions({"logistic", "hinge", "squared_hinge"})],
+        "loss": [StrOptions(set(_CLASSIFICATION_LOSSES))],
         "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
@@ -255,8 +263,11 @@ class RankADMMRegressor(RankLinearRegressorMixin, _RankADMMModel):
     ----------
     risk : str or skrank.risks risk object, default="erm"
         The rank weights.
-    loss : {"squared", "absolute", "huber"}, default="squared"
-        ``r^2 / 2``, ``|r|`` or Huber's loss of the residual ``r``.
+    loss : {"""
+        + _REGRESSION_LOSSES_DOC
+        + """}, default="squared"
+        A loss of the residual ``r`` (:func:`skrank.losses.get_loss`):
+        ``r^2 / 2``, ``|r|`` or Huber's loss with threshold ``epsilon``.
     epsilon : float, default=1.0
         Huber's threshold.
 """
@@ -279,7 +290,7 @@ class RankADMMRegressor(RankLinearRegressorMixin, _RankADMMModel):
 
     _parameter_constraints = {
         **_RankADMMModel._parameter_constraints,
-        "loss": [StrOptions({"squared", "absolute", "huber"})],
+        "loss": [StrOptions(set(_REGRESSION_LOSSES))],
         "epsilon": [Interval(Real, 0, None, closed="neither")],
     }
 

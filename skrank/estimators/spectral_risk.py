@@ -5,9 +5,16 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..losses import loss_names
 from ..solvers.registry import SPECTRAL_RISK, auto_preference, solvers_for, streaming_solvers
 from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RegisteredSolverModel
-from ._params import keyword_init
+from ._params import keyword_init, options_doc
+
+#: The losses of the estimators: the smooth ones of :mod:`skrank.losses` (SOREL and Newton need them).
+_CLASSIFICATION_LOSSES = loss_names("classification", smooth=True)
+_REGRESSION_LOSSES = loss_names("regression", smooth=True)
+_CLASSIFICATION_LOSSES_DOC = options_doc(_CLASSIFICATION_LOSSES)
+_REGRESSION_LOSSES_DOC = options_doc(_REGRESSION_LOSSES)
 
 #: The solvers of the estimators: their rows of the table of :mod:`skrank.solvers.registry`.
 _SOLVERS = solvers_for(SPECTRAL_RISK)
@@ -68,7 +75,7 @@ _COMMON_PARAMS_DOC = """
         penalised).  SOREL needs ``alpha > 0``.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept.
-    solver : {"auto", "newton", "sorel", "sgd", "lsvrg", "prospect", "admm"}, default="auto"
+    solver : {""" + options_doc(_SOLVERS, first=("auto",)) + """}, default="auto"
         ``"auto"`` is ``"newton"`` (``"admm"`` for the Huber loss with
         ``alpha=0``): the full-batch proximal Newton method of
         :func:`skrank.solvers.full_batch.newton.smoothed_newton`, which stops when it
@@ -132,8 +139,9 @@ class SpectralRiskRegressor(RankLinearRegressorMixin, _SpectralRiskModel):
         ``ExponentialSpectral``, ``TopK`` from :mod:`skrank.risks`, or its
         name (the defaults).  Non-spectral risks raise an error that points
         to ``RankADMMRegressor``.
-    loss : {"squared", "huber"}, default="squared"
-        ``squared`` is ``r^2 / 2``; ``huber`` uses ``epsilon``.
+    loss : {""" + _REGRESSION_LOSSES_DOC + """}, default="squared"
+        A smooth loss of the residual (:func:`skrank.losses.get_loss`);
+        ``squared`` is ``r^2 / 2``, ``huber`` uses ``epsilon``.
     epsilon : float, default=1.0
         Huber's threshold.
     """ + _COMMON_PARAMS_DOC + """
@@ -163,7 +171,7 @@ class SpectralRiskRegressor(RankLinearRegressorMixin, _SpectralRiskModel):
 
     _parameter_constraints = {
         **_SpectralRiskModel._parameter_constraints,
-        "loss": [StrOptions({"squared", "huber"})],
+        "loss": [StrOptions(set(_REGRESSION_LOSSES))],
         "epsilon": [Interval(Real, 0, None, closed="neither")],
     }
 
@@ -184,7 +192,7 @@ class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
     risk : str or risk object, default="superquantile"
         A spectral risk (see :class:`SpectralRiskRegressor`); non-spectral
         risks raise an error that points to ``RankADMMClassifier``.
-    loss : {"logistic", "squared_hinge"}, default="logistic"
+    loss : {""" + _CLASSIFICATION_LOSSES_DOC + """}, default="logistic"
         Smooth margin losses (SOREL needs Lipschitz gradients);
         ``predict_proba`` is available for ``logistic``.
     class_weight : dict, "balanced" or None, default=None
@@ -217,7 +225,7 @@ class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
 
     _parameter_constraints = {
         **_SpectralRiskModel._parameter_constraints,
-        "loss": [StrOptions({"logistic", "squared_hinge"})],
+        "loss": [StrOptions(set(_CLASSIFICATION_LOSSES))],
         "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 

@@ -11,6 +11,7 @@ repeats it, and the tables of ``doc/conventions.rst`` are generated from it
 (:func:`doc_tables`, checked by the tests).
 """
 
+import warnings
 from dataclasses import dataclass, field
 from importlib import import_module
 
@@ -287,7 +288,7 @@ _TABLE = (
                streaming=True, unit="one epoch", tol=_EPOCHS),
     SolverInfo("lsvrg", "stochastic.lsvrg:lsvrg", RANK_ADMM + SPECTRAL_RISK, "any", stochastic=True,
                unit="one epoch", tol=_EPOCHS),
-    SolverInfo("lsvrg_nu", "stochastic.lsvrg:lsvrg", RANK_ADMM, "any", options={"sampling": "nonuniform"},
+    SolverInfo("lsvrg-nu", "stochastic.lsvrg:lsvrg", RANK_ADMM, "any", options={"sampling": "nonuniform"},
                stochastic=True, unit="one epoch", tol=_EPOCHS),
     SolverInfo("prospect", "stochastic.prospect:prospect", SPECTRAL_RISK, "fixed_weights", stochastic=True,
                unit="one epoch", tol=_EPOCHS),
@@ -371,6 +372,41 @@ def streaming_solvers(solvers):
     return tuple(name for name, info in solvers.items() if info.streaming)
 
 
+#: Former solver names, still accepted with a FutureWarning: the names follow one style, words joined
+#: by hyphens, as scikit-learn's solvers are ("newton-cg").
+RENAMED = {"lsvrg_nu": "lsvrg-nu"}
+
+
+def renamed_for(solvers):
+    """The former names of ``solvers`` (a :func:`solvers_for` dict), accepted as deprecated aliases.
+
+    Returns
+    -------
+    set of str
+    """
+    return {old for old, new in RENAMED.items() if new in solvers}
+
+
+def current_name(requested):
+    """``requested``, or the current name of a former one (with a FutureWarning).
+
+    Parameters
+    ----------
+    requested : str
+        A ``solver`` parameter.
+
+    Returns
+    -------
+    str
+    """
+    if requested not in RENAMED:
+        return requested
+    new = RENAMED[requested]
+    warnings.warn(f"solver={requested!r} is now called solver={new!r}; the old name will be removed in a "
+                  "later release.", FutureWarning, stacklevel=4)
+    return new
+
+
 #: The rank-risk solvers by name (the rows of the rank-risk estimators).
 SOLVERS = solvers_for(RANK_ADMM + SPECTRAL_RISK)
 
@@ -425,6 +461,7 @@ def choose_solver(requested, preference, risk, loss, penalty, weighted=False, ex
         the ones that can.
     """
     solvers = SOLVERS if solvers is None else solvers
+    requested = current_name(requested)
 
     def reason(info):
         return info.unsupported(risk, loss, penalty, weighted, external, **problem)
