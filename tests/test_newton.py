@@ -95,6 +95,21 @@ def test_certified_fit_reaches_cvxpy(referee, risk, loss_name, penalty, linear_d
     assert res.objective - f_star <= res.info["gap"] + 1e-9 * abs(f_star)
 
 
+@pytest.mark.parametrize("risk", [ERM(), Superquantile(q=0.5)], ids=repr)
+def test_huber_with_every_residual_in_its_linear_tail_at_the_start(referee, risk):
+    # targets of a few hundred against epsilon = 1: at w = 0 every residual lies where Huber's loss is
+    # linear, so the first model has no curvature in the intercept; the warm-up must not take a step
+    # that raises F (it once sent the intercept to 9438 and never came back)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 5))
+    y = X @ rng.uniform(40.0, 110.0, size=5) + 5.0 * rng.normal(size=200)
+    loss, pen = get_loss("huber"), get_penalty("l2", 1e-3)
+    res = smoothed_newton(X, y, risk, loss, pen, tol=1e-8)
+    assert res.converged and res.info["certified"]
+    f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=True)
+    assert abs(res.objective - f_star) <= 1e-6 * abs(f_star)
+
+
 def test_an_early_stop_certifies_an_upper_bound_on_the_gap(referee, linear_data):
     loss = get_loss("logistic")
     X, y = linear_data("classification", n=200, d=5, seed=5)

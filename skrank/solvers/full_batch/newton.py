@@ -524,14 +524,17 @@ def _newton_fixed_weights(problem, theta, q, rel_tol, max_iter):
         if decrease <= rel_tol * abs(G):
             break
         alpha = 1.0
-        while True:
+        while alpha >= 1e-10:
             trial = theta + alpha * step
-            t = problem.arguments(trial)
-            if (float(q @ problem.loss.value(t)) + problem.penalty(trial)
-                    <= G - 1e-4 * alpha * decrease or alpha < 1e-10):
+            t_trial = problem.arguments(trial)
+            if float(q @ problem.loss.value(t_trial)) + problem.penalty(trial) <= G - 1e-4 * alpha * decrease:
                 break
             alpha *= 0.5
-        theta = trial
+        else:
+            # no decrease along the model's step (a loss without curvature where the model is flat, such
+            # as Huber's linear tails): leave the rest to the smoothed iterations, whose line search is exact
+            break
+        theta, t = trial, t_trial
     return theta, steps
 
 
