@@ -23,97 +23,54 @@ _SOLVERS = solvers_for("AveragePrecisionClassifier")
 class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLinearModel):
     __doc__ = ("""Linear classifier that maximises a surrogate of average precision (AUPRC).
 
-    Minimises the negative surrogate average precision of Qi, Luo, Xu, Ji
-    and Yang ("Stochastic Optimization of Areas Under Precision-Recall
-    Curves with Provable Convergence", NeurIPS 2021, eq. (2)) with an l2
-    penalty:
+    Fits a linear scorer whose precision-recall curve is as high as
+    possible, for models judged by the precision of their top-ranked cases
+    (fraud, screening).  The default minimises an even mix of the logistic
+    loss and the surrogate average precision of Qi, Luo, Xu, Ji and Yang
+    (2021), "Stochastic Optimization of Areas Under Precision-Recall Curves
+    with Provable Convergence", on sigmoid scores, started from logistic
+    regression; ``rank_weight=1`` fits the paper's objective alone.
 
-        F(w, b) = -(1/N+) sum_{i positive} A_i / B_i + alpha ||w||^2 / 2,
-        A_i = sum_{s positive} l(h_i - h_s),   B_i = sum_{s} l(h_i - h_s),
-
-    on the scores ``h = sigmoid(X w + b)``.  ``A_i / B_i`` replaces the
-    indicator ``1(h_s >= h_i)`` of the precision at positive ``i``'s
-    threshold by the surrogate ``l``, so ``-F`` (without the penalty) is a
-    smooth stand-in for the average precision of the training set.  The
-    sigmoid is the paper's: it bounds the score differences to (-1, 1), so
-    that the margin means the same whatever the scale of ``X w`` (see
-    :class:`skrank.datafits.average_precision.AveragePrecisionObjective`
-    for the measurement that chose it).
-
-    With ``solver="auto"`` or ``"lbfgs"`` the default fits this surrogate
-    mixed with the logistic loss, ``(1 - r) L(w, b) + r F(w, b)`` with
-    ``r = rank_weight = 0.5`` and ``alpha = 1 / n_samples``, started from
-    the logistic regression: on the real-table benchmark
-    (``doc/benchmarks.rst``) the paper's objective alone (``rank_weight=1``,
-    which SOAP fits) lost to logistic regression on held-out average
-    precision, and the mix did not.
-
-    The objective is not convex; every solver returns a stationary point.
-    ``objective_`` is always the exact full-data ``F`` at the returned
-    coefficients, whatever the solver, so fits by different solvers
-    compare.
+    Read more in the user guide: :doc:`average_precision`.
 
     Parameters
     ----------
     loss : {"squared_hinge", "logistic", "sigmoid"}, default="squared_hinge"
-        The surrogate ``l(z)`` of ``1(z <= 0)``, ``z = h_i - h_s``:
-        ``max(0, margin - z)^2`` (the paper's main choice),
-        ``log(1 + exp(-z))`` or ``1 / (1 + exp(z))`` (its ablation, with
-        ``c = 1``).  The squared hinge is evaluated exactly in
-        ``O(n log n + n d)`` per pass; the other two in ``O(N+ n + n d)``.
+        The surrogate of the precision's indicator: the squared hinge, the
+        paper's main choice and the fastest (``O(n log n)`` per pass), or
+        the logistic and sigmoid losses of its ablation (``O(N+ n)``).
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes, multiplying ``sample_weight`` as in
-        :class:`sklearn.linear_model.LogisticRegression`: ``"balanced"``
-        gives class ``c`` the weight ``n / (n_classes n_c)``.  The objective
-        is then the weighted surrogate (see Notes).
+        :class:`sklearn.linear_model.LogisticRegression`; the objective is
+        then the surrogate of the weighted average precision.
     margin : float, default=0.5
-        Margin of the squared hinge, on the scale of the sigmoid scores;
-        must be positive for it (the other surrogates ignore it), and
-        finite whatever the loss.  With
-        ``margin >= 1`` the hinge is never reached (score differences are
-        below one) and the surrogate is a plain square.
+        Margin of the squared hinge, on the scale of the sigmoid scores
+        (their differences lie in (-1, 1)); positive for the squared hinge,
+        ignored by the other losses but finite.  ``margin >= 1`` makes the
+        hinge a plain square; 0.5 won the ablation of the user guide.
     gamma : float, default=0.9
         SOAP's moving-average weight of the newest mini-batch estimate,
-        ``u <- (1 - gamma) u + gamma g`` (the paper's convention), in
-        (0, 1].
+        ``u <- (1 - gamma) u + gamma g`` (the paper's convention), in (0, 1].
     rank_weight : float or None, default=None
-        ``r`` in ``[0, 1]``: the objective is ``(1 - r) L(w, b) + r P(w, b)
-        + alpha ||w||^2 / 2``, with ``L`` the mean logistic loss of
-        ``X w + b`` and ``P`` the average-precision surrogate above.
-        ``rank_weight=0`` is :class:`~sklearn.linear_model.LogisticRegression`
-        with ``C = 1 / (alpha n_samples)``; ``rank_weight=1`` the paper's
-        objective alone, which SOAP needs.  Values below 1 are fitted by
-        ``"lbfgs"`` only, from the logistic regression's solution.  None
-        means 0.5 for ``solver="auto"`` and ``"lbfgs"``, 1 for SOAP.  That
-        default comes from the real-table benchmark (``doc/benchmarks.rst``),
-        where it beat both ends on held-out average precision;
-        :class:`AveragePrecisionClassifierCV` chooses it by cross-validation.
+        Weight in ``[0, 1]`` of the surrogate against the logistic loss: 0 is
+        logistic regression, 1 the paper's objective alone (which SOAP
+        needs).  Values below 1 are fitted by ``"lbfgs"`` only.  None means
+        0.5, the best on the benchmark tables, for ``"auto"`` and
+        ``"lbfgs"``, and 1 for SOAP.
     alpha : float or None, default=None
         Strength of the l2 penalty ``alpha ||w||^2 / 2``.  None means
         ``1 / n_samples`` (one over the total sample weight), the penalty
         of ``LogisticRegression(C=1)``; ``partial_fit`` then uses 1e-4.
     solver : {""" + options_doc(_SOLVERS, first=("auto",)) + """}, default="auto"
-        - ``"lbfgs"``: L-BFGS on the exact full-batch ``F`` and its
-          gradient (:func:`skrank.solvers.full_batch.lbfgs.lbfgs`); deterministic.
-        - ``"soap"``: the paper's Algorithms 1-3 (:func:`skrank.solvers.stochastic.soap.soap`),
-          one moving average per positive and a sampler with
-          ``positives_per_batch`` positives per batch; the one solver with
-          ``partial_fit``.
-        - ``"auto"``: ``"lbfgs"``, except for the logistic and sigmoid
-          surrogates when one pass would cost more than 5e7 pair terms
-          (``N+ n``), where it takes ``"soap"``.  On tables that fit in
-          memory L-BFGS reaches a lower ``F`` than SOAP in less time
-          (``benchmarks/average_precision.py``).
-
-        Both take sample and class weights: L-BFGS exactly, SOAP by drawing
-        each class's rows with probabilities proportional to their weights
-        (equal to the repeated rows in distribution only).  A Dask array
-        ``X`` chunked by rows is fitted by ``"lbfgs"`` (what ``"auto"``
-        takes for it) without being gathered (``doc/scaling.rst``); SOAP
-        refuses it.
+        ``"lbfgs"``: L-BFGS on the exact objective, deterministic; on data
+        that fit in memory it is faster and more accurate than SOAP.
+        ``"soap"``: the paper's stochastic method, for data too large for
+        full passes, and the one solver with ``partial_fit``.  ``"auto"``
+        is ``"lbfgs"``, except for the logistic and sigmoid losses when one
+        pass would cost more than 5e7 pair terms, where it is ``"soap"``.
+        Both take sample weights; only ``"lbfgs"`` takes Dask arrays.
     optimizer : {"sgd", "momentum", "adam"}, default="adam"
-        SOAP's update (Algorithm 3): plain SGD, momentum, or the paper's
-        Adam-style step.
+        SOAP's update: plain SGD, momentum, or the paper's Adam-style step.
     learning_rate : float or None, default=None
         SOAP's step size.  None: 1e-2 for Adam, and ``10 / mean ||(x, 1)||^2``
         for SGD and momentum (the value given is divided by the mean squared
@@ -125,13 +82,10 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
     max_iter : int or None, default=None
         L-BFGS iterations (default 500) or SOAP epochs (default 100).
     tol : float, default=1e-4
-        L-BFGS: the largest gradient entry with respect to the coefficients
-        in units of the features' root mean squares, or a relative decrease
-        of ``F`` per iteration below ``tol / 1000``
-        (:func:`skrank.solvers.full_batch.lbfgs.lbfgs`; neither depends on the scale
-        of ``X``, with ``alpha`` rescaled to match, nor on that of the
-        weights).  SOAP: the best exact ``F`` improved by less
-        than ``tol * max(1, |F|)`` over 5 epochs.
+        Tolerance of the stopping criterion: for L-BFGS a bound on the
+        gradient that depends neither on the scale of ``X`` nor on that of
+        the weights; for SOAP the relative improvement of the best objective
+        over 5 epochs (user guide).
     random_state : int, RandomState instance or None, default=None
         Seed of SOAP's sampler.
     warm_start : bool, default=False
@@ -143,49 +97,20 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         The ``b`` of the objective's scores ``sigmoid(X w + b)``.""" + FIT_ATTRIBUTES_DOC + """
     Notes
     -----
-    The ranking is ``X coef_``; ``b`` only places the scores on the
-    sigmoid.  After the ranking is fitted, a one-dimensional logistic
-    regression of the labels on ``s = X coef_`` (Platt scaling) gives
-    ``decision_function = A s + B``, ``intercept_ = B / A``,
-    ``predict_proba`` its sigmoid and ``predict`` its sign; none of them
-    changes the ranking.  ``score`` is accuracy, as for every scikit-learn
-    classifier; tune with ``scoring="average_precision"`` (scikit-learn's
-    scorer, which is average precision as eq. (1) of the paper defines it).
+    The objective is not convex: every solver returns a stationary point.
+    ``objective_`` is the exact full-data objective at the returned
+    coefficients whatever the solver, so fits compare.
 
-    The default start is the closed-form full-AUC square-loss direction,
-    scaled so that ``X w`` has unit spread, with ``b`` centring it.
+    The ranking is ``X coef_``; ``score_intercept_`` only places the scores
+    on the sigmoid.  A one-dimensional logistic regression of the labels on
+    ``X coef_`` (Platt scaling) gives ``decision_function``,
+    ``predict_proba``, ``predict`` and ``intercept_``, and leaves the
+    ranking unchanged.  ``score`` is accuracy, as for every scikit-learn
+    classifier; tune with ``scoring="average_precision"``.
 
-    With sample weights ``v`` (times ``class_weight``'s) the objective is
-
-        F(w, b) = -(1/V+) sum_{i positive} v_i A_i / B_i + alpha ||w||^2 / 2,
-        A_i = sum_{s positive} v_s l(h_i - h_s),   B_i = sum_{s} v_s l(h_i - h_s),
-
-    ``V+`` the positives' total weight: the surrogate of scikit-learn's
-    weighted ``average_precision_score``.  Integer weights fit as repeated
-    rows, zero weights as dropped rows.  The start (class moments, spread
-    and centre) and the Platt fit (log-likelihood and Platt's targets) are
-    weighted too.
-
-    With ``solver="soap"``, ``partial_fit(X, y, classes, sample_weight)``
-    runs one SOAP epoch (``ceil(N- / (batch_size - positives_per_batch))``
-    steps) on each batch it is given and keeps what the steps carry between
-    calls (:class:`skrank.solvers.stochastic.soap.SOAPStream`): ``(w, b)``, the
-    optimizer's moments and step counter, the generator, the moving
-    averages, keyed by the positives' content so that a row seen again
-    continues its average, and the class totals of all the batches seen,
-    which set the batch reweighting.  The first call starts from the
-    default start computed on its batch (on the first batch that holds both
-    classes), or from ``coef_`` after a ``fit``; a batch without positives
-    or without negatives takes no step.  After every call the Platt map is
-    refitted on that call's batch, the only data at hand, so
-    ``intercept_`` and ``calibration_`` describe the latest batch;
-    ``objective_`` is left as it was (``partial_fit`` does not evaluate
-    ``F``).  ``max_iter`` and ``tol`` play no part.  Each call reads the
-    current parameters: ``alpha``, ``loss``, ``margin``, ``gamma``,
-    ``learning_rate``, ``batch_size``, ``positives_per_batch`` and
-    ``class_weight`` may change between calls, a new ``random_state``
-    reseeds the draws, and a change of ``solver`` or ``optimizer`` (whose
-    moments the stream carries) raises a ValueError.
+    With ``solver="soap"``, ``partial_fit`` runs one SOAP epoch on each
+    batch and carries the solver's state from call to call; the Platt map is
+    refitted on the latest batch.  See the user guide.
 
     Examples
     --------

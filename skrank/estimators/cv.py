@@ -270,16 +270,11 @@ class _RankClassifierCVMixin(ClassifierMixin, BaseEstimator):
 
 _GRID_DOC_TEMPLATE = """
     alphas : int or array-like of shape (n_alphas,), default=7
-        The penalties ``alpha`` to try.  An int ``k`` gives the ``k``
-        values ``1 / (C n_samples)`` (``n_samples`` the total sample weight
-        with ``sample_weight``) for ``C`` log-spaced from ``1e-4`` to
-        ``1e2`` (``numpy.logspace(-4, 2, k)``; ``C = 1`` alone for
-        ``k = 1``): the penalties of ``LogisticRegression(C=C)``.  The
-        default's 7 values step by decades and hold its default ``C = 1``;
-        strong penalties (``C`` down to ``1e-4``) win on wide tables with
-        few positives.  An array-like of nonnegative
-        floats is used as given, sorted in decreasing order (repeated values
-        once).
+        The penalties ``alpha`` to try.  An int ``k`` gives the penalties
+        ``1 / (C n_samples)`` of ``LogisticRegression(C=C)`` for ``k`` values
+        of ``C`` log-spaced from 1e-4 to 1e2 (``C = 1`` alone for ``k = 1``):
+        the default steps by decades and holds ``C = 1``.  An array-like of
+        nonnegative floats is used as given, in decreasing order.
     rank_weights : array-like of shape (n_rank_weights,), default={rank_weights}
         The weights ``rank_weight`` in [0, 1] to try, sorted in increasing
         order (repeated values once): 0 is an l2-penalised logistic
@@ -305,37 +300,27 @@ _COMMON_DOC = """
         :func:`joblib.parallel_backend` context, -1 all processors.
     refit : bool, default=True
         Refit the base estimator on all the data with the selected
-        ``(alpha_, rank_weight_)``.  With ``refit=False`` only the search is
-        done: there is no ``best_estimator_``, ``coef_`` nor
-        ``intercept_``, and the prediction methods are not available.
+        ``(alpha_, rank_weight_)``.  With ``refit=False`` there is no
+        ``best_estimator_``, ``coef_`` nor ``intercept_``, and no prediction.
 """
 
 
 _PARTIAL_AUC_CAVEAT = """
-    With a partial ``fpr_range`` the surrogate has kinks (where a negative
-    enters or leaves the range) and its minimisers often lie on one; L-BFGS
-    started there can stop early, so a warm-started fit may keep close to
-    the previous penalty's.  ``fpr_range=(0, 1)`` has no kinks.
+    With a partial ``fpr_range`` a warm-started fit may stop near the
+    previous penalty's.  Read more in the user guide: :doc:`partial_auc`.
 """
 
 _AVERAGE_PRECISION_CAVEAT = """
-    The objective is not convex when ``rank_weight > 0``: a warm-started
-    fit may reach another stationary point than a fit from the default
-    start.
+    The objective is not convex: a warm-started fit may reach another
+    stationary point.  Read more in the user guide: :doc:`average_precision`.
 """
 
 
 def _selection_doc(base, caveat):
-    return f"""
-    Each fold's training part is fitted for every rank weight along the
-    penalties ``alphas_``, from the largest to the smallest, each fit
-    starting from the coefficients of the previous one (``warm_start``), and
-    each fit is scored on the fold's held-out part with ``scoring``.  The
-    pair ``(alpha, rank_weight)`` of best mean score over the folds is
-    selected; among equal means the largest ``alpha`` is preferred, then
-    the smallest ``rank_weight``: the simplest model.  With ``refit=True``
-    the {base} of that pair is then fitted on all the data.  Only two
-    classes are supported.
+    return f"""    Each fold fits a warm-started path of penalties for every rank weight,
+    and the pair of best mean held-out score (on ties the largest ``alpha``,
+    then the smallest ``rank_weight``) is refitted on all the data
+    (``best_estimator_``).  Only two classes are supported.
 {caveat}"""
 
 
@@ -397,14 +382,10 @@ def _search_doc(base):
 class PartialAUCClassifierCV(_RankClassifierCVMixin):
     __doc__ = f"""PartialAUCClassifier with ``alpha`` and ``rank_weight`` chosen by cross-validation.
 
-    Tunes the penalty ``alpha`` and the mix ``rank_weight`` of the logistic
-    loss and the partial-AUC surrogate of
+    Tunes the penalty ``alpha`` and the weight ``rank_weight`` of the
+    partial-AUC surrogate against the logistic loss of
     :class:`~skrank.estimators.PartialAUCClassifier` over a grid, in the
-    manner of :class:`sklearn.linear_model.LogisticRegressionCV`.  The
-    fitted objective is
-
-        F(w, b) = (1 - rank_weight) mean logistic loss of (w, b)
-                  + rank_weight partial-AUC surrogate(w) + alpha ||w||^2 / 2.
+    manner of :class:`sklearn.linear_model.LogisticRegressionCV`.
 {_selection_doc("PartialAUCClassifier", _PARTIAL_AUC_CAVEAT)}
     Parameters
     ----------{_grid_doc('(0.0, 0.05, 0.2)')}    scoring : str, callable or None, default=None
@@ -418,16 +399,13 @@ class PartialAUCClassifierCV(_RankClassifierCVMixin):
         one negative in the range.
     loss : {{"smooth_step", "squared_hinge", "logistic", "squared"}} or None, default=None
         Loss of the pairwise margin of the rank surrogate; None chooses by
-        the solver, as :class:`~skrank.estimators.PartialAUCClassifier`
-        does (``"smooth_step"`` for ``"auto"`` and ``"lbfgs"``).
+        the solver (``"smooth_step"`` for ``"auto"`` and ``"lbfgs"``).
     margin : float or None, default=None
         Margin of the squared hinge and squared losses, half-width of the
         smooth step; None means a quarter of the spread of the logistic
-        regression's scores for the smooth step (see
-        :class:`~skrank.estimators.PartialAUCClassifier`), 1 otherwise.
+        regression's scores for the smooth step, 1 otherwise.
     link : {{"identity", "sigmoid"}}, default="identity"
-        The scores the surrogate ranks: ``X w`` or ``sigmoid(X w + b)``;
-        see :class:`~skrank.estimators.PartialAUCClassifier`.
+        The scores the surrogate ranks: ``X w`` or ``sigmoid(X w + b)``.
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes, multiplying ``sample_weight``.
     solver : {{{options_doc(solvers_for("PartialAUCClassifier"), first=("auto",))}}}, default="auto"
@@ -458,14 +436,10 @@ class PartialAUCClassifierCV(_RankClassifierCVMixin):
 class AveragePrecisionClassifierCV(_RankClassifierCVMixin):
     __doc__ = f"""AveragePrecisionClassifier with ``alpha`` and ``rank_weight`` chosen by cross-validation.
 
-    Tunes the penalty ``alpha`` and the mix ``rank_weight`` of the logistic
-    loss and the average-precision surrogate of
+    Tunes the penalty ``alpha`` and the weight ``rank_weight`` of the
+    average-precision surrogate against the logistic loss of
     :class:`~skrank.estimators.AveragePrecisionClassifier` over a grid, in
-    the manner of :class:`sklearn.linear_model.LogisticRegressionCV`.  The
-    fitted objective is
-
-        F(w, b) = (1 - rank_weight) mean logistic loss of (w, b)
-                  + rank_weight average-precision surrogate(w) + alpha ||w||^2 / 2.
+    the manner of :class:`sklearn.linear_model.LogisticRegressionCV`.
 {_selection_doc("AveragePrecisionClassifier", _AVERAGE_PRECISION_CAVEAT)}
     Parameters
     ----------{_grid_doc('(0.0, 0.2, 0.5)')}    scoring : str, callable or None, default=None

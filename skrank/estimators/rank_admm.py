@@ -82,8 +82,7 @@ _PARAMS_DOC = """
         Penalty ``alpha R(w)`` on the coefficients (never on the intercept):
         ``R = ||w||^2 / 2`` (l2), ``||w||_1`` (l1), or
         ``l1_ratio ||w||_1 + (1 - l1_ratio) ||w||^2 / 2`` (elastic net, as in
-        scikit-learn).  The paper writes the l1 penalty as
-        ``mu/2 ||w||_1``, so its ``mu`` is ``2 alpha`` here.
+        scikit-learn).  The paper's l1 term ``mu/2 ||w||_1`` is ``mu = 2 alpha``.
     alpha : float, default=1e-2
         Penalty strength, ``alpha >= 0``.
     l1_ratio : float, default=0.5
@@ -92,74 +91,34 @@ _PARAMS_DOC = """
         Fit an unpenalised intercept (the paper appends a penalised column
         of ones instead).
     solver : {""" + options_doc(_SOLVERS, first=("auto",)) + """}, default="auto"
-        ``"auto"`` picks ``"newton"`` for a convex spectral risk with a smooth
-        loss (Huber: with an l2 part in the penalty), ``"ipm"`` for ERM, a
-        superquantile or a top-k average with the hinge or absolute loss,
-        and ``"admm"`` otherwise (the hinge and absolute losses with other
-        spectral risks, ranked-range and human-aligned risks).
-        ``"newton"``: the full-batch proximal Newton method of
-        :func:`skrank.solvers.full_batch.newton.smoothed_newton`, which stops when it has
-        certified that ``F`` is within ``tol |F|`` of the optimum.
-        ``"ipm"``: the primal-dual interior-point method of
-        :func:`skrank.solvers.full_batch.interior_point.interior_point`, which stops
-        on the same certificate.
-        ``"admm"``: Algorithm 1 of Xiao et al. (2023),
-        :func:`skrank.solvers.splitting.admm.admm`; any risk.  For the non-convex
-        risks it differs from the paper: Algorithm 1 runs from the start
-        and from the ERM fit of the same data, keeping the point of lowest
-        objective, and for a ranked range each 200-iteration segment is
-        followed by trimming steps (minimise the convex mean of the
-        ``k - m`` largest losses outside the current top ``m``), because
-        Algorithm 1 alone often stops near a poor stationary point there
-        (``refine`` of :func:`skrank.solvers.splitting.admm.admm`).  The paper's
-        baselines:
-        ``"sgd"`` (mini-batch subgradient of the sorted batch,
-        :func:`skrank.solvers.stochastic.sgd.sgd`), ``"lsvrg"`` and ``"lsvrg-nu"``
-        (LSVRG with uniform and non-uniform sampling,
-        :func:`skrank.solvers.stochastic.lsvrg.lsvrg`), and ``"dca"`` for ranked-range
-        risks only (Hu et al. 2020, :func:`skrank.solvers.splitting.dca.dca`), and
-        ``"agd"`` for ranked-range risks only: approximate gradient descent
-        on the Moreau-smoothed top-``k`` minus top-``m`` sums, with SGD
-        inner loops on their LP-dual form (Yao, Lin and Yang 2022,
-        Algorithms 2 and 3, :func:`skrank.solvers.stochastic.sorr_agd.sorr_agd`, with
-        its defaults: ``mu``, ``gamma`` and the inner step in units of the
-        mini-batch smoothness, the penalty applied by its prox inside the
-        inner steps, the best exact objective kept).  Stochastic (seeded by
-        ``random_state``) and first order: in 30 outer iterations it ended
-        within about 1.5% of the best of ADMM and DCA on standardised
-        tables (typically 0.05%), sometimes at a better stationary point,
-        and up to 7% above on weakly penalised ones (``alpha = 1e-4``).
-        For the SGD and LSVRG baselines ``max_iter`` counts epochs.
+        ``"auto"`` picks ``"newton"`` (a certified proximal Newton method)
+        for a convex spectral risk with a smooth loss (Huber: with an l2
+        part in the penalty), ``"ipm"`` (a certified interior-point method)
+        for ERM, a superquantile or a top-k average with the hinge or
+        absolute loss, and ``"admm"`` (Algorithm 1 of Xiao et al. 2023, with
+        restarts and trimming steps for the non-convex risks) otherwise.
+        The paper's baselines: ``"sgd"``, ``"lsvrg"``, ``"lsvrg-nu"``, and for
+        ranked-range risks ``"dca"`` (Hu et al. 2020) and ``"agd"`` (Yao, Lin
+        and Yang 2022).  Each solver is described in the user guide.
     max_iter : int, default=1000
-        Maximum number of ADMM iterations (Newton: Newton steps; IPM:
-        interior-point iterations; DCA and
-        AGD: outer iterations; SGD/LSVRG: epochs).  AGD's outer iteration ``k`` runs
-        ``20 (k+1)^2`` inner steps, so its work grows like ``max_iter^3``:
-        ``max_iter`` is capped at 50 for it (about 27 s on 500 x 500
-        features, 3 s on 1000 x 20), and ``max_iter=30`` is a good
-        budget.  Its stopping rule (no relative decrease of the best
-        objective above ``tol`` in 3 outer iterations, from the 10th on)
-        often ends it earlier.  Non-convex risks with ``solver="admm"``: the
-        bound of all the ADMM runs together (the ERM warm start, the runs
-        from each start, the trimming steps), which ``n_iter_`` counts, so
-        that ``n_iter_ <= max_iter`` there too.
+        Maximum number of iterations of the solver: ADMM iterations (all
+        runs together for the non-convex risks), Newton steps, epochs of the
+        stochastic baselines (table of :doc:`conventions`).  ``"agd"``, whose
+        work grows like ``max_iter^3``, takes at most 50.
     tol : float, default=1e-7
-        Tolerance on the scaled KKT residual of the ADMM (see
-        :func:`skrank.solvers.splitting.admm.admm`); for ``"newton"`` on the certified
-        relative gap ``(F - F*) / |F|``; for the other solvers their own
-        stopping criterion.
+        Tolerance of the solver's stopping criterion: the scaled KKT residual
+        of the ADMM, the certified relative gap ``(F - F*) / |F|`` of
+        ``"newton"`` and ``"ipm"``; for the others, the table of
+        :doc:`conventions`.
     rho : {"paper", "table6", "adaptive"} or float, default="paper"
-        ADMM penalty schedule (:class:`skrank.solvers.splitting.admm.RhoSchedule`):
-        ``"table6"`` is the paper's Table 6 as written (with a cap);
-        ``"paper"`` starts at ``max(rho_0, 0.1/n)`` (Table 6's ``rho_0``
-        makes ``w`` blow up), follows the ramp until it overshoots and then
-        balances the residuals; ``"adaptive"`` balances from the start; a
-        float is a constant penalty.  For the non-convex risks (ranked range,
-        human-aligned), ``"paper"`` and ``"adaptive"`` then double ``rho``
-        whenever the iterates cycle without progress, as non-convex ADMM
-        needs a large enough penalty to converge.
+        Penalty schedule of the ADMM: ``"paper"`` follows the paper's ramp
+        from a safer start and then balances the residuals, ``"table6"`` is
+        the paper's Table 6 as written, ``"adaptive"`` balances the
+        residuals from the start (recommended for ranked ranges), a float is
+        a constant penalty.  Details: user guide.
     zstep_method : {"stack", "sweep"}, default="stack"
-        PAVA variant of the z-step.
+        PAVA variant of the z-step: a stack, or the paper's run-merging
+        sweep.
     l1_solver : {"cd", "fista", "smoothed"}, default="cd"
         w-step solver when the penalty has an l1 part: coordinate descent on
         the Gram matrix, FISTA (the paper's choice), or the smoothed ADMM
@@ -195,14 +154,16 @@ class RankADMMClassifier(RankLinearClassifierMixin, _RankADMMModel):
     __doc__ = (
         """Linear classifier that minimises a rank-based risk of the margin losses.
 
-    Minimises ``F(w, b) = sum_i sigma_i l_(i) + alpha R(w)``, where
-    ``l_i = loss(-y_i (x_i.w + b))`` with ``y_i`` in {-1, +1},
-    ``l_(1) <= ... <= l_(n)`` are the sorted losses and ``sigma`` the weights
-    of ``risk`` (Xiao, Ge, Jiang and Yan, "A Unified Framework for Rank-based
-    Loss Minimization", NeurIPS 2023).  Every risk of :mod:`skrank.risks`
-    is accepted, convex (ERM, superquantile, extremile, exponential, top-k)
-    or not (ranked range, human-aligned).  More than two classes are handled
-    one-vs-rest.
+    Minimises ``sum_i sigma_i l_(i) + alpha R(w)``, a weighted sum of the
+    sorted losses of the margins, ``l_i = loss(-y_i (x_i . w + b))`` with
+    ``y_i`` in {-1, +1}, with the weights ``sigma`` of any risk of
+    :mod:`skrank.risks`, convex or not (a superquantile to fit the hardest
+    samples, a ranked range to ignore outliers).  Fitted by the ADMM of
+    Xiao, Ge, Jiang and Yan (2023), "A Unified Framework for Rank-based Loss
+    Minimization", or by a certified Newton or interior-point method where
+    the problem allows.  More than two classes are fitted one-vs-rest.
+
+    Read more in the user guide: :doc:`rank_admm`.
 
     Parameters
     ----------
@@ -252,12 +213,16 @@ class RankADMMRegressor(RankLinearRegressorMixin, _RankADMMModel):
     __doc__ = (
         """Linear regressor that minimises a rank-based risk of the residual losses.
 
-    Minimises ``F(w, b) = sum_i sigma_i l_(i) + alpha R(w)`` with
-    ``l_i = loss(x_i.w + b - y_i)``.  The losses are even in the residual,
-    not monotone, so the ADMM z-step orders the points by magnitude, runs
-    the PAVA on the magnitudes and restores the signs
-    (:func:`skrank.kernels.pava.zstep_even`, which proves it; see also
-    ``doc/rank_admm.rst``).
+    Minimises ``sum_i sigma_i l_(i) + alpha R(w)``, a weighted sum of the
+    sorted losses of the residuals, ``l_i = loss(x_i . w + b - y_i)``, with
+    the weights ``sigma`` of any risk of :mod:`skrank.risks`, convex or not
+    (a superquantile to fit the largest errors, a ranked range to ignore
+    outliers).  Fitted by the ADMM of Xiao, Ge, Jiang and Yan (2023), "A
+    Unified Framework for Rank-based Loss Minimization", whose z-step is
+    adapted to losses even in the residual, or by a certified Newton or
+    interior-point method where the problem allows.
+
+    Read more in the user guide: :doc:`rank_admm`.
 
     Parameters
     ----------

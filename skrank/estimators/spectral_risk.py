@@ -77,35 +77,27 @@ _COMMON_PARAMS_DOC = """
         Fit an unpenalised intercept.
     solver : {""" + options_doc(_SOLVERS, first=("auto",)) + """}, default="auto"
         ``"auto"`` is ``"newton"`` (``"admm"`` for the Huber loss with
-        ``alpha=0``): the full-batch proximal Newton method of
-        :func:`skrank.solvers.full_batch.newton.smoothed_newton`, which stops when it
+        ``alpha=0``): a full-batch proximal Newton method that stops once it
         has certified that ``F`` is within ``tol |F|`` of the optimum.
-        ``"sorel"``: the stochastic primal-dual method of Ge and Jiang (2024),
-        which converges to the exact minimiser.  The baselines of that
-        paper: ``"sgd"`` (biased mini-batch subgradient,
-        :func:`skrank.solvers.stochastic.sgd.sgd`), ``"lsvrg"``
-        (:func:`skrank.solvers.stochastic.lsvrg.lsvrg`) and ``"prospect"``
-        (:func:`skrank.solvers.stochastic.prospect.prospect`); they may stall above
-        the optimum.  ``"admm"`` delegates to the RankADMM solver
-        (``max_iter`` is its number of ADMM iterations).
+        ``"sorel"``: the stochastic primal-dual method of Ge and Jiang
+        (2024), which converges to the exact minimiser.  Its baselines
+        ``"sgd"``, ``"lsvrg"`` and ``"prospect"`` may stall above the
+        optimum.  ``"admm"`` delegates to the RankADMM solver.  Each solver
+        is described in the user guide.
     max_iter : int, default=1000
-        Maximum number of passes (outer iterations of SOREL, Newton steps of
-        ``"newton"``).
+        Maximum number of iterations: Newton steps for ``"newton"``, outer
+        iterations (about a pass) for SOREL, epochs for the baselines, ADMM
+        iterations for ``"admm"``.
     tol : float, default=1e-7
-        Tolerance of the solver's stopping criterion (for ``"newton"`` the
-        certified relative gap ``(F - F*) / |F|``; for SOREL the largest
-        of the relative objective change, the relative gradient norm and the
-        change of the dual weights over one epoch).  It bounds ``F``, not
-        the coefficients: two fits of one problem along different paths,
-        e.g. integer ``sample_weight`` and the repeated rows, stop at points
-        whose predictions may differ by about ``sqrt(tol |F|)``; a smaller
-        ``tol`` makes them agree to it.
+        Tolerance of the solver's stopping criterion: for ``"newton"`` the
+        certified relative gap ``(F - F*) / |F|``; for the others, the table
+        of :doc:`conventions`.  It bounds ``F``, not the coefficients.
     batch_size : int or None, default=None
         Samples per stochastic step; ``None`` is the solver's default (64
         for ``"sgd"``, whose batch weights need a batch, 1 otherwise).
     learning_rate : "auto" or float, default="auto"
-        Step size; "auto" derives it from the data (see
-        :func:`skrank.solvers.stochastic.steps.svrg_step_size`).
+        Step size of the stochastic solvers; "auto" derives it from the data
+        (user guide).
     random_state : int, RandomState instance or None, default=None
         Seed of the sampling.
     warm_start : bool, default=False
@@ -126,11 +118,16 @@ class SpectralRiskRegressor(RankLinearRegressorMixin, _SpectralRiskModel):
     __doc__ = (
         """Linear regression that minimises a spectral risk of the residual losses.
 
-    Minimises ``F(w, b) = sum_i sigma_i l_(i) + alpha ||w||^2 / 2`` where
-    ``l_(1) <= ... <= l_(n)`` are the sorted losses ``l(x_i . w + b - y_i)``
-    and ``sigma`` the risk's nondecreasing weights, by default with a
-    certified full-batch Newton method (SOREL of Ge and Jiang (2024) and its
-    baselines on request).
+    Minimises ``sum_i sigma_i l_(i) + alpha ||w||^2 / 2``, a weighted sum
+    of the sorted losses ``l_(1) <= ... <= l_(n)`` of the residuals whose
+    weights ``sigma`` increase: between the mean loss (ERM) and the largest,
+    for a fit judged by its largest errors (the superquantile, or CVaR,
+    averages the losses above a quantile).  The default solver is a
+    certified full-batch Newton method; ``solver="sorel"`` is the stochastic
+    method of Ge and Jiang (2024), "SOREL: A Stochastic Algorithm for
+    Spectral Risks Minimization".
+
+    Read more in the user guide: :doc:`spectral_risk`.
 
     Parameters
     ----------
@@ -182,10 +179,16 @@ class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
     __doc__ = (
         """Linear classifier that minimises a spectral risk of the margin losses.
 
-    Minimises ``F(w, b) = sum_i sigma_i l_(i) + alpha ||w||^2 / 2`` with
-    ``l_i = l(-y_i (x_i . w + b))``, ``y_i`` in {-1, +1}, by default with
-    a certified full-batch Newton method.  Two classes give one problem; more classes give one-vs-rest
-    problems.
+    Minimises ``sum_i sigma_i l_(i) + alpha ||w||^2 / 2``, a weighted sum
+    of the sorted losses of the margins, ``l_i = loss(-y_i (x_i . w + b))``
+    with ``y_i`` in {-1, +1}, whose weights ``sigma`` increase: the worst
+    classified samples count more than in the mean loss.  The default
+    solver is a certified full-batch Newton method; ``solver="sorel"`` is
+    the stochastic method of Ge and Jiang (2024), "SOREL: A Stochastic
+    Algorithm for Spectral Risks Minimization".  More than two classes are
+    fitted one-vs-rest.
+
+    Read more in the user guide: :doc:`spectral_risk`.
 
     Parameters
     ----------

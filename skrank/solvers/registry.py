@@ -282,7 +282,7 @@ _TABLE = (
     SolverInfo("sorel", "stochastic.sorel:sorel",
                SPECTRAL_RISK, "convex", losses="smooth", strongly_convex=True,
                stochastic=True, unit="one outer iteration (about a pass)",
-               tol="relative changes of ``F``, the gradient and the dual weights over one outer iteration"),
+               tol="the relative change of ``F``, the Lagrangian's relative gradient, the relative dual gap"),
     SolverInfo("sgd", "stochastic.sgd:sgd",
                RANK_ADMM + SPECTRAL_RISK, "any", sample_weight=True, stochastic=True,
                streaming=True, unit="one epoch", tol=_EPOCHS),

@@ -107,6 +107,7 @@ from ...risks import ERM, TopK
 from ..finish import FinishSchedule, NewtonFinish, PiecewiseLinearFinish
 from ..progress import Progress
 from ..result import SolverResult
+from ..stochastic.docs import fill_doc
 from .admm_wstep import WStep
 
 _RHO_NAMES = ("paper", "adaptive")
@@ -638,6 +639,7 @@ def admm_loop(X, s, c, wstep, zfun, lam0, objective, schedule, *, linear=None, m
     return run.result(k + 1 if max_iter > 0 else 0, schedule_finish.attempts, start)
 
 
+@fill_doc
 def admm(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=300, tol=1e-6, rho="paper",
          zstep_method="stack", l1_solver="fista", coef_init=None, intercept_init=None, verbose=0,
          relaxation=1.0, polish=True, refine=True):
@@ -651,10 +653,7 @@ def admm(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=300, tol=1e-
 
     Parameters
     ----------
-    X : {ndarray, sparse matrix} of shape (n, d)
-        Design matrix.
-    y : ndarray of shape (n,)
-        Labels in {-1, +1} (classification loss) or targets (regression).
+    {design}
     risk : skrank.risks.BaseRisk
         Any risk of :mod:`skrank.risks`; the non-convex ones (ranked range,
         human-aligned) are handled as described under ``refine``.

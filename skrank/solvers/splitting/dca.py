@@ -32,43 +32,25 @@ from ...datafits.rank_risk import affine_map, rank_objective
 from ...risks import TopK
 from ..progress import Progress
 from ..result import SolverResult
+from ..stochastic.docs import fill_doc
 from .admm import RhoSchedule, admm_loop, make_zstep, rank_subgradient
 from .admm_wstep import WStep
 
 
-def dca(
-    X,
-    y,
-    risk,
-    loss,
-    penalty,
-    *,
-    fit_intercept=True,
-    max_iter=50,
-    tol=1e-7,
-    inner_max_iter=2000,
-    zstep_method="stack",
-    l1_solver="cd",
-    coef_init=None,
-    intercept_init=None,
-    verbose=0,
-):
+@fill_doc
+def dca(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=50, tol=1e-7, inner_max_iter=2000,
+        zstep_method="stack", l1_solver="cd", coef_init=None, intercept_init=None, verbose=0):
     """Minimise a ranked-range risk by DCA with exact convex subproblems.
 
     Parameters
     ----------
-    X : {ndarray, sparse matrix} of shape (n, d)
-        Design matrix.
-    y : ndarray of shape (n,)
-        Labels in {-1, +1} (classification loss) or targets (regression).
-    risk : skrank.risks.RankedRange
-        Its ``counts(n)`` gives the integer ranks ``m < k``.
+    {design}
+    {ranked_range}
     loss : skrank.losses.Loss
         A convex loss (DCA needs the two parts to be convex).
     penalty : skrank.penalties.Penalty
         The l1, l2 or elastic-net penalty, handled by the inner ADMM's w-step.
-    fit_intercept : bool, default=True
-        Fit an unpenalised intercept.
+    {fit_intercept}
     max_iter : int, default=50
         Maximum number of DCA (outer) iterations.
     tol : float, default=1e-7

@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 from ..stochastic.outer_loop import OuterLoop
-from ..stochastic.sbcd import PairSampler
+from ..stochastic.sbcd import PairSampler, inner_schedule
 
 
 def dca_partial_auc(objective, *, coef_init=None, max_iter=10, tol=1e-4, batch_size=64, step=1.0,
@@ -35,11 +35,10 @@ def dca_partial_auc(objective, *, coef_init=None, max_iter=10, tol=1e-4, batch_s
     Parameters
     ----------
     objective : skrank.datafits.partial_auc.PartialAUCObjective
-        The objective on the training set: its two classes, loss, FPR range
-        and l2 strength.
+        As :func:`skrank.solvers.stochastic.sbcd.agd_sbcd`.
     coef_init : ndarray of shape (d,), default=None
-        Start ``w^(0)``; None: the class-mean difference of
-        :meth:`skrank.solvers.stochastic.sbcd.PairSampler.default_start`.
+        As :func:`skrank.solvers.stochastic.sbcd.agd_sbcd` (None: the
+        class-mean difference).
     max_iter : int, default=10
         Outer (DCA) iterations.
     tol : float, default=1e-4
@@ -114,8 +113,7 @@ def _dca(objective, coef_init, max_iter, tol, batch_size, step, inner_iter0, ran
     width = beta_fpr - alpha_fpr
     w = sampler.default_start() if coef_init is None else np.array(coef_init, dtype=np.float64)
     lam = sampler.initial_thresholds(w, objective.n)
-    loop = OuterLoop(w, objective.value(w), tol, verbose, name)
-    sampler.full_passes += 1
+    loop = OuterLoop(w, sampler.value(w), tol, verbose, name)
     for k in range(max_iter):
         # grad of phi^m = f^m / (N+ N-): the objective's subgradient is per N+ (n - m)
         if objective.m > 0:
@@ -123,12 +121,9 @@ def _dca(objective, coef_init, max_iter, tol, batch_size, step, inner_iter0, ran
             sampler.full_passes += 1
         else:
             xi = np.zeros_like(w)
-        T = int(inner_iter0 * (k + 1) ** 2)
-        eta = step / ((k + 1) * L)
-        theta = step / (k + 1)
+        T, eta, theta = inner_schedule(k, inner_iter0, step, L)
         w, lam, _ = sampler.run(w.copy(), w.copy(), xi, lam, beta_fpr, T, eta, theta, prox * L,
                                 width * objective.alpha, False)
-        sampler.full_passes += 1
-        if loop.step(w, objective.value(w), f"inner {T:6d}"):
+        if loop.step(w, sampler.value(w), f"inner {T:6d}"):
             break
     return loop.result({"passes": sampler.passes, "time": time.perf_counter() - start})

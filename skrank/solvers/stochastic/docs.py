@@ -1,4 +1,4 @@
-"""Parameter descriptions shared by the docstrings of the stochastic solvers.
+"""Parameter descriptions shared by the docstrings of the stochastic and splitting solvers.
 
 A solver's docstring names a shared block by its key in braces, ``{data}``,
 and :func:`fill_doc` writes the block in, so that :func:`help` and the API
@@ -6,12 +6,21 @@ documentation show every parameter.  Other braces are left alone.
 """
 
 _UNITS = "skrank.solvers.stochastic.units.FeatureUnits"
+_LABELS = """y : ndarray of shape (n,)
+        Labels in {-1, +1} (classification losses) or targets (regression)."""
 
 SHARED = {
-    "data": """X : {ndarray, sparse matrix} of shape (n, d)
+    "data": f"""X : {{ndarray, sparse matrix}} of shape (n, d)
         Design; sparse input is densified.
+    {_LABELS}""",
+    "design": f"""X : {{ndarray, sparse matrix}} of shape (n, d)
+        Design matrix.
+    {_LABELS}""",
+    "labelled_batch": """X : {ndarray, sparse matrix} of shape (n, d)
     y : ndarray of shape (n,)
-        Labels in {-1, +1} (classification losses) or targets (regression).""",
+        Labels in {-1, +1}.""",
+    "ranked_range": """risk : skrank.risks.RankedRange
+        Its ``counts(n)`` gives the integer ranks ``m < k``.""",
     "fit_intercept": """fit_intercept : bool, default=True
         Fit an unpenalised intercept.""",
     "scale_free": f"""in the standardised units of :class:`{_UNITS}` (so that
@@ -24,10 +33,15 @@ SHARED = {
         value; :class:`skrank.solvers.stochastic.epochs.EpochLog`).  A given
         ``learning_rate`` smaller than the automatic step divides the
         changes by their ratio (the smallest over the coefficients).""",
-    "start_verbose": """coef_init, intercept_init : ndarray, float or None
+    "seed_start_verbose": """random_state : int, RandomState, Generator or None
+        Seed of the sampling.
+    coef_init, intercept_init : ndarray, float or None
         Starting point (zeros by default).
     verbose : int, default=0
         Print one line per epoch when positive.""",
+    "epoch_result": """SolverResult
+        ``objective_history`` holds ``F`` at the start and after every
+        epoch; ``info`` holds ``times``""",
 }
 
 

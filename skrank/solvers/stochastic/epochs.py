@@ -2,13 +2,19 @@
 
 * :class:`EpochLog`: objective, time and passes per epoch, and the stopping criterion;
 * :func:`initial_point`, :func:`internal_start`: the start ``(w, b)``;
-* :func:`run_epochs`: the loop of epochs with the exact objective between them.
+* :class:`StandardisedStart`: the data, start, batch and step of a solver
+  that steps in the units of :class:`~skrank.solvers.stochastic.units.FeatureUnits`;
+* :func:`run_epochs`: the loop of epochs with the exact objective between them;
+* :class:`EpochStream`: what the streams of SGD and SOAP (``partial_fit``) share.
 """
 
 import numpy as np
 
 from ..progress import Progress
 from ..result import SolverResult
+from .sampling import make_rng
+from .steps import check_learning_rate
+from .units import resolve_step, standardised_data
 
 #: Epochs over which the stochastic solvers' objective must stay within ``tol`` (relative) to stop,
 #: as scikit-learn's SGD estimators' ``n_iter_no_change``.
@@ -69,10 +75,10 @@ class EpochLog:
         return criterion
 
     def result(self, w, b, fit_intercept, criterion, converged, **info):
-        """The :class:`SolverResult` of the run."""
+        """The :class:`SolverResult` of the run at ``(w, b)`` (``b`` a float)."""
         return SolverResult(
             coef=w,
-            intercept=float(b[0]) if fit_intercept else 0.0,
+            intercept=float(b) if fit_intercept else 0.0,
             n_iter=len(self.history) - 1,
             objective_history=np.asarray(self.history),
             stop_criterion=float(criterion),
@@ -98,6 +104,45 @@ def internal_start(units, coef_init, intercept_init, fit_intercept):
     w0, b0 = initial_point(units.unit.shape[0], coef_init, intercept_init, fit_intercept)
     w, b = units.to_internal(w0, b0[0])
     return w0, w, np.array([b])
+
+
+class StandardisedStart:
+    """The data, start, batch and step of LSVRG, Prospect and SOREL, in the units of their steps.
+
+    ``X_orig, units, X, s, c, sqnorms`` are those of
+    :func:`skrank.solvers.stochastic.units.standardised_data` (``per_feature``
+    as there), ``w0, w, b`` those of :func:`internal_start`, ``lr`` the
+    given ``learning_rate`` (None for ``"auto"``) and ``batch`` the
+    ``batch_size`` capped to ``[1, n]``.
+    """
+
+    def __init__(self, X, y, loss, fit_intercept, learning_rate, batch_size, coef_init, intercept_init,
+                 per_feature=True):
+        self.fit_intercept, self.per_feature = fit_intercept, per_feature
+        self.lr = check_learning_rate(learning_rate)
+        (self.X_orig, self.units, self.X, self.s, self.c,
+         self.sqnorms) = standardised_data(X, y, loss, fit_intercept, self.lr, per_feature)
+        self.batch = int(min(max(batch_size, 1), self.X.shape[0]))
+        self.w0, self.w, self.b = internal_start(self.units, coef_init, intercept_init, fit_intercept)
+
+    def epoch_steps(self, epoch_length):
+        """Steps of an epoch: ``epoch_length``, by default ``ceil(n / batch)`` (one pass)."""
+        return -(-self.X.shape[0] // self.batch) if epoch_length is None else int(epoch_length)
+
+    def step(self, auto_step):
+        """``(lr, fraction)`` of :func:`skrank.solvers.stochastic.units.resolve_step`.
+
+        Parameters
+        ----------
+        auto_step : callable
+            The automatic step from the squared row norms.
+        """
+        return resolve_step(self.lr, auto_step, self.sqnorms, self.X_orig, self.fit_intercept,
+                            self.per_feature)
+
+    def original(self):
+        """The internal ``(w, b)`` in the units of ``X``: ``(coef, intercept)``."""
+        return self.units.to_original(self.w, self.b[0])
 
 
 def run_epochs(log, epoch, max_iter, tol):
@@ -132,3 +177,32 @@ def run_epochs(log, epoch, max_iter, tol):
         if criterion <= tol:
             return criterion, True
     return criterion, False
+
+
+class EpochStream:
+    """The generator of a stream and its epoch on each batch of data (``partial_fit``).
+
+    A subclass defines ``prepare(X, y, sample_weight)`` (the data of an
+    epoch), ``epoch(data)`` and ``_seed_kernel(rng)`` (the compiled
+    kernel's generator, seeded from ``rng``).
+    """
+
+    def reseed(self, random_state):
+        """Seed the generator ``rng`` and the kernel's from ``random_state``.
+
+        Parameters
+        ----------
+        random_state : int, RandomState, Generator or None
+        """
+        self.rng = make_rng(random_state)
+        self._seed_kernel(self.rng)
+
+    def partial(self, X, y, sample_weight=None):
+        """One epoch on a batch of data (``partial_fit``).
+
+        Parameters
+        ----------
+        X, y, sample_weight
+            As in :meth:`prepare`.
+        """
+        self.epoch(self.prepare(X, y, sample_weight))

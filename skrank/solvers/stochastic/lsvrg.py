@@ -19,6 +19,12 @@ Epoch (Mehta et al. 2023, with ``nu = 0`` as in Ge and Jiang 2024)::
 
 For a linear model ``grad l_i(w_ckpt)`` is one cached scalar times
 ``(x_i, 1)``.
+
+The automatic step is that of uniform sampling for both samplings.
+Non-uniform sampling would allow a step larger by up to ``n max(sigma)``,
+but the frozen ranking is only right near the checkpoint: with the larger
+step the iterate crosses many rank changes within an epoch and the method
+oscillates far from the optimum of a superquantile.
 """
 
 import time
@@ -26,11 +32,10 @@ import time
 import numpy as np
 
 from .docs import fill_doc
-from .epochs import EpochLog, internal_start, run_epochs
+from .epochs import EpochLog, StandardisedStart, run_epochs
 from .sampling import WeightedSampler, draw_uniform, make_rng, seed_numba
-from .steps import check_learning_rate, sample_smoothness, svrg_step_size
+from .steps import sample_smoothness, svrg_step_size
 from .svrg import loss_arguments_dense, scalar_gradients, svrg_epoch
-from .units import resolve_step, standardised_data
 from .weights import rank_weights
 
 _SAMPLINGS = ("uniform", "nonuniform")
@@ -65,12 +70,7 @@ def lsvrg(X, y, risk, loss, penalty, *, fit_intercept=True, sampling="uniform", 
     learning_rate : "auto" or float, default="auto"
         Step size; "auto" is :func:`skrank.solvers.stochastic.steps.svrg_step_size`
         for uniform sampling, with the weights at the starting point, for
-        both samplings, {scale_free}  Non-uniform
-        sampling would allow a step larger by
-        up to ``n max(sigma)``, but the frozen ranking is only right near
-        the checkpoint: with the larger step the iterate crosses many rank
-        changes within an epoch and the method oscillates far from the
-        optimum of a superquantile.
+        both samplings (module docstring), {scale_free}
     max_iter : int, default=100
         Number of checkpoints (epochs).
     epoch_length : int or None, default=None
@@ -79,36 +79,26 @@ def lsvrg(X, y, risk, loss, penalty, *, fit_intercept=True, sampling="uniform", 
     batch_size : int, default=1
         Samples per step (their corrections are averaged).
     {epoch_tol}
-    random_state : int, RandomState, Generator or None
-        Seed of the sampling.
-    {start_verbose}
+    {seed_start_verbose}
 
     Returns
     -------
-    SolverResult
-        ``objective_history`` holds ``F`` at the start and after every
-        epoch; ``info`` holds ``times`` (cumulative solver seconds,
-        objective evaluation excluded), ``passes`` (one full pass plus
-        ``B * steps / n`` per epoch, our convention),
-        ``learning_rate`` (in the standardised units for "auto") and
-        ``weights`` (the last checkpoint's ``q``).
+    {epoch_result} (cumulative solver seconds, objective evaluation
+        excluded), ``passes`` (one full pass plus ``B * steps / n`` per epoch,
+        our convention), ``learning_rate`` (in the standardised units for
+        "auto") and ``weights`` (the last checkpoint's ``q``).
     """
     if sampling not in _SAMPLINGS:
         raise ValueError(f"sampling must be one of {_SAMPLINGS}, got {sampling!r}.")
     seed_numba(make_rng(random_state))
-    lr = check_learning_rate(learning_rate)
-    X_orig, units, X, s, c, sqnorms = standardised_data(X, y, loss, fit_intercept, lr)
+    run = StandardisedStart(X, y, loss, fit_intercept, learning_rate, batch_size, coef_init, intercept_init)
+    X, s, c, w, b, batch, steps = run.X, run.s, run.c, run.w, run.b, run.batch, run.epoch_steps(epoch_length)
     n, d = X.shape
-    batch = int(min(max(batch_size, 1), n))
-    steps = -(-n // batch) if epoch_length is None else int(epoch_length)
-    w0, w, b = internal_start(units, coef_init, intercept_init, fit_intercept)
     t = loss_arguments_dense(X, s, c, w, b[0], np.empty(n))
     losses = loss.value(t)
     q = rank_weights(risk, losses)
-    lr, fraction = resolve_step(
-        lr, lambda sq: svrg_step_size(sample_smoothness(loss, sq), q, batch, "uniform"), sqnorms, X_orig,
-        fit_intercept)
-    l1, l2 = units.penalty(penalty)
+    lr, fraction = run.step(lambda sq: svrg_step_size(sample_smoothness(loss, sq), q, batch, "uniform"))
+    l1, l2 = run.units.penalty(penalty)
     gref, idx, work = np.empty(n), np.empty(steps * batch, dtype=np.int64), np.empty(d)
     sampler = WeightedSampler(n) if sampling == "nonuniform" else None
 
@@ -121,21 +111,16 @@ def lsvrg(X, y, risk, loss, penalty, *, fit_intercept=True, sampling="uniform", 
         qg = q * gref
         gbar_b = float(qg.sum()) if fit_intercept else 0.0
         mult = _draw_epoch(sampler, q, idx)
-        svrg_epoch(
-            X, s, c, loss.code, loss.param, w, b, gref, mult, X.T @ qg, gbar_b, idx, batch, lr,
-            l1, l2, 0.0, w, 0.0, fit_intercept, work,
-        )
+        svrg_epoch(X, s, c, loss.code, loss.param, w, b, gref, mult, X.T @ qg, gbar_b, idx, batch, lr,
+                   l1, l2, 0.0, w, 0.0, fit_intercept, work)
         loss_arguments_dense(X, s, c, w, b[0], t)
         losses = loss.value(t)
         seconds = time.perf_counter() - start
-        obj = risk.value(losses) + penalty.value(units.to_original(w, b[0])[0])
-        return obj, seconds, 1.0 + steps * batch / n
+        return risk.value(losses) + penalty.value(run.original()[0]), seconds, 1.0 + steps * batch / n
 
-    log = EpochLog(risk.value(losses) + penalty.value(w0), "LSVRG", verbose, max_iter, fraction)
+    log = EpochLog(risk.value(losses) + penalty.value(run.w0), "LSVRG", verbose, max_iter, fraction)
     crit, converged = run_epochs(log, epoch, max_iter, tol)
-    coef, intercept = units.to_original(w, b[0])
-    return log.result(coef, np.array([intercept]), fit_intercept, crit, converged, learning_rate=lr,
-                      weights=q)
+    return log.result(*run.original(), fit_intercept, crit, converged, learning_rate=lr, weights=q)
 
 
 def _draw_epoch(sampler, q, idx):

@@ -6,6 +6,13 @@ The table changes in one entry per sample drawn, so the ranking is kept up
 to date by moving that entry to its new place (an insertion step, ``O(n)``
 in the worst case and ``O(1)`` when the loss barely moves), inside the same
 Numba loop as the gradient steps.
+
+The loss table is updated with the loss of the drawn sample at the point
+where its gradient was evaluated (the public code's variant, no extra
+evaluation), and the stored weight ``rho_i`` is the weight ``q_i`` the step
+used.  The estimate ``v`` is unbiased for ``sum_i q_i grad l_i(w)`` with the
+current table ranking; as the table converges to ``l(w)`` the weights
+converge to the ranked ``sigma``.
 """
 
 import time
@@ -16,11 +23,10 @@ from ..._jit import njit
 from ...datafits.rank_risk import rank_objective
 from ...losses import loss_derivative, loss_value
 from .docs import fill_doc
-from .epochs import EpochLog, internal_start, run_epochs
+from .epochs import EpochLog, StandardisedStart, run_epochs
 from .sampling import make_rng, seed_numba
-from .steps import check_learning_rate, prox_factors, prox_step, sample_smoothness, svrg_step_size
+from .steps import prox_factors, prox_step, sample_smoothness, svrg_step_size
 from .svrg import loss_arguments_dense, scalar_gradients
-from .units import resolve_step, standardised_data
 
 
 @njit(cache=True)
@@ -132,26 +138,13 @@ def prospect(X, y, risk, loss, penalty, *, fit_intercept=True, batch_size=1, lea
     epoch_length : int or None, default=None
         Steps per epoch; ``None`` means ``ceil(n / batch_size)``.
     {epoch_tol}
-    random_state : int, RandomState, Generator or None
-        Seed of the sampling.
-    {start_verbose}
+    {seed_start_verbose}
 
     Returns
     -------
-    SolverResult
-        ``objective_history`` holds ``F`` at the start and after every
-        epoch; ``info`` holds ``times``, ``passes`` (one pass to fill the
+    {epoch_result}, ``passes`` (one pass to fill the
         tables, then ``B * steps / n`` per epoch, our convention) and
         ``learning_rate``.
-
-    Notes
-    -----
-    The loss table is updated with the loss of the drawn sample at the
-    point where its gradient was evaluated (the public code's variant, no
-    extra evaluation), and the stored weight ``rho_i`` is the weight ``q_i``
-    the step used.  The estimate ``v`` is unbiased for
-    ``sum_i q_i grad l_i(w)`` with the current table ranking; as the table
-    converges to ``l(w)`` the weights converge to the ranked ``sigma``.
     """
     if risk.depends_on_values:
         raise ValueError(
@@ -159,17 +152,12 @@ def prospect(X, y, risk, loss, penalty, *, fit_intercept=True, batch_size=1, lea
             "depend on the loss values. Use sgd, lsvrg or the RankADMM solver."
         )
     seed_numba(make_rng(random_state))
-    lr = check_learning_rate(learning_rate)
-    X_orig, units, X, s, c, sqnorms = standardised_data(X, y, loss, fit_intercept, lr)
+    run = StandardisedStart(X, y, loss, fit_intercept, learning_rate, batch_size, coef_init, intercept_init)
+    X, s, c, w, b, batch, steps = run.X, run.s, run.c, run.w, run.b, run.batch, run.epoch_steps(epoch_length)
     n, d = X.shape
-    batch = int(min(max(batch_size, 1), n))
-    steps = -(-n // batch) if epoch_length is None else int(epoch_length)
     sigma = np.ascontiguousarray(risk.weights(n), dtype=np.float64)
-    lr, fraction = resolve_step(
-        lr, lambda sq: svrg_step_size(sample_smoothness(loss, sq), sigma, batch, "uniform"), sqnorms,
-        X_orig, fit_intercept)
-    l1, l2 = units.penalty(penalty)
-    w0, w, b = internal_start(units, coef_init, intercept_init, fit_intercept)
+    lr, fraction = run.step(lambda sq: svrg_step_size(sample_smoothness(loss, sq), sigma, batch, "uniform"))
+    l1, l2 = run.units.penalty(penalty)
     start = time.perf_counter()
     tables = _initial_tables(X, s, c, loss, w, b, sigma, fit_intercept)
     work, idx = np.empty(d), np.empty(batch, dtype=np.int64)
@@ -183,14 +171,12 @@ def prospect(X, y, risk, loss, penalty, *, fit_intercept=True, batch_size=1, lea
             fit_intercept, *tables, work, idx, g_new, l_new, q_used,
         )
         seconds = time.perf_counter() - start
-        coef, intercept = units.to_original(w, b[0])
-        return rank_objective(X_orig, y, coef, intercept, risk, loss, penalty), seconds, steps * batch / n
+        return rank_objective(run.X_orig, y, *run.original(), risk, loss, penalty), seconds, steps * batch / n
 
-    log = EpochLog(risk.value(tables[0]) + penalty.value(w0), "Prospect", verbose, max_iter, fraction)
+    log = EpochLog(risk.value(tables[0]) + penalty.value(run.w0), "Prospect", verbose, max_iter, fraction)
     log.times[0], log.passes[0] = setup, 1.0
     crit, converged = run_epochs(log, epoch, max_iter, tol)
-    coef, intercept = units.to_original(w, b[0])
-    return log.result(coef, np.array([intercept]), fit_intercept, crit, converged, learning_rate=lr)
+    return log.result(*run.original(), fit_intercept, crit, converged, learning_rate=lr)
 
 
 def _initial_tables(X, s, c, loss, w, b, sigma, fit_intercept):

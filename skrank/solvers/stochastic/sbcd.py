@@ -40,6 +40,20 @@ Decisions where the paper is silent or wrong:
   ``gamma / mu`` (10 and more, the paper's grid) diverges on standardised
   tables without it.
 * For ``m = 0`` the ``m``-call is skipped (``v_m = w``).
+* Units and defaults: ``mu~`` and ``gamma~`` (the paper's ``mu (N+ N-)``
+  and ``gamma (N+ N-)``; its grids are ``mu~`` in {100, 1000} and
+  ``gamma~ / mu~`` in {2, 5, 20, 50}) are given in units of ``1 / L``,
+  ``L = loss'' * mean ||x_i - x_j||^2`` over the pairs: the paper's
+  features have unit norm; dividing by ``L`` makes the defaults independent
+  of the feature scale.  The defaults lowered ``F`` fastest of a grid
+  (``mu`` 1 to 100, ``gamma / mu`` 1 to 10, ``c`` 0.3 to 3) on a
+  ``make_classification`` table and three real tables with the logistic
+  and squared-hinge losses; the paper's own ``gamma / mu`` of 10 and more
+  diverged there (hence the safeguard).
+* The l2 penalty ``alpha ||w||^2 / 2`` of the objective enters the outer
+  step only, as its proximal map (a division by
+  ``1 + gamma (beta - alpha_fpr) alpha``); the inner SBCD loops estimate
+  the proximal points of the unpenalised top-``l`` sums.
 """
 
 import time
@@ -74,7 +88,7 @@ class PairSampler:
         self.perm_pos = np.arange(self.Xp.shape[0], dtype=np.int64)
         self.perm_neg = np.arange(self.Xn.shape[0], dtype=np.int64)
         self.batch = int(batch_size)
-        self.loss = objective.loss
+        self.loss, self.objective = objective.loss, objective
         self.n_pos, self.n_neg = self.Xp.shape[0], self.Xn.shape[0]
         self.points_touched = 0
         # smoothness of one pair term, on average over pairs:
@@ -120,6 +134,11 @@ class PairSampler:
         """
         return self.points_touched / (self.n_pos + self.n_neg) + self.full_passes
 
+    def value(self, w):
+        """The exact objective at ``w`` (one full pass)."""
+        self.full_passes += 1
+        return self.objective.value(w)
+
     def initial_thresholds(self, w, level):
         """``lambda_i = loss(h_i - q_(ceil(l)))`` at ``w`` (one pass)."""
         self.full_passes += 1
@@ -129,20 +148,13 @@ class PairSampler:
         return np.maximum(self.loss.value(h_pos - tau), 0.0)
 
 
-def agd_sbcd(
-    objective,
-    *,
-    coef_init=None,
-    max_iter=10,
-    tol=1e-4,
-    batch_size=64,
-    mu=30.0,
-    gamma=60.0,
-    step=1.0,
-    inner_iter0=50,
-    random_state=None,
-    verbose=0,
-):
+def inner_schedule(k, inner_iter0, step, L):
+    """``(T, eta, theta)`` of outer iteration ``k``: ``T0 (k+1)^2``, ``c / ((k+1) L)``, ``c / (k+1)``."""
+    return int(inner_iter0 * (k + 1) ** 2), step / ((k + 1) * L), step / (k + 1)
+
+
+def agd_sbcd(objective, *, coef_init=None, max_iter=10, tol=1e-4, batch_size=64, mu=30.0, gamma=60.0,
+             step=1.0, inner_iter0=50, random_state=None, verbose=0):
     """Minimise the partial-AUC objective by AGD with SBCD inner loops.
 
     Parameters
@@ -163,17 +175,8 @@ def agd_sbcd(
     batch_size : int, default=64
         Positives and negatives per block (``I = J``).
     mu, gamma : float, default=30, 60
-        ``mu~`` and ``gamma~`` in normalised units (the paper's
-        ``mu (N+ N-)`` and ``gamma (N+ N-)``; its grids are ``mu~`` in
-        {100, 1000} and ``gamma~ / mu~`` in {2, 5, 20, 50}), in units of
-        ``1 / L``, ``L = loss'' * mean ||x_i - x_j||^2`` over the pairs: the
-        paper's features have unit norm; dividing by ``L`` makes the
-        defaults independent of the feature scale.  The defaults lowered
-        ``F`` fastest of a grid (``mu`` 1 to 100, ``gamma / mu`` 1 to 10,
-        ``c`` 0.3 to 3) on a ``make_classification`` table and three
-        real tables with the logistic and squared-hinge losses; the paper's
-        own ``gamma / mu`` of 10 and more diverged there (see the safeguard
-        in the module notes).
+        ``mu~`` and ``gamma~`` in normalised units, in units of ``1 / L``
+        (the pair smoothness; module docstring).
     step : float, default=1.0
         ``c`` of the step sizes ``eta~ = c / ((k+1) L)`` (primal) and
         ``theta~ = c / (k+1)`` (dual, in loss units).
@@ -197,13 +200,6 @@ def agd_sbcd(
         exact ``F`` and per threshold initialisation), ``time`` and
         ``gamma`` (the final ``gamma``, below the input when the safeguard
         fired).
-
-    Notes
-    -----
-    The l2 penalty ``alpha ||w||^2 / 2`` of the objective enters the outer
-    step only, as its proximal map (a division by
-    ``1 + gamma (beta - alpha_fpr) alpha``); the inner SBCD loops estimate
-    the proximal points of the unpenalised top-``l`` sums.
     """
     objective.check_unweighted("agd-sbcd")
     start = time.perf_counter()
@@ -228,11 +224,7 @@ def agd_sbcd(
     def penalty_prox(v, step_):
         return v / (1.0 + step_ * objective.alpha)
 
-    def value(w_):
-        sampler.full_passes += 1
-        return objective.value(w_)
-
-    result = agd_loop(prox_point, value, penalty_prox, w, alpha_fpr, beta_fpr,
+    result = agd_loop(prox_point, sampler.value, penalty_prox, w, alpha_fpr, beta_fpr,
                       sampler.smoothness, max_iter=max_iter, tol=tol, mu=mu, gamma=gamma,
                       step=step, inner_iter0=inner_iter0, verbose=verbose, name="agd-sbcd",
                       on_restart=reset_thresholds)
@@ -287,9 +279,7 @@ def agd_loop(prox_point, value, penalty_prox, w, low, high, L, *, max_iter, tol,
     F_start = value(w)
     loop = OuterLoop(w, F_start, tol, verbose, name)
     for k in range(max_iter):
-        T = int(inner_iter0 * (k + 1) ** 2)
-        eta = step / ((k + 1) * L)
-        theta = step / (k + 1)
+        T, eta, theta = inner_schedule(k, inner_iter0, step, L)
         v_n = prox_point(w, high, T, eta, theta, 1.0 / mu)
         v_m = prox_point(w, low, T, eta, theta, 1.0 / mu) if low > 0 else w
         w = penalty_prox(w - gamma * (v_m - v_n) / mu, gamma * width)

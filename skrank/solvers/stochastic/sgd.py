@@ -16,8 +16,8 @@ from ..._jit import njit
 from ...datafits.rank_risk import rank_objective
 from ...losses import loss_derivative, loss_value
 from .docs import fill_doc
-from .epochs import EpochLog, initial_point, run_epochs
-from .sampling import make_rng, seed_numba
+from .epochs import EpochLog, EpochStream, initial_point, run_epochs
+from .sampling import seed_numba
 from .steps import check_learning_rate, prox_factors, prox_step, sample_smoothness
 from .units import FeatureUnits, dense_design, prepare_data, user_step_fraction
 from .weights import weight_pieces
@@ -112,9 +112,7 @@ def sgd(X, y, risk, loss, penalty, *, fit_intercept=True, batch_size=64, learnin
     epoch_length : int or None, default=None
         Steps per epoch; ``None`` means ``n // batch_size`` (one pass).
     {epoch_tol}
-    random_state : int, RandomState, Generator or None
-        Seed of the batches.
-    {start_verbose}
+    {seed_start_verbose}
     sample_weight : ndarray of shape (n,), optional
         Positive weights of the samples: each epoch then draws its ``n``
         samples with probabilities ``w_i / sum w`` (with replacement), so
@@ -123,9 +121,7 @@ def sgd(X, y, risk, loss, penalty, *, fit_intercept=True, batch_size=64, learnin
 
     Returns
     -------
-    SolverResult
-        ``objective_history`` holds ``F`` at the start and after every
-        epoch; ``info`` holds ``times`` (cumulative solver seconds,
+    {epoch_result} (cumulative solver seconds,
         objective evaluation excluded), ``passes`` (``B * steps / n`` per
         epoch, our convention) and ``learning_rate``.
 
@@ -162,7 +158,7 @@ def sgd(X, y, risk, loss, penalty, *, fit_intercept=True, batch_size=64, learnin
 
     log = EpochLog(objective(), "SGD", verbose, max_iter, fraction)
     crit, converged = run_epochs(log, epoch, max_iter, tol)
-    return log.result(stream.w, stream.b, fit_intercept, crit, converged, learning_rate=stream.lr)
+    return log.result(stream.w, stream.b[0], fit_intercept, crit, converged, learning_rate=stream.lr)
 
 
 def _step_key(risk, loss, batch_size, learning_rate):
@@ -181,7 +177,7 @@ class _PassData:
         self.t_buf, self.l_buf, self.work = np.empty(batch), np.empty(batch), np.empty(X.shape[1])
 
 
-class SGDStream:
+class SGDStream(EpochStream):
     """The state of :func:`sgd` between passes: coefficients, step and generator.
 
     :func:`sgd` runs its epochs through one stream; an estimator's
@@ -220,15 +216,10 @@ class SGDStream:
         #: passes run so far
         self.passes = 0
 
-    def reseed(self, random_state):
-        """Seed the generator (and Numba's, which the kernel shuffles with) from ``random_state``.
-
-        Parameters
-        ----------
-        random_state : int, RandomState, Generator or None
-        """
-        self.rng = make_rng(random_state)
-        seed_numba(self.rng)
+    @staticmethod
+    def _seed_kernel(rng):
+        # the kernel shuffles with Numba's generator
+        seed_numba(rng)
 
     def update(self, risk, loss, penalty, *, batch_size, learning_rate):
         """Take the estimator's current settings for the next passes (``partial_fit``).
@@ -316,16 +307,6 @@ class SGDStream:
         if self.fit_intercept:
             self.b[0] = b_o
         self.passes += 1
-
-    def partial(self, X, y, sample_weight=None):
-        """One pass over a batch of data (``partial_fit``).
-
-        Parameters
-        ----------
-        X, y, sample_weight
-            As in :meth:`prepare`.
-        """
-        self.epoch(self.prepare(X, y, sample_weight))
 
     @property
     def units_automatic(self):

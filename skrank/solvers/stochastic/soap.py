@@ -73,8 +73,10 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from .docs import fill_doc
+from .epochs import EpochStream
 from .outer_loop import OuterLoop
-from .sampling import _seed_state, make_rng
+from .sampling import _seed_state
 from .soap_kernel import ADAM, MOMENTUM, SGD, soap_steps
 from .units import FeatureUnits
 
@@ -84,24 +86,9 @@ OPTIMIZERS = {"sgd": SGD, "momentum": MOMENTUM, "adam": ADAM}
 DEFAULT_LEARNING_RATES = {"sgd": 10.0, "momentum": 10.0, "adam": 1e-2}
 
 
-def soap(
-    objective,
-    *,
-    coef_init,
-    max_iter=100,
-    tol=1e-4,
-    batch_size=64,
-    positives_per_batch=8,
-    gamma=0.9,
-    optimizer="adam",
-    learning_rate=None,
-    beta1=0.9,
-    beta2=0.999,
-    eps=1e-8,
-    n_iter_no_change=5,
-    random_state=None,
-    verbose=0,
-):
+def soap(objective, *, coef_init, max_iter=100, tol=1e-4, batch_size=64, positives_per_batch=8, gamma=0.9,
+         optimizer="adam", learning_rate=None, beta1=0.9, beta2=0.999, eps=1e-8, n_iter_no_change=5,
+         random_state=None, verbose=0):
     """Minimise the average-precision surrogate by SOAP.
 
     Parameters
@@ -168,6 +155,24 @@ def soap(
         raise ValueError("SOAP needs at least one negative sample (of positive weight).")
     w = stream.point()
     loop = OuterLoop(w, objective.value(w), tol, verbose, "soap")
+    _run_epochs(stream, data, objective, loop, max_iter, tol, n_iter_no_change)
+    _check_against_zero(objective, loop, tol)
+    return loop.result({
+        "passes": stream.t * stream.batch_size / data.n + loop.n_iter + 2,
+        "steps": stream.t,
+        "time": time.perf_counter() - start,
+        "learning_rate": stream.lr,
+        "step_units": stream.units.unit,
+        "u": stream.moving_averages(data),
+    })
+
+
+def _run_epochs(stream, data, objective, loop, max_iter, tol, n_iter_no_change):
+    """Epochs of ``stream`` on ``data``, recorded in ``loop``, until the best ``F`` stalls.
+
+    The criterion is the best value's relative improvement over the last
+    ``n_iter_no_change`` epochs (over all the epochs before that many).
+    """
     best_window = [loop.best_F]
     for _ in range(max_iter):
         stream.epoch(data)
@@ -177,26 +182,12 @@ def soap(
         best_window.append(loop.best_F)
         if not np.isfinite(F):
             loop.converged = False
-            break
-        if len(best_window) > n_iter_no_change:
-            old = best_window[-1 - n_iter_no_change]
-            loop.crit = (old - loop.best_F) / max(1.0, abs(loop.best_F))
-            loop.converged = loop.crit <= tol
-            if loop.converged:
-                break
-        else:
-            loop.crit = (best_window[0] - loop.best_F) / max(1.0, abs(loop.best_F))
-            loop.converged = False
-    _check_against_zero(objective, loop, tol)
-    result = loop.result({
-        "passes": stream.t * stream.batch_size / data.n + loop.n_iter + 2,
-        "steps": stream.t,
-        "time": time.perf_counter() - start,
-        "learning_rate": stream.lr,
-        "step_units": stream.units.unit,
-        "u": stream.moving_averages(data),
-    })
-    return result
+            return
+        old = best_window[max(len(best_window) - 1 - n_iter_no_change, 0)]
+        loop.crit = (old - loop.best_F) / max(1.0, abs(loop.best_F))
+        loop.converged = len(best_window) > n_iter_no_change and loop.crit <= tol
+        if loop.converged:
+            return
 
 
 def _check_against_zero(objective, loop, tol):
@@ -233,7 +224,18 @@ class _SoapPass:
         self.cursor = np.array([pos_idx.shape[0], neg_idx.shape[0]], dtype=np.int64)  # shuffle first
 
 
-class SOAPStream:
+def _batch_sizes(batch_size, positives_per_batch):
+    """``(B, B+)`` as integers; raises ValueError unless ``1 <= B+ < B``."""
+    B, Bp = int(batch_size), int(positives_per_batch)
+    if not 1 <= Bp < B:
+        raise ValueError(
+            f"positives_per_batch={Bp} must be at least 1 and below batch_size={B}: "
+            "each batch needs negatives as well as positives."
+        )
+    return B, Bp
+
+
+class SOAPStream(EpochStream):
     """The state of SOAP between epochs: the point, optimizer, generator, moving averages, class totals.
 
     :func:`soap` runs its epochs through one stream; an estimator's
@@ -266,12 +268,7 @@ class SOAPStream:
     def __init__(self, loss, alpha, *, batch_size=64, positives_per_batch=8, gamma=0.9, optimizer="adam",
                  learning_rate=None, beta1=0.9, beta2=0.999, eps=1e-8, random_state=None, coef_init=None,
                  n_features):
-        B, Bp = int(batch_size), int(positives_per_batch)
-        if not 1 <= Bp < B:
-            raise ValueError(
-                f"positives_per_batch={Bp} must be at least 1 and below batch_size={B}: "
-                "each batch needs negatives as well as positives."
-            )
+        B, Bp = _batch_sizes(batch_size, positives_per_batch)
         if optimizer not in OPTIMIZERS:
             raise ValueError(f"Unknown optimizer {optimizer!r}; expected one of {list(OPTIMIZERS)}.")
         self.loss, self.alpha = loss, float(alpha)
@@ -307,15 +304,8 @@ class SOAPStream:
         #: the step size (None until the next batch for "sgd" and "momentum")
         self.lr = self._base_lr if self.optimizer == "adam" else None
 
-    def reseed(self, random_state):
-        """Seed the generators of the draws from ``random_state``.
-
-        Parameters
-        ----------
-        random_state : int, RandomState, Generator or None
-        """
-        self.rng = make_rng(random_state)
-        self.state = _seed_state(self.rng)
+    def _seed_kernel(self, rng):
+        self.state = _seed_state(rng)
 
     def update(self, loss, alpha, *, batch_size, positives_per_batch, gamma, learning_rate):
         """Take the estimator's current settings for the next epochs (``partial_fit``).
@@ -331,12 +321,7 @@ class SOAPStream:
         alpha : float
         batch_size, positives_per_batch, gamma, learning_rate : see soap
         """
-        B, Bp = int(batch_size), int(positives_per_batch)
-        if not 1 <= Bp < B:
-            raise ValueError(
-                f"positives_per_batch={Bp} must be at least 1 and below batch_size={B}: "
-                "each batch needs negatives as well as positives."
-            )
+        B, Bp = _batch_sizes(batch_size, positives_per_batch)
         self.loss, self.alpha = loss, float(alpha)
         self.batch_size, self.positives_per_batch, self.gamma = B, Bp, float(gamma)
         if learning_rate != getattr(self, "_learning_rate", learning_rate):
@@ -366,6 +351,7 @@ class SOAPStream:
             self.u, self.seen, self.stamp = u, seen, stamp
         return out
 
+    @fill_doc
     def prepare(self, X, y, sample_weight=None):
         """The data of an epoch; counts its classes into the running totals.
 
@@ -375,9 +361,7 @@ class SOAPStream:
 
         Parameters
         ----------
-        X : {ndarray, sparse matrix} of shape (n, d)
-        y : ndarray of shape (n,)
-            Labels in {-1, +1}.
+        {labelled_batch}
         sample_weight : ndarray of shape (n,), optional
             Nonnegative weights: the epochs draw each class's rows with
             probabilities proportional to them (rows of weight zero never).
@@ -452,16 +436,6 @@ class SOAPStream:
                    OPTIMIZERS[self.optimizer], self.beta1, self.beta2, self.eps, weight_pos, weight_neg,
                    loss.code, loss.shift, loss.scale, self.state, data.perm_pos, data.perm_neg, data.cursor)
         self.t += steps
-
-    def partial(self, X, y, sample_weight=None):
-        """One epoch on a batch of data (``partial_fit``).
-
-        Parameters
-        ----------
-        X, y, sample_weight
-            As in :meth:`prepare`.
-        """
-        self.epoch(self.prepare(X, y, sample_weight))
 
     def moving_averages(self, data):
         """The moving averages ``u`` of the positives of ``data``, in their order.

@@ -29,7 +29,9 @@ Automatic parameters of :func:`sorel` (the paper tuned ``lr`` and ``C`` over gri
   gives ``coef / s``; the intercept is decoupled from the column means;
 * the primal step ``lr`` is :func:`skrank.solvers.stochastic.steps.svrg_step_size`, from the
   per-sample smoothness ``L_i = L_loss (||x_i||^2 + 1)`` and sigma;
-* the primal step is multiplied by 1.75 with importance sampling;
+* the primal step is multiplied by 1.75 with importance sampling (which
+  allows a step up to ``n sigma_n max L_i / Lbar`` times larger than
+  uniform sampling, see :func:`skrank.solvers.stochastic.steps.svrg_step_size`);
 * the dual step is ``eta_k = min(dual_growth * eta_{k-1}, dual_safety / L_F)``,
   ``eta_0 = C mu``.  ``L_F`` is the smoothness of the dual function
   ``phi(lam) = min_w L(w, lam) + ||w - w_k||^2 / (2 tau)`` restricted to the
@@ -86,13 +88,12 @@ from ..finish import FinishSchedule, NewtonFinish
 from ..progress import Progress
 from ..result import SolverResult
 from .docs import fill_doc
-from .epochs import internal_start
+from .epochs import StandardisedStart
 from .sampling import _seed_state, make_rng
 from .sorel_kernel import _sorel_epochs
 from .sorel_paper import sorel_paper
-from .steps import check_learning_rate, sample_smoothness, svrg_step_size
+from .steps import sample_smoothness, svrg_step_size
 from .svrg import loss_arguments_dense
-from .units import resolve_step, standardised_data
 from .weights import rank_weights
 
 __all__ = ["dual_smoothness", "sorel", "sorel_dual_scale", "sorel_paper"]
@@ -107,7 +108,7 @@ _CHUNK_SECONDS = 2e-3  # target length of one kernel call (several epochs)
 # Figure 2 settings as the tuned grid, for seeds 0, 1 and 2; 1.0 leaves energy
 # ESRM/extremile at ~150 passes, 2.0 loses power CVaR.
 _LR_IMPORTANCE_FACTOR = 1.75
-# The exact finish (see sorel's Notes) counts as optimal when the Newton method
+# The exact finish (see the module docstring) counts as optimal when the Newton method
 # certifies a relative gap below _FINISH_TOL.
 _FINISH_FIRST = 16  # also tried after 16 epochs, then every _FINISH_GROWTH-fold epochs
 _FINISH_GROWTH = 2.0
@@ -187,19 +188,17 @@ def sorel(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=200, tol=1e
     max_iter : int, default=200
         Outer iterations (one dual update and about one pass each).
     tol : float, default=1e-9
-        Stop when the stopping criterion (see Notes) falls below ``tol``.
+        Stop when the stopping criterion (module docstring) falls below ``tol``.
     batch_size : int, default=1
         Samples per stochastic step; ``ceil(n / batch_size)`` steps per epoch.
     learning_rate : "auto" or float, default="auto"
         Primal step; "auto" is :func:`skrank.solvers.stochastic.steps.svrg_step_size`
-        in standardised units (see Notes); a float is a step in the units
-        of ``X``, and one smaller than the automatic step divides the
-        criterion by their ratio (so that a step too small to move the
-        iterate does not pass for convergence).
+        {scale_free}  One smaller than the automatic step divides the criterion
+        by their ratio (a step too small to move the iterate must not pass for convergence).
     dual_scale : "auto" or float, default="auto"
         ``C`` of the dual step.  "auto": ``C`` from :func:`sorel_dual_scale`
         sets the first step ``eta_0 = C mu``, which then grows by
-        ``dual_growth`` per epoch up to the face cap (see Notes).  A float
+        ``dual_growth`` per epoch up to the face cap (module docstring).  A float
         gives the paper's schedule ``eta_k = C mu (k + 1)``, also capped.
     tau_scale : float, default=20.0
         Primal proximal parameter ``tau_k = tau_scale / (mu (k + 1))``
@@ -207,99 +206,86 @@ def sorel(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=200, tol=1e
     dual_growth : float, default=2.0
         Growth factor of the automatic dual step per epoch.
     dual_safety : float, default=0.5
-        The dual step is at most ``dual_safety / L_F`` (see Notes).
-    random_state : int, RandomState or None
-        Seed of the sampled indices.
-    coef_init, intercept_init : ndarray, float or None
-        Starting point (zeros by default).
-    verbose : int
-        Print one line per epoch when positive.
+        The dual step is at most ``dual_safety / L_F`` (module docstring).
+    {seed_start_verbose}
     sampling : {"importance", "uniform"}, default="importance"
         How the inner loop draws samples: with probability proportional to
         ``lam_i L_i`` (the dual weight times the sample's smoothness, the
-        unbiased importance-sampled SVRG estimator ``(lam_i / p_i)``) or
-        uniformly as in the paper.  Importance sampling allows a step up to
-        ``n sigma_n max L_i / Lbar`` times larger (see
-        :func:`skrank.solvers.stochastic.steps.svrg_step_size`; the automatic step
-        is 1.75 times that rule's) and never touches samples of zero weight.
+        unbiased importance-sampled SVRG estimator ``(lam_i / p_i)``, which
+        never touches samples of zero weight) or uniformly as in the paper.
     polish : bool, default=True
         Try the exact finish of :class:`skrank.solvers.finish.NewtonFinish`
         (problems the Newton method fits, at most
-        ``NewtonFinish.max_features`` coefficients; see Notes).
+        ``NewtonFinish.max_features`` coefficients; module docstring).
 
     Returns
     -------
     SolverResult
         ``info`` holds ``lambda`` (final dual weights), ``times`` (cumulative
-        seconds after each epoch: kernel calls of several epochs are timed
-        and their time split evenly over their epochs), ``passes``
-        (cumulative sample evaluations / n; the paper does not spell out its
-        count, this convention is ours),
-        ``learning_rate``, ``dual_scale``, ``dual_steps`` (``eta_k``) and
-        ``criterion_history``.
+        seconds after each epoch, a kernel call's time split evenly over its
+        epochs), ``passes`` (cumulative sample evaluations / n, our convention),
+        ``learning_rate``, ``dual_scale``, ``dual_steps`` (``eta_k``) and ``criterion_history``.
     """
     rng = make_rng(random_state)
     if sampling not in ("importance", "uniform"):
         raise ValueError(f"sampling must be 'importance' or 'uniform', got {sampling!r}.")
-    lr = check_learning_rate(learning_rate)
-    X_orig, units, X, s, c, sqnorms = standardised_data(X, y, loss, fit_intercept, lr, per_feature=False)
-    n, d = X.shape
-    l1, mu = _penalty_strengths(units, penalty, d)
-    sigma = np.ascontiguousarray(risk.weights(n), dtype=np.float64)
-    batch_size = int(min(max(batch_size, 1), n))
-    lr, fraction = _primal_step(lr, loss, sigma, batch_size, sampling, sqnorms, X_orig, fit_intercept)
-    w0, w, b = internal_start(units, coef_init, intercept_init, fit_intercept)
-    t = loss_arguments_dense(X, s, c, w, b[0], np.empty(n))
+    data = StandardisedStart(X, y, loss, fit_intercept, learning_rate, batch_size, coef_init, intercept_init,
+                             per_feature=False)
+    sigma = np.ascontiguousarray(risk.weights(data.X.shape[0]), dtype=np.float64)
+    lr, fraction = _primal_step(data, loss, sigma, sampling)
+    t = loss_arguments_dense(data.X, data.s, data.c, data.w, data.b[0], np.empty(data.X.shape[0]))
     losses = loss.value(t)
     auto_dual = isinstance(dual_scale, str)
     C = sorel_dual_scale(losses, sigma) if auto_dual else float(dual_scale)
-    ipar = np.array([1, batch_size, int(bool(fit_intercept)), int(sampling == "importance"),
-                     int(auto_dual), _H_PERIOD, int(bool(np.all(s == 1.0)))], dtype=np.int64)
-    fpar = np.array([lr, l1, mu, float(tau_scale), float(tol) * fraction, C,
+    ipar = np.array([1, data.batch, int(bool(fit_intercept)), int(sampling == "importance"),
+                     int(auto_dual), _H_PERIOD, int(bool(np.all(data.s == 1.0)))], dtype=np.int64)
+    fpar = np.array([lr, *_penalty_strengths(data.units, penalty), float(tau_scale), float(tol) * fraction, C,
                      float(dual_growth), float(dual_safety)])
-    smooth = np.ascontiguousarray(sample_smoothness(loss, sqnorms))
-    run = _SorelRun(X, s, c, sigma, smooth, loss, w, b, t, losses, rank_weights(risk, losses), ipar, fpar,
-                    risk.value(losses) + penalty.value(w0), _seed_state(rng), max_iter)
-    finisher = None
-    if polish and run.p <= NewtonFinish.max_features and NewtonFinish.applies(risk, loss, penalty):
-        finisher = NewtonFinish(X_orig, y, risk, loss, penalty, fit_intercept)
-    done, finished = _run_epochs(run, finisher, units, max_iter, verbose)
-    return run.result(done, finisher, finished, units, fraction, lr, C)
+    run = _SorelRun(data, sigma, loss, t, losses, rank_weights(risk, losses), ipar, fpar,
+                    risk.value(losses) + penalty.value(data.w0), _seed_state(rng), max_iter)
+    newton = polish and run.p <= NewtonFinish.max_features and NewtonFinish.applies(risk, loss, penalty)
+    finisher = NewtonFinish(data.X_orig, y, risk, loss, penalty, fit_intercept) if newton else None
+    done, finished = _run_epochs(run, finisher, data.units, max_iter, verbose)
+    return run.result(done, finisher, finished, data.units, fraction, lr, C)
 
 
-def _penalty_strengths(units, penalty, d):
+def _penalty_strengths(units, penalty):
     """``(l1, mu)``: the penalty's strengths in SOREL's units (one unit for every column)."""
     l1_units, l2_units = units.penalty(penalty)
+    d = units.unit.shape[0]
     l1 = float(l1_units[0]) if d else float(penalty.l1)
     mu = float(l2_units[0]) if d else float(penalty.l2)
     return l1, mu
 
 
-def _primal_step(lr, loss, sigma, batch_size, sampling, sqnorms, X_orig, fit_intercept):
+def _primal_step(data, loss, sigma, sampling):
     """``(lr, fraction)``: SOREL's primal step and its ratio to the automatic one (at most 1)."""
 
     def auto_step(sq):
-        step = svrg_step_size(sample_smoothness(loss, sq), sigma, batch_size, sampling)
+        step = svrg_step_size(sample_smoothness(loss, sq), sigma, data.batch, sampling)
         return step * _LR_IMPORTANCE_FACTOR if sampling == "importance" else step
 
-    lr, fraction = resolve_step(lr, auto_step, sqnorms, X_orig, fit_intercept, per_feature=False)
+    lr, fraction = data.step(auto_step)
     return lr, min(fraction, 1.0)
 
 
 class _SorelRun:
     """The arrays :func:`_sorel_epochs` works in, and the histories of a SOREL run.
 
-    ``ipar`` and ``fpar`` are the kernel's integer and float parameters;
-    ``obj0`` is ``F`` at the start and ``rng_state`` the generator's state.
+    ``data`` is the :class:`StandardisedStart` (its ``w`` and ``b`` are
+    updated in place); ``ipar`` and ``fpar`` are the kernel's integer and
+    float parameters; ``obj0`` is ``F`` at the start and ``rng_state`` the
+    generator's state.
     """
 
-    def __init__(self, X, s, c, sigma, smooth, loss, w, b, t, losses, lam, ipar, fpar, obj0, rng_state,
-                 max_iter):
+    def __init__(self, data, sigma, loss, t, losses, lam, ipar, fpar, obj0, rng_state, max_iter):
+        X = data.X
         n, d = X.shape
         batch_size = int(ipar[1])
         self.p = d + int(ipar[2])
-        self.X, self.s, self.c, self.sigma, self.smooth, self.loss = X, s, c, sigma, smooth, loss
-        self.w, self.b, self.t, self.losses, self.lam = w, b, t, losses, lam
+        self.X, self.s, self.c, self.sigma, self.loss = X, data.s, data.c, sigma, loss
+        self.smooth = np.ascontiguousarray(sample_smoothness(loss, data.sqnorms))
+        self.w, self.b, self.t, self.losses, self.lam = data.w, data.b, t, losses, lam
         self.losses_prev = losses.copy()
         self.perm_l = np.argsort(losses, kind="stable")
         self.perm_z = self.perm_l.copy()

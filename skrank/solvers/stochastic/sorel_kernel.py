@@ -15,7 +15,7 @@ smoothness on the current face of the permutahedron
 import numpy as np
 
 from ..._jit import njit
-from ...kernels.sorting import _FAR, _gather_keys, _keyed_scratch, _sort_keyed
+from ...kernels.sorting import _count_descents, _gather_keys, _keyed_scratch, _sort_keyed
 from ...losses import loss_derivative, loss_second_derivative, loss_value
 from .sampling import _INV53, _LOW32, _MULT, _U5, _U11, _U12, _U25, _U27, _build_alias, _draw, _uniform
 from .steps import _soft
@@ -33,20 +33,10 @@ _CAP_RECOVER = 0.1
 @njit(cache=True)
 def _gather_z(lam, v, eta, perm, z):
     """``z[j] = lam[i] + eta v[i]`` for ``i = perm[j]``; returns the descents and far descents."""
-    n = z.shape[0]
-    descents = 0
-    far = 0
-    prev = 0.0
-    for j in range(n):
+    for j in range(z.shape[0]):
         i = perm[j]
-        zj = lam[i] + eta * v[i]
-        z[j] = zj
-        if j > 0:
-            descents += zj < prev
-        if j >= _FAR:
-            far += zj < z[j - _FAR]
-        prev = zj
-    return descents, far
+        z[j] = lam[i] + eta * v[i]
+    return _count_descents(z)
 
 
 @njit(cache=True)
@@ -295,7 +285,7 @@ def _single_steps(X, s, c, code, param, w, b, gref, mult, prob, packed, rng, ste
     b0 = b[0]
     thr = lr * l1
     for _ in range(steps):
-        # _draw written out: as a call (even inlined) it makes this loop 50 % slower
+        # _draw written out: as a call, inlined or not, it made this loop 6-19 % slower (d = 5)
         r = _uniform(rng) * n
         i = int(r)
         if i >= n:
@@ -355,6 +345,7 @@ def _single_steps_l2(X, s, c, code, param, w, b, gref, mult, prob, packed, rng, 
     nm1 = np.uint64(n - 1)
     fn = float(n)
     lr_tot = lr * tot
+    # draws written out: a helper returning (state, index), inlined or not, cost 40-55 % (d = 5)
     # the first two samples: i (its argument directly) and j
     x ^= x >> _U12
     x ^= x << _U25
@@ -430,6 +421,207 @@ def _single_steps_l2(X, s, c, code, param, w, b, gref, mult, prob, packed, rng, 
 
 
 @njit(cache=True)
+def _extrapolated_losses(losses, losses_prev, k, v):
+    """``v = (1 + theta_k) l(w_k) - theta_k l(w_{k-1})``, ``theta_k = k / (k + 1)``; returns ``max |v_i|``."""
+    theta = k / (k + 1.0)
+    vmax = 0.0
+    for i in range(losses.shape[0]):
+        vi = (1.0 + theta) * losses[i] - theta * losses_prev[i]
+        v[i] = vi
+        vmax = max(vmax, abs(vi))
+    return vmax
+
+
+@njit(cache=True)
+def _dual_step_size(state, k, auto_dual, C, mu, growth, sigma_max, vmax):
+    """The dual step ``eta_k``: the paper's schedule or geometric growth, under the face cap ``state[2]``."""
+    if not auto_dual:
+        eta = min(C * mu * (k + 1.0), state[2])  # the paper's schedule, capped
+    elif k == 0:
+        eta = C * mu
+    else:
+        eta = min(growth * state[1], state[2])
+    # beyond this the projection is a hard re-ranking anyway, and lam + eta v
+    # would lose lam's digits to cancellation (vmax: the largest |v_i|)
+    if vmax > 0.0:
+        eta = min(eta, 1e4 * sigma_max / vmax)
+    return eta
+
+
+@njit(cache=True)
+def _dual_gap(obj, w, l1, mu, lam_l):
+    """Dual optimality of the new weights at ``w_k``, relative to ``F(w_k) = obj``.
+
+    The gap ``max_{lam' in Pi_sigma} lam'^T l(w_k) - lam^T l(w_k) = R_sigma(l(w_k)) - lam_l >= 0``.
+    Unlike ``||lam_{k+1} - lam_k||``, it does not vanish when the dual step
+    is small: it is zero only when ``lam`` ranks ``l(w_k)``.
+    """
+    risk = obj  # F(w_k) minus the penalty
+    for a in range(w.shape[0]):
+        risk -= l1 * abs(w[a]) + 0.5 * mu * w[a] * w[a]
+    return max(risk - lam_l, 0.0) / max(abs(obj), 1e-300)
+
+
+@njit(cache=True)
+def _reference_gradient(X, s, t, code, param, lam, smooth, gref, gbar, weights):
+    """The reference gradient at ``w_k``: ``gref_i = s_i l'(t_i)``, ``gbar = sum lam_i gref_i x_i``.
+
+    Also the importance weights ``lam_i L_i`` in ``weights``.  Returns
+    ``(gbar_b, tot)``: the intercept's part of ``gbar`` and the weights' sum.
+    """
+    n, d = X.shape
+    for a in range(d):
+        gbar[a] = 0.0
+    gbar_b = 0.0
+    tot = 0.0
+    for i in range(n):
+        g = s[i] * loss_derivative(code, t[i], param)
+        gref[i] = g
+        li = lam[i]
+        lg = li * g
+        # no branch on lg == 0 (unpredictable, e.g. half the weights of a
+        # superquantile): adding 0 * x leaves the sums unchanged
+        for a in range(d):
+            gbar[a] += lg * X[i, a]
+        gbar_b += lg
+        pi = max(li, 0.0) * smooth[i]
+        weights[i] = pi
+        tot += pi
+    return gbar_b, tot
+
+
+@njit(cache=True)
+def _gradient_norm(gbar, gbar_b, w, mu, fit_intercept):
+    """``||(gbar + mu w, gbar_b)||``, the intercept's entry only with one."""
+    gn = 0.0
+    for a in range(w.shape[0]):
+        gn += (gbar[a] + mu * w[a]) ** 2
+    if fit_intercept:
+        gn += gbar_b * gbar_b
+    return np.sqrt(gn)
+
+
+@njit(cache=True)
+def _sampling_tables(importance, single_l2, lam, smooth, weights, tot, prob, mult, packed, small, large):
+    """The alias table of the weights ``lam_i L_i`` and the multipliers ``mult``; returns ``use_alias``.
+
+    Without importance sampling (or all weights zero) ``mult_i = n lam_i``.
+    With it, ``mult_i = tot / L_i``, except for :func:`_single_steps_l2`
+    (``single_l2``), which computes them for the drawn samples.
+    """
+    n = lam.shape[0]
+    use_alias = importance and tot > 0.0
+    if use_alias and single_l2:
+        # the weights scaled to mean one
+        scale = n / tot
+        for i in range(n):
+            prob[i] = weights[i] * scale
+    elif use_alias:
+        for i in range(n):
+            # n p_i / tot, rounded unlike p_i (n / tot) above: each loop keeps the
+            # table, hence the draws, it had when the two had builders of their own
+            prob[i] = weights[i] * n / tot
+            # (a zero weight may come from a zero smoothness: no division then)
+            mult[i] = tot / smooth[i] if weights[i] > 0.0 else 0.0
+    else:
+        for i in range(n):
+            mult[i] = n * lam[i]
+    if use_alias:
+        _build_alias(prob, packed, small, large)
+    return use_alias
+
+
+@njit(cache=True)
+def _minibatch_steps(X, s, c, code, param, w, b, gref, mult, prob, packed, rng, steps, use_alias, batch,
+                     fit_intercept, l1, lr, cst, cst_b, inv_denom, inv_denom_b, idx, direction):
+    """:func:`_single_steps` with mini-batches of ``batch`` samples (``idx``, ``direction``: scratch)."""
+    n, d = X.shape
+    thr = lr * l1
+    inv_b = 1.0 / batch
+    for _ in range(steps):
+        for m in range(batch):
+            idx[m] = _draw(rng, n, prob, packed, use_alias)
+        for a in range(d):
+            direction[a] = 0.0
+        db = vr_batch_direction(X, w, b[0], idx, 0, batch, s, c, code, param, gref, mult, inv_b, direction,
+                                0.0)
+        for a in range(d):
+            z = w[a] + cst[a] - lr * direction[a]
+            w[a] = (_soft(z, thr) if l1 > 0.0 else z) * inv_denom
+        if fit_intercept:
+            b[0] = (b[0] + cst_b - lr * db) * inv_denom_b
+
+
+@njit(cache=True)
+def _primal_step(X, s, c, code, param, w, b, gref, gbar, gbar_b, mult, prob, packed, rng, use_alias, tot,
+                 smooth, weights, batch, unit_s, fit_intercept, l1, lr, mu, inv_tau, cst, idx, y_work):
+    """The primal step on ``P_k``: an epoch of variance-reduced proximal steps anchored at ``w_k``."""
+    n, d = X.shape
+    steps = (n + batch - 1) // batch
+    inv_denom = 1.0 / (1.0 + lr * mu + lr * inv_tau)
+    for a in range(d):
+        cst[a] = -lr * gbar[a] + lr * inv_tau * w[a]
+    cst_b = -lr * gbar_b + lr * inv_tau * b[0]
+    inv_denom_b = 1.0 / (1.0 + lr * inv_tau)
+    if batch == 1 and l1 == 0.0:
+        _single_steps_l2(X, s, c, code, param, w, b, gref, mult, prob, packed, rng, steps, use_alias,
+                         fit_intercept, lr, cst, cst_b, inv_denom, inv_denom_b, y_work, smooth,
+                         weights, tot if use_alias else 0.0)
+    elif batch == 1:
+        _single_steps(X, s, c, code, param, w, b, gref, mult, prob, packed, rng, steps, use_alias,
+                      unit_s, fit_intercept, l1, lr, cst, cst_b, inv_denom, inv_denom_b)
+    else:
+        _minibatch_steps(X, s, c, code, param, w, b, gref, mult, prob, packed, rng, steps, use_alias, batch,
+                         fit_intercept, l1, lr, cst, cst_b, inv_denom, inv_denom_b, idx, y_work)
+
+
+@njit(cache=True)
+def _losses_at(X, s, c, code, param, w, b, t, losses, losses_prev):
+    """``t = s (X w + b) + c`` and ``losses = l(t)``; the old losses move to ``losses_prev``."""
+    n, d = X.shape
+    for i in range(n):
+        losses_prev[i] = losses[i]
+        f = b[0]
+        for a in range(d):
+            f += X[i, a] * w[a]
+        tt = s[i] * f + c[i]
+        t[i] = tt
+        losses[i] = loss_value(code, tt, param)
+
+
+@njit(cache=True)
+def _penalised_risk(sigma, l_sorted, w, l1, mu):
+    """``sum_j sigma_j l_(j) + l1 ||w||_1 + mu ||w||^2 / 2`` from the sorted losses ``l_sorted``."""
+    obj = 0.0
+    for j in range(sigma.shape[0]):
+        obj += sigma[j] * l_sorted[j]
+    pen = 0.0
+    for a in range(w.shape[0]):
+        pen += l1 * abs(w[a]) + 0.5 * mu * w[a] * w[a]
+    return obj + pen
+
+
+@njit(cache=True)
+def _safeguard_dual_step(state, obj, eta, dual_turn, C, mu, k, growth):
+    """After an epoch whose objective ``obj`` went up: halve the dual step, maybe lower the face cap.
+
+    Otherwise the cap recovers slowly (``state[7]`` counts its shrinks).
+    """
+    if obj > state[4] + 1e-13 * abs(obj):
+        # the dual step overshot (the weights jumped across a face): halve it instead of growing it
+        state[1] = max(eta / 2.0, min(C * mu * (k + 2.0), state[2])) / growth
+        # and lower the face cap when the step at the cap overshot: the dual
+        # move reversed the previous one.  (A rise without a reversal is the
+        # primal drifting under stale weights: shrinking then would freeze
+        # the dual for good.)
+        if eta >= 0.999 * state[2] and dual_turn < 0.0:
+            state[7] += 1.0
+            state[2] *= _CAP_SHRINK
+    elif state[7] > 0.0:
+        state[7] = max(state[7] - _CAP_RECOVER, 0.0)
+
+
+@njit(cache=True)
 def _sorel_epochs(
     X, s, c, sigma, smooth, code, param, w, b, t, losses, losses_prev, lam, perm_z, perm_l,
     ipar, fpar, state, rng, hist, crits, etas, H, work_n, work_n2, gref, mult,
@@ -457,165 +649,41 @@ def _sorel_epochs(
         ipar[0], ipar[1], ipar[2] != 0, ipar[3] != 0, ipar[4] != 0, ipar[5], ipar[6] != 0)
     lr, l1, mu, tau_scale, tol, C, growth, safety = (
         fpar[0], fpar[1], fpar[2], fpar[3], fpar[4], fpar[5], fpar[6], fpar[7])
-    steps = (n + batch - 1) // batch
-    inv_b = 1.0 / batch
-    p = M.shape[0]
     pk, pk2, kbuf, pbuf, counts, rhist = _keyed_scratch(n)
     l_sorted = np.empty(n)  # the losses in sorted order (the objective)
     multi = np.empty(n, dtype=np.int64)  # the multi-sample PAV blocks: (start, end) pairs
-    msum = np.empty(p)
+    msum = np.empty(M.shape[0])
     ran = 0
-    # v = (1 + theta_k) l(w_k) - theta_k l(w_{k-1}) in work_n; later epochs of this
-    # call get it from the loop over the losses of the previous epoch
-    k = int(state[0])
-    theta = k / (k + 1.0)
-    vmax = 0.0
-    for i in range(n):
-        v = (1.0 + theta) * losses[i] - theta * losses_prev[i]
-        work_n[i] = v
-        vmax = max(vmax, abs(v))
+    vmax = _extrapolated_losses(losses, losses_prev, int(state[0]), work_n)  # v in work_n
     for _ in range(n_ep):
         k = int(state[0])
-        theta = k / (k + 1.0)
-        inv_tau = mu * (k + 1.0) / tau_scale
-        # ---- dual step: eta_k, z = lam + eta v, projection onto the permutahedron
-        if not auto_dual:
-            eta = min(C * mu * (k + 1.0), state[2])  # the paper's schedule, capped
-        elif k == 0:
-            eta = C * mu
-        else:
-            # geometric growth, capped by the dual smoothness on the current face
-            eta = min(growth * state[1], state[2])
-        # beyond this the projection is a hard re-ranking anyway, and lam + eta v
-        # would lose lam's digits to cancellation (vmax: the largest |v_i|)
-        if vmax > 0.0:
-            eta = min(eta, 1e4 * sigma[n - 1] / vmax)
+        # ---- dual step: z = lam + eta v gathered in the previous order of z, sorted,
+        # projected onto the permutahedron; dual_turn < 0: this dual move reverses
+        # the previous one, the sign of an overshoot
+        eta = _dual_step_size(state, k, auto_dual, C, mu, growth, sigma[n - 1], vmax)
         state[1] = eta
         etas[k] = eta
-        # z = lam + eta v gathered in the previous order of z, then sorted
         descents, far = _gather_z(lam, work_n, eta, perm_z, z_sorted)
         _sort_keyed(z_sorted, perm_z, descents, far, pk, pk2, kbuf, pbuf, counts, rhist)
-        # the projection and lam's update; dual_turn < 0: this dual move
-        # reverses the previous one, the sign of an overshoot
         n_multi, dual_turn, lam_l = _project_sorted(z_sorted, sigma, perm_z, lam, dlam, losses,
                                                     pav_wy, pav_end, multi)
-        # ---- dual optimality of the new weights at w_k: the gap
-        # max_{lam' in Pi_sigma} lam'^T l(w_k) - lam^T l(w_k) = R_sigma(l(w_k)) - lam^T l(w_k) >= 0,
-        # relative to F(w_k).  Unlike ||lam_{k+1} - lam_k||, it does not vanish
-        # when the dual step is small: it is zero only when lam ranks l(w_k)
-        risk_k = state[4]  # F(w_k) minus the penalty
-        for a in range(d):
-            risk_k -= l1 * abs(w[a]) + 0.5 * mu * w[a] * w[a]
-        dual_gap = max(risk_k - lam_l, 0.0) / max(abs(state[4]), 1e-300)
-        # ---- reference gradient at w_k with the new weights
-        for a in range(d):
-            gbar[a] = 0.0
-        gbar_b = 0.0
-        tot = 0.0
-        for i in range(n):
-            g = s[i] * loss_derivative(code, t[i], param)
-            gref[i] = g
-            li = lam[i]
-            lg = li * g
-            # no branch on lg == 0 (unpredictable, e.g. half the weights of a
-            # superquantile): adding 0 * x leaves the sums unchanged
-            for a in range(d):
-                gbar[a] += lg * X[i, a]
-            gbar_b += lg
-            # the importance sampling weights lam_i L_i (used with importance only)
-            pi = max(li, 0.0) * smooth[i]
-            work_n2[i] = pi
-            tot += pi
-        gn = 0.0
-        for a in range(d):
-            gn += (gbar[a] + mu * w[a]) ** 2
-        if fit_intercept:
-            gn += gbar_b * gbar_b
-        gn = np.sqrt(gn)
+        dual_gap = _dual_gap(state[4], w, l1, mu, lam_l)
+        # ---- reference gradient at w_k with the new weights, sampling tables, primal step
+        gbar_b, tot = _reference_gradient(X, s, t, code, param, lam, smooth, gref, gbar, work_n2)
+        gn = _gradient_norm(gbar, gbar_b, w, mu, fit_intercept)
         if k == 0 or state[3] <= 0.0:
             state[3] = max(gn, 1e-300)
-        # ---- sampling weights
-        if importance:
-            use_alias = tot > 0.0
-            if use_alias and batch == 1 and l1 == 0.0:
-                # the weights scaled to mean one; _single_steps_l2 computes mult for the drawn samples
-                scale = n / tot
-                for i in range(n):
-                    prob[i] = work_n2[i] * scale
-                _build_alias(prob, packed, small, large)
-            elif use_alias:
-                for i in range(n):
-                    # n p_i / tot, rounded unlike p_i (n / tot) above: each loop keeps the
-                    # table, hence the draws, it had when the two had builders of their own
-                    prob[i] = work_n2[i] * n / tot
-                    # (a zero weight may come from a zero smoothness: no division then)
-                    mult[i] = tot / smooth[i] if work_n2[i] > 0.0 else 0.0
-                _build_alias(prob, packed, small, large)
-            else:
-                for i in range(n):
-                    mult[i] = n * lam[i]
-        else:
-            use_alias = False
-            tot = 0.0
-            for i in range(n):
-                mult[i] = n * lam[i]
-        # ---- primal step: variance-reduced proximal steps on P_k
-        b_anchor = b[0]
-        denom = 1.0 + lr * mu + lr * inv_tau
-        inv_denom = 1.0 / denom
-        thr = lr * l1
-        for a in range(d):
-            cst[a] = -lr * gbar[a] + lr * inv_tau * w[a]
-        cst_b = -lr * gbar_b + lr * inv_tau * b_anchor
-        inv_denom_b = 1.0 / (1.0 + lr * inv_tau)
-        if batch == 1 and l1 == 0.0:
-            _single_steps_l2(X, s, c, code, param, w, b, gref, mult, prob, packed, rng, steps, use_alias,
-                             fit_intercept, lr, cst, cst_b, inv_denom, inv_denom_b, y_work, smooth,
-                             work_n2, tot if use_alias else 0.0)
-        elif batch == 1:
-            _single_steps(X, s, c, code, param, w, b, gref, mult, prob, packed, rng, steps, use_alias,
-                          unit_s, fit_intercept, l1, lr, cst, cst_b, inv_denom, inv_denom_b)
-        else:
-            for step in range(steps):
-                for m in range(batch):
-                    idx[m] = _draw(rng, n, prob, packed, use_alias)
-                for a in range(d):
-                    y_work[a] = 0.0
-                db = vr_batch_direction(
-                    X, w, b[0], idx, 0, batch, s, c, code, param, gref, mult, inv_b, y_work, 0.0
-                )
-                for a in range(d):
-                    z = w[a] + cst[a] - lr * y_work[a]
-                    w[a] = (_soft(z, thr) if l1 > 0.0 else z) * inv_denom
-                if fit_intercept:
-                    b[0] = (b[0] + cst_b - lr * db) * inv_denom_b
-        # ---- losses at w_{k+1}: the next dual step's input and the objective;
-        # the next epoch's v (theta_{k+1}) and its largest |v_i| on the way
-        k1 = k + 1
-        theta_next = k1 / (k1 + 1.0)
-        vmax = 0.0
-        for i in range(n):
-            lp = losses[i]
-            losses_prev[i] = lp
-            f = b[0]
-            for a in range(d):
-                f += X[i, a] * w[a]
-            tt = s[i] * f + c[i]
-            t[i] = tt
-            li = loss_value(code, tt, param)
-            losses[i] = li
-            v = (1.0 + theta_next) * li - theta_next * lp
-            work_n[i] = v
-            vmax = max(vmax, abs(v))
+        use_alias = _sampling_tables(importance, batch == 1 and l1 == 0.0, lam, smooth, work_n2, tot, prob,
+                                     mult, packed, small, large)
+        _primal_step(X, s, c, code, param, w, b, gref, gbar, gbar_b, mult, prob, packed, rng, use_alias, tot,
+                     smooth, work_n2, batch, unit_s, fit_intercept, l1, lr, mu, mu * (k + 1.0) / tau_scale,
+                     cst, idx, y_work)
+        # ---- losses at w_{k+1}: the objective and the next epoch's v (theta_{k+1})
+        _losses_at(X, s, c, code, param, w, b, t, losses, losses_prev)
+        vmax = _extrapolated_losses(losses, losses_prev, k + 1, work_n)
         descents, far = _gather_keys(losses, perm_l, l_sorted)
         _sort_keyed(l_sorted, perm_l, descents, far, pk, pk2, kbuf, pbuf, counts, rhist)
-        obj = 0.0
-        for j in range(n):
-            obj += sigma[j] * l_sorted[j]
-        pen = 0.0
-        for a in range(d):
-            pen += l1 * abs(w[a]) + 0.5 * mu * w[a] * w[a]
-        obj += pen
+        obj = _penalised_risk(sigma, l_sorted, w, l1, mu)
         hist[k + 1] = obj
         state[0] = k + 1
         ran += 1
@@ -624,24 +692,13 @@ def _sorel_epochs(
             state[5] = 2.0
             break
         rel = abs(state[4] - obj) / max(abs(obj), 1e-300)
-        if auto_dual and obj > state[4] + 1e-13 * abs(obj):
-            # safeguard: the objective went up, so the dual step overshot (the
-            # weights jumped across a face); halve it instead of growing it
-            state[1] = max(eta / 2.0, min(C * mu * (k + 2.0), state[2])) / growth
-            # and lower the face cap when the step at the cap overshot: the dual
-            # move reversed the previous one.  (A rise without a reversal is the
-            # primal drifting under stale weights: shrinking then would freeze
-            # the dual for good.)
-            if eta >= 0.999 * state[2] and dual_turn < 0.0:
-                state[7] += 1.0
-                state[2] *= _CAP_SHRINK
+        if auto_dual:
+            _safeguard_dual_step(state, obj, eta, dual_turn, C, mu, k, growth)
         elif state[7] > 0.0:
-            # the cap recovers slowly after epochs that went down
             state[7] = max(state[7] - _CAP_RECOVER, 0.0)
         state[4] = obj
-        crit = max(rel, max(gn / state[3], dual_gap))
-        crits[k] = crit
-        if crit <= tol:
+        crits[k] = max(rel, max(gn / state[3], dual_gap))
+        if crits[k] <= tol:
             state[5] = 1.0
             break
         # ---- cap of the next dual step: the dual smoothness on the current face

@@ -21,6 +21,43 @@ from .units import prepare_data
 from .weights import rank_weights
 
 
+@njit(cache=True, inline="always")
+def _dual_step(lam, losses, losses_prev, sigma, perm, theta, eta, work_n, work_n2, u, scratch):
+    """``lam <- Proj(lam + eta v)``, ``v = (1 + theta) l(w_k) - theta l(w_{k-1})`` (Algorithm 1 lines 3-4)."""
+    pk, pk2, kbuf, pbuf, counts, rhist = scratch
+    n = lam.shape[0]
+    for i in range(n):
+        work_n[i] = lam[i] + eta * ((1.0 + theta) * losses[i] - theta * losses_prev[i])
+    descents, far = _gather_keys(work_n, perm, work_n2)  # z in its previous order, then sorted
+    _sort_keyed(work_n2, perm, descents, far, pk, pk2, kbuf, pbuf, counts, rhist)
+    for j in range(n):
+        work_n[j] = work_n2[j] - sigma[j]
+    _isotonic_kernel(work_n, np.empty(0), u)
+    for j in range(n):
+        lam[perm[j]] = work_n2[j] - u[j]
+
+
+@njit(cache=True, inline="always")
+def _new_losses_objective(X, s, c, sigma, code, param, w, b, mu, t, losses, losses_prev, work_n):
+    """The losses at the new iterate (the old ones into ``losses_prev``) and its objective."""
+    n, d = X.shape
+    for i in range(n):
+        losses_prev[i] = losses[i]
+        f = b
+        for a in range(d):
+            f += X[i, a] * w[a]
+        t[i] = s[i] * f + c[i]
+        losses[i] = loss_value(code, t[i], param)
+        work_n[i] = losses[i]
+    work_n.sort()
+    obj = 0.0
+    for j in range(n):
+        obj += sigma[j] * work_n[j]
+    for a in range(d):
+        obj += 0.5 * mu * w[a] * w[a]
+    return obj
+
+
 @njit(cache=True)
 def _sorel_paper_epochs(X, s, c, sigma, code, param, w, b, t, losses, losses_prev, lam, perm,
                         ipar, fpar, rng, hist, work_n, work_n2, u, gref, gbar, anchor, idx, grad):
@@ -38,22 +75,13 @@ def _sorel_paper_epochs(X, s, c, sigma, code, param, w, b, t, losses, losses_pre
     lr, C, mu, tau_scale, blowup = fpar[0], fpar[1], fpar[2], fpar[3], fpar[4]
     steps = (n + batch - 1) // batch
     scale = n / batch
-    pk, pk2, kbuf, pbuf, counts, rhist = _keyed_scratch(n)
+    scratch = _keyed_scratch(n)
     ran = 0
     for k in range(k0, k0 + n_ep):
         theta = k / (k + 1.0)
         eta = C * mu * (k + 1.0)
         inv_tau = mu * (k + 1.0) / tau_scale
-        # line 3-4: lam = Proj(lam + eta v)
-        for i in range(n):
-            work_n[i] = lam[i] + eta * ((1.0 + theta) * losses[i] - theta * losses_prev[i])
-        descents, far = _gather_keys(work_n, perm, work_n2)  # z in its previous order, then sorted
-        _sort_keyed(work_n2, perm, descents, far, pk, pk2, kbuf, pbuf, counts, rhist)
-        for j in range(n):
-            work_n[j] = work_n2[j] - sigma[j]
-        _isotonic_kernel(work_n, np.empty(0), u)
-        for j in range(n):
-            lam[perm[j]] = work_n2[j] - u[j]
+        _dual_step(lam, losses, losses_prev, sigma, perm, theta, eta, work_n, work_n2, u, scratch)
         # line 6: reference gradient at w_k (no regulariser)
         for a in range(d):
             gbar[a] = 0.0
@@ -90,21 +118,7 @@ def _sorel_paper_epochs(X, s, c, sigma, code, param, w, b, t, losses, losses_pre
                 w[a] -= lr * grad[a]
             if fit_intercept:
                 b[0] -= lr * gb
-        # losses at w_{k+1}
-        for i in range(n):
-            losses_prev[i] = losses[i]
-            f = b[0]
-            for a in range(d):
-                f += X[i, a] * w[a]
-            t[i] = s[i] * f + c[i]
-            losses[i] = loss_value(code, t[i], param)
-            work_n[i] = losses[i]
-        work_n.sort()
-        obj = 0.0
-        for j in range(n):
-            obj += sigma[j] * work_n[j]
-        for a in range(d):
-            obj += 0.5 * mu * w[a] * w[a]
+        obj = _new_losses_objective(X, s, c, sigma, code, param, w, b[0], mu, t, losses, losses_prev, work_n)
         hist[k + 1] = obj
         ran += 1
         if not np.isfinite(obj) or obj > blowup:

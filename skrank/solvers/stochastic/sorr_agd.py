@@ -24,6 +24,35 @@ the samples divided by ``n``, so that ``mu~ = n mu``, ``gamma~ = n gamma``,
 ``J`` per-sample losses (:func:`minibatch_smoothness`), so that one set of
 defaults serves every feature and target scale.
 
+Outer iteration ``k`` of :func:`sorr_agd` (Algorithm 2 with Algorithm 3
+inside, in normalised units):
+
+1. ``vbar_m = SGD(w, lambda_m, T_k, mu~, m)`` and
+   ``vbar_k = SGD(w, lambda_k, T_k, mu~, k)`` (:func:`sorr_sgd`), with
+   ``T_k = inner_iter0 (k+1)^2`` steps of ``J = batch_size`` samples and
+   steps ``eta~ = theta~ = c / (k+1)``; the m-call is skipped
+   (``vbar_m = w``) when ``m = 0``, where the top-0 sum vanishes and its
+   prox is the identity;
+2. ``w <- w - (gamma~ / mu~) (vbar_m - vbar_k)`` (the intercept too), a
+   step along minus the smoothed gradient of Lemma 3.
+
+Each step of :func:`sorr_sgd` draws ``J`` distinct samples, forms the mask
+``L_i > lambda`` at the current point (strict, as in the paper) and updates
+both blocks with that one mask:
+
+* ``u = (v, b)``: the proximal step (14),
+  ``argmin_u G.u + ||u - (w, wb)||^2/(2 mu) + ||u - u_t||^2/(2 eta)
+  + sum_j l1_j |v_j| + l2_j v_j^2 / 2`` with ``G`` the batch MEAN of the
+  active gradients ``s_i l'(t_i) (x_i, 1)``: a soft threshold and a
+  shrink of ``(eta (w, wb) + mu u_t - mu eta G) / (mu + eta)``, the
+  intercept left unpenalised;
+* ``lambda <- max(lambda - theta (level - frac), 0)``, ``frac`` the
+  active fraction of the batch (the paper's ``G_lambda`` divided by
+  ``n``; the paper's step uses ``eta_t``, here ``theta`` is passed
+  separately).  The projection on ``lambda >= 0`` keeps the optimal set
+  ``[L_[l+1], L_[l]]`` in reach because every loss of
+  :mod:`skrank.losses` is nonnegative.
+
 Decisions of :func:`sorr_agd` (the paper leaves them open, or the
 paper is wrong):
 
@@ -93,6 +122,8 @@ from ...datafits.rank_risk import rank_objective
 from ...losses import loss_value_and_derivative
 from ..progress import Progress
 from ..result import SolverResult
+from .docs import fill_doc
+from .epochs import internal_start
 from .sampling import _seed_state, make_rng, sample_block
 from .steps import _soft
 from .units import FeatureUnits, dense_design, prepare_data
@@ -103,6 +134,34 @@ PATIENCE = 3
 MIN_ITER = 10
 #: Power iterations for ``lambda_max`` in :func:`minibatch_smoothness`.
 _POWER_ITERATIONS = 20
+
+
+@njit(cache=True, inline="always")
+def _active_gradient(X, s, c, code, param, v, b, perm, batch, lam, grad):
+    """Sum of ``s_i l'(t_i) (x_i, 1)`` over the batch ``perm[:batch]`` where ``L_i > lam``.
+
+    Writes the ``x`` part into ``grad``; returns the intercept part and the
+    number of active samples.
+    """
+    d = X.shape[1]
+    for j in range(d):
+        grad[j] = 0.0
+    gb = 0.0
+    active = 0
+    for r in range(batch):
+        i = perm[r]
+        f = b
+        for j in range(d):
+            f += X[i, j] * v[j]
+        value, deriv = loss_value_and_derivative(code, s[i] * f + c[i], param)
+        if value > lam:
+            active += 1
+            g = s[i] * deriv
+            if g != 0.0:
+                for j in range(d):
+                    grad[j] += g * X[i, j]
+                gb += g
+    return gb, active
 
 
 @njit(cache=True)
@@ -119,24 +178,10 @@ def sorr_sgd(
                             + l1 ||v||_1 + l2/2 ||v||^2
                             + (||v - w||^2 + (b - wb)^2) / (2 mu),
 
-    by ``n_steps`` stochastic steps from ``((w, wb), lam0)``.  Each step
-    draws ``batch`` distinct samples (a partial Fisher-Yates shuffle of
-    ``perm`` driven by the xorshift64* ``state``), forms the mask
-    ``L_i > lambda`` at the current point (strict, as in the paper) and
-    updates both blocks with that one mask:
-
-    * ``u = (v, b)``: the proximal step (14),
-      ``argmin_u G.u + ||u - (w, wb)||^2/(2 mu) + ||u - u_t||^2/(2 eta)
-      + sum_j l1_j |v_j| + l2_j v_j^2 / 2`` with ``G`` the batch MEAN of the
-      active gradients ``s_i l'(t_i) (x_i, 1)``: a soft threshold and a
-      shrink of ``(eta (w, wb) + mu u_t - mu eta G) / (mu + eta)``, the
-      intercept left unpenalised;
-    * ``lambda <- max(lambda - theta (level - frac), 0)``, ``frac`` the
-      active fraction of the batch (the paper's ``G_lambda`` divided by
-      ``n``; the paper's step uses ``eta_t``, here ``theta`` is passed
-      separately).  The projection on ``lambda >= 0`` keeps the optimal set
-      ``[L_[l+1], L_[l]]`` in reach because every loss of
-      :mod:`skrank.losses` is nonnegative.
+    by ``n_steps`` stochastic steps from ``((w, wb), lam0)``, each on
+    ``batch`` distinct samples (a partial Fisher-Yates shuffle of ``perm``
+    driven by the xorshift64* ``state``); the step is written out in the
+    module docstring.
 
     Parameters
     ----------
@@ -173,41 +218,21 @@ def sorr_sgd(
         The averaged and the last intercept, and the averaged ``lambda``
         (the warm start of the next call at this level).
     """
-    n, d = X.shape
+    d = X.shape[1]
     for j in range(d):
         v[j] = w[j]
         vbar[j] = 0.0
-    b = wb
-    bsum = 0.0
-    lam = lam0
-    lam_sum = 0.0
+    b, bsum, lam, lam_sum = wb, 0.0, lam0, 0.0
     inv_b = 1.0 / batch
     # (14) in closed form: u_{t+1} = prox_{a R}(cw w + cv u_t - a G), a = mu eta / (mu + eta)
-    a = mu * eta / (mu + eta)
-    cw = eta / (mu + eta)
-    cv = mu / (mu + eta)
+    a, cw, cv = mu * eta / (mu + eta), eta / (mu + eta), mu / (mu + eta)
     for _ in range(n_steps):
         for j in range(d):
             vbar[j] += v[j]
-            grad[j] = 0.0
         bsum += b
         lam_sum += lam
-        gb = 0.0
-        active = 0
         sample_block(perm, batch, state)
-        for r in range(batch):
-            i = perm[r]
-            f = b
-            for j in range(d):
-                f += X[i, j] * v[j]
-            value, deriv = loss_value_and_derivative(code, s[i] * f + c[i], param)
-            if value > lam:
-                active += 1
-                g = s[i] * deriv
-                if g != 0.0:
-                    for j in range(d):
-                        grad[j] += g * X[i, j]
-                    gb += g
+        gb, active = _active_gradient(X, s, c, code, param, v, b, perm, batch, lam, grad)
         for j in range(d):
             v[j] = _soft(cw * w[j] + cv * v[j] - a * inv_b * grad[j], a * l1[j]) / (1.0 + a * l2[j])
         if fit_intercept:
@@ -307,38 +332,25 @@ def _dual_start(losses_desc, level):
     return 0.5 * (upper + lower)
 
 
+@fill_doc
 def sorr_agd(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=30, tol=1e-5, batch_size=100,
              mu=20.0, gamma=40.0, step=1.0, inner_iter0=10, random_state=None, coef_init=None,
              intercept_init=None, verbose=0):
     """Minimise a ranked-range risk by AGD with SGD inner loops (Yao, Lin and Yang 2022).
 
-    Outer iteration ``k`` (Algorithm 2 with Algorithm 3 inside, Yao, Lin
-    and Yang 2022, in normalised units):
-
-    1. ``vbar_m = SGD(w, lambda_m, T_k, mu~, m)`` and
-       ``vbar_k = SGD(w, lambda_k, T_k, mu~, k)`` (:func:`sorr_sgd`), with
-       ``T_k = inner_iter0 (k+1)^2`` steps of ``J = batch_size`` samples and
-       steps ``eta~ = theta~ = c / (k+1)``; the m-call is skipped
-       (``vbar_m = w``) when ``m = 0``, where the top-0 sum vanishes and its
-       prox is the identity;
-    2. ``w <- w - (gamma~ / mu~) (vbar_m - vbar_k)`` (the intercept too), a
-       step along minus the smoothed gradient of Lemma 3.
+    The outer iteration and the decisions the paper leaves open (or gets
+    wrong) are written out in the module docstring.
 
     Parameters
     ----------
-    X : {ndarray, sparse matrix} of shape (n, d)
-        Sparse input is densified (every step updates a dense ``v``).
-    y : ndarray of shape (n,)
-        Labels in {-1, +1} (classification losses) or targets (regression).
-    risk : skrank.risks.RankedRange
-        Its ``counts(n)`` gives the integer ranks ``m < k``.
+    {data}
+    {ranked_range}
     loss : skrank.losses.Loss
         Any loss; the hinge and absolute losses use a subgradient.
     penalty : skrank.penalties.Penalty
         The l1, l2 or elastic-net penalty, applied by its proximal map inside
-        the inner steps of the k-call (Notes).
-    fit_intercept : bool, default=True
-        Fit an unpenalised intercept.
+        the inner steps of the k-call (module docstring).
+    {fit_intercept}
     max_iter : int, default=30
         Outer iterations ``K``.  Iteration ``k`` costs
         ``2 inner_iter0 (k+1)^2`` steps, so the work grows like ``K^3``.
@@ -348,12 +360,10 @@ def sorr_agd(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=30, tol=
         10th outer iteration on).
     batch_size : int, default=100
         ``J`` (the paper's value), capped at ``n``.
-    mu : float, default=20
-        ``mu~ L_J``: the smoothing parameter in units of ``1 / L_J``
-        (:func:`minibatch_smoothness`).
-    gamma : float, default=40
-        ``gamma~ L_J``; the outer step multiplies ``vbar_m - vbar_k`` by
-        ``gamma / mu``.
+    mu, gamma : float, default=20, 40
+        ``mu~ L_J`` and ``gamma~ L_J``: the smoothing parameter and the outer
+        step in units of ``1 / L_J`` (:func:`minibatch_smoothness`); the
+        outer step multiplies ``vbar_m - vbar_k`` by ``gamma / mu``.
     step : float, default=1
         ``c L_J`` of the inner steps ``eta~ = c / (k+1)``; the dual step
         ``theta~`` is the same number, as in the paper's SoRR runs
@@ -371,7 +381,7 @@ def sorr_agd(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=30, tol=
     -------
     SolverResult
         ``coef``/``intercept``: the point of lowest exact ``F`` found
-        (Notes); ``objective_history[j]``: the exact ``F``
+        (module docstring); ``objective_history[j]``: the exact ``F``
         (:func:`skrank.datafits.rank_risk.rank_objective`) of the best point after
         outer iteration ``j + 1``, nonincreasing (the last entry after the
         final proximal-gradient step); ``stop_criterion``: the largest
@@ -383,107 +393,138 @@ def sorr_agd(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=30, tol=
         ``objective_raw`` (``F`` at ``vbar_k`` after each outer iteration),
         ``objective_start``, ``lambda`` (the final ``(lambda_m,
         lambda_k)``) and ``smoothness`` (``L_J``).
-
-    Notes
-    -----
-    The decisions the paper leaves open (or gets wrong) are listed in the
-    module docstring.
     """
     start = time.perf_counter()
-    rng = make_rng(random_state)
-    state = _seed_state(rng)
-    X_orig = X = dense_design(X)
-    units = FeatureUnits(X, fit_intercept)
-    X, s, c, _ = prepare_data(units.transform(X), y, loss, fit_intercept)
-    n, d = X.shape
-    m, k = risk.counts(n)
-    batch = int(min(max(int(batch_size), 1), n))
-    L_J, L_full = minibatch_smoothness(X, loss, fit_intercept, batch, _POWER_ITERATIONS)
-    mu_n, c_n = float(mu) / L_J, float(step) / L_J
-    ratio = float(gamma) / float(mu)
-    scale = (k - m) / n
-    l1_units, l2_units = units.penalty(penalty)
-    l1, l2 = l1_units * scale, l2_units * scale
-    zeros = np.zeros(d)
+    state = _seed_state(make_rng(random_state))
+    data = _RankedRangeData(X, y, risk, loss, penalty, fit_intercept, batch_size)
+    run = _AgdRun(data, mu, gamma, step, inner_iter0, state, coef_init, intercept_init)
+    criterion, converged = run.iterate(max_iter, tol, verbose)
+    run.polish()
+    return run.result(criterion, converged, time.perf_counter() - start)
 
-    w0 = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64).ravel()
-    b0 = 0.0 if (intercept_init is None or not fit_intercept) else float(intercept_init)
-    w, wb = units.to_internal(w0, b0)
-    w = w.copy()
 
-    def objective(coef, b):
-        return rank_objective(X_orig, y, *units.to_original(coef, b), risk, loss, penalty)
+class _RankedRangeData:
+    """The data of :func:`sorr_agd` in the units of :class:`FeatureUnits`, its ranks and smoothness."""
 
-    losses = np.sort(loss.value(s * (X @ w + wb) + c))[::-1]
-    lam_m = _dual_start(losses, m) if m > 0 else 0.0
-    lam_k = _dual_start(losses, k)
-    F_start = objective(w, wb)
-    best_F, best_w, best_b = F_start, w.copy(), wb
-    history, raw, decreases = [], [], []
-    perm = np.arange(n, dtype=np.int64)
-    v, grad = np.empty(d), np.empty(d)
-    vbar_m, vbar_k = np.empty(d), np.empty(d)
-    inner, evaluations = 0, 2 + 2 * _POWER_ITERATIONS
-    crit, converged, it = np.inf, False, 0
-    progress = Progress("agd", verbose, max_iter, unit="outer iteration", criterion="decrease")
-    for it in range(max_iter):
-        T = int(inner_iter0) * (it + 1) ** 2
-        eta = c_n / (it + 1)
-        theta = eta
-        if m > 0:
-            vbar_m_b, _, lam_m = sorr_sgd(
-                X, s, c, loss.code, loss.param, w, wb, lam_m, T, batch, m / n, mu_n, eta,
-                theta, zeros, zeros, fit_intercept, perm, state, v, vbar_m, grad,
-            )
-            inner += T * batch
+    def __init__(self, X, y, risk, loss, penalty, fit_intercept, batch_size):
+        self.X_orig, self.y = dense_design(X), y
+        self.risk, self.loss, self.penalty, self.fit_intercept = risk, loss, penalty, fit_intercept
+        self.units = FeatureUnits(self.X_orig, fit_intercept)
+        self.X, self.s, self.c, _ = prepare_data(self.units.transform(self.X_orig), y, loss, fit_intercept)
+        self.n = self.X.shape[0]
+        self.m, self.k = risk.counts(self.n)
+        self.batch = int(min(max(int(batch_size), 1), self.n))
+        self.L_J, self.L_full = minibatch_smoothness(self.X, loss, fit_intercept, self.batch,
+                                                     _POWER_ITERATIONS)
+
+    def objective(self, coef, b):
+        """Exact ``F`` at the internal point ``(coef, b)``."""
+        coef, b = self.units.to_original(coef, b)
+        return rank_objective(self.X_orig, self.y, coef, b, self.risk, self.loss, self.penalty)
+
+    def sorted_losses(self, w, b):
+        """The losses at the internal point ``(w, b)``, largest first."""
+        return np.sort(self.loss.value(self.s * (self.X @ w + b) + self.c))[::-1]
+
+
+class _AgdRun:
+    """The state of :func:`sorr_agd`: the outer point, the dual variables, the best point and the counts.
+
+    ``mu``, ``gamma``, ``step`` and ``inner_iter0`` are those of
+    :func:`sorr_agd`; ``state`` is the kernel generator's state.
+    """
+
+    def __init__(self, data, mu, gamma, step, inner_iter0, state, coef_init, intercept_init):
+        n, d = data.X.shape
+        self.data, self.state, self.inner_iter0 = data, state, int(inner_iter0)
+        self.mu, self.c_step = float(mu) / data.L_J, float(step) / data.L_J
+        self.ratio = float(gamma) / float(mu)
+        # the penalty of each coefficient in the standardised units, then scaled like the normalised risk
+        self.l1_units, self.l2_units = data.units.penalty(data.penalty)
+        scale = (data.k - data.m) / n
+        self.l1, self.l2, self.zeros = self.l1_units * scale, self.l2_units * scale, np.zeros(d)
+        _, self.w, b = internal_start(data.units, coef_init, intercept_init, data.fit_intercept)
+        self.wb = float(b[0])
+        losses = data.sorted_losses(self.w, self.wb)
+        self.lam_m = _dual_start(losses, data.m) if data.m > 0 else 0.0
+        self.lam_k = _dual_start(losses, data.k)
+        self.F_start = self.best_F = data.objective(self.w, self.wb)
+        self.best_w, self.best_b = self.w.copy(), self.wb
+        self.history, self.raw, self.decreases = [], [], []
+        self.perm = np.arange(n, dtype=np.int64)
+        self.v, self.grad, self.vbar_m, self.vbar_k = np.empty(d), np.empty(d), np.empty(d), np.empty(d)
+        self.inner, self.evaluations = 0, 2 + 2 * _POWER_ITERATIONS
+
+    def _prox_point(self, level, lam, l1, l2, vbar, T, eta):
+        """:func:`sorr_sgd` at the rank ``level`` from the outer point into ``vbar``; ``(vbar_b, lambar)``."""
+        data = self.data
+        vbar_b, _, lam = sorr_sgd(
+            data.X, data.s, data.c, data.loss.code, data.loss.param, self.w, self.wb, lam, T, data.batch,
+            level / data.n, self.mu, eta, eta, l1, l2, data.fit_intercept, self.perm, self.state, self.v,
+            vbar, self.grad,
+        )
+        self.inner += T * data.batch
+        return vbar_b, lam
+
+    def outer_iteration(self, it):
+        """Outer iteration ``it`` (module docstring); returns ``T`` and ``F(vbar_k)``."""
+        data = self.data
+        T = self.inner_iter0 * (it + 1) ** 2
+        eta = self.c_step / (it + 1)
+        if data.m > 0:
+            vbar_m_b, self.lam_m = self._prox_point(data.m, self.lam_m, self.zeros, self.zeros, self.vbar_m,
+                                                    T, eta)
         else:
-            vbar_m[:] = w
-            vbar_m_b = wb
-        vbar_k_b, _, lam_k = sorr_sgd(
-            X, s, c, loss.code, loss.param, w, wb, lam_k, T, batch, k / n, mu_n, eta, theta,
-            l1, l2, fit_intercept, perm, state, v, vbar_k, grad,
+            self.vbar_m[:] = self.w
+            vbar_m_b = self.wb
+        vbar_k_b, self.lam_k = self._prox_point(data.k, self.lam_k, self.l1, self.l2, self.vbar_k, T, eta)
+        previous = self.best_F
+        F_bar = data.objective(self.vbar_k, vbar_k_b)
+        self.evaluations += 1
+        self.raw.append(F_bar)
+        if F_bar < self.best_F:
+            self.best_F, self.best_w, self.best_b = F_bar, self.vbar_k.copy(), vbar_k_b
+        self.w -= self.ratio * (self.vbar_m - self.vbar_k)
+        if data.fit_intercept:
+            self.wb -= self.ratio * (vbar_m_b - vbar_k_b)
+        self.history.append(self.best_F)
+        self.decreases.append((previous - self.best_F) / max(abs(self.best_F), 1e-300))
+        return T, F_bar
+
+    def iterate(self, max_iter, tol, verbose):
+        """The outer iterations until the stopping rule; returns ``(criterion, converged)``."""
+        progress = Progress("agd", verbose, max_iter, unit="outer iteration", criterion="decrease")
+        criterion = np.inf
+        for it in range(max_iter):
+            T, F_bar = self.outer_iteration(it)
+            criterion = max(self.decreases[-PATIENCE:])
+            progress(it + 1, self.best_F, criterion, f"inner steps={T} F(vbar_k)={F_bar:.10g}")
+            if not np.isfinite(F_bar):
+                break
+            if it + 1 >= MIN_ITER and criterion <= tol:
+                return criterion, True
+        return criterion, False
+
+    def polish(self):
+        """The final proximal-gradient step of the module docstring (after at least one outer iteration)."""
+        if not self.history:
+            return
+        data = self.data
+        self.best_F, self.best_w, self.best_b, tried = _proximal_gradient_polish(
+            data.X, data.s, data.c, data.m, data.k, data.loss, self.l1_units, self.l2_units, data.objective,
+            self.best_F, self.best_w, self.best_b, data.fit_intercept,
+            (data.k - data.m) / (data.n * data.L_full),
         )
-        inner += T * batch
-        previous = best_F
-        F_bar = objective(vbar_k, vbar_k_b)
-        evaluations += 1
-        raw.append(F_bar)
-        if F_bar < best_F:
-            best_F, best_w, best_b = F_bar, vbar_k.copy(), vbar_k_b
-        w -= ratio * (vbar_m - vbar_k)
-        if fit_intercept:
-            wb -= ratio * (vbar_m_b - vbar_k_b)
-        history.append(best_F)
-        decreases.append((previous - best_F) / max(abs(best_F), 1e-300))
-        crit = max(decreases[-PATIENCE:])
-        progress(it + 1, best_F, crit, f"inner steps={T} F(vbar_k)={F_bar:.10g}")
-        if not np.isfinite(F_bar):
-            break
-        if it + 1 >= MIN_ITER and crit <= tol:
-            converged = True
-            break
-    if history:
-        best_F, best_w, best_b, tried = _proximal_gradient_polish(
-            X, s, c, m, k, loss, l1_units, l2_units, objective, best_F, best_w, best_b,
-            fit_intercept, (k - m) / (n * L_full),
-        )
-        evaluations += 1 + tried
-        history[-1] = best_F
-    coef, intercept = units.to_original(best_w, best_b)
-    return SolverResult(
-        coef=coef,
-        intercept=intercept if fit_intercept else 0.0,
-        n_iter=len(history),
-        objective_history=np.asarray(history),
-        stop_criterion=float(crit),
-        converged=converged,
-        info={
-            "passes": (inner + evaluations * n) / n,
-            "inner_passes": inner / n,
-            "time": time.perf_counter() - start,
-            "objective_raw": np.asarray(raw),
-            "objective_start": F_start,
-            "lambda": (lam_m, lam_k),
-            "smoothness": L_J,
-        },
-    )
+        self.evaluations += 1 + tried
+        self.history[-1] = self.best_F
+
+    def result(self, criterion, converged, seconds):
+        """The :class:`SolverResult` (see :func:`sorr_agd`)."""
+        data = self.data
+        coef, intercept = data.units.to_original(self.best_w, self.best_b)
+        info = {"passes": (self.inner + self.evaluations * data.n) / data.n,
+                "inner_passes": self.inner / data.n, "time": seconds, "objective_raw": np.asarray(self.raw),
+                "objective_start": self.F_start, "lambda": (self.lam_m, self.lam_k), "smoothness": data.L_J}
+        return SolverResult(coef=coef, intercept=intercept if data.fit_intercept else 0.0,
+                            n_iter=len(self.history), objective_history=np.asarray(self.history),
+                            stop_criterion=float(criterion), converged=converged, info=info)
