@@ -23,6 +23,7 @@ Usage (from the repository root)::
 
     OMP_NUM_THREADS=1 python benchmarks/tabular_tail_risk.py
     OMP_NUM_THREADS=1 python benchmarks/tabular_tail_risk.py --quick
+    OMP_NUM_THREADS=1 python benchmarks/tabular_tail_risk.py --quick --alpha None   # alpha = 1 / n
     OMP_NUM_THREADS=1 python benchmarks/tabular_tail_risk.py --plot tail.png --json tail.json
 """
 
@@ -57,7 +58,7 @@ def _losses(task, model, X, y):
     return (model.predict(X) - y) ** 2
 
 
-def run_table(table, levels, splits, tail, max_rows):
+def run_table(table, levels, splits, tail, max_rows, params):
     X, y, task = table.X, table.y, table.task
     if sp.issparse(X):
         return []
@@ -77,7 +78,10 @@ def run_table(table, levels, splits, tail, max_rows):
         ref_losses = _losses(task, ref, X_test, y_test)
         for q in levels:
             cls = SpectralRiskClassifier if task == "binary" else SpectralRiskRegressor
-            model = cls(risk=Superquantile(q=q)).fit(X_train, y_train)
+            kwargs = dict(params)
+            if "alpha" in kwargs and kwargs["alpha"] is None:
+                kwargs["alpha"] = 1.0 / X_train.shape[0]  # LogisticRegression(C=1)'s, Ridge(alpha=1)'s
+            model = cls(risk=Superquantile(q=q), **kwargs).fit(X_train, y_train)
             losses = _losses(task, model, X_test, y_test)
             rows.append(dict(table=table.name, task=task, split=split, q=q,
                              cvar_ratio=tail_mean(losses, tail) / tail_mean(ref_losses, tail),
@@ -112,6 +116,8 @@ def main(argv=None):
     parser.add_argument("--tail", type=float, default=0.8, help="CVaR level of the held-out losses")
     parser.add_argument("--splits", type=int, default=None, help="splits per table (default 3)")
     parser.add_argument("--max-rows", type=int, default=20000, help="training rows at most (subsampled)")
+    parser.add_argument("--alpha", default=None,
+                        help="the estimators' alpha: a number, or None for 1 / n_samples (default: theirs)")
     parser.add_argument("--json", default=None)
     parser.add_argument("--plot", default=None)
     args = parser.parse_args(argv)
@@ -121,7 +127,8 @@ def main(argv=None):
     tables += load_suite("regression")[:3] if args.quick else load_suite("regression")
     warnings.simplefilter("ignore")
     start = time.perf_counter()
-    rows = [r for t in tables for r in run_table(t, levels, splits, args.tail, args.max_rows)]
+    params = {} if args.alpha is None else {"alpha": None if args.alpha == "None" else float(args.alpha)}
+    rows = [r for t in tables for r in run_table(t, levels, splits, args.tail, args.max_rows, params)]
     summary = summarise(rows, levels)
     print(f"{len(tables)} tables x {splits} splits, {time.perf_counter() - start:.0f} s; "
           f"command: python {' '.join(sys.argv)}")
