@@ -18,8 +18,6 @@ import warnings
 from numbers import Integral
 
 import numpy as np
-from scipy.special import expit
-from sklearn import get_config
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import roc_auc_score
@@ -31,41 +29,19 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from ..backends import arrays
 from ..backends.array_api_design import (
     array_api_namespace,
-    check_array_api_array,
     device_of,
     to_namespace,
     to_numpy,
 )
-from ..backends.dask_design import check_dask_array, finite_lazily, is_dask_array
+from ..backends.dask_design import is_dask_array
 from ..backends.dispatch import external_kind
 from ..losses import get_loss
 from ..penalties import get_penalty
 from ..risks import _RISKS, BaseRisk, check_risk
 from ..solvers.registry import choose_solver
-
-
-def _check_external(X):
-    """An external ``X`` checked where it lives: Dask or array API on its device."""
-    if is_dask_array(X):
-        return check_dask_array(X)
-    if not get_config()["array_api_dispatch"]:
-        raise ValueError(
-            f"X is {external_kind(X)}: fitting or predicting where it lives needs scikit-learn's array API "
-            "dispatch, sklearn.set_config(array_api_dispatch=True), with SCIPY_ARRAY_API=1 set in the "
-            "environment before SciPy is imported. Or pass a NumPy array."
-        )
-    return check_array_api_array(X, array_api_namespace(X))
-
-
-def _in_memory(v):
-    """``y`` or ``sample_weight`` in NumPy: a Dask array computed, an array-API array copied to the host."""
-    if is_dask_array(v):
-        return np.asarray(v.compute())
-    if array_api_namespace(v) is not None:
-        return to_numpy(v)
-    return np.asarray(v)
 
 
 def _check_class_weight_values(class_weight):
@@ -106,14 +82,6 @@ def _same_random_state(old, new):
         return True
     integers = isinstance(old, Integral) and isinstance(new, Integral)
     return integers and int(old) == int(new)
-
-
-def _one_column_flat(scores):
-    """``scores`` of shape ``(n, 1)`` as a vector (NumPy, Dask or array API); wider ones as given."""
-    if scores.shape[1] != 1:
-        return scores
-    xp = array_api_namespace(scores)
-    return scores.ravel() if xp is None else xp.reshape(scores, (-1,))
 
 
 _SAMPLES_METHOD_DOC = """{summary}
@@ -469,7 +437,7 @@ class _RankLinearModel(BaseEstimator):
         if sample_weight is None and class_weight is None:
             return None
         if sample_weight is not None and not np.isscalar(sample_weight):
-            sample_weight = _in_memory(sample_weight)  # n values, on the host for an external X
+            sample_weight = arrays.to_host(sample_weight)  # n values, on the host for an external X
         weights = _check_sample_weight(sample_weight, np.asarray(y), dtype=np.float64,
                                        ensure_non_negative=True)
         if class_weight is not None:
@@ -530,7 +498,7 @@ class _RankLinearModel(BaseEstimator):
         array-API ``X`` (CuPy...) on its device, with scikit-learn's array
         API dispatch on.
         """
-        X = _check_external(X)
+        X = arrays.check_where_it_lives(X)
         n, d = X.shape
         if reset:
             self.n_features_in_ = d
@@ -544,7 +512,7 @@ class _RankLinearModel(BaseEstimator):
                 X.map_blocks(lambda block: np.all(np.isfinite(block)).reshape(1, 1), chunks=(1, 1),
                              dtype=bool).all().compute()):
             raise ValueError("Input X contains NaN or infinity.")
-        y = _in_memory(y)
+        y = arrays.to_host(y)
         if y.ndim != 1 or y.shape[0] != n:
             raise ValueError(f"y must be a vector of length {n} (the rows of X), got shape {y.shape}.")
         if self._task == "regression":
@@ -588,20 +556,15 @@ class _RankLinearModel(BaseEstimator):
         coef = np.atleast_2d(to_numpy(self.coef_)).T
         intercept = np.atleast_1d(to_numpy(self.intercept_))
         if external_kind(X) is not None:
-            X = _check_external(X)
+            X = arrays.check_where_it_lives(X)
             if X.shape[1] != self.n_features_in_:
                 raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                                  f"{self.n_features_in_} features as input.")
-            xp = array_api_namespace(X)
-            if xp is None:
-                # lazy: computing the scores raises the ValueError of NaN or infinity in X
-                return finite_lazily(X) @ coef + intercept
-            device = device_of(X)
-            return X @ to_namespace(coef, xp, device) + to_namespace(intercept, xp, device)
-        X = validate_data(
-            self, X, accept_sparse=self._accept_sparse, dtype=[np.float64, np.float32], reset=False
-        )
-        return np.asarray(X @ coef + intercept)
+        else:
+            X = validate_data(
+                self, X, accept_sparse=self._accept_sparse, dtype=[np.float64, np.float32], reset=False
+            )
+        return arrays.linear_scores(X, coef, intercept)
 
     def _check_fitted_namespace(self, X, method):
         """Fitted, and under array API dispatch on ``X``'s namespace and device (as in scikit-learn)."""
@@ -821,7 +784,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
                         "``X @ coef_.T + intercept_``: one column for two classes, one\n"
                         "per class (one-vs-rest) for more.")
     def decision_function(self, X):
-        return _one_column_flat(self._linear_predict(X, "decision_function"))
+        return arrays.one_column_flat(self._linear_predict(X, "decision_function"))
 
     @samples_method_doc("Predicted class labels.",
                         "ndarray of shape (n_samples,)",
@@ -830,22 +793,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
                         "the largest score otherwise.")
     def predict(self, X):
         self._check_fitted_namespace(X, "predict")
-        scores = self.decision_function(X)
-        classes = to_numpy(self.classes_)
-        xp = array_api_namespace(scores)
-        if xp is not None:
-            index = xp.astype(scores > 0, xp.int64) if scores.ndim == 1 else xp.argmax(scores, axis=1)
-            if classes.dtype.kind not in "biuf":
-                return classes[to_numpy(index)]  # labels an array library cannot hold: NumPy
-            return xp.take(to_namespace(classes, xp, device_of(scores)), index, axis=0)
-        if is_dask_array(scores):
-            if scores.ndim == 1:
-                return scores.map_blocks(lambda s: classes[(s > 0).astype(int)], dtype=classes.dtype)
-            return scores.map_blocks(lambda s: classes[np.argmax(s, axis=1)], drop_axis=1,
-                                     dtype=classes.dtype)
-        if scores.ndim == 1:
-            return classes[(scores > 0).astype(int)]
-        return classes[np.argmax(scores, axis=1)]
+        return arrays.labels(self.decision_function(X), to_numpy(self.classes_))
 
     def _has_proba(self):
         return self.loss == "logistic"
@@ -877,21 +825,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
             The probability of each class, in the order of ``classes_``.
         """
         self._check_fitted_namespace(X, "predict_proba")
-        scores = self.decision_function(X)
-        xp = array_api_namespace(scores)
-        if xp is not None:
-            p = 1.0 / (1.0 + xp.exp(-scores))
-            if p.ndim == 1:
-                return xp.stack([1.0 - p, p], axis=1)
-            return p / xp.sum(p, axis=1, keepdims=True)
-        if scores.ndim == 1:
-            p = expit(scores)
-            if is_dask_array(p):
-                return p.map_blocks(lambda b: np.column_stack([1.0 - b, b]), new_axis=1,
-                                    chunks=(p.chunks[0], (2,)), dtype=np.float64)  # lazy
-            return np.column_stack([1.0 - p, p])
-        p = expit(scores)
-        return p / p.sum(axis=1, keepdims=True)
+        return arrays.probabilities(self.decision_function(X))
 
     @available_if(_proba_available)
     @samples_method_doc("Logarithm of :meth:`predict_proba`.",
@@ -899,9 +833,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
                         "The log-probability of each class, in the order of ``classes_``.")
     def predict_log_proba(self, X):
         self._check_fitted_namespace(X, "predict_log_proba")
-        proba = self.predict_proba(X)
-        xp = array_api_namespace(proba)
-        return np.log(proba) if xp is None else xp.log(proba)
+        return arrays.log(self.predict_proba(X))
 
 
 
@@ -969,4 +901,4 @@ class RankLinearRegressorMixin(RegressorMixin):
                         "ndarray of shape (n_samples,)",
                         "The predictions.")
     def predict(self, X):
-        return _one_column_flat(self._linear_predict(X, "predict"))
+        return arrays.one_column_flat(self._linear_predict(X, "predict"))

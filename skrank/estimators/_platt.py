@@ -20,9 +20,9 @@ import numpy as np
 from scipy.special import expit
 from sklearn.utils.validation import check_is_fitted
 
+from ..backends import arrays
 from ..backends.array_api_design import array_api_namespace, device_of, to_namespace, to_numpy
 from ..backends.dispatch import make_design
-from ._base import _one_column_flat
 
 
 def fit_platt(scores, y, *, sample_weight=None, max_iter=100):
@@ -222,7 +222,7 @@ class PlattRankingMixin:
         xp = array_api_namespace(scores)
         if xp is not None:
             slope = to_namespace(slope, xp, device_of(scores))
-        return _one_column_flat(scores * slope)
+        return arrays.one_column_flat(scores * slope)
 
     def _has_proba(self):
         # sigmoid(decision_function) is the Platt probability
