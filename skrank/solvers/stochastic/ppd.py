@@ -284,6 +284,50 @@ def saddle_objective(X, positive, w, a, b, dual, p, margin, alpha, q=None):
     return float(F.mean() / (p * (1 - p)) + 0.5 * alpha * float(np.dot(w, w)))
 
 
+@njit(cache=True, inline="always")
+def _ratio_update(stats, n_positive, batch):
+    """Algorithm 4's estimates ``stats = [T+, T-, y_bar, q_hat]`` after a mini-batch (``y_i`` for ``y_j``)."""
+    j = stats[0] + stats[1]
+    stats[0] += n_positive
+    stats[1] += batch - n_positive
+    y_bar = ((j + 2.0) * stats[2] + n_positive) / (j + batch + 2.0)
+    spread = n_positive * (1.0 - y_bar) ** 2 + (batch - n_positive) * y_bar * y_bar
+    stats[2] = y_bar
+    stats[3] = ((j + 1.0) * stats[3] + spread) / (j + batch + 1.0)
+
+
+@njit(cache=True, inline="always")
+def _adagrad_entry(G, S2, k, g, x0, eta, delta):
+    """Adds ``g`` to the AdaGrad sums of entry ``k``; returns ``x0 - eta G_k / (delta + sqrt(S2_k))``."""
+    G[k] += g
+    S2[k] += g * g
+    return x0 - eta * G[k] / (delta + np.sqrt(S2[k]))
+
+
+@njit(cache=True, inline="always")
+def _update(start, cur, gw, G, S2, ga, gb, gd, a, b, du, inv_batch, alpha, eta, eta_s, inv_gamma, delta,
+            delta_s, adagrad):
+    """A step of :func:`_ppd_steps` from the batch gradient: ``cur[:d]`` in place; returns ``(a, b, dual)``.
+
+    ``gw`` is the batch's sum for ``w``, ``ga``, ``gb``, ``gd`` the gradients of ``(a, b, dual)``.
+    """
+    d = start.shape[0] - 3
+    if adagrad:
+        # dual averaging anchored at the stage start (Algorithm 3, line 5);
+        # the dual's gradient enters negated (ascent)
+        for f in range(d):
+            g = gw[f] * inv_batch + alpha * cur[f] + inv_gamma * (cur[f] - start[f])
+            G[f] += g
+            S2[f] += g * g
+            cur[f] = start[f] - eta * G[f] / (delta + np.sqrt(S2[f]))
+        return (_adagrad_entry(G, S2, d, ga, start[d], eta_s, delta_s),
+                _adagrad_entry(G, S2, d + 1, gb, start[d + 1], eta_s, delta_s),
+                _adagrad_entry(G, S2, d + 2, -gd, start[d + 2], eta_s, delta_s))
+    for f in range(d):
+        cur[f] -= eta * (gw[f] * inv_batch + alpha * cur[f] + inv_gamma * (cur[f] - start[f]))
+    return a - eta_s * ga, b - eta_s * gb, du + eta_s * gd
+
+
 @njit(cache=True, fastmath={"reassoc", "contract", "arcp", "nsz"})
 def _ppd_steps(Xd, indptr, indices, data, is_sparse, n_pos, prob, packed, weighted, start, cur, n_steps,
                eta, eta_s, inv_gamma, inv_gamma_s, delta, delta_s, adagrad, batch, p_known, margin, alpha,
@@ -309,12 +353,7 @@ def _ppd_steps(Xd, indptr, indices, data, is_sparse, n_pos, prob, packed, weight
     """
     n = indptr.shape[0] - 1 if is_sparse else Xd.shape[0]
     d = start.shape[0] - 3
-    a0 = start[d]
-    b0 = start[d + 1]
-    dual0 = start[d + 2]
-    a = cur[d]
-    b = cur[d + 1]
-    du = cur[d + 2]
+    a, b, du = cur[d], cur[d + 1], cur[d + 2]
     inv_batch = 1.0 / batch
     for t in range(n_steps):
         for f in range(d):
@@ -329,12 +368,9 @@ def _ppd_steps(Xd, indptr, indices, data, is_sparse, n_pos, prob, packed, weight
             q = p * (1.0 - p)
         for f in range(d):
             gw[f] = 0.0
-        ga = 0.0
-        gb = 0.0
-        gd = 0.0
+        ga, gb, gd = 0.0, 0.0, 0.0
         n_positive = 0
-        center_score = 0.0
-        score_sum = 0.0
+        center_score, score_sum = 0.0, 0.0
         if shifted:
             for f in range(d):
                 center_score += center[f] * cur[f]
@@ -371,41 +407,12 @@ def _ppd_steps(Xd, indptr, indices, data, is_sparse, n_pos, prob, packed, weight
             for f in range(d):
                 gw[f] -= center[f] * score_sum
         if online:
-            # Algorithm 4 (y_i for the paper's y_j), after the gradient so that
-            # the estimates used are independent of this mini-batch
-            j = stats[0] + stats[1]
-            stats[0] += n_positive
-            stats[1] += batch - n_positive
-            y_bar = ((j + 2.0) * stats[2] + n_positive) / (j + batch + 2.0)
-            spread = n_positive * (1.0 - y_bar) ** 2 + (batch - n_positive) * y_bar * y_bar
-            stats[2] = y_bar
-            stats[3] = ((j + 1.0) * stats[3] + spread) / (j + batch + 1.0)
-        ga = ga * inv_batch + inv_gamma_s * (a - a0)
-        gb = gb * inv_batch + inv_gamma_s * (b - b0)
-        gd *= inv_batch
-        if adagrad:
-            # dual averaging anchored at the stage start (Algorithm 3, line 5);
-            # the dual's gradient enters negated (ascent)
-            for f in range(d):
-                g = gw[f] * inv_batch + alpha * cur[f] + inv_gamma * (cur[f] - start[f])
-                G[f] += g
-                S2[f] += g * g
-                cur[f] = start[f] - eta * G[f] / (delta + np.sqrt(S2[f]))
-            G[d] += ga
-            S2[d] += ga * ga
-            a = a0 - eta_s * G[d] / (delta_s + np.sqrt(S2[d]))
-            G[d + 1] += gb
-            S2[d + 1] += gb * gb
-            b = b0 - eta_s * G[d + 1] / (delta_s + np.sqrt(S2[d + 1]))
-            G[d + 2] -= gd
-            S2[d + 2] += gd * gd
-            du = dual0 - eta_s * G[d + 2] / (delta_s + np.sqrt(S2[d + 2]))
-        else:
-            for f in range(d):
-                cur[f] -= eta * (gw[f] * inv_batch + alpha * cur[f] + inv_gamma * (cur[f] - start[f]))
-            a -= eta_s * ga
-            b -= eta_s * gb
-            du += eta_s * gd
+            # after the gradient, so that the estimates used are independent of this mini-batch
+            _ratio_update(stats, n_positive, batch)
+        ga = ga * inv_batch + inv_gamma_s * (a - start[d])
+        gb = gb * inv_batch + inv_gamma_s * (b - start[d + 1])
+        a, b, du = _update(start, cur, gw, G, S2, ga, gb, gd * inv_batch, a, b, du, inv_batch, alpha, eta,
+                           eta_s, inv_gamma, delta, delta_s, adagrad)
     cur[d] = a
     cur[d + 1] = b
     cur[d + 2] = du

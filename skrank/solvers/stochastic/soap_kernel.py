@@ -49,6 +49,39 @@ def _next_index(perm, cursor, k, state):
     return i
 
 
+@njit(cache=True, inline="always")
+def _chain_rule(X, rows, w, h, coef, alpha, G):
+    """``G = sum_j coef_j grad h_j + (alpha * w, 0)``, ``grad h_j = h_j (1 - h_j) (x_j, 1)``."""
+    d = X.shape[1]
+    for k in range(d):
+        G[k] = alpha[k] * w[k]
+    G[d] = 0.0
+    for j in range(rows.shape[0]):
+        c = coef[j] * h[j] * (1.0 - h[j])
+        G[d] += c
+        if c != 0.0:
+            xj = X[rows[j]]
+            for k in range(d):
+                G[k] += c * xj[k]
+
+
+@njit(cache=True, inline="always")
+def _optimizer_step(w, G, m1, m2, optimizer, lr, beta1, beta2, eps):
+    """Algorithm 3: SGD, momentum or the paper's Adam-style step, in place."""
+    if optimizer == SGD:
+        for k in range(G.shape[0]):
+            w[k] -= lr * G[k]
+    elif optimizer == MOMENTUM:
+        for k in range(G.shape[0]):
+            m1[k] = beta1 * m1[k] + (1.0 - beta1) * G[k]
+            w[k] -= lr * m1[k]
+    else:
+        for k in range(G.shape[0]):
+            m1[k] = beta1 * m1[k] + (1.0 - beta1) * G[k]
+            m2[k] = beta2 * m2[k] + (1.0 - beta2) * G[k] * G[k]
+            w[k] -= lr * m1[k] / np.sqrt(eps + m2[k])
+
+
 @njit(cache=True)
 def soap_steps(X, pos_idx, neg_idx, slot, w, u, seen, stamp, m1, m2, n_steps, t0, n_anchor, batch,
                gamma, lr, alpha, optimizer, beta1, beta2, eps, weight_pos, weight_neg,
@@ -65,44 +98,32 @@ def soap_steps(X, pos_idx, neg_idx, slot, w, u, seen, stamp, m1, m2, n_steps, t0
         same for identical rows, whose averages are equal).
     w : ndarray of shape (d + 1,)
         Coefficients and the intercept last, updated.
-    u : ndarray of shape (n_slots, 2)
-        Moving averages (Algorithm 2's ``u^1``, ``u^2``), updated.
-    seen : bool array of shape (n_slots,)
-        Whether an entry of ``u`` has been initialised.
-    stamp : int64 array of shape (n_slots,)
-        The last step that updated an entry of ``u``.
+    u, seen, stamp : ndarrays of shape (n_slots, 2), (n_slots,), (n_slots,)
+        Moving averages (Algorithm 2's ``u^1``, ``u^2``), whether each entry
+        has been initialised, and the last step that updated it; updated.
     m1, m2 : ndarray of shape (d + 1,)
         First and second moments of the optimizer, updated.
-    n_steps, t0 : int
-        Number of steps, and the index of the first one (for ``stamp``).
-    n_anchor, batch : int
-        Positives per batch and batch size (``n_anchor < batch``).
+    n_steps, t0, n_anchor, batch : int
+        Number of steps, the index of the first one (for ``stamp``), positives
+        per batch and batch size (``n_anchor < batch``).
     gamma, lr : float
         Moving-average weight of the new estimate, and step size.
     alpha : ndarray of shape (d,)
         l2 strength of each coefficient.
-    optimizer : int
-        ``SGD``, ``MOMENTUM`` or ``ADAM``.
-    beta1, beta2, eps : float
+    optimizer, beta1, beta2, eps : int, float, float, float
+        ``SGD``, ``MOMENTUM`` or ``ADAM``, and its parameters.
     weight_pos, weight_neg : float
         Weights of a batch positive and negative:
         ``(N+/n) / (n_anchor/B)`` and ``(N-/n) / ((B - n_anchor)/B)``.
     code, shift, scale : int, float, float
         The pairwise surrogate (:mod:`skrank.pairwise_losses`).
-    state : uint64 array of length 1
-        Generator state.
-    perm_pos, perm_neg : int64 arrays
-        Permutations of ``arange(n_pos)`` and ``arange(n_neg)``, cycled.
-    cursor : int64 array of length 2
-        Positions in ``perm_pos`` and ``perm_neg``.
+    state, perm_pos, perm_neg, cursor : uint64 array of length 1, int64 arrays
+        Generator state, the permutations of ``arange(n_pos)`` and
+        ``arange(n_neg)`` (cycled), and the positions in them.
     """
     d = X.shape[1]
-    rows = np.empty(batch, dtype=np.int64)
-    anchor = np.empty(n_anchor, dtype=np.int64)
-    h = np.empty(batch)
-    dl = np.empty((n_anchor, batch))
-    coef = np.empty(batch)
-    G = np.empty(d + 1)
+    rows, h, coef = np.empty(batch, dtype=np.int64), np.empty(batch), np.empty(batch)
+    anchor, dl, G = np.empty(n_anchor, dtype=np.int64), np.empty((n_anchor, batch)), np.empty(d + 1)
     for step in range(n_steps):
         t = t0 + step
         for a in range(n_anchor):
@@ -143,8 +164,7 @@ def soap_steps(X, pos_idx, neg_idx, slot, w, u, seen, stamp, m1, m2, n_steps, t0
                 u[r, 0] = g1
                 u[r, 1] = max(g2, U_FLOOR)
         # eq. (9): score coefficients of the gradient estimate
-        for j in range(batch):
-            coef[j] = 0.0
+        coef[:] = 0.0
         for a in range(n_anchor):
             r = anchor[a]
             inv = 1.0 / (n_anchor * batch * u[r, 1] * u[r, 1])
@@ -154,26 +174,5 @@ def soap_steps(X, pos_idx, neg_idx, slot, w, u, seen, stamp, m1, m2, n_steps, t0
                 c = (cpos if j < n_anchor else cneg) * dl[a, j]
                 coef[a] += c
                 coef[j] -= c
-        for k in range(d):
-            G[k] = alpha[k] * w[k]
-        G[d] = 0.0
-        for j in range(batch):
-            c = coef[j] * h[j] * (1.0 - h[j])
-            G[d] += c
-            if c != 0.0:
-                xj = X[rows[j]]
-                for k in range(d):
-                    G[k] += c * xj[k]
-        # Algorithm 3
-        if optimizer == SGD:
-            for k in range(d + 1):
-                w[k] -= lr * G[k]
-        elif optimizer == MOMENTUM:
-            for k in range(d + 1):
-                m1[k] = beta1 * m1[k] + (1.0 - beta1) * G[k]
-                w[k] -= lr * m1[k]
-        else:
-            for k in range(d + 1):
-                m1[k] = beta1 * m1[k] + (1.0 - beta1) * G[k]
-                m2[k] = beta2 * m2[k] + (1.0 - beta2) * G[k] * G[k]
-                w[k] -= lr * m1[k] / np.sqrt(eps + m2[k])
+        _chain_rule(X, rows, w, h, coef, alpha, G)
+        _optimizer_step(w, G, m1, m2, optimizer, lr, beta1, beta2, eps)

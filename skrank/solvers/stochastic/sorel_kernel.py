@@ -311,6 +311,33 @@ def _single_steps(X, s, c, code, param, w, b, gref, mult, prob, packed, rng, ste
     b[0] = b0
 
 
+@njit(cache=True, inline="always")
+def _l2_draw(x, fn, nm1, prob, packed, use_alias):
+    """A draw of :func:`_single_steps_l2` (its first two) from the state ``x``: the new state, the index."""
+    x ^= x >> _U12
+    x ^= x << _U25
+    x ^= x >> _U27
+    r = float((x * _MULT) >> _U11) * _INV53 * fn
+    i = min(np.uint64(r), nm1)
+    if use_alias:
+        i = (np.uint64(packed[i]) >> (np.uint64((r - float(i)) >= prob[i]) << _U5)) & _LOW32
+    return x, i
+
+
+@njit(cache=True, inline="always")
+def _l2_dots(X, i, j, w, icst):
+    """``(x_j . w, x_j . icst, x_j . x_i)``, the first lookahead of :func:`_single_steps_l2`."""
+    dot_w = 0.0
+    dot_c = 0.0
+    dot_x = 0.0
+    for a in range(X.shape[1]):
+        xj = X[j, a]
+        dot_w += xj * w[a]
+        dot_c += xj * icst[a]
+        dot_x += xj * X[i, a]
+    return dot_w, dot_c, dot_x
+
+
 @njit(cache=True, fastmath={"contract"})
 def _single_steps_l2(X, s, c, code, param, w, b, gref, mult, prob, packed, rng, steps, use_alias,
                      fit_intercept, lr, cst, cst_b, inv_denom, inv_denom_b, icst, smooth, pw, tot):
@@ -345,35 +372,16 @@ def _single_steps_l2(X, s, c, code, param, w, b, gref, mult, prob, packed, rng, 
     nm1 = np.uint64(n - 1)
     fn = float(n)
     lr_tot = lr * tot
-    # draws written out: a helper returning (state, index), inlined or not, cost 40-55 % (d = 5)
+    # draws written out in the loop: a helper returning (state, index), inlined or not, cost 40-55 % (d = 5)
     # the first two samples: i (its argument directly) and j
-    x ^= x >> _U12
-    x ^= x << _U25
-    x ^= x >> _U27
-    r = float((x * _MULT) >> _U11) * _INV53 * fn
-    i = min(np.uint64(r), nm1)
-    if use_alias:
-        i = (np.uint64(packed[i]) >> (np.uint64((r - float(i)) >= prob[i]) << _U5)) & _LOW32
+    x, i = _l2_draw(x, fn, nm1, prob, packed, use_alias)
     f = b0
     for a in range(d):
         f += X[i, a] * w[a]
     j = i
     if steps > 1:
-        x ^= x >> _U12
-        x ^= x << _U25
-        x ^= x >> _U27
-        r = float((x * _MULT) >> _U11) * _INV53 * fn
-        j = min(np.uint64(r), nm1)
-        if use_alias:
-            j = (np.uint64(packed[j]) >> (np.uint64((r - float(j)) >= prob[j]) << _U5)) & _LOW32
-    dot_w = 0.0
-    dot_c = 0.0
-    dot_x = 0.0
-    for a in range(d):
-        xj = X[j, a]
-        dot_w += xj * w[a]
-        dot_c += xj * icst[a]
-        dot_x += xj * X[i, a]
+        x, j = _l2_draw(x, fn, nm1, prob, packed, use_alias)
+    dot_w, dot_c, dot_x = _l2_dots(X, i, j, w, icst)
     # the next sample's argument is f_next - ld * g_next
     f_next = inv_denom * dot_w + dot_c + (inv_denom_b * b0 + cb if fit_intercept else b0)
     g_next = inv_denom * dot_x + ib
