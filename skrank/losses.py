@@ -531,26 +531,26 @@ def get_loss(name, *, epsilon=1.0):
         ``squared`` is ``t**2 / 2``; ``huber`` is ``t**2 / 2`` for
         ``|t| <= epsilon`` and ``epsilon * (|t| - epsilon / 2)`` beyond.
     epsilon : float, default=1.0
-        Huber's threshold; must be positive and finite.  Ignored by the
-        other losses.
+        The threshold of the losses whose row of the table takes one
+        (Huber's); must be positive and finite.  Ignored by the other losses.
 
     Returns
     -------
     Loss
-        The loss, with ``param`` set to ``epsilon`` for ``"huber"`` and to 0
-        otherwise.
+        The loss, with ``param`` set to ``epsilon`` for a loss that takes it
+        and to 0 otherwise.
 
     Raises
     ------
     ValueError
-        If ``name`` is unknown, or if ``name`` is ``"huber"`` and
-        ``epsilon`` is not a positive finite number.
+        If ``name`` is unknown, or if the loss takes ``epsilon`` and it is
+        not a positive finite number.
     """
     if name not in _LOSSES:
         raise ValueError(f"Unknown loss {name!r}; expected one of {sorted(_LOSSES)}.")
     spec = dict(_LOSSES[name])
     if spec.pop("takes_epsilon", False):
         if not (np.isfinite(epsilon) and epsilon > 0):
-            raise ValueError(f"Huber's epsilon must be a positive finite number, got {epsilon!r}.")
+            raise ValueError(f"The {name} loss's epsilon must be a positive finite number, got {epsilon!r}.")
         spec["param"] = float(epsilon)
     return Loss(name=name, **spec)

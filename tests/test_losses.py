@@ -166,3 +166,10 @@ def test_the_estimators_accept_the_losses_of_the_loss_table():
         assert line.strip().startswith("loss : {" + ", ".join(f'"{name}"' for name in names) + "}")
     assert set(loss_names("regression", smooth=False)) == {"absolute"}
     assert set(loss_names("classification", smooth=False)) == {"hinge"}
+
+
+@pytest.mark.parametrize("epsilon", [0.0, -1.0, np.inf, np.nan])
+def test_a_loss_that_takes_epsilon_refuses_a_bad_one_by_name(epsilon):
+    with pytest.raises(ValueError, match="huber loss's epsilon must be a positive finite number"):
+        get_loss("huber", epsilon=epsilon)
+    assert get_loss("squared", epsilon=epsilon).param == 0.0  # the others ignore it

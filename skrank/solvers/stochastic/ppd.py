@@ -631,12 +631,8 @@ class PPDStream:
 
         Parameters
         ----------
-        alpha : float
-            l2 strength.
-        margin : float
-            The square loss's margin ``c``.
-        batch_size : int
-            Samples per step.
+        alpha, margin, batch_size : see the class
+            The l2 strength, the square loss's margin ``c`` and the samples per step.
         """
         if int(batch_size) < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
