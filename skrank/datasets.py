@@ -87,590 +87,247 @@ _TABLES = {
     t.name: t
     for t in [
         # ----- imbalanced binary classification -------------------------
-        _Table(
-            "caravan",
-            "ISLR",
-            "Caravan",
-            "binary",
-            "Purchase",
-            positive="Yes",
-            positive_description='Purchase == "Yes" (bought caravan insurance)',
-            description="Insurance company benchmark (CoIL 2000): 85 socio-demographic "
-            "and product-ownership features.",
-        ),
-        _Table(
-            "default",
-            "ISLR",
-            "Default",
-            "binary",
-            "default",
-            positive="Yes",
-            positive_description='default == "Yes" (credit card default)',
-            description="Simulated credit card default data from ISLR: student, balance, income.",
-        ),
-        _Table(
-            "lending_club",
-            "modeldata",
-            "lending_club",
-            "binary",
-            "Class",
-            positive="bad",
-            positive_description='Class == "bad" (loan not repaid)',
-            description="Lending Club loans (2016 Q1): loan and borrower features.",
-        ),
-        _Table(
-            "churn",
-            "modeldata",
-            "mlc_churn",
-            "binary",
-            "churn",
-            positive="yes",
-            positive_description='churn == "yes" (customer left)',
-            description="Telecom customer churn (MLC++ churn data).",
-        ),
-        _Table(
-            "credit",
-            "modeldata",
-            "credit_data",
-            "binary",
-            "Status",
-            positive="bad",
-            positive_description='Status == "bad" (credit not repaid)',
-            description="Credit scoring data of a Spanish bank; incomplete rows dropped.",
-        ),
-        _Table(
-            "hmda",
-            "AER",
-            "HMDA",
-            "binary",
-            "deny",
-            positive="yes",
-            positive_description='deny == "yes" (mortgage application denied)',
-            description="Boston HMDA mortgage applications (1990).",
-        ),
-        _Table(
-            "attrition",
-            "modeldata",
-            "attrition",
-            "binary",
-            "Attrition",
-            positive="Yes",
-            positive_description='Attrition == "Yes" (employee left)',
-            description="IBM HR employee attrition "
-            "(fictional data created by IBM data scientists).",
-        ),
-        _Table(
-            "fertility",
-            "AER",
-            "Fertility",
-            "binary",
-            "morekids",
-            positive="yes",
-            positive_description='morekids == "yes" (mother had more than two children)',
-            description="1980 US census, women aged 21-35 with at least two children "
-            "(Angrist and Evans, 1998): sex of the first two children, age, race, weeks "
-            "worked.",
-        ),
-        _Table(
-            "flights",
-            "nycflights13",
-            "flights",
-            "binary",
-            "arr_delay",
-            positive=True,
-            positive_description="arr_delay > 15 (arrived more than 15 minutes late)",
-            drop=("year", "day", "dep_time", "sched_dep_time", "dep_delay", "arr_time",
-                  "sched_arr_time", "flight", "tailnum", "air_time", "minute", "time_hour"),
-            categorical=("month", "hour"),
-            target_map=lambda delay: delay > 15,
-            sparse=True,
-            description="Flights that departed New York City in 2013 (nycflights13); "
-            "cancelled flights dropped.  Features known before departure: one-hot month, "
-            "scheduled hour, carrier, origin and destination, and the distance in miles.  "
-            "Sparse (CSR) by default.",
-        ),
+        _Table("caravan", "ISLR", "Caravan", "binary", "Purchase", positive="Yes",
+               positive_description='Purchase == "Yes" (bought caravan insurance)',
+               description="Insurance company benchmark (CoIL 2000): 85 socio-demographic and "
+                           "product-ownership features."),
+        _Table("default", "ISLR", "Default", "binary", "default", positive="Yes",
+               positive_description='default == "Yes" (credit card default)',
+               description="Simulated credit card default data from ISLR: student, balance, income."),
+        _Table("lending_club", "modeldata", "lending_club", "binary", "Class", positive="bad",
+               positive_description='Class == "bad" (loan not repaid)',
+               description="Lending Club loans (2016 Q1): loan and borrower features."),
+        _Table("churn", "modeldata", "mlc_churn", "binary", "churn", positive="yes",
+               positive_description='churn == "yes" (customer left)',
+               description="Telecom customer churn (MLC++ churn data)."),
+        _Table("credit", "modeldata", "credit_data", "binary", "Status", positive="bad",
+               positive_description='Status == "bad" (credit not repaid)',
+               description="Credit scoring data of a Spanish bank; incomplete rows dropped."),
+        _Table("hmda", "AER", "HMDA", "binary", "deny", positive="yes",
+               positive_description='deny == "yes" (mortgage application denied)',
+               description="Boston HMDA mortgage applications (1990)."),
+        _Table("attrition", "modeldata", "attrition", "binary", "Attrition", positive="Yes",
+               positive_description='Attrition == "Yes" (employee left)',
+               description="IBM HR employee attrition (fictional data created by IBM data scientists)."),
+        _Table("fertility", "AER", "Fertility", "binary", "morekids", positive="yes",
+               positive_description='morekids == "yes" (mother had more than two children)',
+               description="1980 US census, women aged 21-35 with at least two children (Angrist and "
+                           "Evans, 1998): sex of the first two children, age, race, weeks worked."),
+        _Table("flights", "nycflights13", "flights", "binary", "arr_delay", positive=True,
+               positive_description="arr_delay > 15 (arrived more than 15 minutes late)",
+               drop=("year", "day", "dep_time", "sched_dep_time", "dep_delay", "arr_time", "sched_arr_time",
+                     "flight", "tailnum", "air_time", "minute", "time_hour"), categorical=("month", "hour"),
+               target_map=lambda delay: delay > 15, sparse=True,
+               description="Flights that departed New York City in 2013 (nycflights13); cancelled "
+                           "flights dropped.  Features known before departure: one-hot month, scheduled "
+                           "hour, carrier, origin and destination, and the distance in miles.  Sparse "
+                           "(CSR) by default."),
         # ----- imbalanced binary classification: the benchmark suite -------
-        _Table(
-            "flchain_death",
-            "survival",
-            "flchain",
-            "binary",
-            "death",
-            positive=1,
-            positive_description="death == 1 (died during follow-up)",
-            drop=("futime", "chapter"),
-            positive_subsample=0.2,
-            description="Serum free light chain assay of residents of Olmsted County, "
-            "Minnesota aged 50 or more (survival::flchain): age, sex, sample year, kappa "
-            "and lambda light chains, creatinine and MGUS diagnosis.  Follow-up time and "
-            "cause of death dropped (they record the outcome); rows with missing "
-            "creatinine dropped.  Positives subsampled to 20% with seed 0.",
-        ),
-        _Table(
-            "wilms_relapse",
-            "survival",
-            "nwtco",
-            "binary",
-            "rel",
-            positive=1,
-            positive_description="rel == 1 (Wilms' tumour relapsed)",
-            drop=("seqno", "edrel", "in.subcohort"),
-            description="National Wilms' Tumor Study (survival::nwtco): local and central "
-            "histology, disease stage, study and age in months.  Identifier, time to "
-            "relapse and the case-cohort sampling flag dropped.",
-        ),
-        _Table(
-            "mgus_progression",
-            "survival",
-            "mgus2",
-            "binary",
-            "pstat",
-            positive=1,
-            positive_description="pstat == 1 (monoclonal gammopathy progressed to a "
-            "plasma cell malignancy)",
-            drop=("id", "ptime", "futime", "death"),
-            description="Monoclonal gammopathy of undetermined significance patients of "
-            "the Mayo Clinic (survival::mgus2): age, sex, year of diagnosis, "
-            "haemoglobin, creatinine and size of the monoclonal protein spike.  "
-            "Identifier, follow-up times and death dropped.",
-        ),
-        _Table(
-            "nafld_death",
-            "survival",
-            "nafld1",
-            "binary",
-            "status",
-            positive=1,
-            positive_description="status == 1 (died during follow-up)",
-            drop=("id", "case.id", "futime"),
-            description="Olmsted County residents in a study of non-alcoholic fatty liver "
-            "disease (survival::nafld1): age, sex, weight, height, BMI.  Identifiers and "
-            "follow-up time dropped; rows with missing measurements dropped.",
-        ),
-        _Table(
-            "covid_testing",
-            "medicaldata",
-            "covid_testing",
-            "binary",
-            "result",
-            positive="positive",
-            positive_description='result == "positive" (positive SARS-CoV-2 PCR test)',
-            drop=("subject_id", "fake_first_name", "fake_last_name", "clinic_name",
-                  "ct_result", "rec_ver_tat"),
-            row_filter=lambda df: df["result"] != "invalid",
-            description="SARS-CoV-2 PCR tests at the Children's Hospital of Philadelphia "
-            "in 2020 (medicaldata::covid_testing): sex, age, day of the pandemic, test, "
-            "patient group, drive-through and order-set flags, collection-to-receipt "
-            "time.  Invalid results dropped; identifiers, fake names, the 88-level "
-            "clinic, the PCR cycle threshold and the verification time (both measured "
-            "with the result) dropped; payor and patient class are mostly missing and "
-            "dropped.",
-        ),
-        _Table(
-            "pneumonia",
-            "KMsurv",
-            "pneumon",
-            "binary",
-            "hospital",
-            positive=1,
-            positive_description="hospital == 1 (child hospitalised for pneumonia)",
-            drop=("chldage", "agepn"),
-            categorical=("region", "race"),
-            description="National Longitudinal Survey of Youth mothers and their children "
-            "(KMsurv::pneumon): mother's age, environment, alcohol and tobacco use, "
-            "region, poverty, race and education, birthweight, siblings, weaning and "
-            "solid-food months.  The two ages at hospitalisation or censoring dropped.",
-        ),
-        _Table(
-            "pancreatitis_rct",
-            "medicaldata",
-            "indo_rct",
-            "binary",
-            "outcome",
-            positive="1_yes",
-            positive_description='outcome == "1_yes" (post-ERCP pancreatitis)',
-            drop=("id",),
-            description="Randomised trial of rectal indomethacin to prevent pancreatitis "
-            "after ERCP (medicaldata::indo_rct; Elmunzer et al., 2012): site, age, sex, "
-            "risk score, patient history, procedure details and treatment arm.  "
-            "Identifier dropped; the mostly-missing bleeding column dropped.",
-        ),
-        _Table(
-            "low_birthweight",
-            "openintro",
-            "ncbirths",
-            "binary",
-            "lowbirthweight",
-            positive="low",
-            positive_description='lowbirthweight == "low" (below 5.5 pounds)',
-            drop=("weight",),
-            description="A random sample of 1,000 births in North Carolina in 2004 "
-            "(openintro::ncbirths): parents' ages, weeks of pregnancy, visits, weight "
-            "gained, marital status, sex, smoking, race.  The birth weight itself "
-            "dropped; rows with missing values (mostly the father's age) dropped.",
-        ),
-        _Table(
-            "breast_cancer",
-            "sklearn",
-            "load_breast_cancer",
-            "binary",
-            "target",
-            positive=0,
-            positive_description="target == 0 (malignant tumour)",
-            source="sklearn",
-            positive_subsample=0.15,
-            description="Wisconsin diagnostic breast cancer data bundled with scikit-learn "
-            "(load_breast_cancer): 30 features of cell nuclei from fine-needle "
-            "aspirates.  Positives subsampled to 15% with seed 0.",
-        ),
-        _Table(
-            "digits_zero",
-            "sklearn",
-            "load_digits",
-            "binary",
-            "target",
-            positive=0,
-            positive_description="target == 0 (the handwritten digit is a zero)",
-            source="sklearn",
-            description="Handwritten digits bundled with scikit-learn (load_digits): "
-            "8x8 images, 64 pixel intensities in 0-16; one digit against the others.",
-        ),
-        _Table(
-            "crash_fatality",
-            "DAAG",
-            "nassCDS",
-            "binary",
-            "dead",
-            positive="dead",
-            positive_description='dead == "dead" (front-seat occupant killed)',
-            drop=("caseid", "injSeverity", "weight"),
-            description="US police-reported car crashes 1997-2002 (DAAG::nassCDS): impact "
-            "speed, airbag, seat belt, frontal impact, sex and age of the occupant, "
-            "years of accident and vehicle, airbag deployment, driver or passenger.  "
-            "Case identifier, injury severity (which codes death) and the sampling "
-            "weight dropped.",
-        ),
-        _Table(
-            "taiwan_credit",
-            "causaldata",
-            "credit_cards",
-            "binary",
-            "LateSept",
-            positive=True,
-            positive_description="LateSept == True (late credit card payment in "
-            "September 2005)",
-            description="Taiwanese credit card holders in 2005 (causaldata::credit_cards, "
-            "from Yeh and Lien, 2009): late payment in April, April bill, age.",
-        ),
-        _Table(
-            "affairs",
-            "AER",
-            "Affairs",
-            "binary",
-            "affairs",
-            positive=True,
-            positive_description="affairs > 0 (at least one extramarital affair in the "
-            "past year)",
-            target_map=lambda n: n > 0,
-            description="Fair's 1969 Psychology Today survey on extramarital affairs "
-            "(AER::Affairs): sex, age, years married, children, religiousness, "
-            "education, occupation, self-rated marriage.",
-        ),
-        _Table(
-            "arrests",
-            "carData",
-            "Arrests",
-            "binary",
-            "released",
-            positive="No",
-            positive_description='released == "No" (arrested person held for court, '
-            'not released with a summons)',
-            description="Arrests for simple possession of marijuana in Toronto, 1997-2002 "
-            "(carData::Arrests): colour, year, age, sex, employment, citizenship and "
-            "number of police data bases the name appears in.",
-        ),
-        _Table(
-            "resume_callbacks",
-            "AER",
-            "ResumeNames",
-            "binary",
-            "call",
-            positive="yes",
-            positive_description='call == "yes" (the fictitious applicant got a callback)',
-            drop=("name",),
-            description="Field experiment with fictitious resumes sent to job ads in Boston "
-            "and Chicago (AER::ResumeNames; Bertrand and Mullainathan, 2004): sex and "
-            "ethnicity signalled by the name, resume quality and contents, job "
-            "requirements, industry.  The first name itself (36 levels) dropped.",
-        ),
-        _Table(
-            "vote92_perot",
-            "pscl",
-            "vote92",
-            "binary",
-            "vote",
-            positive="Perot",
-            positive_description='vote == "Perot" (voted for Ross Perot in 1992)',
-            description="1992 US presidential vote of American National Election Studies "
-            "respondents (pscl::vote92): party identification, sex, personal finances, "
-            "view of the economy, ideological distances to the three candidates.",
-        ),
-        _Table(
-            "beps_libdem",
-            "carData",
-            "BEPS",
-            "binary",
-            "vote",
-            positive="Liberal Democrat",
-            positive_description='vote == "Liberal Democrat" (in the 1997 UK election)',
-            description="British Election Panel Study 1997-2001 (carData::BEPS): age, "
-            "sex, assessments of the national and household economy, of the three party "
-            "leaders, attitude to European integration, political knowledge.",
-        ),
-        _Table(
-            "smoking",
-            "AER",
-            "SmokeBan",
-            "binary",
-            "smoker",
-            positive="yes",
-            positive_description='smoker == "yes" (current smoker)',
-            description="US indoor workers in 1991 and 1993 (AER::SmokeBan): workplace "
-            "smoking ban, age, education, ethnicity, sex.",
-        ),
-        _Table(
-            "mpls_vehicle_search",
-            "carData",
-            "MplsStops",
-            "binary",
-            "vehicleSearch",
-            positive="YES",
-            positive_description='vehicleSearch == "YES" (the vehicle was searched)',
-            drop=("idNum", "date", "neighborhood", "citationIssued", "personSearch"),
-            categorical=("policePrecinct",),
-            description="Minneapolis police stops in 2017 (carData::MplsStops): reason "
-            "for the stop, computer-dispatched or not, perceived race before the stop, "
-            "race, sex, location and precinct.  Identifier, time stamp, the 87-level "
-            "neighbourhood and the other outcomes of the stop (citation, person search) "
-            "dropped; stops without a recorded search status dropped.",
-        ),
-        _Table(
-            "telco_churn",
-            "modeldata",
-            "wa_churn",
-            "binary",
-            "churn",
-            positive="Yes",
-            positive_description='churn == "Yes" (customer left within the last month)',
-            description="IBM Watson telecom customer churn (modeldata::wa_churn): "
-            "demographics, tenure, phone and internet services, contract, billing and "
-            "charges.",
-        ),
-        _Table(
-            "spam_email",
-            "openintro",
-            "email",
-            "binary",
-            "spam",
-            positive=1,
-            positive_description="spam == 1 (e-mail is spam)",
-            drop=("time",),
-            description="E-mails received by one account in early 2012 (openintro::email): "
-            "recipients, attachments, counts of words such as 'dollar' or 'winner', "
-            "length, format, subject flags.  The time stamp dropped.",
-        ),
-        _Table(
-            "taxi_no_tip",
-            "modeldata",
-            "taxi",
-            "binary",
-            "tip",
-            positive="no",
-            positive_description='tip == "no" (the rider did not tip)',
-            description="Chicago taxi trips in 2022 (modeldata::taxi): distance, company, "
-            "local trip, day of week, month, hour.",
-        ),
-        _Table(
-            "cracker_choice",
-            "Ecdat",
-            "Cracker",
-            "binary",
-            "choice",
-            positive="sunshine",
-            positive_description='choice == "sunshine" (bought the Sunshine brand)',
-            drop=("id",),
-            description="Scanner-panel purchases of crackers (Ecdat::Cracker): display, "
-            "newspaper feature and price of the four brands at each purchase.  The "
-            "household identifier dropped.",
-        ),
-        _Table(
-            "gunnels",
-            "Stat2Data",
-            "Gunnels",
-            "binary",
-            "Gunnel",
-            positive=1,
-            positive_description="Gunnel == 1 (a gunnel, an eel-like fish, is present in "
-            "the shoreline quadrat)",
-            description="Shoreline quadrats sampled for gunnels (Stat2Data::Gunnels): time "
-            "of day and from low tide, slope, plant cover, crustacean food density, "
-            "substratum, standing water, cobbles.",
-        ),
-        _Table(
-            "movies_animation",
-            "ggplot2movies",
-            "movies",
-            "binary",
-            "Animation",
-            positive=1,
-            positive_description="Animation == 1 (the film is an animation)",
-            drop=("title",),
-            description="IMDB films (ggplot2movies::movies): year, length, average rating, "
-            "votes, the distribution of ratings and the other genre flags.  Title "
-            "dropped; budget and MPAA rating are mostly missing and dropped.",
-        ),
-        _Table(
-            "rodents_peromyscus",
-            "ratdat",
-            "complete",
-            "binary",
-            "genus",
-            positive="Peromyscus",
-            positive_description='genus == "Peromyscus" (a deer mouse)',
-            drop=("record_id", "species_id", "species", "taxa"),
-            categorical=("plot_id",),
-            description="Rodents captured at the Portal Project, Arizona, 1977-2002 "
-            "(ratdat::complete): date, plot and its experimental treatment, sex, "
-            "hindfoot length and weight.  Record identifier and the species and taxon "
-            "(which determine the genus) dropped; incomplete records dropped.",
-        ),
-        _Table(
-            "mlb_world_series",
-            "openintro",
-            "mlb_teams",
-            "binary",
-            "world_series_winner",
-            positive="Y",
-            positive_description='world_series_winner == "Y" (the team won the World '
-            'Series that season)',
-            drop=("rank", "division_winner", "wild_card_winner", "league_winner",
-                  "team_name", "ball_park", "caught_stealing"),
-            description="Major League Baseball team seasons, 1876-2020 "
-            "(openintro::mlb_teams): league, games, wins and losses, batting, pitching "
-            "and fielding totals, attendance.  Seasons without a World Series dropped; "
-            "the rank and division, wild-card and league titles (which a World Series "
-            "winner holds) dropped, as are team and park names and the sparsely "
-            "recorded caught-stealing, hit-by-pitch and sacrifice-fly columns.",
-        ),
-        _Table(
-            "alcohol_abuse",
-            "wooldridge",
-            "alcohol",
-            "binary",
-            "abuse",
-            positive=1,
-            positive_description="abuse == 1 (abuses alcohol)",
-            drop=("agesq", "beertaxsq", "cigtaxsq", "ethanolsq", "educsq"),
-            categorical=("status",),
-            description="US survey of alcohol abuse and employment (wooldridge::alcohol, "
-            "Terza 2002): labour-force status, unemployment rate, age, education, family, "
-            "health, region, quarter, beer and cigarette taxes, parents' alcoholism.  "
-            "Squared terms dropped.",
-        ),
-        _Table(
-            "health_insurance",
-            "AER",
-            "HealthInsurance",
-            "binary",
-            "insurance",
-            positive="no",
-            positive_description='insurance == "no" (no health insurance)',
-            description="Medical Expenditure Panel Survey 1996, employed people aged "
-            "18-64 (AER::HealthInsurance): self-rated health, age, limitation, sex, "
-            "marriage, self-employment, family size, region, ethnicity, education.",
-        ),
+        _Table("flchain_death", "survival", "flchain", "binary", "death", positive=1,
+               positive_description="death == 1 (died during follow-up)", drop=("futime", "chapter"),
+               positive_subsample=0.2,
+               description="Serum free light chain assay of residents of Olmsted County, Minnesota aged "
+                           "50 or more (survival::flchain): age, sex, sample year, kappa and lambda "
+                           "light chains, creatinine and MGUS diagnosis.  Follow-up time and cause of "
+                           "death dropped (they record the outcome); rows with missing creatinine "
+                           "dropped.  Positives subsampled to 20% with seed 0."),
+        _Table("wilms_relapse", "survival", "nwtco", "binary", "rel", positive=1,
+               positive_description="rel == 1 (Wilms' tumour relapsed)",
+               drop=("seqno", "edrel", "in.subcohort"),
+               description="National Wilms' Tumor Study (survival::nwtco): local and central histology, "
+                           "disease stage, study and age in months.  Identifier, time to relapse and "
+                           "the case-cohort sampling flag dropped."),
+        _Table("mgus_progression", "survival", "mgus2", "binary", "pstat", positive=1,
+               positive_description="pstat == 1 (monoclonal gammopathy progressed to a plasma cell "
+                                    "malignancy)", drop=("id", "ptime", "futime", "death"),
+               description="Monoclonal gammopathy of undetermined significance patients of the Mayo "
+                           "Clinic (survival::mgus2): age, sex, year of diagnosis, haemoglobin, "
+                           "creatinine and size of the monoclonal protein spike.  Identifier, follow-up "
+                           "times and death dropped."),
+        _Table("nafld_death", "survival", "nafld1", "binary", "status", positive=1,
+               positive_description="status == 1 (died during follow-up)", drop=("id", "case.id", "futime"),
+               description="Olmsted County residents in a study of non-alcoholic fatty liver disease "
+                           "(survival::nafld1): age, sex, weight, height, BMI.  Identifiers and "
+                           "follow-up time dropped; rows with missing measurements dropped."),
+        _Table("covid_testing", "medicaldata", "covid_testing", "binary", "result", positive="positive",
+               positive_description='result == "positive" (positive SARS-CoV-2 PCR test)',
+               drop=("subject_id", "fake_first_name", "fake_last_name", "clinic_name", "ct_result",
+                     "rec_ver_tat"), row_filter=lambda df: df["result"] != "invalid",
+               description="SARS-CoV-2 PCR tests at the Children's Hospital of Philadelphia in 2020 "
+                           "(medicaldata::covid_testing): sex, age, day of the pandemic, test, patient "
+                           "group, drive-through and order-set flags, collection-to-receipt time.  "
+                           "Invalid results dropped; identifiers, fake names, the 88-level clinic, the "
+                           "PCR cycle threshold and the verification time (both measured with the "
+                           "result) dropped; payor and patient class are mostly missing and dropped."),
+        _Table("pneumonia", "KMsurv", "pneumon", "binary", "hospital", positive=1,
+               positive_description="hospital == 1 (child hospitalised for pneumonia)",
+               drop=("chldage", "agepn"), categorical=("region", "race"),
+               description="National Longitudinal Survey of Youth mothers and their children "
+                           "(KMsurv::pneumon): mother's age, environment, alcohol and tobacco use, "
+                           "region, poverty, race and education, birthweight, siblings, weaning and "
+                           "solid-food months.  The two ages at hospitalisation or censoring dropped."),
+        _Table("pancreatitis_rct", "medicaldata", "indo_rct", "binary", "outcome", positive="1_yes",
+               positive_description='outcome == "1_yes" (post-ERCP pancreatitis)', drop=("id",),
+               description="Randomised trial of rectal indomethacin to prevent pancreatitis after ERCP "
+                           "(medicaldata::indo_rct; Elmunzer et al., 2012): site, age, sex, risk score, "
+                           "patient history, procedure details and treatment arm.  Identifier dropped; "
+                           "the mostly-missing bleeding column dropped."),
+        _Table("low_birthweight", "openintro", "ncbirths", "binary", "lowbirthweight", positive="low",
+               positive_description='lowbirthweight == "low" (below 5.5 pounds)', drop=("weight",),
+               description="A random sample of 1,000 births in North Carolina in 2004 "
+                           "(openintro::ncbirths): parents' ages, weeks of pregnancy, visits, weight "
+                           "gained, marital status, sex, smoking, race.  The birth weight itself "
+                           "dropped; rows with missing values (mostly the father's age) dropped."),
+        _Table("breast_cancer", "sklearn", "load_breast_cancer", "binary", "target", positive=0,
+               positive_description="target == 0 (malignant tumour)", source="sklearn",
+               positive_subsample=0.15,
+               description="Wisconsin diagnostic breast cancer data bundled with scikit-learn "
+                           "(load_breast_cancer): 30 features of cell nuclei from fine-needle "
+                           "aspirates.  Positives subsampled to 15% with seed 0."),
+        _Table("digits_zero", "sklearn", "load_digits", "binary", "target", positive=0,
+               positive_description="target == 0 (the handwritten digit is a zero)", source="sklearn",
+               description="Handwritten digits bundled with scikit-learn (load_digits): 8x8 images, 64 "
+                           "pixel intensities in 0-16; one digit against the others."),
+        _Table("crash_fatality", "DAAG", "nassCDS", "binary", "dead", positive="dead",
+               positive_description='dead == "dead" (front-seat occupant killed)',
+               drop=("caseid", "injSeverity", "weight"),
+               description="US police-reported car crashes 1997-2002 (DAAG::nassCDS): impact speed, "
+                           "airbag, seat belt, frontal impact, sex and age of the occupant, years of "
+                           "accident and vehicle, airbag deployment, driver or passenger.  Case "
+                           "identifier, injury severity (which codes death) and the sampling weight "
+                           "dropped."),
+        _Table("taiwan_credit", "causaldata", "credit_cards", "binary", "LateSept", positive=True,
+               positive_description="LateSept == True (late credit card payment in September 2005)",
+               description="Taiwanese credit card holders in 2005 (causaldata::credit_cards, from Yeh "
+                           "and Lien, 2009): late payment in April, April bill, age."),
+        _Table("affairs", "AER", "Affairs", "binary", "affairs", positive=True,
+               positive_description="affairs > 0 (at least one extramarital affair in the past year)",
+               target_map=lambda n: n > 0,
+               description="Fair's 1969 Psychology Today survey on extramarital affairs (AER::Affairs): "
+                           "sex, age, years married, children, religiousness, education, occupation, "
+                           "self-rated marriage."),
+        _Table("arrests", "carData", "Arrests", "binary", "released", positive="No",
+               positive_description='released == "No" (arrested person held for court, not released '
+                                    "with a summons)",
+               description="Arrests for simple possession of marijuana in Toronto, 1997-2002 "
+                           "(carData::Arrests): colour, year, age, sex, employment, citizenship and "
+                           "number of police data bases the name appears in."),
+        _Table("resume_callbacks", "AER", "ResumeNames", "binary", "call", positive="yes",
+               positive_description='call == "yes" (the fictitious applicant got a callback)', drop=("name",),
+               description="Field experiment with fictitious resumes sent to job ads in Boston and "
+                           "Chicago (AER::ResumeNames; Bertrand and Mullainathan, 2004): sex and "
+                           "ethnicity signalled by the name, resume quality and contents, job "
+                           "requirements, industry.  The first name itself (36 levels) dropped."),
+        _Table("vote92_perot", "pscl", "vote92", "binary", "vote", positive="Perot",
+               positive_description='vote == "Perot" (voted for Ross Perot in 1992)',
+               description="1992 US presidential vote of American National Election Studies respondents "
+                           "(pscl::vote92): party identification, sex, personal finances, view of the "
+                           "economy, ideological distances to the three candidates."),
+        _Table("beps_libdem", "carData", "BEPS", "binary", "vote", positive="Liberal Democrat",
+               positive_description='vote == "Liberal Democrat" (in the 1997 UK election)',
+               description="British Election Panel Study 1997-2001 (carData::BEPS): age, sex, "
+                           "assessments of the national and household economy, of the three party "
+                           "leaders, attitude to European integration, political knowledge."),
+        _Table("smoking", "AER", "SmokeBan", "binary", "smoker", positive="yes",
+               positive_description='smoker == "yes" (current smoker)',
+               description="US indoor workers in 1991 and 1993 (AER::SmokeBan): workplace smoking ban, "
+                           "age, education, ethnicity, sex."),
+        _Table("mpls_vehicle_search", "carData", "MplsStops", "binary", "vehicleSearch", positive="YES",
+               positive_description='vehicleSearch == "YES" (the vehicle was searched)',
+               drop=("idNum", "date", "neighborhood", "citationIssued", "personSearch"),
+               categorical=("policePrecinct",),
+               description="Minneapolis police stops in 2017 (carData::MplsStops): reason for the stop, "
+                           "computer-dispatched or not, perceived race before the stop, race, sex, "
+                           "location and precinct.  Identifier, time stamp, the 87-level neighbourhood "
+                           "and the other outcomes of the stop (citation, person search) dropped; stops "
+                           "without a recorded search status dropped."),
+        _Table("telco_churn", "modeldata", "wa_churn", "binary", "churn", positive="Yes",
+               positive_description='churn == "Yes" (customer left within the last month)',
+               description="IBM Watson telecom customer churn (modeldata::wa_churn): demographics, "
+                           "tenure, phone and internet services, contract, billing and charges."),
+        _Table("spam_email", "openintro", "email", "binary", "spam", positive=1,
+               positive_description="spam == 1 (e-mail is spam)", drop=("time",),
+               description="E-mails received by one account in early 2012 (openintro::email): "
+                           "recipients, attachments, counts of words such as 'dollar' or 'winner', "
+                           "length, format, subject flags.  The time stamp dropped."),
+        _Table("taxi_no_tip", "modeldata", "taxi", "binary", "tip", positive="no",
+               positive_description='tip == "no" (the rider did not tip)',
+               description="Chicago taxi trips in 2022 (modeldata::taxi): distance, company, local "
+                           "trip, day of week, month, hour."),
+        _Table("cracker_choice", "Ecdat", "Cracker", "binary", "choice", positive="sunshine",
+               positive_description='choice == "sunshine" (bought the Sunshine brand)', drop=("id",),
+               description="Scanner-panel purchases of crackers (Ecdat::Cracker): display, newspaper "
+                           "feature and price of the four brands at each purchase.  The household "
+                           "identifier dropped."),
+        _Table("gunnels", "Stat2Data", "Gunnels", "binary", "Gunnel", positive=1,
+               positive_description="Gunnel == 1 (a gunnel, an eel-like fish, is present in the "
+                                    "shoreline quadrat)",
+               description="Shoreline quadrats sampled for gunnels (Stat2Data::Gunnels): time of day "
+                           "and from low tide, slope, plant cover, crustacean food density, substratum, "
+                           "standing water, cobbles."),
+        _Table("movies_animation", "ggplot2movies", "movies", "binary", "Animation", positive=1,
+               positive_description="Animation == 1 (the film is an animation)", drop=("title",),
+               description="IMDB films (ggplot2movies::movies): year, length, average rating, votes, "
+                           "the distribution of ratings and the other genre flags.  Title dropped; "
+                           "budget and MPAA rating are mostly missing and dropped."),
+        _Table("rodents_peromyscus", "ratdat", "complete", "binary", "genus", positive="Peromyscus",
+               positive_description='genus == "Peromyscus" (a deer mouse)',
+               drop=("record_id", "species_id", "species", "taxa"), categorical=("plot_id",),
+               description="Rodents captured at the Portal Project, Arizona, 1977-2002 "
+                           "(ratdat::complete): date, plot and its experimental treatment, sex, "
+                           "hindfoot length and weight.  Record identifier and the species and taxon "
+                           "(which determine the genus) dropped; incomplete records dropped."),
+        _Table("mlb_world_series", "openintro", "mlb_teams", "binary", "world_series_winner", positive="Y",
+               positive_description='world_series_winner == "Y" (the team won the World Series that '
+                                    "season)",
+               drop=("rank", "division_winner", "wild_card_winner", "league_winner", "team_name", "ball_park",
+                     "caught_stealing"),
+               description="Major League Baseball team seasons, 1876-2020 (openintro::mlb_teams): "
+                           "league, games, wins and losses, batting, pitching and fielding totals, "
+                           "attendance.  Seasons without a World Series dropped; the rank and division, "
+                           "wild-card and league titles (which a World Series winner holds) dropped, as "
+                           "are team and park names and the sparsely recorded caught-stealing, "
+                           "hit-by-pitch and sacrifice-fly columns."),
+        _Table("alcohol_abuse", "wooldridge", "alcohol", "binary", "abuse", positive=1,
+               positive_description="abuse == 1 (abuses alcohol)",
+               drop=("agesq", "beertaxsq", "cigtaxsq", "ethanolsq", "educsq"), categorical=("status",),
+               description="US survey of alcohol abuse and employment (wooldridge::alcohol, Terza "
+                           "2002): labour-force status, unemployment rate, age, education, family, "
+                           "health, region, quarter, beer and cigarette taxes, parents' alcoholism.  "
+                           "Squared terms dropped."),
+        _Table("health_insurance", "AER", "HealthInsurance", "binary", "insurance", positive="no",
+               positive_description='insurance == "no" (no health insurance)',
+               description="Medical Expenditure Panel Survey 1996, employed people aged 18-64 "
+                           "(AER::HealthInsurance): self-rated health, age, limitation, sex, marriage, "
+                           "self-employment, family size, region, ethnicity, education."),
         # ----- regression -------------------------------------------------
-        _Table(
-            "boston",
-            "MASS",
-            "Boston",
-            "regression",
-            "medv",
-            drop=("black",),
-            description="Boston housing values (1970 census tracts); target medv in $1000s. "
-            "The ethically problematic 'black' column is dropped.",
-        ),
-        _Table(
-            "wage",
-            "ISLR",
-            "Wage",
-            "regression",
-            "wage",
-            drop=("logwage",),
-            description="Mid-Atlantic male workers' wages (2003-2009); target wage in $1000s, "
-            "logwage dropped.",
-        ),
-        _Table(
-            "ames",
-            "modeldata",
-            "ames",
-            "regression",
-            "Sale_Price",
-            drop=("Mas_Vnr_Type", "Misc_Feature"),
-            description="Ames, Iowa house sales (2006-2010); target Sale_Price in dollars. "
-            "The two mostly-missing columns Mas_Vnr_Type and Misc_Feature are dropped.",
-        ),
-        _Table(
-            "concrete",
-            "modeldata",
-            "concrete",
-            "regression",
-            "compressive_strength",
-            description="Concrete compressive strength (MPa) from mixture and age.",
-        ),
-        _Table(
-            "diamonds",
-            "ggplot2",
-            "diamonds",
-            "regression",
-            "price",
-            target_map=np.log,
-            description="Prices of 53,940 round-cut diamonds (ggplot2); target the natural "
-            "logarithm of the price in US dollars; cut, color and clarity one-hot encoded.",
-        ),
-        _Table(
-            "diabetes_progression",
-            "sklearn",
-            "load_diabetes",
-            "regression",
-            "target",
-            source="sklearn",
-            description="Diabetes data bundled with scikit-learn (load_diabetes, "
-            "Efron et al., 2004): age, sex, BMI, blood pressure and six blood serum "
-            "measurements (mean-centred and scaled) of 442 patients; target a "
-            "quantitative measure of disease progression one year later.",
-        ),
-        _Table(
-            "saratoga_houses",
-            "mosaicData",
-            "SaratogaHouses",
-            "regression",
-            "price",
-            description="Houses in Saratoga County, New York, 2006 "
-            "(mosaicData::SaratogaHouses): lot size, age, land value, living area, "
-            "rooms, heating, fuel, sewer, waterfront, new construction, central air; "
-            "target the price in US dollars.",
-        ),
-        _Table(
-            "computers",
-            "Ecdat",
-            "Computers",
-            "regression",
-            "price",
-            description="Prices of personal computers in the US, 1993-1995 "
-            "(Ecdat::Computers): clock speed, disk, memory, screen, CD-ROM, multimedia, "
-            "premium maker, advertisements, time trend; target the price in US dollars.",
-        ),
+        _Table("boston", "MASS", "Boston", "regression", "medv", drop=("black",),
+               description="Boston housing values (1970 census tracts); target medv in $1000s. The "
+                           "ethically problematic 'black' column is dropped."),
+        _Table("wage", "ISLR", "Wage", "regression", "wage", drop=("logwage",),
+               description="Mid-Atlantic male workers' wages (2003-2009); target wage in $1000s, "
+                           "logwage dropped."),
+        _Table("ames", "modeldata", "ames", "regression", "Sale_Price", drop=("Mas_Vnr_Type", "Misc_Feature"),
+               description="Ames, Iowa house sales (2006-2010); target Sale_Price in dollars. The two "
+                           "mostly-missing columns Mas_Vnr_Type and Misc_Feature are dropped."),
+        _Table("concrete", "modeldata", "concrete", "regression", "compressive_strength",
+               description="Concrete compressive strength (MPa) from mixture and age."),
+        _Table("diamonds", "ggplot2", "diamonds", "regression", "price", target_map=np.log,
+               description="Prices of 53,940 round-cut diamonds (ggplot2); target the natural logarithm "
+                           "of the price in US dollars; cut, color and clarity one-hot encoded."),
+        _Table("diabetes_progression", "sklearn", "load_diabetes", "regression", "target", source="sklearn",
+               description="Diabetes data bundled with scikit-learn (load_diabetes, Efron et al., "
+                           "2004): age, sex, BMI, blood pressure and six blood serum measurements "
+                           "(mean-centred and scaled) of 442 patients; target a quantitative measure of "
+                           "disease progression one year later."),
+        _Table("saratoga_houses", "mosaicData", "SaratogaHouses", "regression", "price",
+               description="Houses in Saratoga County, New York, 2006 (mosaicData::SaratogaHouses): lot "
+                           "size, age, land value, living area, rooms, heating, fuel, sewer, "
+                           "waterfront, new construction, central air; target the price in US dollars."),
+        _Table("computers", "Ecdat", "Computers", "regression", "price",
+               description="Prices of personal computers in the US, 1993-1995 (Ecdat::Computers): clock "
+                           "speed, disk, memory, screen, CD-ROM, multimedia, premium maker, "
+                           "advertisements, time trend; target the price in US dollars."),
     ]
 }
 
