@@ -67,63 +67,8 @@ class PiecewiseLinearFinish:
 
     Notes
     -----
-    With the hinge loss (classification) or the absolute loss (regression),
-    a convex spectral risk and an l1 / l2 / elastic-net penalty, ``F`` is
-    piecewise quadratic and the ADMM converges slowly (linearly at best, with
-    a poor rate) once it has found the right piece.  The z-step's PAVA puts
-    ``z`` *exactly* on the structure of the solution: points at the kink of
-    the loss (``z_i = -1`` for the hinge, ``0`` for the absolute loss) and
-    blocks of equal losses.  On that face ``F`` is a quadratic (linear plus
-    ``l2/2 ||w||^2``) subject to linear equalities:
-
-    * ``t_i`` at the kink for every kink point;
-    * equal losses inside every block of tied positive losses;
-    * ``w_j = 0`` where the current ``w_j`` is zero (l1), the signs of the
-      other coordinates fixed,
-
-    each block of positive losses weighted by the sum of the rank weights
-    ``sigma`` of the ranks it occupies.  One KKT system solves it.  The
-    result is kept only if it does not increase ``F``, and it is certified
-    optimal when the multipliers form a subgradient: with ``u`` the weights
-    of the losses implied by the KKT solution (``A^T u + dR(w) = 0``),
-    ``u in dOmega(t)`` means ``u`` in the polytope ``{u >= 0, u weakly
-    submajorised by sigma}`` (``|u|`` for the absolute loss) and
-    ``u.l_lin(t) = Omega(t)``; the l1 coordinates held at zero need
-    ``|(A^T u)_j| <= l1``.  These are the three eps-KKT conditions of Xiao
-    et al. 2023 (Theorem 1) with eps = 0 at ``z = t``, so a certified point
-    is an exact optimum up to rounding.
-
-    Ties are constraints only for blocks over whose ranks ``sigma`` varies
-    (for ERM there are none).  A face that is over-determined (the z-step
-    near convergence often puts more points on the kink than there are free
-    unknowns) is not rejected: the point closest to it in least squares is
-    solved for, and the active-set rounds of :meth:`__call__` move the kink
-    points whose multipliers leave their range off the kink.  For the
-    absolute loss a tie is ``|t_i| = |t_r|``, linear once the signs
-    ``beta = sign(t)`` are fixed: ``beta_i t_i = beta_r t_r``.
-
-    Hinge loss: the z-step often puts more points on the kink than the face
-    has free unknowns (always so when ``[X, 1]`` is rank deficient, e.g.
-    redundant features, and typical with an l1 zero set), and the least-
-    squares multipliers of such a face point at the wrong kink points, so
-    that the rounds cycle.  The active-set walk of :mod:`.walk` resolves the
-    kink points and the l1 zero set exactly before the face is solved; the
-    rounds remain the fallback, and they certify most of the attempts in
-    which the walk fails: where the tie blocks read from ``z`` leave the walk
-    no free unknown, and where the face it ends on does not certify.
-    The walk keeps the tie blocks read from ``z`` as constraints.  A block
-    with a member too many (the z-step pools a sample into the block at a
-    jump of ``sigma``) can fix every coefficient (e.g. ``p + 1`` tied
-    samples force ``w = 0, b = 0``) or give a wrong face; when neither that
-    walk nor the rounds certify, the walk runs once more with the blocks
-    released into pieces of their own (see :mod:`.walk`).
-
-    Known limit: as a primal active-set method the walk needs one step per
-    change of the structure, so that from an early iterate it may run out
-    of steps (the attempt then falls back to the rounds and usually fails to
-    certify); at a degenerate vertex (many pieces at their kink, e.g.
-    ``w = 0`` with every loss tied) it may cycle.  The absolute loss uses
-    the rounds only.
+    The face, the certificate, the active-set rounds and the walk are
+    described in the user guide, :ref:`methods-piecewise-linear-finish`.
     """
 
     #: Most coefficients (features plus intercept) for which the finish is set up.

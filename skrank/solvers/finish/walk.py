@@ -1,29 +1,8 @@
-"""The active-set walk of the piecewise-linear finish (hinge loss): the face of the optimum near an iterate.
+"""The active-set walk of the piecewise-linear finish (hinge loss).
 
-The tie blocks read from ``z`` (over which ``sigma`` varies) stay
-constraints, eliminated through a null-space basis ``x = x0 + N y``; every
-other sample is a *piece* ``psi_i(r_i)``, ``r_i = 1 + t_i``, with slope
-``lo_i = 0`` below the kink and ``hi_i`` above it (its rank weight if its
-loss is positive, else the weight ``sigma`` gives the first loss to leave
-zero), and with an l1 penalty every coordinate ``w_j`` is a piece
-``r = w_j``, ``[lo, hi] = [-l1, l1]``.  The model ``q.y + y^T Q y / 2 +
-sum_i psi_i(r_i)`` is convex and piecewise quadratic; it is minimised
-exactly by a primal active-set method (:func:`walk_kernel.walk_loop`): a
-working set ``W`` of pieces held at their kink (linearly independent rows:
-the z-step often puts more points on the kink than the face has free
-unknowns, e.g. for rank-deficient ``X``), equality-constrained Newton
-directions, exact line searches through the breakpoints (a piece where the
-minimum lies enters ``W``), and a piece of ``W`` whose multiplier leaves
-``[lo, hi]`` leaving it to the side that multiplier points to.
-
-With the tie blocks *released*, a block's part of the risk, ``sigma_first
-sum l_i + sum_j dsigma_j topsum_{c_j}(l)`` over the jumps ``j`` of
-``sigma`` between its ranks, is written with one unknown ``tau_j`` per jump,
-``topsum_c(l) = min_tau c tau + sum_i (l_i - tau)_+``, so that each member
-and jump is a piece ``(1 + t_i - tau_j)_+`` of slope ``[0, dsigma_j]``; the
-walk then finds the block's members (those held at ``tau_j``) itself.  The
-blocks beyond the budgets of :data:`_constants.TAU_PIECES_PER_SAMPLE` and
-:data:`_constants.TAUS_PER_COEF` stay constraints.
+A primal active-set method that finds the face of the optimum near an ADMM
+iterate, with the tie blocks held or released.  It is described in the
+user guide, :ref:`methods-piecewise-linear-finish`.
 """
 
 from typing import NamedTuple
@@ -111,7 +90,7 @@ def walk_face(fin, z, w, b, u=None, release=False):
         An estimate of ``dOmega/dt``: the walk starts from the kink pieces
         whose estimated multiplier lies well inside its range.
     release : bool, default=False
-        Release the tie blocks into tau pieces (see the module docstring).
+        Release the tie blocks into tau pieces (see the user guide).
 
     Returns
     -------

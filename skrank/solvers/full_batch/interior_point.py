@@ -1,37 +1,10 @@
-"""Certified fits of one-threshold risks with piecewise-linear losses: a primal-dual interior-point method.
+"""Certified fits of one-threshold risks with piecewise-linear losses.
 
-Minimises ``F(w, b) = sum_i sigma_i l(t)_(i) + R(w)`` with
-``t = s (X w + b) + c`` (:func:`skrank.datafits.rank_risk.affine_map`), a loss
-``l(t) = max_j a_j (t - k)`` (hinge: slopes 0 and 1 at ``k = -1``;
-absolute: -1 and 1 at ``k = 0``), ``R(w) = l1 ||w||_1 + l2/2 ||w||^2`` and
-weights of one level ``c`` (``risk.one_threshold``: ERM, superquantile,
-top-k), for which (Rockafellar and Uryasev 2000)
-
-    sum_i sigma_i l_(i) = min_tau  kappa tau + c sum_i (l_i - tau)_+,
-    kappa = sum_i sigma_i
-
-(ERM needs no ``tau``; with sample weights ``v`` the level of sample ``i`` is
-``c_i = c n v_i / sum v``, :meth:`skrank.risks.Superquantile.threshold_level`).
-With ``xi_i >= (l_i - tau)_+`` and, for an l1
-part, ``u >= |w|``, the problem is the quadratic program
-
-    min  kappa tau + c sum_i xi_i + l1 sum_j u_j + l2/2 ||w||^2
-    s.t. xi_i >= a_j (t_i - k) - tau  (every slope j),  xi_i >= 0,  -u <= w <= u,
-
-solved by Mehrotra's predictor-corrector method (Nocedal and Wright 2006,
-algorithm 16.4 for the quadratic case).  Each iteration factors one
-``(p + 1) x (p + 1)`` matrix, ``p`` the number of coefficients: the
-variables ``xi`` and ``u`` enter the Newton system through diagonal blocks
-and are eliminated, which leaves a weighted Gram matrix of ``[X, 1]``, as in
-interior-point methods for support vector machines (Ferris and Munson
-2002).  The number of iterations hardly depends on the data (20 to 40).
-
-Certificate: the multipliers of the loss constraints give sample weights
-``v_i = sum_j lambda_ij a_j``, a point of the dual set ``V = {|v_i| <= c,
-sum |v_i| <= kappa}`` once clipped; by Fenchel duality ``F* >= v . (c - k)
-- R*(-X^T (s v))`` when ``sum_i s_i v_i = 0`` (the intercept; met by
-shrinking the entries on one side).  The fit stops when ``F(theta)`` exceeds
-this bound by at most ``tol |F|``.
+A primal-dual interior-point method (Mehrotra's predictor-corrector) on the
+threshold form of Rockafellar and Uryasev, "Optimization of Conditional
+Value-at-Risk" (2000), for ERM, superquantile and top-k risks of the hinge
+and absolute losses, certified by a Fenchel dual bound.  The method is
+described in the user guide, :ref:`methods-interior-point`.
 """
 
 import time
@@ -105,7 +78,7 @@ class _Program:
         return self.risk.value(self.loss.value(t), self.sample_weight) + penalty
 
     def dual_bound(self, v):
-        """A lower bound on ``F*`` from the sample weights ``v`` (see the module docstring)."""
+        """A lower bound on ``F*`` from the sample weights ``v`` (see the user guide)."""
         v = np.clip(v, -self.level, self.level)
         if self.slopes.min() >= 0.0:
             v = np.maximum(v, 0.0)

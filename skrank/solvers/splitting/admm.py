@@ -1,97 +1,10 @@
-"""Proximal ADMM with a PAVA z-step for rank-based objectives (Xiao et al. 2023, Algorithm 1).
+"""Proximal ADMM with a PAVA z-step for rank-based objectives.
 
-The objective ``F(w, b) = sum_i sigma_i l(t)_(i) + l1 ||w||_1 + l2/2 ||w||^2``
-with ``t = s * (X w + b) + c`` (negative margins for classification,
-residuals for regression; :func:`skrank.datafits.rank_risk.affine_map`) is split as
-
-    min Omega(z) + g(w)   s.t.   z = s * (X w + b) + c,
-
-``Omega(z) = sum_i sigma_i l(z)_(i)`` (Xiao et al. 2023, eq. (9)).  The
-intercept is one more column of the linear map, with zero penalty.  One
-iteration (their Algorithm 1) is
-
-1. z-step: ``z = argmin Omega(z) + rho/2 ||z - (t - lambda/rho)||^2`` by the
-   PAVA of :mod:`skrank.kernels.pava` (``zstep`` for the monotone classification
-   losses, ``zstep_even`` for the even regression losses);
-2. w-step: ``(w, b) = argmin rho/2 ||s (X w + b) + c - z - lambda/rho||^2 + g(w)``
-   by :class:`skrank.solvers.splitting.admm_wstep.WStep` (closed form for l2, FISTA or the
-   smoothed variant for l1 / elastic net);
-3. dual step: ``lambda += rho (z - t)``;
-
-then the residuals of the eps-KKT conditions (Xiao et al. 2023, Theorem 1) are tested and ``rho`` is
-updated.
-
-Stopping rule: ``max(e_primal, e_dual, e_pen) <= tol`` with
-``e_primal = ||z - t|| / sqrt(n)`` (RMS violation of ``z = t``),
-``e_dual = sqrt(n) rho ||t^{k+1} - t^k||`` (a bound on
-``sqrt(n) dist(-lambda, dOmega(z))``) and ``e_pen = dist(A^T lambda, dg(w))``
-(zero for the exact l2 step), each coefficient's row measured in the units
-of its column (its standard deviation; the intercept's row subtracted with
-the column mean), so that rescaling a column does not change the test.
-These are the three conditions of an eps-KKT point (Xiao et al. 2023,
-Theorem 1), with ``lambda`` measured in units of ``1/n``.  A certificate of
-the piecewise-linear finish must meet the same ``e_pen``.
-
-Differences from the paper and its released code: the intercept is an
-unpenalised extra column of the linear map (the paper appends a penalised
-ones column); the l1 penalty is ``l1 ||w||_1`` (the paper writes
-``mu/2 ||w||_1``); the w-step for l2 is solved in closed form from one
-eigendecomposition per fit (the released code runs L-BFGS); the multiplier
-starts at a subgradient of ``Omega`` at the initial point
-(``lambda_i = -sigma_rank(i) l'(t_i)``) instead of a constant, which makes
-warm starts effective; the stopping test uses the KKT residuals above
-instead of a fixed tolerance on ``||w^{k+1} - w^k||``; for the non-convex
-risks the ADMM runs from two starts, with restarts and trimming steps for a
-ranked range (below), where the paper runs Algorithm 1 once from zero.
-
-Implementation: with a pure l2 penalty (or none) the w-step runs in
-prediction space (:meth:`WStep.fast_l2`): one eigendecomposition of the
-smaller of ``Xc^T Xc`` and ``Xc Xc^T`` per fit, then two products with an
-n x min(n, d) basis per iteration and none with ``X``; ``(w, b)`` is
-rebuilt when the residuals pass and at the end.  Problems with at most
-:data:`skrank.backends.threads.SINGLE_THREAD_MAX_SIZE` entries in ``X`` run
-BLAS on one thread.
-
-Non-convex risks (ranked range, human-aligned; ``refine=True`` of
-:func:`admm`, :func:`_nonconvex_admm`): Algorithm 1 has no convergence
-guarantee there and, run once from zero, often stops at a poor point: the
-iterates cycle around a concave kink of ``F`` (a tie between the losses on
-either side of a rank where the weights drop, e.g. rank ``m`` of a ranked
-range), where ``F`` goes down on both sides but ``lambda`` cannot settle, or
-they leave the region of ``w = 0`` that holds the optimum.  Hence:
-
-1. Algorithm 1 runs from the given start (zero by default) and from the ERM
-   fit of the same data, loss and penalty (a convex problem, solved by this
-   ADMM).  For a ranked range each run is cut into segments of
-   :data:`SEGMENT` iterations, each restarted from the last iterate with a
-   fresh multiplier and ``rho`` schedule;
-2. ranked range: after each segment whose top-``m`` set was not tried yet,
-   trimming steps follow: with ``S`` the ``m`` samples of largest loss at
-   the current point, minimise the convex mean of the ``k - m`` largest
-   losses of the other samples (this ADMM on a convex top-k risk), and
-   repeat until ``S`` is unchanged.  The mean of the ``k - m`` largest
-   losses outside any ``m``-set is at least ``F`` (less the penalty), with
-   equality for ``S``, so each step lowers ``F`` (a majorise-minimise step,
-   as the concentration steps of least trimmed squares; it is not DCA,
-   which linearises the top-``m`` sum).  Its limit minimises ``F`` over the
-   region where ``S`` stays the top-``m`` set: a local minimiser when rank
-   ``m`` is not tied;
-3. the point of lowest ``F`` among the two starts, the ends of the runs
-   (segments) and the trimming steps is returned (the zero start wins,
-   e.g., when the optimum is ``w = 0`` and the iterates leave it).
-   ``stop_criterion`` is the run's own residual when the point ends a
-   converged run, else the KKT residual of :func:`_kkt_residual` at that
-   point, for the full problem (``z``, ``lambda`` of a trimming step are
-   those of its subproblem, ``z = t`` and ``lambda = 0`` on ``S``), and
-   ``converged`` means it is at most ``tol``.
-
-``max_iter`` then bounds the iterations of all the ADMM runs together (the
-ERM fit, the runs from each start, the trimming steps, at most
-:data:`MAX_TRIM_STEPS` per segment), and ``n_iter`` counts them, so that
-``n_iter <= max_iter``: after the ERM fit, the first start gets half of the
-iterations left and the ERM start the rest.  A ranked-range fit then needs a
-larger ``max_iter`` than Algorithm 1 alone to converge.  With
-``rho="table6"`` the refined result can still be worse than DCA's.
+Xiao, Ge, Jiang and Yan, "A Unified Framework for Rank-based Loss
+Minimization" (NeurIPS 2023), Algorithm 1, with the penalty schedules of
+:class:`RhoSchedule` and restarts and trimming steps for non-convex risks.
+The method, the stopping rule and the departures from the paper are
+described in the user guide, :doc:`/rank_admm` and :ref:`methods-admm`.
 """
 
 import time
@@ -129,47 +42,15 @@ class RhoSchedule:
     Parameters
     ----------
     rho : "paper", "table6", "adaptive" or float
-        ``"table6"``: Table 6 of the paper, chosen by the kind of risk, with
-        a cap of our own (Xiao et al. 2023, Appendix B.5, Table 6):
-
-        * spectral risks (ERM, superquantile, extremile, exponential, top-k):
-          ``rho_0 = 1e-5``, ``rho_k = 1.2^k rho_0``, capped at ``217 d``;
-        * ranked range: ``rho_0 = 2e-7``,
-          ``rho_k = 5^max(0, floor((k - 7) / 3)) rho_0`` (the paper's formula
-          with negative exponents clipped to 0), capped at ``17 d``;
-        * human-aligned: ``rho_0 = 1e-4``, times 1.02 while the primal
-          residual ``||z - t||`` exceeds 1e-2 and times 1.07 otherwise,
-          capped at ``17 d``;
-
-        ``d`` counts the intercept column.  ``"table6"`` is exactly this;
-        ``"paper"`` differs in two ways: it starts at
-        ``rho_0 = max(rho_0 of Table 6, 0.1/n)`` (with ``rho << 1/n`` the
-        first w-step fits ``lambda/rho`` and ``w`` blows up: from
-        ``rho_0 = 2e-7`` a ranked-range fit starts near ``F = 1e3`` and is
-        still far from its optimum after 1000 iterations), and it follows
-        the ramp until it overshoots (dual residual above ten times the
-        primal one) and then balances the residuals as below.
-        ``"adaptive"``: residual balancing (Boyd et al. 2011, section 3.4.1)
-        on the scaled residuals of the stopping rule (module docstring),
-        from ``rho_0 = 0.1/n``: ``rho`` doubles when the primal residual
-        exceeds ``band`` (3) times the dual one and halves in the opposite
-        case, during ``max_changes`` (100) iterations.  Convex risks: afterwards ``rho``
-        changes only when the residuals are more than ``far_band`` (100)
-        times apart, at most once per window of ``late_gap`` (50)
-        iterations, the window doubling after each such change, so that the
-        penalty is eventually constant.  A float: constant ``rho``.
-
-        Non-convex risks (ranked range, human-aligned) with ``"paper"`` or
-        ``"adaptive"``: once balancing is over, ``rho`` doubles at the end of
-        every window of ``stall_window`` iterations in which the best KKT
-        residual did not fall below ``stall_progress`` times the previous
-        window's while the objective went up at least once (the iterates
-        cycle), at most ``max_raises`` times and up to the cap.  Non-convex
-        ADMM needs ``rho`` above a problem-dependent threshold (Wang, Yin and
-        Zeng 2019); below it the iterates can cycle with residuals that scale
-        like ``1/rho``.  A stall with a monotone objective is slow
-        convergence, which a larger ``rho`` would only slow down, so it does
-        not raise ``rho``.
+        ``"table6"``: Table 6 of Xiao et al. 2023 (Appendix B.5) by kind of
+        risk, with caps of our own; ``"paper"``: the same ramp from at
+        least ``0.1/n``, switching to residual balancing once it
+        overshoots; ``"adaptive"``: residual balancing from ``0.1/n``
+        (``band``, ``max_changes``, ``far_band``, ``late_gap``); a float: a
+        constant ``rho``.  For non-convex risks ``rho`` is also raised when
+        the iterates cycle (``stall_window``, ``stall_progress``,
+        ``max_raises``).  The schedules are described in the user guide,
+        :ref:`methods-admm`.
     risk : skrank.risks.BaseRisk
     n, d : int
         Sample count and number of columns of the linear map.
@@ -608,7 +489,7 @@ def admm_loop(X, s, c, wstep, zfun, lam0, objective, schedule, *, linear=None, m
     iterations, at every doubling of the iteration count and when the
     residual is below ``finish_crit``); it stops the loop when it certifies
     an exact optimum, and at the end it replaces the last iterate when it
-    lowers ``F``.  The stopping rule is that of the module docstring.
+    lowers ``F``.  The stopping rule is that of the user guide.
 
     Returns
     -------
@@ -648,8 +529,9 @@ def admm(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=300, tol=1e-
     Solves ``min_{w, b} sum_i sigma_i l(t)_(i) + penalty(w)`` with
     ``t = s (X w + b) + c`` (:func:`skrank.datafits.rank_risk.affine_map`), for any
     risk of :mod:`skrank.risks` (convex or not) and any loss of
-    :mod:`skrank.losses` (Algorithm 1 of Xiao et al. 2023, with ``r = 0``).  The module
-    docstring states the stopping rule, the differences from the paper and ``refine``.
+    :mod:`skrank.losses` (Algorithm 1 of Xiao et al. 2023, with ``r = 0``).  The stopping
+    rule, the differences from the paper and ``refine`` are described in the user guide,
+    :doc:`/rank_admm` and :ref:`methods-admm`.
 
     Parameters
     ----------
@@ -697,7 +579,7 @@ def admm(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=300, tol=1e-
         Non-convex risks (ranked range, human-aligned) only; convex risks
         ignore it.  Run Algorithm 1 from the start and from the ERM fit,
         with restarts and trimming steps for a ranked range, and return the
-        point of lowest ``F`` (module docstring); ``max_iter`` bounds all
+        point of lowest ``F`` (user guide); ``max_iter`` bounds all
         the runs together.  ``False`` runs Algorithm 1 once from the start,
         as in the paper.
 
@@ -817,7 +699,7 @@ SEGMENT = 200
 def _kkt_residual(X, s, c, zfun, wstep, w, b, z, lam, rho):
     """Scaled eps-KKT residual (Xiao et al. 2023, Theorem 1) at ``(w, b, z, lambda)``.
 
-    ``max(e_primal, e_dual, e_pen)`` of the module docstring, except that the
+    ``max(e_primal, e_dual, e_pen)`` of the user guide, except that the
     dual condition ``-lambda in dOmega(z)`` is tested directly: ``z`` must
     be a fixed point of the z-step at ``z - lambda/rho`` (its optimality
     condition), ``e_dual = sqrt(n) rho ||zstep(z - lambda/rho) - z||``.

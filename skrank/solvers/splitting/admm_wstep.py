@@ -1,33 +1,10 @@
-"""The w-step of the rank ADMM (Xiao et al. 2023, Algorithm 1), factorised once per fit.
+"""The w-step of the rank ADMM, factorised once per fit.
 
-Every ADMM iteration solves, for a target vector ``v`` (length n), a penalty
-``rho > 0`` and an optional linear term ``q`` (used by the DCA solver),
-
-    min_{w, b}  rho/2 ||X w + b - v||^2 - q_w.w - q_b b + l1 ||w||_1 + l2/2 ||w||^2,
-
-with the intercept ``b`` unpenalised (or fixed at 0 without intercept).
-
-The intercept is eliminated exactly: for fixed ``w`` the optimal
-``b = mean(v) - mu.w + q_b / (rho n)`` (``mu`` the column means of ``X``),
-and substituting it leaves the same problem in ``w`` alone with the centred
-matrix ``Xc = X - 1 mu^T``, the centred target ``vc = v - mean(v)`` and the
-linear term ``q_w - q_b mu``.  Treating ``b`` as an extra unpenalised column
-of the linear map is thus the same as centring.
-
-``l2`` (or no penalty): closed form from one eigendecomposition of the Gram
-matrix ``Xc^T Xc = V diag(s) V^T`` (or, when n < d, of ``Xc Xc^T``, which
-gives the thin SVD), so that a new ``rho`` costs ``O(nd + d^2)`` and no new
-factorisation (the paper's Assumption 3 asks for an exact w-step; the
-released code re-solves it by L-BFGS).  Without a linear term the ADMM
-uses the same solution in prediction space (:meth:`WStep.fast_l2`): with
-``B = Xc V`` (Gram) or ``B = U`` (kernel), ``X w + b`` costs two products
-with the n x r matrix ``B`` per iteration and ``w`` is rebuilt only at the end.
-
-``l1`` / elastic net: FISTA with adaptive restart, warm-started from the
-previous ``w`` (``"fista"``), or the smoothed variant of Xiao et al. 2023
-(section 4), in which ``l1 ||w||_1`` is replaced by its Moreau envelope of
-parameter ``gamma`` and the smooth subproblem is solved by L-BFGS
-(``"smoothed"``).
+Xiao, Ge, Jiang and Yan, "A Unified Framework for Rank-based Loss
+Minimization" (NeurIPS 2023), Algorithm 1: a penalised least-squares
+problem, solved in closed form for l2 and by FISTA or the smoothed variant
+for l1.  The elimination of the intercept and the factorisation are
+described in the user guide, :ref:`methods-admm`.
 """
 
 import numpy as np

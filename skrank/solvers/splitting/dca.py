@@ -1,26 +1,9 @@
-"""Difference-of-convex algorithm (DCA) for ranked-range risks (Hu et al. 2020).
+"""Difference-of-convex algorithm (DCA) for ranked-range risks.
 
-The ranked-range risk of :class:`skrank.risks.RankedRange`, the mean of the
-(m+1)-th to the k-th largest losses, is a difference of two convex
-functions of ``(w, b)`` for a convex loss:
-
-    F(w, b) = T_k(L(w, b)) / (k - m) + g(w)  -  T_m(L(w, b)) / (k - m),
-
-``T_j`` the sum of the ``j`` largest losses.  DCA linearises the subtracted
-part at the current point: with ``u`` a subgradient of ``T_m / (k - m)``
-(the mean gradient of the ``m`` largest losses, divided by ``k - m``), the
-next point minimises the convex function ``T_k / (k - m) + g - u.(w, b)``.
-
-Differences from the DCA baseline as run by Xiao et al. 2023 (Table 4, with the
-released code of Hu et al. 2020):
-each convex subproblem is solved to its KKT tolerance by the ADMM of
-:mod:`skrank.solvers.splitting.admm` (top-k weights plus a linear term), warm-started
-at the current point, instead of a fixed number of subgradient steps from
-zero; the iterate is not chosen by validation accuracy; the intercept is the
-same unpenalised column as for every other solver; and the weights are the
-same ranked range (largest losses) as :class:`skrank.risks.RankedRange`.
-The objective therefore decreases monotonically (each subproblem majorises
-``F``), and the values are comparable with the ADMM's.
+Hu, Ying, Wang and Lyu, "Learning by Minimizing the Sum of Ranked Range"
+(NeurIPS 2020); each convex subproblem is solved by the rank ADMM.  The
+method and its differences from the baseline of Xiao et al. (2023) are
+described in the user guide, :ref:`methods-dca`.
 """
 
 import time

@@ -1,23 +1,9 @@
-"""DCA and proximal DCA for the partial AUC: the baselines of Yao, Lin and Yang 2022 (Appendices E.4-E.5).
+"""DCA and proximal DCA for the partial AUC.
 
-The objective is a difference of convex functions,
-``F = [phi^n / width + alpha ||w||^2 / 2] - phi^m / width`` (notation of
-:mod:`skrank.solvers.stochastic.sbcd`).  Outer iteration ``k`` linearises the
-subtracted part at ``w^(k)`` with its exact full-batch subgradient
-``xi = grad phi^m(w^(k))`` (the pairs with the ``m`` highest negatives,
-:meth:`~skrank.datafits.partial_auc.PartialAUCObjective.top_subgradient`)
-and approximately solves the convex subproblem (37) (DCA) or (38)
-(proximal DCA, with ``L/2 ||w - w^(k)||^2``) by ``T_k = C (k+1)^2`` SBCD
-steps of Algorithm 4, warm-started at ``(w^(k), lambda^(k))``, returning the
-last iterate.  Proximal DCA uses a closed-form proximal step (the paper
-says only that SBCD solves its subproblem (38); this choice is ours).  Both share the compiled step of
-:mod:`skrank.solvers.stochastic.sbcd_kernel` with AGD-SBCD, its step sizes
-``eta = c / ((k+1) L)``, ``theta = c / (k+1)`` and its initial thresholds.
-The l2 penalty enters the inner gradient (``reg = width * alpha``, the pair
-sums' scale).  The paper tunes ``C`` in {100, 200, 500} and the proximal
-weight ``L`` in {1e-5, ..., 1} without saying its scale; here ``prox`` is
-in units of the pair smoothness ``L`` of :class:`~skrank.solvers.stochastic.sbcd.PairSampler`.
-The returned point is the outer iterate of lowest exact ``F``.
+The baselines of Yao, Lin and Yang, "Large-scale Optimization of Partial
+AUC in a Range of False Positive Rates" (NeurIPS 2022), Appendices
+E.4-E.5, run with the SBCD step of AGD-SBCD.  They are described in the
+user guide, :ref:`methods-agd-sbcd`.
 """
 
 import time

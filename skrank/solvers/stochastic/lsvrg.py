@@ -1,30 +1,9 @@
-"""LSVRG for rank-weighted risks (Mehta et al. 2023, with no smoothing).
+"""LSVRG for rank-weighted risks: SVRG whose checkpoints re-rank the losses.
 
-A baseline of Ge and Jiang 2024 (section 5) and Xiao et al. 2023 (section 5): SVRG whose
-checkpoint also re-ranks the losses.  At every checkpoint ``w_ckpt`` the
-weights are frozen to ``q = sigma`` ranked by ``l(w_ckpt)``; the epoch then
-runs variance-reduced steps on ``sum_i q_i l_i + penalty``.  This is SOREL
-with an infinite dual step and no primal proximal term: the weights jump
-between permutations, so the method may stall above the optimum of a
-spectral risk when losses cross.
-
-Epoch (Mehta et al. 2023, with ``nu = 0`` as in Ge and Jiang 2024)::
-
-    q    = sigma ranked by l(w_ckpt)
-    gbar = sum_i q_i grad l_i(w_ckpt)
-    repeat epoch_length times:
-        draw i (uniform: p_i = 1/n; nonuniform: p_i = q_i)
-        v = (q_i / p_i) (grad l_i(w) - grad l_i(w_ckpt)) + gbar
-        w = prox_{lr R}(w - lr v)
-
-For a linear model ``grad l_i(w_ckpt)`` is one cached scalar times
-``(x_i, 1)``.
-
-The automatic step is that of uniform sampling for both samplings.
-Non-uniform sampling would allow a step larger by up to ``n max(sigma)``,
-but the frozen ranking is only right near the checkpoint: with the larger
-step the iterate crosses many rank changes within an epoch and the method
-oscillates far from the optimum of a superquantile.
+Mehta, Roulet, Pillutla, Liu and Harchaoui, "Stochastic Optimization for
+Spectral Risk Measures" (2023), with no smoothing; a baseline of Ge and
+Jiang (2024) and Xiao et al. (2023).  The epoch and the choice of step are
+described in the user guide, :ref:`methods-baselines`.
 """
 
 import time
@@ -47,7 +26,7 @@ def lsvrg(X, y, risk, loss, penalty, *, fit_intercept=True, sampling="uniform", 
           intercept_init=None, verbose=0):
     """Minimise ``sum_i sigma_i l_(i) + penalty`` with LSVRG.
 
-    The epoch is written out in the module docstring.
+    The epoch is described in the user guide, :ref:`methods-baselines`.
 
     Parameters
     ----------
@@ -70,7 +49,7 @@ def lsvrg(X, y, risk, loss, penalty, *, fit_intercept=True, sampling="uniform", 
     learning_rate : "auto" or float, default="auto"
         Step size; "auto" is :func:`skrank.solvers.stochastic.steps.svrg_step_size`
         for uniform sampling, with the weights at the starting point, for
-        both samplings (module docstring), {scale_free}
+        both samplings (user guide), {scale_free}
     max_iter : int, default=100
         Number of checkpoints (epochs).
     epoch_length : int or None, default=None

@@ -1,149 +1,11 @@
-"""PPD-SG and PPD-AdaGrad for the full-AUC square loss (Liu, Yuan, Ying and Yang 2020).
+"""PPD-SG and PPD-AdaGrad for the full-AUC square loss of a linear score.
 
 Liu, Yuan, Ying and Yang, "Stochastic AUC Maximization with Deep Neural
-Networks" (ICLR 2020), Algorithms 2, 3 and 4, for a LINEAR score
-``h = w'x`` (no sigmoid; no intercept, which cancels in ``h_i - h_j`` and
-is absorbed by ``a`` and ``b``), minimising the objective of
-:class:`~skrank.datafits.partial_auc.PartialAUCObjective` with
-``fpr_range=(0, 1)`` and the ``"squared"`` loss of margin ``c``:
-
-    F(w) = P(w) + alpha ||w||^2 / 2,   P(w) = mean_{i pos, j neg} (c - h_i + h_j)^2.
-
-Min-max form (Proposition 1, eq. (2), with ``c`` in place of the paper's
-1).  With ``p`` the positive share, ``I+``/``I-`` the class indicators and
-``dual`` the paper's ``alpha`` (renamed: ``alpha`` is the l2 strength here),
-
-    F(w, a, b, dual; z) = (1-p)(h-a)^2 I+ + p(h-b)^2 I- + 2(c + dual)(p h I- - (1-p) h I+)
-                          - p(1-p) dual^2,
-
-and ``P(w) = c^2 + min_{a,b} max_dual E F / (p(1-p))`` exactly, also for the
-empirical distribution (the minimiser is ``a* = mean positive score``,
-``b* = mean negative score``, ``dual* = b* - a*``; proof of Prop. 1 in the
-paper's A.1).  The solvers run on the per-sample loss
-
-    l(w, a, b, dual; z) = F(w, a, b, dual; z) / (p(1-p)),
-
-i.e. ``(h-a)^2/p - 2(c+dual)h/p - dual^2`` for a positive and
-``(h-b)^2/(1-p) + 2(c+dual)h/(1-p) - dual^2`` for a negative, with the
-penalty added once, outside the expectation:
-
-    min_{w,a,b} max_dual  E l(w, a, b, dual; z) + alpha ||w||^2 / 2.
-
-Its value after the inner min-max is ``F(w) - c^2``, so its ``w``-solution
-is the minimiser of ``F`` (without the division by ``p(1-p)`` the penalty
-would be weighted differently from the pairwise mean).
-
-Stages (Algorithm 2).  Stage ``k = 0, 1, ...`` starts from the previous
-stage's average ``v_0 = (w, a, b)`` (``a``, ``b`` carried over) with the dual
-reset to its closed-form optimum ``mean negative score - mean positive
-score`` at that ``w``, computed on the whole training set (``m_k = n``, the
-batch-setting choice for Algorithm 2 of Liu et al. 2020; it costs ``O(d)`` from the
-class means), runs ``T_k = T0 3^k`` stochastic steps of step ``eta_0 / 3^k``
-(the paper's experiments, Section 5: ``eta_k T_k`` constant) on mini-batches
-of single examples drawn uniformly with replacement (the min-max form
-needs no pairs), descent in ``(w, a, b)`` and ascent in ``dual``, and returns
-the average of the ``T_k`` points at which gradients were taken (``v_0``
-included, the last iterate not: Algorithm 2's ``t = 0 .. T_k - 1``; the
-proof of Algorithm 3 averages ``t = 1 .. T_k`` with ``u_1 = u_0``, the same
-points).  With a finite ``gamma`` the proximal term of eq. (3),
-``||v - v_0||^2 / (2 gamma)`` in the scaled coordinates below, is added
-inside each stage.
-
-PPD-AdaGrad (Algorithm 3) replaces the inner loop by dual averaging with
-AdaGrad's diagonal scaling anchored at the stage start,
-``u_{t+1} = u_0 - eta G_t / (delta + sqrt(S2_t))`` over ``u = (w, a, b, dual)``
-(the dual's gradient negated), ``G`` and ``S2`` the sums of the gradients
-and of their squares, reset each stage.
-
-Centring (not in the paper).  The steps read every row minus the mean row
-``m`` of the distribution they draw from (for a stream, of the first batch
-with both classes).  A common shift of the rows cancels in ``h_i - h_j``,
-and ``a`` and ``b`` (the class-mean scores) absorb it in the min-max form,
-so ``F`` and its minimiser are unchanged; but the curvature of
-the ``w``-block is then that of the rows about ``m``.  Uncentred, a large
-constant column (an intercept-like feature, say 1e6) is a direction of
-curvature ``~1e12`` that ``a`` and ``b`` cancel in ``F`` but not in the
-steps: it sets ``L_w`` and leaves every other coordinate a step of nothing.
-Dense rows are centred once; sparse rows are shifted in the steps (no dense
-copy).  ``a`` and ``b`` are those of the centred rows inside the solver;
-``info`` reports them in the units of the rows as given.
-
-Units.  Steps are set in the coordinates ``(w sqrt(L_w), (a, b, dual)
-sqrt(L_s))`` in which both blocks have unit curvature, which makes the
-defaults independent of the feature scale and of the class ratio
-(equivalently: the paper's iteration with a block-diagonal step
-``eta / L_w``, ``eta / L_s``).  ``L_w`` is the mini-batch "expected
-smoothness" of the ``w``-block, ``lambda_max(2 (M+ + M-)) + alpha +
-tr E[H_i^2] / (B tr E[H_i])`` with ``M+-`` the classes' second-moment
-matrices about ``m`` and ``H_i = (2 / p_i) (x_i - m) (x_i - m)'`` the per-sample Hessians
-(``p_i = p`` or ``1 - p`` by class); ``L_s = 2 + 2 max(1/p, 1/(1-p)) / B``
-likewise for ``(a, b, dual)``.  SG: ``eta = step / L``; AdaGrad:
-``eta = step * c / sqrt(L)`` and ``delta * c * sqrt(L)``; ``gamma`` is in
-units of ``1 / L`` (its proximal modulus is ``L / gamma``).
-
-Unknown class ratio (Algorithm 4, ``class_ratio="online"``): ``p`` and
-``p(1-p)`` are replaced by running estimates from the samples drawn so far
-(before the current mini-batch, so they are independent of it) --
-``p_hat = (T+ + 1) / (T+ + T- + 2)`` and Algorithm 4's ``q_hat`` recursion
--- in ``F`` (``p -> p_hat``, ``p(1-p) -> q_hat`` in the ``dual^2`` term) and in
-the division ``1 / (p_hat (1 - p_hat))``.  The step scales ``L_w``, ``L_s``
-and the dual restart still use the training set's class sizes.
-
-Decisions on the gaps and typos of the paper (Liu et al. 2020):
-
-* Algorithm 4 writes ``I[y_j = .]`` in the sums over ``i``: read as
-  ``y_i``.  No initial values are given: ``y_bar = 1/2`` and
-  ``q_hat = 1/4`` (the ``j + 2`` and ``j + 1`` weights act as pseudo-counts),
-  and ``p_hat`` carries one pseudo-count per class so that it is never 0
-  or 1 (the paper's ``T+ / (T+ + T-)`` is undefined before the first
-  sample and can be 0 or 1 early on).
-* ``T_s = T0 3^k, eta_s = eta_0 / 3^k`` is read with ``s = k = 0, 1, ...``.
-* ``m_k``, ``delta``, ``gamma``, ``K`` and the budget are not reported: the
-  defaults of :func:`ppd_sg` and :func:`ppd_adagrad` were picked on
-  standardised tables (``make_classification`` with 70/30 to 97/3
-  imbalance, digits 0-4 vs 5-9 balanced and 91/9, breast cancer).  With
-  them both came within 0.06% of the closed form's ``F`` (5 seeds) in
-  0.005-0.06 s, except on breast cancer (condition number about 1e5:
-  1.4% and 0.6%).  ``gamma=None`` (no proximal term) is the default: on a
-  linear score ``F`` is convex, and every finite ``gamma`` tried slowed the
-  convergence (the term anchors each stage at its start, and on
-  ill-conditioned tables the slow directions then barely move).
-* The paper returns ``v_bar_K`` (PGA a random stage); here too: ``coef`` is
-  the ``w``-part of the last (accepted) stage's average.
-
-Safeguard (not in the paper): a stage whose average raises the exact ``F``
-by more than 1% (or makes it non-finite) is discarded and redone from the
-same start with half its step; later stages use at most that step.  With
-the default steps this happened only in the first stage of PPD-SG, on
-tables with a few rows of very large norm (standardised digits, whose
-rarely-inked pixels become large values).
-
-Sample weights ``v`` (the weighted objective of
-:class:`~skrank.datafits.partial_auc.PartialAUCObjective`, over the pairs
-weighted ``v_i v_j``): the min-max form holds for any distribution of
-``z``, so the steps draw their samples from the weighted empirical
-distribution (with replacement, probabilities ``v_i / V``, Walker's alias
-table) and ``p``, the class means, the moments of ``L_w`` and the means
-of ``L_s`` are those of that distribution.  Integer weights are then the
-repeated rows in distribution, not draw for draw.
-
-Streaming.  :class:`PPDStream` holds everything the steps carry: the
-stage's start and current point, the sums of its average, its step
-counter, length and step sizes, the AdaGrad sums, Algorithm 4's
-estimates, the generator, and the class totals and sums of the rows seen.
-:func:`ppd_sg` and :func:`ppd_adagrad` run their stages through one
-stream on the training set, with the safeguard above; an estimator's
-``partial_fit`` runs one pass of ``max(n // B, 1)`` steps on each batch,
-drawn from that batch, and a stage ends wherever its ``T_k``-th step
-falls, with no last stage and no safeguard (there is no exact ``F`` of a
-stream to check a stage against).  There ``"known"`` means the class
-ratio of all the rows seen, and the dual's restarts use the class means
-of all the rows seen (``m_k`` is everything seen so far); the step units
-come from the first batch that holds both classes.  A stream steps with
-``step=1`` for both methods (:data:`STREAM_STEP`): its ``coef`` is the
-average of the current stage's steps so far, and at PPD-AdaGrad's
-``step=10`` the first few steps overshoot and flip to rankings worse than
-chance, which fit's 1000-step averages absorb but a young stream returns.
+Networks" (ICLR 2020), Algorithms 2, 3 and 4: stochastic primal-dual steps
+on the min-max form of the square loss, in stages, with :class:`PPDStream`
+for ``partial_fit``.  The method, the step units, the centring, the
+safeguard and the departures from the paper are described in the user
+guide, :ref:`methods-ppd`.
 """
 
 import time
@@ -245,7 +107,7 @@ def stochastic_gradient(X, positive, w, a, b, dual, p, margin, alpha, q=None):
     g_w : ndarray of shape (d,)
     g_a, g_b, g_dual : float
         Partial derivatives of ``mean_i F(w, a, b, dual; z_i) / (p(1-p)) +
-        alpha ||w||^2 / 2`` (module docstring).
+        alpha ||w||^2 / 2`` (user guide).
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
     w = np.asarray(w, dtype=np.float64)
@@ -261,7 +123,7 @@ def saddle_objective(X, positive, w, a, b, dual, p, margin, alpha, q=None):
 
     With ``p`` the share of positives in ``X`` and ``(a, b, dual)`` at their
     optimum (class-mean scores, ``dual = b - a``), ``c^2`` plus this value
-    equals ``F(w)`` of the module docstring (Proposition 1).
+    equals ``F(w)`` of the user guide (Proposition 1).
 
     Parameters
     ----------
@@ -419,7 +281,7 @@ def _ppd_steps(Xd, indptr, indices, data, is_sparse, n_pos, prob, packed, weight
 
 
 def _curvatures(X, n_pos, batch, alpha, weights=None, center=None):
-    """Block curvatures ``(L_w, L_s)`` that set the step units (module docstring).
+    """Block curvatures ``(L_w, L_s)`` that set the step units (user guide).
 
     ``lambda_max(2 (M+ + M-))`` comes from a Lanczos run on matrix-vector
     products (a deterministic start; the trace, an upper bound, if it does
@@ -544,20 +406,10 @@ def _mean_row(X, weights=None):
 class PPDStream:
     """The state of PPD-SG or PPD-AdaGrad between passes (Liu et al. 2020, Algorithms 2-4).
 
-    The stage's start and current point ``(w, a, b, dual)``, the sums of
-    the stage's average, its step counter, length and step sizes, the
-    AdaGrad sums, Algorithm 4's class-ratio estimates, the generator, the
-    step units and the running class totals and sums of every batch seen.
     :func:`ppd_sg` and :func:`ppd_adagrad` run their stages through one
-    stream on the training set (with the safeguard, which needs the exact
-    objective); an estimator's ``partial_fit`` keeps one between calls and
-    runs one pass on each batch it is given: ``max(n // batch_size, 1)``
-    steps drawn from the batch, a stage ending (and the next one starting
-    from its average, with the dual reset to its closed form on the running
-    class means) whenever it reaches its ``T0 3^k`` steps, with no end to
-    the number of stages.  ``"known"`` takes the class ratio of all the
-    batches seen; the step units come from the first batch that holds both
-    classes, and no step is taken before one has come.
+    stream; an estimator's ``partial_fit`` keeps one between calls and runs
+    one pass on each batch.  What it holds and how a stream's stages run is
+    described in the user guide, :ref:`methods-ppd`.
 
     Parameters
     ----------
@@ -912,7 +764,7 @@ _DOC = """
         With ``fpr_range=(0, 1)`` and the ``"squared"`` loss (not checked
         here); its ``X_pos``, ``X_neg`` (dense or sparse), ``alpha``,
         ``loss.margin`` and sample weights (drawn with their probabilities,
-        module docstring) define the problem.  Standardise the features: the
+        user guide) define the problem.  Standardise the features: the
         steps adapt to their scale, but not to a bad conditioning.
     coef_init : ndarray of shape (d,) or None, default=None
         Start ``w`` (zeros, the paper's ``v_bar_0 = 0``, when None); ``a``,
@@ -928,12 +780,12 @@ _DOC = """
         Samples per step, drawn uniformly with replacement.
     step : float, default={step}
         ``eta_0``, divided by 3 at each stage, in the scaled units of the
-        module docstring: {units}.
+        user guide: {units}.
     gamma : float or None, default=None
         Proximal parameter of eq. (3) in units of ``1 / L``: the term adds
         ``(L / gamma)(v - v_0)`` to each block's gradient (``L_w`` on ``w``,
         ``L_s`` on ``(a, b)``).  None: no proximal term (the default; see
-        the module docstring).
+        the user guide).
     inner_iter0 : int, default=1000
         ``T0``, the number of steps of the first stage.
     class_ratio : {{"known", "online"}}, default="known"
@@ -981,7 +833,7 @@ ppd_sg.__doc__ = (
     """PPD-SG (Liu et al. 2020, Algorithm 2): stages of proximal primal-dual SGD.
 
     Minimises the full-AUC square loss ``F`` of a linear score through the
-    min-max form of Proposition 1 (module docstring), with closed-form dual
+    min-max form of Proposition 1 (user guide), with closed-form dual
     restarts between stages.
 """ + _DOC.format(step=1.0, units="""``eta = step / L`` per block.  First
         stages diverged from about 1.5 on the tables tried (the safeguard

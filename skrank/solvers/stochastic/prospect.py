@@ -1,18 +1,9 @@
-"""Prospect (Mehta et al. 2024) with no smoothing, for risks with fixed rank weights.
+"""Prospect with no smoothing, for risks with fixed rank weights.
 
-A baseline of Ge and Jiang 2024 (section 5): a SAGA-style method whose weights
-``q = sigma`` ranked by a table of losses are refreshed after every step.
-The table changes in one entry per sample drawn, so the ranking is kept up
-to date by moving that entry to its new place (an insertion step, ``O(n)``
-in the worst case and ``O(1)`` when the loss barely moves), inside the same
-Numba loop as the gradient steps.
-
-The loss table is updated with the loss of the drawn sample at the point
-where its gradient was evaluated (the public code's variant, no extra
-evaluation), and the stored weight ``rho_i`` is the weight ``q_i`` the step
-used.  The estimate ``v`` is unbiased for ``sum_i q_i grad l_i(w)`` with the
-current table ranking; as the table converges to ``l(w)`` the weights
-converge to the ranked ``sigma``.
+Mehta, Roulet, Pillutla and Harchaoui, "Distributionally Robust
+Optimization with Bias and Variance Reduction" (2024): SAGA-style tables of
+losses, gradients and weights, the ranking updated after every step.  The
+method is described in the user guide, :ref:`methods-baselines`.
 """
 
 import time

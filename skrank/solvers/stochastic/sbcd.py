@@ -1,59 +1,9 @@
-"""AGD-SBCD for the partial AUC over a false-positive-rate range (Yao, Lin and Yang 2022).
+"""AGD-SBCD for the partial AUC over a false-positive-rate range.
 
 Yao, Lin and Yang, "Large-scale Optimization of Partial AUC in a Range of
-False Positive Rates" (NeurIPS 2022), Algorithms 1 and 2, for a linear score.
-With ``phi^l = f^l / (N+ N-)`` the top-``l`` pairwise sums of eq. (6)
-normalised per pair (our rescaling), the partial-AUC objective of
-:class:`skrank.datafits.partial_auc.PartialAUCObjective` is
-
-    F(w) = (phi^n(w) - phi^m(w)) / (beta - alpha) + alpha_l2 ||w||^2 / 2.
-
-Each outer iteration approximates the proximal points
-``v_l = prox_{mu phi^l}(w)`` for ``l = m`` and ``l = n`` by SBCD on the
-joint ``(v, lambda)`` problem (13) (one threshold ``lambda_i`` per positive
-and level, kept across outer iterations as the paper's warm start), then
-steps along the gradient of the Moreau-smoothed objective (Lemma 3):
-
-    w <- prox_{gamma (beta - alpha) alpha_l2 ||.||^2 / 2}( w - gamma (v_m - v_n) / mu ),
-
-the paper's step ``w - (gamma/mu)(v_m - v_n)`` followed by the proximal map
-of the l2 term (scaled like the pair sums).  The paper's schedules are
-kept: ``T_k = T0 (k+1)^2`` inner steps and steps ``eta = theta = c/(k+1)``.
-
-Decisions where the paper is silent or wrong:
-
-* ``mu`` must be below ``1/rho`` in theory (the paper prints ``mu > 1/rho``,
-  a typo); like the paper's experiments, the defaults do not enforce it.
-* ``m = fpr_min N-`` and ``n = fpr_max N-`` stay fractional; the dual step
-  ``lambda_i -= theta (l/N- - frac_i)`` is exact for them.
-* ``lambda`` starts at ``loss(h_i - q_(ceil(l)))``, the loss against the
-  ``l``-th highest negative score at the start (the paper leaves the start open), and is
-  kept nonnegative (every pairwise loss here is; the optimal thresholds
-  ``[s_i[l+1], s_i[l]]`` of eq. (19), whose endpoints the paper prints in
-  the wrong order, are nonnegative).
-* The returned point is the outer iterate of lowest exact ``F`` (the
-  paper's practical output is ``w^(K)``; the exact ``F`` is computed after
-  every outer iteration anyway, for the history).
-* Safeguard (not in the paper): an outer step whose exact ``F`` exceeds
-  ``F(w^(0))`` (or is not finite) is undone: the loop goes back to the
-  best iterate, halves ``gamma`` and restarts the thresholds there.  Large
-  ``gamma / mu`` (10 and more, the paper's grid) diverges on standardised
-  tables without it.
-* For ``m = 0`` the ``m``-call is skipped (``v_m = w``).
-* Units and defaults: ``mu~`` and ``gamma~`` (the paper's ``mu (N+ N-)``
-  and ``gamma (N+ N-)``; its grids are ``mu~`` in {100, 1000} and
-  ``gamma~ / mu~`` in {2, 5, 20, 50}) are given in units of ``1 / L``,
-  ``L = loss'' * mean ||x_i - x_j||^2`` over the pairs: the paper's
-  features have unit norm; dividing by ``L`` makes the defaults independent
-  of the feature scale.  The defaults lowered ``F`` fastest of a grid
-  (``mu`` 1 to 100, ``gamma / mu`` 1 to 10, ``c`` 0.3 to 3) on a
-  ``make_classification`` table and three real tables with the logistic
-  and squared-hinge losses; the paper's own ``gamma / mu`` of 10 and more
-  diverged there (hence the safeguard).
-* The l2 penalty ``alpha ||w||^2 / 2`` of the objective enters the outer
-  step only, as its proximal map (a division by
-  ``1 + gamma (beta - alpha_fpr) alpha``); the inner SBCD loops estimate
-  the proximal points of the unpenalised top-``l`` sums.
+False Positive Rates" (NeurIPS 2022), Algorithms 1 and 2, for a linear
+score.  The method, its units and the decisions where the paper is silent
+or wrong are described in the user guide, :ref:`methods-agd-sbcd`.
 """
 
 import time
@@ -176,7 +126,7 @@ def agd_sbcd(objective, *, coef_init=None, max_iter=10, tol=1e-4, batch_size=64,
         Positives and negatives per block (``I = J``).
     mu, gamma : float, default=30, 60
         ``mu~`` and ``gamma~`` in normalised units, in units of ``1 / L``
-        (the pair smoothness; module docstring).
+        (the pair smoothness; user guide).
     step : float, default=1.0
         ``c`` of the step sizes ``eta~ = c / ((k+1) L)`` (primal) and
         ``theta~ = c / (k+1)`` (dual, in loss units).
@@ -271,8 +221,7 @@ def agd_loop(prox_point, value, penalty_prox, w, low, high, L, *, max_iter, tol,
     -----
     The step ``w <- prox_{gamma width R}(w - gamma (v_m - v_n) / mu)`` is a
     proximal gradient step on the smoothed ``(phi^n - phi^m) + width R``
-    (Lemma 3 gives the gradient); for an l2 penalty it is the gradient step
-    up to ``O(gamma^2)``.
+    (user guide, :ref:`methods-agd-sbcd`).
     """
     width = high - low
     mu, gamma = mu / L, gamma / L

@@ -1,35 +1,9 @@
-"""The compiled mini-batch step of SBCD, shared by AGD-SBCD, DCA and proximal DCA (Yao, Lin and Yang 2022).
+"""The compiled mini-batch step of SBCD, shared by AGD-SBCD, DCA and proximal DCA.
 
-One step of Yao, Lin and Yang (2022), Algorithm 1 in normalised units (sums
-divided by the pair count; our rescaling), for a linear score: sample ``I`` positives and ``J``
-negatives (uniformly, without replacement inside the block), form the
-``I x J`` margins ``z_ij = h_i - h_j``, the activity mask
-``a_ij = 1(loss(z_ij) > lambda_i)`` (strict) and
-
-    G = mean_ij a_ij loss'(z_ij) (x_i - x_j)          (row/column sums: X_I' r - X_J' c)
-    v <- (v + eta P c - eta (G - xi + reg v)) / (1 + eta P)
-    lambda_i <- lambda_i - theta (l / N- - mean_j a_ij)   for the sampled i,
-
-both from the mask at the current ``(v, lambda)`` (a Jacobi update, as
-Algorithm 1 is written).  One formula covers the three methods:
-
-* AGD-SBCD (Algorithm 1, eq. (14)): ``P = 1/mu``, centre ``c = w``, ``xi = 0``,
-  output the averages of ``v^(0..T-1)`` and ``lambda^(0..T-1)``;
-* DCA (Algorithm 4): ``P = 0``, ``xi`` the linearised top-``m`` part, last
-  iterate;
-* proximal DCA (the paper's Appendix E.5, with the proximal term handled
-  in closed form, our choice): ``P = L``, centre
-  ``w^(k)``, last iterate.
-
-``lambda`` is averaged lazily: each entry keeps the step at which it last
-changed, so a step costs ``O((I + J) d + I J)`` whatever ``N+``.
-
-For the logistic loss the pair derivatives take ``I + J`` exponentials
-instead of ``I J``: ``loss'(z) = -s / (1 + exp(z - shift))`` and
-``exp(h_i - h_j - shift) = exp(h_i - shift - c) exp(c - h_j)`` with ``c``
-the middle of the block's scores, so that neither factor overflows; the
-pair loop is then branch-free and vectorises.  Blocks whose scores span
-more than 1400 (where a factor could overflow) take the plain path.
+Yao, Lin and Yang, "Large-scale Optimization of Partial AUC in a Range of
+False Positive Rates" (NeurIPS 2022), Algorithm 1.  The step, its three
+uses and the factored logistic derivatives are described in the user
+guide, :ref:`methods-agd-sbcd`.
 """
 
 import numpy as np
@@ -157,7 +131,7 @@ def sbcd_steps(Xp, Xn, v, center, xi, lam, level_frac, n_steps, eta, theta, prox
     exp_factored : bool, default=False
         The derivative is ``-scale / (1 + exp(z - shift))`` (the loss's
         :attr:`~skrank.pairwise_losses.PairwiseLoss.exp_factored`): the pair
-        derivatives then take ``I + J`` exponentials (module docstring).
+        derivatives then take ``I + J`` exponentials (user guide).
 
     Returns
     -------

@@ -1,11 +1,9 @@
 """Biased mini-batch stochastic subgradient method for rank-weighted risks.
 
-A baseline of Ge and Jiang 2024 and Xiao et al. 2023 (section 5 of both) (Levy et
-al. 2020; Mehta et al. 2023): each step sorts the losses of a mini-batch
-drawn without replacement and weighs them with the risk's weights at the
-batch size.  The estimate is biased unless the weights are uniform, so with
-a constant step the iterates do not converge to the minimiser of the
-full-sample objective; the method is kept as a reference point.
+A baseline of Ge and Jiang (2024) and Xiao et al. (2023): each step sorts
+the losses of a mini-batch and weighs them with the risk's weights at the
+batch size.  The method is described in the user guide,
+:ref:`methods-baselines`.
 """
 
 import time
@@ -127,13 +125,7 @@ def sgd(X, y, risk, loss, penalty, *, fit_intercept=True, batch_size=64, learnin
 
     Notes
     -----
-    Step (as in Ge and Jiang 2024, Appendix B): draw a batch ``I``, sort its losses, give
-    the ``r``-th smallest the weight ``sigma^(B)_r`` of the same risk at
-    size ``B``, and set ``w <- prox_{lr R}(w - lr sum_r sigma^(B)_r grad
-    l_(r)(w))``.  The expected direction is not a subgradient of ``F``
-    (the ranks inside a batch differ from the ranks in the full sample), so
-    the method stalls at a biased point; the stopping rule only measures
-    stagnation.
+    The step and its bias are described in the user guide, :ref:`methods-baselines`.
     """
     stream = SGDStream(risk, loss, penalty, fit_intercept=fit_intercept, batch_size=batch_size,
                        learning_rate=learning_rate, random_state=random_state, coef_init=coef_init,

@@ -1,70 +1,10 @@
-"""SOAP: stochastic optimisation of the average-precision surrogate (Qi et al. 2021).
+"""SOAP: stochastic optimisation of the average-precision surrogate.
 
 Qi, Luo, Xu, Ji and Yang, "Stochastic Optimization of Areas Under
 Precision-Recall Curves with Provable Convergence" (NeurIPS 2021),
-Algorithms 1-3, for the score ``h = sigmoid(X w + b)``, on the objective of
-:class:`skrank.datafits.average_precision.AveragePrecisionObjective`.
-The compiled steps are :func:`skrank.solvers.stochastic.soap_kernel.soap_steps`.
-
-Decisions where the paper is silent or leaves a choice (Qi et al. 2021):
-
-* Sampler: every batch holds ``positives_per_batch`` positives (the
-  anchors ``B+``) and ``batch_size - positives_per_batch`` negatives, each
-  class cycled through its own shuffled list (the paper's experiments);
-  an epoch is ``ceil(N- / (batch_size - positives_per_batch))`` steps, so
-  that every negative is seen once per epoch.
-* The batch's class mix differs from the data's, so each positive of the
-  batch carries the weight ``(N+/n) / (B+/B)`` and each negative
-  ``(N-/n) / ((B - B+)/B)`` in the averages and in the gradient: the batch
-  averages are then unbiased for the full-data ``g_i(w)`` of eq. (4),
-  as with the uniform batches of Algorithm 1, and SOAP minimises the
-  objective that ``objective_`` reports.  (The paper's experiments do not
-  reweight, which optimises the surrogate of a rebalanced data set.)
-* ``u`` is kept for the positives only (``O(N+)`` memory), initialised to
-  a row's first batch averages at its first visit (rather than a moving
-  average from zero, which would start ``u^2`` at ``gamma`` times its
-  value), and updated before the gradient is formed (Algorithm 1's order).
-  A positive drawn twice in one batch is updated once.  ``u`` is keyed by
-  the row's content (a 128-bit BLAKE2b hash of its float64 values), not by
-  its position: identical positive rows have equal ``g_i(w)`` and share
-  one average, and a row that comes back in a later batch of a stream
-  continues its average (:class:`SOAPStream`).
-* ``gamma`` weighs the NEW estimate, ``u <- (1 - gamma) u + gamma g``, as
-  in the paper and LibAUC.
-* Adam style: the paper's Algorithm 3 (no bias correction, ``eps`` inside
-  the square root).  Momentum: ``m <- beta1 m + (1 - beta1) G``,
-  ``w <- w - lr m``.
-* The l2 term ``alpha w`` of the objective is added to every gradient
-  estimate.
-* Units: without a given ``learning_rate`` the steps are taken in the
-  standardised coordinates of :class:`skrank.solvers.stochastic.units.FeatureUnits`
-  (columns centred and divided by their spread, read from the first data
-  seen), so that ``X * s`` with ``alpha * s**2`` gives ``coef / s``, as the
-  other stochastic solvers do; a given ``learning_rate`` is a step in the
-  units of ``X``.
-* Sparse input is densified (one dense copy of ``X``).
-* Sample weights ``v`` (the weighted ``P_w`` of the objective): each
-  epoch draws the positives' list with probabilities ``v_i / V+`` and the
-  negatives' with ``v_j / V-`` (with replacement), and the class weights
-  above use the classes' total weights, ``(V+/V) / (B+/B)`` and
-  ``(V-/V) / ((B - B+)/B)``: the batch averages are then unbiased for the
-  weighted ``g_i(w)`` and the anchors for the weighted mean over the
-  positives.
-* The exact objective is evaluated after every epoch; the returned point
-  is the epoch end of lowest exact objective, and the loop stops when that
-  best value has not improved by ``tol * max(1, |F|)`` for
-  ``n_iter_no_change`` epochs (scikit-learn's SGD convention).  A fit
-  whose best value is above the objective at ``(w, b) = 0`` by more than
-  that (an upper bound of the minimum, so the fit is surely not within
-  ``tol`` of it; a start far out, where the steps barely move, stalls
-  there) is reported not converged.
-
-Streaming.  :class:`SOAPStream` holds everything the steps carry from one
-epoch to the next: ``(w, b)``, the optimizer's moments and step counter,
-the generator, the moving averages and the running class totals of
-every batch seen (which set the class weights above).  :func:`soap` runs
-its epochs through one stream on the training set; an estimator's
-``partial_fit`` runs one epoch on each batch it is given.
+Algorithms 1-3, for the score ``h = sigmoid(X w + b)``, with
+:class:`SOAPStream` for ``partial_fit``.  The method and the decisions the
+paper leaves open are described in the user guide, :ref:`methods-soap`.
 """
 
 import hashlib
@@ -95,7 +35,7 @@ def soap(objective, *, coef_init, max_iter=100, tol=1e-4, batch_size=64, positiv
     ----------
     objective : skrank.datafits.average_precision.AveragePrecisionObjective
         The objective on the training set: its data, surrogate loss, l2
-        strength and sample weights (module docstring: weighted draws).
+        strength and sample weights (user guide: weighted draws).
     coef_init : ndarray of shape (d + 1,)
         Start ``(w, b)``.
     max_iter : int, default=100
@@ -244,7 +184,7 @@ class SOAPStream(EpochStream):
     moving averages are keyed by the positives' content, so a row that
     comes back in a later batch continues its average and a new one starts
     from its first batch averages; the class weights of the batches come
-    from the class totals of all the batches seen (module docstring).
+    from the class totals of all the batches seen (user guide).
 
     Parameters
     ----------

@@ -1,28 +1,9 @@
-"""Compiled SOAP steps (Qi et al. 2021, Algorithms 1-3) for the score ``h = sigmoid(X w + b)``.
+"""Compiled SOAP steps for the score ``h = sigmoid(X w + b)``.
 
-One call runs ``n_steps`` iterations of
-
-1. draw a batch: ``n_anchor`` positives, then ``batch - n_anchor``
-   negatives, each class read from its own shuffled list, cycled and
-   reshuffled when used up (so a class smaller than its share of a batch
-   repeats rows inside one batch);
-2. for every anchor (the batch's positives) the weighted batch averages
-   ``gt1 = (1/B) sum_{j positive} w_j l(h_a - h_j)`` and
-   ``gt2 = (1/B) sum_j w_j l(h_a - h_j)`` (Algorithm 2), the class weights
-   ``w_j`` undoing the fixed class mix of the batch;
-3. the moving averages ``u`` of the anchors' rows: set to ``(gt1, gt2)`` at
-   a row's first visit, ``u <- (1 - gamma) u + gamma gt`` afterwards, the
-   second entry clipped below at ``U_FLOOR``; a positive drawn twice in one
-   batch is updated once (its copies have the same scores and averages),
-   and so are identical rows, which share one entry of ``u``;
-4. the gradient estimate of eq. (9) with the updated ``u``,
-   ``G = (1/(B+ B)) sum_a sum_j w_j (u1_a - u2_a 1(j positive)) / u2_a^2
-   * l'(h_a - h_j) (grad h_a - grad h_j) + (alpha * w, 0)``, with
-   ``grad h_j = h_j (1 - h_j) (x_j, 1)``;
-5. the update of Algorithm 3: SGD, momentum ``m <- b1 m + (1 - b1) G``, or
-   the paper's Adam-style step ``m`` as above, ``v <- b2 v + (1 - b2) G^2``,
-   ``w <- w - lr m / sqrt(eps + v)`` (no bias correction, ``eps`` inside the
-   root, as the paper writes it).
+Qi, Luo, Xu, Ji and Yang, "Stochastic Optimization of Areas Under
+Precision-Recall Curves with Provable Convergence" (NeurIPS 2021),
+Algorithms 1-3.  One step is described in the user guide,
+:ref:`methods-soap`.
 """
 
 import numpy as np
@@ -86,7 +67,7 @@ def _optimizer_step(w, G, m1, m2, optimizer, lr, beta1, beta2, eps):
 def soap_steps(X, pos_idx, neg_idx, slot, w, u, seen, stamp, m1, m2, n_steps, t0, n_anchor, batch,
                gamma, lr, alpha, optimizer, beta1, beta2, eps, weight_pos, weight_neg,
                code, shift, scale, state, perm_pos, perm_neg, cursor):
-    """Run ``n_steps`` SOAP iterations in place (module docstring).
+    """Run ``n_steps`` SOAP iterations in place (user guide).
 
     Parameters
     ----------

@@ -1,83 +1,11 @@
-"""SOREL: stochastic optimisation of spectral risks (Ge and Jiang 2024).
+"""SOREL: stochastic optimisation of spectral risks.
 
-Practical version of their Algorithm 1 (section 3.2 and Appendix B): one dual step per
-pass, a proximal-point SVRG inner loop of ``ceil(n / batch_size)`` steps,
-the last iterate as both the reference point and the next outer iterate.
-
-The whole epoch (loss evaluation, adaptive re-sorting, the permutahedron
-projection by PAV, the SVRG inner loop, the reference gradient, the
-objective and the stopping criterion) runs inside one Numba kernel,
-:func:`skrank.solvers.stochastic.sorel_kernel._sorel_epochs`, which also runs
-several epochs per call: Python's overhead is ``O(1)`` per call, not per
-epoch.  The paper's version with its own schedules, :func:`sorel_paper`,
-lives in :mod:`skrank.solvers.stochastic.sorel_paper` and is imported here.
-
-Epoch ``k`` (Ge and Jiang 2024, Algorithm 1 and section 3.2, with ``mu`` the l2 strength)::
-
-    v       = (1 + theta_k) l(w_k) - theta_k l(w_{k-1}),  theta_k = k / (k + 1)
-    lam     = Proj_{Pi_sigma}(lam + eta_k v)
-    w_{k+1} = SVRG on sum_i lam_i l_i(w) + penalty(w) + ||w - w_k||^2 / (2 tau_k)
-
-Automatic parameters of :func:`sorel` (the paper tuned ``lr`` and ``C`` over grids):
-
-* units: with ``learning_rate="auto"`` the epochs run on the centred
-  features divided by one unit, the root mean square of the columns'
-  standard deviations (:class:`skrank.solvers.stochastic.units.FeatureUnits`
-  with one unit for every column, so that the l2 term stays ``mu`` times
-  the identity: ``mu`` in the notes below is the penalty in those
-  units).  ``X * s`` with ``alpha * s^2`` then runs the same epochs and
-  gives ``coef / s``; the intercept is decoupled from the column means;
-* the primal step ``lr`` is :func:`skrank.solvers.stochastic.steps.svrg_step_size`, from the
-  per-sample smoothness ``L_i = L_loss (||x_i||^2 + 1)`` and sigma;
-* the primal step is multiplied by 1.75 with importance sampling (which
-  allows a step up to ``n sigma_n max L_i / Lbar`` times larger than
-  uniform sampling, see :func:`skrank.solvers.stochastic.steps.svrg_step_size`);
-* the dual step is ``eta_k = min(dual_growth * eta_{k-1}, dual_safety / L_F)``,
-  ``eta_0 = C mu``.  ``L_F`` is the smoothness of the dual function
-  ``phi(lam) = min_w L(w, lam) + ||w - w_k||^2 / (2 tau)`` restricted to the
-  face of the permutahedron where the last projection landed: the
-  samples of the multi-sample PAV blocks (those whose weights are free,
-  e.g. the samples tied at the quantile of a superquantile), centred
-  within their block, through the inverse primal Hessian.  Samples whose
-  weights sit at a vertex value do not limit the step, so the cap is
-  far larger than the global ``1 / ||J H^-1 J^T||`` (which grows like
-  ``n``) and the dual converges in a number of epochs that does not grow
-  with ``n``.  Growing geometrically from a small ``eta_0`` keeps the
-  early epochs stable (the paper's ``eta_k = C (k + 1) / n`` grows without
-  bound, and a ``C`` that works early can destabilise later epochs).
-
-When the objective goes up, the next dual step is halved; when it went
-up at the cap and the dual move reversed the previous one (an
-overshoot), the cap itself shrinks by 0.8, and recovers by ``0.8^-0.1``
-per epoch whose objective went down.
-
-The stopping criterion is the largest of (a) the relative change of the
-objective over the epoch, (b) the norm of the Lagrangian's gradient
-``X^T (lam * s l'(t)) + mu w`` at ``(w_k, lam_{k+1})``, relative to its
-value at the start, and (c) the dual gap
-``(R_sigma(l(w_k)) - lam_{k+1}^T l(w_k)) / F(w_k)`` (the maximum of
-``lam^T l(w_k)`` over the permutahedron is ``R_sigma(l(w_k))``).  (b) and
-(c) vanish together only at a saddle point; unlike the dual residual
-``||lam_{k+1} - lam_k||``, (c) does not vanish when the dual step is
-small.  Without intercept and l1, ``F(w_k) - F* <= F(w_k) (c) +
-||grad||^2 / (2 mu)``.
-
-The exact finish (skrank's addition, not in the paper).  SOREL converges
-linearly but slowly when many samples are tied at a jump of ``sigma``
-(a superquantile or top-k with few samples in the tail): the dual must
-then find the tied samples' fractional weights.  From SOREL's iterate
-the certified proximal Newton method (:mod:`skrank.solvers.full_batch.newton`,
-through :class:`skrank.solvers.finish.NewtonFinish`) runs to the
-optimum; the result is kept only with its certificate.  For
-risks whose ``sigma`` is flat next to a jump (superquantile, top-k) it
-is tried after 16 epochs and at every doubling of the epoch count; for
-every risk at the end.  All attempts together may spend half of the
-passes SOREL has made: an attempt gets what is left (at least ``p``
-passes, else it waits) and gives up when it is spent.  A certified point
-that does not raise ``F`` ends the run (``converged``).  Its cost is
-counted in ``passes``:
-its multiply-adds divided by the ``2 n p`` of one pass (``n`` sample
-gradients, as one ``X @ w`` plus ``X.T @ r``).
+Ge and Jiang, "SOREL: A Stochastic Algorithm for Spectral Risks
+Minimization" (2024), the practical version of Algorithm 1: one dual step
+per epoch and a proximal SVRG inner loop, run by the compiled epochs of
+:mod:`skrank.solvers.stochastic.sorel_kernel`, with automatic steps and an
+exact finish.  The method is described in the user guide,
+:ref:`methods-sorel`; the paper's own schedules are :func:`sorel_paper`.
 """
 
 import time
@@ -108,7 +36,7 @@ _CHUNK_SECONDS = 2e-3  # target length of one kernel call (several epochs)
 # Figure 2 settings as the tuned grid, for seeds 0, 1 and 2; 1.0 leaves energy
 # ESRM/extremile at ~150 passes, 2.0 loses power CVaR.
 _LR_IMPORTANCE_FACTOR = 1.75
-# The exact finish (see the module docstring) counts as optimal when the Newton method
+# The exact finish (see the user guide) counts as optimal when the Newton method
 # certifies a relative gap below _FINISH_TOL.
 _FINISH_FIRST = 16  # also tried after 16 epochs, then every _FINISH_GROWTH-fold epochs
 _FINISH_GROWTH = 2.0
@@ -188,7 +116,7 @@ def sorel(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=200, tol=1e
     max_iter : int, default=200
         Outer iterations (one dual update and about one pass each).
     tol : float, default=1e-9
-        Stop when the stopping criterion (module docstring) falls below ``tol``.
+        Stop when the stopping criterion (user guide) falls below ``tol``.
     batch_size : int, default=1
         Samples per stochastic step; ``ceil(n / batch_size)`` steps per epoch.
     learning_rate : "auto" or float, default="auto"
@@ -198,7 +126,7 @@ def sorel(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=200, tol=1e
     dual_scale : "auto" or float, default="auto"
         ``C`` of the dual step.  "auto": ``C`` from :func:`sorel_dual_scale`
         sets the first step ``eta_0 = C mu``, which then grows by
-        ``dual_growth`` per epoch up to the face cap (module docstring).  A float
+        ``dual_growth`` per epoch up to the face cap (user guide).  A float
         gives the paper's schedule ``eta_k = C mu (k + 1)``, also capped.
     tau_scale : float, default=20.0
         Primal proximal parameter ``tau_k = tau_scale / (mu (k + 1))``
@@ -206,7 +134,7 @@ def sorel(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=200, tol=1e
     dual_growth : float, default=2.0
         Growth factor of the automatic dual step per epoch.
     dual_safety : float, default=0.5
-        The dual step is at most ``dual_safety / L_F`` (module docstring).
+        The dual step is at most ``dual_safety / L_F`` (user guide).
     {seed_start_verbose}
     sampling : {"importance", "uniform"}, default="importance"
         How the inner loop draws samples: with probability proportional to
@@ -216,7 +144,7 @@ def sorel(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=200, tol=1e
     polish : bool, default=True
         Try the exact finish of :class:`skrank.solvers.finish.NewtonFinish`
         (problems the Newton method fits, at most
-        ``NewtonFinish.max_features`` coefficients; module docstring).
+        ``NewtonFinish.max_features`` coefficients; user guide).
 
     Returns
     -------
@@ -392,7 +320,7 @@ def _attempt_finish(run, finisher, units, schedule, done, max_iter):
     """Try the exact finish after ``done`` epochs when it is due and affordable.
 
     Attempts come at the end, and after 16 epochs and every doubling (see
-    the module docstring); their work stays below half of SOREL's own: an
+    the user guide); their work stays below half of SOREL's own: an
     attempt may spend what is left of that budget, and starts only when it
     is at least ``_FINISH_COST p`` passes.  Returns ``(seconds, finished)``
     (``seconds`` None without an attempt).

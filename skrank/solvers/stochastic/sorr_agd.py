@@ -1,116 +1,11 @@
-"""AGD with SGD inner loops for ranked-range risks (Yao, Lin and Yang 2022, Algorithms 2 and 3).
+"""AGD with SGD inner loops for ranked-range risks.
 
-The ranked-range risk of :class:`skrank.risks.RankedRange`, the mean of the
-(m+1)-th to the k-th largest losses ``L_i = l(t_i)`` (the sum of ranked
-range, SoRR, of Hu et al. 2020 divided by ``k - m``), plus the penalty is
-
-    F(w, b) = (T_k(L) - T_m(L)) / (k - m) + R(w),
-
-``T_l`` the sum of the ``l`` largest losses.  Yao, Lin and Yang ("Large-scale
-optimization of partial AUC in a range of false positive rates", NeurIPS
-2022, eq. (7), Algorithms 2 and 3) write ``T_l`` through its LP dual,
-``T_l(L) = min_lambda l lambda + sum_i [L_i - lambda]_+`` (their eq. (12);
-one scalar ``lambda`` per level in the SoRR case), smooth the two top-``l``
-sums by their Moreau envelopes and run gradient descent on the difference
-of the envelopes (their Algorithm 2, AGD).  The gradient of an envelope is
-``(w - prox(w)) / mu`` (their Lemma 3), and each proximal point is computed
-inexactly by stochastic steps on ``(v, lambda)`` (their Algorithm 3, the
-SoRR case of Algorithm 1).
-
-Everything runs in normalised units (our rescaling of the paper's; sums over
-the samples divided by ``n``, so that ``mu~ = n mu``, ``gamma~ = n gamma``,
-``eta~ = n eta``), and :func:`sorr_agd` expresses ``mu~``, ``gamma~`` and
-``eta~`` in units of ``1 / L_J``, the smoothness of a mini-batch mean of
-``J`` per-sample losses (:func:`minibatch_smoothness`), so that one set of
-defaults serves every feature and target scale.
-
-Outer iteration ``k`` of :func:`sorr_agd` (Algorithm 2 with Algorithm 3
-inside, in normalised units):
-
-1. ``vbar_m = SGD(w, lambda_m, T_k, mu~, m)`` and
-   ``vbar_k = SGD(w, lambda_k, T_k, mu~, k)`` (:func:`sorr_sgd`), with
-   ``T_k = inner_iter0 (k+1)^2`` steps of ``J = batch_size`` samples and
-   steps ``eta~ = theta~ = c / (k+1)``; the m-call is skipped
-   (``vbar_m = w``) when ``m = 0``, where the top-0 sum vanishes and its
-   prox is the identity;
-2. ``w <- w - (gamma~ / mu~) (vbar_m - vbar_k)`` (the intercept too), a
-   step along minus the smoothed gradient of Lemma 3.
-
-Each step of :func:`sorr_sgd` draws ``J`` distinct samples, forms the mask
-``L_i > lambda`` at the current point (strict, as in the paper) and updates
-both blocks with that one mask:
-
-* ``u = (v, b)``: the proximal step (14),
-  ``argmin_u G.u + ||u - (w, wb)||^2/(2 mu) + ||u - u_t||^2/(2 eta)
-  + sum_j l1_j |v_j| + l2_j v_j^2 / 2`` with ``G`` the batch MEAN of the
-  active gradients ``s_i l'(t_i) (x_i, 1)``: a soft threshold and a
-  shrink of ``(eta (w, wb) + mu u_t - mu eta G) / (mu + eta)``, the
-  intercept left unpenalised;
-* ``lambda <- max(lambda - theta (level - frac), 0)``, ``frac`` the
-  active fraction of the batch (the paper's ``G_lambda`` divided by
-  ``n``; the paper's step uses ``eta_t``, here ``theta`` is passed
-  separately).  The projection on ``lambda >= 0`` keeps the optimal set
-  ``[L_[l+1], L_[l]]`` in reach because every loss of
-  :mod:`skrank.losses` is nonnegative.
-
-Decisions of :func:`sorr_agd` (the paper leaves them open, or the
-paper is wrong):
-
-* Condition on ``mu``: the paper's "mu > 1/rho" (Lemma 3, Algorithms 2
-  and 3) is a typo for ``mu < 1/rho``.  For a linear model and a convex
-  loss both top-``l`` sums are convex (``rho = 0``), any ``mu > 0`` is
-  admissible and ``F^mu`` has a ``1/mu``-Lipschitz gradient, so
-  ``gamma < 2 mu`` keeps the outer step stable; the default
-  ``gamma / mu = 2`` sits at that edge (the paper uses 0.2 to 100).
-* Units: the steps run on the standardised features of
-  :class:`skrank.solvers.stochastic.units.FeatureUnits` (centred with an
-  intercept, each column divided by its spread; the penalty of each
-  coefficient rescaled to match), so that rescaling a column of ``X``
-  rescales its coefficient and leaves the iterates unchanged; and
-  ``mu~``, ``gamma~`` and ``c`` are divided by ``L_J``, computed on
-  those features.  The
-  paper's values (``mu~`` in {200, 1000}, ``c`` in {0.1, ..., 10},
-  ``C`` in {30, 50, 100}) were tuned on binary LIBSVM features; these
-  defaults were tuned on standardised ``make_classification`` and
-  ``make_regression`` (with outliers) tables and the benchmark's
-  weakly penalised ones (``mu`` in {3, ..., 30}, ``gamma / mu`` in
-  {1, ..., 4}, ``c`` in {0.25, 0.5, 1}, ``C`` in {5, 10, 20, 200}):
-  a larger ``mu`` suits the weakly curved problems, a smaller one the
-  regressions.  ``C = 10`` is below the paper's grid: the outer
-  iterations, not the inner accuracy, limited the progress (``C =
-  200`` did no better per outer iteration), so cheaper early
-  iterations buy more of them.
-* Penalty: ``F = (f^k + R~) - f^m`` with ``R~ = (k - m)/n R`` (the
-  penalty in the normalised units), i.e. the penalty joins the convex
-  part whose prox the k-call computes; its inner steps are proximal in
-  ``R`` (closed form for l1, l2 and the elastic net).  A fixed point
-  ``vbar_m = vbar_k = v*`` is then a critical point of ``F`` itself:
-  ``(w - v*)/mu`` lies in both ``d(f^k + R~)(v*)`` and ``df^m(v*)``.
-* Output: the paper returns ``vbar_k`` of a random outer iteration
-  (Theorem 5).  Here the exact ``F`` is evaluated at ``vbar_k`` after
-  every outer iteration and the best point seen is kept (our choice);
-  the outer iterate ``w`` is not a candidate, as
-  at a fixed point it differs from ``v*`` by ``mu`` times a
-  subgradient.  Not in the paper: at the end, one proximal-gradient
-  step on the exact ``F`` from that point (the exact gradient of the
-  ranked range, step ``(k - m) / (n L_full)``, then 4 and 16 times
-  smaller) is kept if it lowers ``F``.  It costs one pass and a few
-  evaluations, removes part of the averaging noise, and gives exact
-  zeros under l1, which averaged stochastic iterates never have.
-* Initialisation (the paper does not state one): ``w^(0) = 0`` or the given
-  start.  For classification every loss ties at ``w = 0``; the first
-  dual steps break the tie, but when ``w = 0`` is a stationary point
-  of ``F`` (overlapping classes and ``k`` below about ``n / 2``) AGD
-  stays there, as DCA often does; ``coef_init`` can then help.
-  ``lambda_l`` starts at the midpoint of the
-  ``l``-th and ``(l+1)``-th largest loss at ``w^(0)``, the optimal
-  dual value there (computed on all ``n`` losses, which the starting
-  objective needs anyway).
-* Sampling: each step draws ``J`` distinct samples, independently
-  across steps and calls.
-* Stopping: a stochastic ``F`` does not decrease monotonically, so the
-  rule looks at the best ``F`` found and waits for 3 outer iterations
-  without a relative decrease above ``tol``.
+Yao, Lin and Yang, "Large-scale Optimization of Partial AUC in a Range of
+False Positive Rates" (NeurIPS 2022), Algorithms 2 and 3: gradient descent
+on the Moreau-smoothed difference of two top-``l`` sums, whose proximal
+points are estimated by stochastic steps.  The method, its units and the
+decisions the paper leaves open are described in the user guide,
+:ref:`methods-sorr-agd`.
 """
 
 import time
@@ -172,16 +67,9 @@ def sorr_sgd(
     """Algorithm 3 of Yao, Lin and Yang (2022) for one level, in normalised units.
 
     Approximately solves the proximal subproblem (13) of the level
-    ``level = l / n``,
-
-        min_{v, b, lambda}  level lambda + (1/n) sum_i [L_i(v, b) - lambda]_+
-                            + l1 ||v||_1 + l2/2 ||v||^2
-                            + (||v - w||^2 + (b - wb)^2) / (2 mu),
-
-    by ``n_steps`` stochastic steps from ``((w, wb), lam0)``, each on
-    ``batch`` distinct samples (a partial Fisher-Yates shuffle of ``perm``
-    driven by the xorshift64* ``state``); the step is written out in the
-    module docstring.
+    ``level = l / n`` by ``n_steps`` stochastic steps from ``((w, wb), lam0)``,
+    each on ``batch`` distinct samples; the subproblem and the step are
+    described in the user guide, :ref:`methods-sorr-agd`.
 
     Parameters
     ----------
@@ -249,14 +137,9 @@ def sorr_sgd(
 def minibatch_smoothness(X, loss, fit_intercept, batch, n_power=20):
     """Smoothness ``L_J`` of a mean of ``J`` distinct per-sample losses, and ``L_full``.
 
-    ``L_J = n (J - 1) / (J (n - 1)) L_full + (n - J) / (J (n - 1)) L_max``
-    (Gower et al. 2019, "SGD: general analysis and improved rates",
-    Proposition 3.8, ``J``-nice sampling), with ``L_full = l'' lambda_max(Z'Z / n)``
-    and ``L_max = l'' max_i ||z_i||^2`` for the rows ``z_i = (x_i, 1)`` (the
-    1 only with an intercept), ``l''`` the loss's smoothness (1 for the
-    non-smooth hinge and absolute losses, a scale rather than a bound).
-    ``lambda_max`` comes from ``n_power`` power iterations from a fixed
-    start (so it does not depend on ``random_state``).
+    ``J``-nice sampling (Gower et al. 2019, "SGD: general analysis and
+    improved rates", Proposition 3.8); the formula is in the user guide,
+    :ref:`methods-sorr-agd`.
 
     Parameters
     ----------
@@ -339,7 +222,7 @@ def sorr_agd(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=30, tol=
     """Minimise a ranked-range risk by AGD with SGD inner loops (Yao, Lin and Yang 2022).
 
     The outer iteration and the decisions the paper leaves open (or gets
-    wrong) are written out in the module docstring.
+    wrong) are described in the user guide, :ref:`methods-sorr-agd`.
 
     Parameters
     ----------
@@ -349,7 +232,7 @@ def sorr_agd(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=30, tol=
         Any loss; the hinge and absolute losses use a subgradient.
     penalty : skrank.penalties.Penalty
         The l1, l2 or elastic-net penalty, applied by its proximal map inside
-        the inner steps of the k-call (module docstring).
+        the inner steps of the k-call (user guide).
     {fit_intercept}
     max_iter : int, default=30
         Outer iterations ``K``.  Iteration ``k`` costs
@@ -381,7 +264,7 @@ def sorr_agd(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=30, tol=
     -------
     SolverResult
         ``coef``/``intercept``: the point of lowest exact ``F`` found
-        (module docstring); ``objective_history[j]``: the exact ``F``
+        (user guide); ``objective_history[j]``: the exact ``F``
         (:func:`skrank.datafits.rank_risk.rank_objective`) of the best point after
         outer iteration ``j + 1``, nonincreasing (the last entry after the
         final proximal-gradient step); ``stop_criterion``: the largest
@@ -467,7 +350,7 @@ class _AgdRun:
         return vbar_b, lam
 
     def outer_iteration(self, it):
-        """Outer iteration ``it`` (module docstring); returns ``T`` and ``F(vbar_k)``."""
+        """Outer iteration ``it`` (user guide); returns ``T`` and ``F(vbar_k)``."""
         data = self.data
         T = self.inner_iter0 * (it + 1) ** 2
         eta = self.c_step / (it + 1)
@@ -506,7 +389,7 @@ class _AgdRun:
         return criterion, False
 
     def polish(self):
-        """The final proximal-gradient step of the module docstring (after at least one outer iteration)."""
+        """The final proximal-gradient step of the user guide (after at least one outer iteration)."""
         if not self.history:
             return
         data = self.data
