@@ -91,7 +91,7 @@ from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.preprocessing import scale  # noqa: E402
 
-from skrank.datafits.rank_risk import rank_objective  # noqa: E402
+from skrank.datafits.rank_risk import RankRisk, rank_objective  # noqa: E402
 from skrank.estimators import RankADMMClassifier  # noqa: E402
 from skrank.losses import get_loss  # noqa: E402
 from skrank.penalties import get_penalty  # noqa: E402
@@ -270,10 +270,10 @@ def fit_baseline(method, X_tr, y_tr, X_te, y_te, risk, loss, pen, alpha, fit_int
             warnings.simplefilter("ignore")
             t0 = time.perf_counter()
             if method == "SGD":
-                res = sgd(X_tr, y_tr, batch_risk, loss_o, pen_o, batch_size=64, **common)
+                res = sgd(RankRisk(X_tr, y_tr, batch_risk, loss_o), pen_o, batch_size=64, **common)
             else:
                 sampling = "nonuniform" if method == "LSVRG(NU)" else "uniform"
-                res = lsvrg(X_tr, y_tr, risk, loss_o, pen_o, sampling=sampling, **common)
+                res = lsvrg(RankRisk(X_tr, y_tr, risk, loss_o), pen_o, sampling=sampling, **common)
             sec = time.perf_counter() - t0
         F = rank_objective(X_tr, y_tr, res.coef, res.intercept, risk, loss_o, pen_o)
         if not np.isfinite(F):

@@ -44,6 +44,8 @@ import warnings
 
 import numpy as np
 
+from skrank.datafits.rank_risk import RankRisk
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
@@ -145,13 +147,15 @@ def run_methods(X, y, risk, batch, passes, seed):
     common = dict(fit_intercept=False, tol=0.0, random_state=seed)
     two_pass = max(1, int(passes / 2))  # SOREL and LSVRG: two passes per epoch
     runs = {
-        "SOREL": lambda: sorel(X, y, risk, loss, pen, batch_size=batch, max_iter=two_pass, **common),
-        "SOREL-plain": lambda: sorel(X, y, risk, loss, pen, batch_size=batch, max_iter=two_pass,
+        "SOREL": lambda: sorel(RankRisk(X, y, risk, loss), pen, batch_size=batch, max_iter=two_pass,
+                               **common),
+        "SOREL-plain": lambda: sorel(RankRisk(X, y, risk, loss), pen, batch_size=batch, max_iter=two_pass,
                                      polish=False, **common),
-        "SGD": lambda: sgd(X, y, risk, loss, pen, batch_size=64, max_iter=int(passes), **common),
-        "LSVRG": lambda: lsvrg(X, y, risk, loss, pen, batch_size=batch, max_iter=two_pass, **common),
-        "Prospect": lambda: prospect(X, y, risk, loss, pen, batch_size=batch,
-                                     max_iter=int(passes), **common),
+        "SGD": lambda: sgd(RankRisk(X, y, risk, loss), pen, batch_size=64, max_iter=int(passes), **common),
+        "LSVRG": lambda: lsvrg(RankRisk(X, y, risk, loss), pen, batch_size=batch, max_iter=two_pass,
+                               **common),
+        "Prospect": lambda: prospect(RankRisk(X, y, risk, loss), pen, batch_size=batch, max_iter=int(passes),
+                                     **common),
     }
     out = {}
     for name, fn in runs.items():
@@ -215,7 +219,8 @@ def sorel_epoch_seconds(X, y, repeats=5):
     args = (Superquantile(0.5), get_loss("squared"), get_penalty("l2", 1.0 / n))
     per = []
     for k in range(repeats):
-        res = sorel(X, y, *args, fit_intercept=False, max_iter=50, tol=0.0, random_state=k, polish=False)
+        res = sorel(RankRisk(X, y, *args[:2], fit_intercept=False), args[2], max_iter=50, tol=0.0,
+                    random_state=k, polish=False)
         per.append(res.info["times"][-1] / res.n_iter)
     return float(np.median(per))
 

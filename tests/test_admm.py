@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_regression
 
+from skrank.datafits.rank_risk import RankRisk
 from skrank.kernels.pava import zstep
 from skrank.losses import get_loss
 from skrank.penalties import get_penalty
@@ -31,8 +32,8 @@ LOSS_PENALTY = [
 def _check_exact(referee, X, y, risk, loss_name, pen_name, fit_intercept, **kw):
     loss = get_loss(loss_name)
     penalty = get_penalty(pen_name, 1e-2, 0.5)
-    res = admm(X, y, risk, loss, penalty, fit_intercept=fit_intercept, max_iter=6000,
-               tol=1e-8, rho="paper", l1_solver="cd", **kw)
+    res = admm(RankRisk(X, y, risk, loss, fit_intercept=fit_intercept), penalty, max_iter=6000, tol=1e-8,
+               rho="paper", l1_solver="cd", **kw)
     F_star = referee.optimum(X, y, risk, loss, penalty, fit_intercept=fit_intercept)
     # (convergence to tol=1e-8 itself is not required; the objective is the goal)
     assert res.objective <= F_star * (1 + REL) + 1e-12, (res.objective, F_star)
@@ -64,7 +65,7 @@ def test_regression_even_zstep_exact(loss_name, risk, referee):
     y = y / np.std(y)
     loss = get_loss(loss_name)
     penalty = get_penalty("l2", 1e-2)
-    res = admm(X, y, risk, loss, penalty, max_iter=6000, tol=1e-9)
+    res = admm(RankRisk(X, y, risk, loss), penalty, max_iter=6000, tol=1e-9)
     F_star = referee.optimum(X, y, risk, loss, penalty)
     assert abs(res.objective - F_star) <= REL * abs(F_star)
 
@@ -72,13 +73,13 @@ def test_regression_even_zstep_exact(loss_name, risk, referee):
 def test_sweep_and_smoothed_variants(synthetic_classification):
     X, y = synthetic_classification
     loss, pen = get_loss("logistic"), get_penalty("l2", 1e-2)
-    a = admm(X, y, Superquantile(0.8), loss, pen, tol=1e-8, max_iter=3000)
-    b = admm(X, y, Superquantile(0.8), loss, pen, tol=1e-8, max_iter=3000, zstep_method="sweep")
+    a = admm(RankRisk(X, y, Superquantile(0.8), loss), pen, tol=1e-8, max_iter=3000)
+    b = admm(RankRisk(X, y, Superquantile(0.8), loss), pen, tol=1e-8, max_iter=3000, zstep_method="sweep")
     assert abs(a.objective - b.objective) <= 1e-7 * a.objective
     pen1 = get_penalty("l1", 1e-2)
-    c = admm(X, y, ERM(), loss, pen1, tol=1e-8, max_iter=3000, l1_solver="cd")
-    d = admm(X, y, ERM(), loss, pen1, tol=1e-8, max_iter=3000, l1_solver="fista")
-    e = admm(X, y, ERM(), loss, pen1, tol=1e-6, max_iter=300, l1_solver="smoothed")
+    c = admm(RankRisk(X, y, ERM(), loss), pen1, tol=1e-8, max_iter=3000, l1_solver="cd")
+    d = admm(RankRisk(X, y, ERM(), loss), pen1, tol=1e-8, max_iter=3000, l1_solver="fista")
+    e = admm(RankRisk(X, y, ERM(), loss), pen1, tol=1e-6, max_iter=300, l1_solver="smoothed")
     assert abs(c.objective - d.objective) <= 1e-6 * c.objective
     assert e.objective <= c.objective * (1 + 1e-3)
 
@@ -95,8 +96,8 @@ def test_rho_schedules(synthetic_classification):
     assert ehrm.update(0, 1.0, 1.0, 1.0, 1.0) == pytest.approx(1.02)
     assert ehrm.update(0, 1.0, 1e-3, 1.0, 1.0) == pytest.approx(1.07)
     X, y = synthetic_classification
-    res = admm(X, y, ERM(), get_loss("logistic"), get_penalty("l2", 1e-2), rho=1e-3,
-               tol=1e-8, max_iter=3000)
+    res = admm(RankRisk(X, y, ERM(), get_loss("logistic")), get_penalty("l2", 1e-2), rho=1e-3, tol=1e-8,
+               max_iter=3000)
     assert res.converged and np.all(res.info["rho_history"] == 1e-3)
 
 
@@ -153,7 +154,7 @@ def dca_objective(synthetic_classification):
     def objective(risk, loss_name):
         key = (repr(risk), loss_name)
         if key not in done:
-            done[key] = dca(X, y, risk, get_loss(loss_name), get_penalty("l2", 1e-2)).objective
+            done[key] = dca(RankRisk(X, y, risk, get_loss(loss_name)), get_penalty("l2", 1e-2)).objective
         return done[key]
 
     return objective
@@ -171,7 +172,7 @@ def test_nonconvex_stationary_and_not_worse_than_baselines(risk, loss_name, rho,
     X, y = synthetic_classification
     loss, penalty = get_loss(loss_name), get_penalty("l2", 1e-2)
     tol = 1e-6
-    res = admm(X, y, risk, loss, penalty, rho=rho, max_iter=5000, tol=tol)
+    res = admm(RankRisk(X, y, risk, loss), penalty, rho=rho, max_iter=5000, tol=tol)
     assert res.converged, res.stop_criterion
     # The eps-KKT residuals of Xiao et al. 2023 (Theorem 1), recomputed here from
     # (w, b, z, lambda), against a fixed bound (not the solver's own residual).
@@ -179,10 +180,9 @@ def test_nonconvex_stationary_and_not_worse_than_baselines(risk, loss_name, rho,
     bound = 10 * tol
     assert primal <= bound and dual <= bound and pen <= bound, (primal, dual, pen)
     baselines = {
-        "sgd": sgd(X, y, risk, loss, penalty, max_iter=200, random_state=0),
-        "lsvrg": lsvrg(X, y, risk, loss, penalty, sampling="uniform", max_iter=200,
-                       random_state=0),
-        "lsvrg-nu": lsvrg(X, y, risk, loss, penalty, sampling="nonuniform", max_iter=200,
+        "sgd": sgd(RankRisk(X, y, risk, loss), penalty, max_iter=200, random_state=0),
+        "lsvrg": lsvrg(RankRisk(X, y, risk, loss), penalty, sampling="uniform", max_iter=200, random_state=0),
+        "lsvrg-nu": lsvrg(RankRisk(X, y, risk, loss), penalty, sampling="nonuniform", max_iter=200,
                           random_state=0),
     }
     objectives = {name: base.objective for name, base in baselines.items()}
@@ -198,7 +198,7 @@ def test_nonconvex_refine_no_worse_than_plain_admm(synthetic_classification, dca
     # (refine=True, rho="paper") reaches DCA's objective or lower, and no
     # higher than Algorithm 1 alone with the same schedule.
     X, y = synthetic_classification
-    args = (X, y, RankedRange(0.1, 0.6), get_loss("hinge"), get_penalty("l2", 1e-2))
+    args = (RankRisk(X, y, RankedRange(0.1, 0.6), get_loss("hinge")), get_penalty("l2", 1e-2))
     F_dca = dca_objective(RankedRange(0.1, 0.6), "hinge")
     table6 = admm(*args, rho="table6", max_iter=5000, tol=1e-6, refine=False)
     plain = admm(*args, max_iter=5000, tol=1e-6, refine=False)
@@ -212,7 +212,7 @@ def test_stationarity_check_can_fail(synthetic_classification):
     # The check above is not vacuous: an early-stopped run fails it.
     X, y = synthetic_classification
     risk, loss, penalty = RankedRange(0.1, 0.6), get_loss("logistic"), get_penalty("l2", 1e-2)
-    res = admm(X, y, risk, loss, penalty, rho="adaptive", max_iter=50, tol=1e-6, refine=False)
+    res = admm(RankRisk(X, y, risk, loss), penalty, rho="adaptive", max_iter=50, tol=1e-6, refine=False)
     assert max(_stationarity(X, y, res, risk, loss, penalty)) > 1e-5
 
 
@@ -247,11 +247,11 @@ def test_fast_path_same_iterates_as_general_path(synthetic_classification):
 
     X, y = synthetic_classification
     loss, pen = get_loss("logistic"), get_penalty("l2", 1e-2)
-    a = admm(X, y, Superquantile(0.8), loss, pen, tol=1e-8, max_iter=3000)
+    a = admm(RankRisk(X, y, Superquantile(0.8), loss), pen, tol=1e-8, max_iter=3000)
     size = admm_module.WStep.max_basis_size
     admm_module.WStep.max_basis_size = 0  # disable the prediction-space step
     try:
-        b = admm(X, y, Superquantile(0.8), loss, pen, tol=1e-8, max_iter=3000)
+        b = admm(RankRisk(X, y, Superquantile(0.8), loss), pen, tol=1e-8, max_iter=3000)
     finally:
         admm_module.WStep.max_basis_size = size
     assert a.n_iter == b.n_iter
@@ -293,11 +293,11 @@ def test_thin_tail_logistic_fit_is_certified_by_the_newton_finish(referee):
     alpha = float(10 ** rng.uniform(-3, -0.5))
     y = np.where(X @ rng.normal(size=d) + rng.normal(size=n) > 0, 1.0, -1.0)
     loss, pen = get_loss("logistic"), get_penalty("l2", alpha)
-    res = admm(X, y, risk, loss, pen, fit_intercept=fit_intercept, max_iter=1000)
+    res = admm(RankRisk(X, y, risk, loss, fit_intercept=fit_intercept), pen, max_iter=1000)
     assert res.converged and res.info["polished"]
     f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=fit_intercept)
     assert res.objective <= f_star + 1e-8 * abs(f_star)
-    plain = admm(X, y, risk, loss, pen, fit_intercept=fit_intercept, max_iter=1000, polish=False)
+    plain = admm(RankRisk(X, y, risk, loss, fit_intercept=fit_intercept), pen, max_iter=1000, polish=False)
     assert plain.objective - f_star > 1e-6 * abs(f_star)  # the case is hard without it
 
 
@@ -336,7 +336,7 @@ def test_topk_hinge_fit_with_an_extra_tie_member_is_certified(referee):
     # (its tau pieces) to find the optimum's block, which the face certifies.
     X, y, risk, loss, pen, fit_intercept = _sweep_case(1, 26)
     assert (type(risk).__name__, loss.name, risk.k, X.shape) == ("TopK", "hinge", 33, (108, 6))
-    res = admm(X, y, risk, loss, pen, fit_intercept=fit_intercept, max_iter=1000)
+    res = admm(RankRisk(X, y, risk, loss, fit_intercept=fit_intercept), pen, max_iter=1000)
     assert res.converged and res.info["polished"]
     f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=fit_intercept)
     assert abs(res.objective - f_star) <= 1e-8 * abs(f_star)
@@ -361,7 +361,7 @@ def test_randomized_sweep_of_convex_fits_reaches_cvxpy(sweep_case, referee):
     # kind of sweep that found the tie-walk and kink-set bugs.
     # The estimators' budget (max_iter=1000); the solver's own default is 300.
     X, y, risk, loss, pen, fit_intercept = _sweep_case(1, sweep_case)
-    res = admm(X, y, risk, loss, pen, fit_intercept=fit_intercept, max_iter=1000)
+    res = admm(RankRisk(X, y, risk, loss, fit_intercept=fit_intercept), pen, max_iter=1000)
     f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=fit_intercept)
     assert res.objective <= f_star + 1e-6 * abs(f_star), (res.objective, f_star)
 
@@ -398,8 +398,8 @@ def test_columns_scaled_apart_are_not_declared_converged_off_the_optimum(loss_na
     y = X @ [1.0, -0.5] + 0.5 * rng.standard_t(3, size=46)
     scales = np.array([1e7, 1e-7])
     pen = get_penalty("elasticnet", 0.0)
-    ref = admm(X, y, risk, get_loss(loss_name), pen)
-    res = admm(X * scales, y, risk, get_loss(loss_name), pen)
+    ref = admm(RankRisk(X, y, risk, get_loss(loss_name)), pen)
+    res = admm(RankRisk(X * scales, y, risk, get_loss(loss_name)), pen)
     assert ref.converged
     assert not res.converged or res.objective == pytest.approx(ref.objective, rel=1e-4)
     if not res.converged:

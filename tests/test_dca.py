@@ -5,7 +5,7 @@ import pytest
 from sklearn.datasets import make_classification
 from sklearn.preprocessing import StandardScaler
 
-from skrank.datafits.rank_risk import rank_objective
+from skrank.datafits.rank_risk import RankRisk, rank_objective
 from skrank.losses import get_loss
 from skrank.penalties import get_penalty
 from skrank.risks import RankedRange, TopK
@@ -22,7 +22,7 @@ def _data():
 def test_dca_decreases_and_beats_zero(loss_name):
     X, y = _data()
     risk, loss, pen = RankedRange(m=0.1, k=0.6), get_loss(loss_name), get_penalty("l2", 1e-2)
-    res = dca(X, y, risk, loss, pen, max_iter=30)
+    res = dca(RankRisk(X, y, risk, loss), pen, max_iter=30)
     hist = res.objective_history
     assert np.all(np.diff(hist) <= 1e-12)
     F0 = rank_objective(X, y, np.zeros(5), 0.0, risk, loss, pen)
@@ -34,8 +34,8 @@ def test_dca_decreases_and_beats_zero(loss_name):
 def test_dca_with_m_zero_is_the_convex_top_k_problem():
     X, y = _data()
     loss, pen = get_loss("logistic"), get_penalty("l2", 1e-2)
-    res = dca(X, y, RankedRange(m=0, k=30), loss, pen)
-    ref = admm(X, y, TopK(30), loss, pen, tol=1e-8, max_iter=3000)
+    res = dca(RankRisk(X, y, RankedRange(m=0, k=30), loss), pen)
+    ref = admm(RankRisk(X, y, TopK(30), loss), pen, tol=1e-8, max_iter=3000)
     assert res.objective == pytest.approx(ref.objective, rel=1e-5)
 
 
@@ -44,9 +44,9 @@ def test_outer_loop_does_not_converge_on_an_unsolved_subproblem():
     X, y = _data()
     risk, loss, pen = RankedRange(m=0.1, k=0.6), get_loss("logistic"), get_penalty("l2", 1e-2)
     # one ADMM iteration per subproblem: F barely moves between outer iterations
-    res = dca(X, y, risk, loss, pen, max_iter=20, inner_max_iter=1)
+    res = dca(RankRisk(X, y, risk, loss), pen, max_iter=20, inner_max_iter=1)
     assert not res.converged and res.stop_criterion > 1e-7
-    full = dca(X, y, risk, loss, pen, max_iter=50)
+    full = dca(RankRisk(X, y, risk, loss), pen, max_iter=50)
     assert full.converged and full.stop_criterion <= 1e-7
 
 
@@ -58,7 +58,7 @@ def test_columns_scaled_apart_are_not_declared_converged_off_the_optimum():
     y = X @ rng.normal(size=4) / 2 + 0.5 * rng.standard_t(3, size=59)
     scales = np.array([1e-6, 1e-10, 1e-4, 1e-11])
     risk, loss, pen = RankedRange(m=0.1, k=0.6), get_loss("squared"), get_penalty("l2", 0.0)
-    ref = dca(X, y, risk, loss, pen, max_iter=50)
-    res = dca(X * scales, y, risk, loss, pen, max_iter=5)
+    ref = dca(RankRisk(X, y, risk, loss), pen, max_iter=50)
+    res = dca(RankRisk(X * scales, y, risk, loss), pen, max_iter=5)
     assert ref.converged
     assert not res.converged or res.objective == pytest.approx(ref.objective, rel=1e-4)

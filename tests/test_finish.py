@@ -7,7 +7,7 @@ hinge loss (skrank.solvers.finish).
 import numpy as np
 import pytest
 
-from skrank.datafits.rank_risk import affine_map
+from skrank.datafits.rank_risk import RankRisk, affine_map
 from skrank.losses import get_loss
 from skrank.penalties import get_penalty
 from skrank.risks import Superquantile, TopK
@@ -43,10 +43,10 @@ def test_newton_finish_certifies_the_optimum_from_an_iterate(loss_name, risk, ep
     # multipliers make the point stationary: X^T (s (-lambda)) + l2 w = 0.
     X, y = _data(loss_name)
     loss, pen = get_loss(loss_name), get_penalty("l2", 1e-3)
-    rough = sorel(X, y, risk, loss, pen, max_iter=epochs, random_state=0, polish=False)
+    rough = sorel(RankRisk(X, y, risk, loss), pen, max_iter=epochs, random_state=0, polish=False)
     f_star = referee.optimum(X, y, risk, loss_name, 1e-3)
     assert rough.objective - f_star > 1e-8 * abs(f_star)  # the rough point is not optimal yet
-    finish = NewtonFinish(X, y, risk, loss, pen, True)
+    finish = NewtonFinish(RankRisk(X, y, risk, loss), pen)
     w, b, certified, gap, t, lam = finish.from_iterate(None, rough.coef, rough.intercept, 1e-8)
     assert certified, gap
     assert abs(finish.objective(w, b) - f_star) <= 1e-8 * abs(f_star)
@@ -60,8 +60,8 @@ def test_sorel_finishes_and_stops(referee):
     # The default SOREL run ends on a certified Newton finish when the tail is thin.
     X, y = _data("squared", n=90, d=8, seed=4)
     risk, loss, pen = Superquantile(0.85), get_loss("squared"), get_penalty("l2", 1e-3)
-    res = sorel(X, y, risk, loss, pen, max_iter=1000, random_state=0)
-    plain = sorel(X, y, risk, loss, pen, max_iter=res.n_iter, random_state=0, polish=False)
+    res = sorel(RankRisk(X, y, risk, loss), pen, max_iter=1000, random_state=0)
+    plain = sorel(RankRisk(X, y, risk, loss), pen, max_iter=res.n_iter, random_state=0, polish=False)
     f_star = referee.optimum(X, y, risk, "squared", 1e-3)
     assert res.converged and res.info["polished"]
     assert abs(res.objective - f_star) <= 1e-8 * abs(f_star)
@@ -77,7 +77,7 @@ def test_admm_regression_fits_are_certified(loss_name, referee):
 
     X, y = _data(loss_name, n=90, d=6, seed=7)
     risk, loss, pen = Superquantile(0.8), get_loss(loss_name), get_penalty("l2", 1e-3)
-    res = admm(X, y, risk, loss, pen)
+    res = admm(RankRisk(X, y, risk, loss), pen)
     f_star = referee.optimum(X, y, risk, loss_name, 1e-3)
     assert res.info["polished"]
     assert abs(res.objective - f_star) <= 1e-8 * abs(f_star)
@@ -107,7 +107,7 @@ def test_admm_superquantile_hinge_fits_are_certified(pen_name, alpha, seed, refe
 
     X, y = _hinge_data(300, 20, seed)
     risk, loss, pen = Superquantile(0.8), get_loss("hinge"), get_penalty(pen_name, alpha, 0.5)
-    res = admm(X, y, risk, loss, pen, max_iter=1000, tol=1e-7, l1_solver="cd")
+    res = admm(RankRisk(X, y, risk, loss), pen, max_iter=1000, tol=1e-7, l1_solver="cd")
     f_star = referee.optimum(X, y, risk, "hinge", pen)
     assert res.converged and res.info["polished"]
     assert abs(res.objective - f_star) <= 1e-8 * abs(f_star)

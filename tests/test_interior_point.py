@@ -5,6 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 from skrank import RankADMMClassifier, RankADMMRegressor
+from skrank.datafits.rank_risk import RankRisk
 from skrank.losses import get_loss
 from skrank.penalties import get_penalty
 from skrank.risks import ERM, Extremile, Superquantile, TopK
@@ -20,7 +21,7 @@ def test_certified_fit_reaches_cvxpy(referee, risk, loss_name, penalty, linear_d
     loss = get_loss(loss_name)
     X, y = linear_data(loss.task, n=80)
     pen = get_penalty(*penalty)
-    res = interior_point(X, y, risk, loss, pen, tol=1e-9)
+    res = interior_point(RankRisk(X, y, risk, loss), pen, tol=1e-9)
     f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=True)
     assert res.converged and res.info["certified"]
     assert res.objective <= f_star + 1e-8 * abs(f_star)
@@ -33,8 +34,9 @@ def test_sparse_input_and_no_intercept(referee, fit_intercept, linear_data):
     loss, risk, pen = get_loss("hinge"), Superquantile(q=0.5), get_penalty("l2", 0.05)
     X, y = linear_data("classification", n=120, d=6, seed=2)
     X[np.abs(X) < 0.8] = 0.0
-    dense = interior_point(X, y, risk, loss, pen, fit_intercept=fit_intercept, tol=1e-10)
-    sparse = interior_point(sp.csr_matrix(X), y, risk, loss, pen, fit_intercept=fit_intercept, tol=1e-10)
+    dense = interior_point(RankRisk(X, y, risk, loss, fit_intercept=fit_intercept), pen, tol=1e-10)
+    sparse = interior_point(RankRisk(sp.csr_matrix(X), y, risk, loss, fit_intercept=fit_intercept), pen,
+                            tol=1e-10)
     assert dense.converged and sparse.converged
     assert abs(dense.objective - sparse.objective) <= 1e-9 * abs(dense.objective)
     f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=fit_intercept)
@@ -48,7 +50,7 @@ def test_an_early_stop_certifies_an_upper_bound_on_the_gap(referee, linear_data)
     X, y = linear_data("regression", n=150, d=5, seed=4)
     f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=True)
     for max_iter in (2, 4, 6, 8):
-        res = interior_point(X, y, risk, loss, pen, max_iter=max_iter, tol=1e-14)
+        res = interior_point(RankRisk(X, y, risk, loss), pen, max_iter=max_iter, tol=1e-14)
         assert res.objective - f_star <= res.info["gap"] * (1 + 1e-9) + 1e-12
         assert res.objective == pytest.approx(res.objective_history[-1])
 
@@ -56,11 +58,11 @@ def test_an_early_stop_certifies_an_upper_bound_on_the_gap(referee, linear_data)
 def test_refuses_what_it_does_not_fit(linear_data):
     X, y = linear_data("classification", n=80)
     with pytest.raises(ValueError, match="one level"):
-        interior_point(X, y, Extremile(), get_loss("hinge"), get_penalty("l2", 0.1))
+        interior_point(RankRisk(X, y, Extremile(), get_loss("hinge")), get_penalty("l2", 0.1))
     with pytest.raises(ValueError, match="piecewise-linear"):
-        interior_point(X, y, ERM(), get_loss("logistic"), get_penalty("l2", 0.1))
+        interior_point(RankRisk(X, y, ERM(), get_loss("logistic")), get_penalty("l2", 0.1))
     with pytest.raises(ValueError, match="needs a penalty"):
-        interior_point(X, y, ERM(), get_loss("hinge"), get_penalty("l2", 0.0))
+        interior_point(RankRisk(X, y, ERM(), get_loss("hinge")), get_penalty("l2", 0.0))
 
 
 def test_estimators_choose_it_for_the_hinge_and_absolute_losses(referee, linear_data):
@@ -94,8 +96,8 @@ def test_weights_of_1e300_beside_1e_200_fit_as_the_rows_of_the_large_ones(risk, 
     weight = np.where(keep, big, small)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        res = interior_point(X, y, risk, loss, pen, sample_weight=weight)
-    ref = interior_point(X[keep], y[keep], risk, loss, pen)
+        res = interior_point(RankRisk(X, y, risk, loss, sample_weight=weight), pen)
+    ref = interior_point(RankRisk(X[keep], y[keep], risk, loss), pen)
     assert res.converged and ref.converged
     assert res.objective == pytest.approx(ref.objective, rel=1e-8)
     np.testing.assert_allclose(res.coef, ref.coef, rtol=1e-5, atol=1e-7)

@@ -42,6 +42,8 @@ from skrank import _jit
 pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="file modes and users are POSIX ones"),
     pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT", "0") != "0", reason="Numba JIT disabled"),
+    # one pytest-xdist worker runs them all: the copies of the package are built once per module
+    pytest.mark.xdist_group("numba_cache"),
 ]
 
 PACKAGE = Path(skrank.__file__).parent

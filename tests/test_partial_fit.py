@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skrank.datafits.rank_risk import rank_objective
+from skrank.datafits.rank_risk import RankRisk, rank_objective
 from skrank.estimators import (
     RankADMMClassifier,
     RankADMMRegressor,
@@ -58,7 +58,7 @@ def test_partial_fit_is_the_solvers_pass():
     X, y = _data()
     est = RankADMMClassifier(solver="sgd", risk=Superquantile(q=0.5), random_state=3)
     est.partial_fit(X, y, classes=[0, 1])
-    ref = sgd(X, np.where(y == 1, 1.0, -1.0), Superquantile(q=0.5), get_loss("logistic"),
+    ref = sgd(RankRisk(X, np.where(y == 1, 1.0, -1.0), Superquantile(q=0.5), get_loss("logistic")),
               get_penalty("l2", est.alpha), max_iter=1, tol=0.0, random_state=3)
     assert np.array_equal(est.coef_.ravel(), ref.coef)
     assert est.intercept_[0] == ref.intercept

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from skrank.datafits.rank_risk import rank_objective
+from skrank.datafits.rank_risk import RankRisk, rank_objective
 from skrank.losses import get_loss
 from skrank.penalties import get_penalty
 from skrank.risks import ERM, ExponentialSpectral, Extremile, HumanAligned, Superquantile
@@ -45,7 +45,7 @@ def test_prospect_matches_cvxpy(risk, rtol, batch_size, referee):
     n = X.shape[0]
     loss, pen = get_loss("squared"), get_penalty("l2", 1.0 / n)
     f_star = referee.optimum(X, y, risk, "squared", 1.0 / n)
-    res = prospect(X, y, risk, loss, pen, batch_size=batch_size, max_iter=300, tol=0.0,
+    res = prospect(RankRisk(X, y, risk, loss), pen, batch_size=batch_size, max_iter=300, tol=0.0,
                    random_state=0)
     assert res.objective == pytest.approx(rank_objective(X, y, res.coef, res.intercept, risk, loss, pen))
     assert abs(res.objective - f_star) <= rtol * f_star
@@ -54,7 +54,7 @@ def test_prospect_matches_cvxpy(risk, rtol, batch_size, referee):
 
 def test_prospect_superquantile_and_l1_run():
     X, y = _problem(80, 1)
-    res = prospect(X, y, Superquantile(0.5), get_loss("huber"), get_penalty("elasticnet", 0.05),
+    res = prospect(RankRisk(X, y, Superquantile(0.5), get_loss("huber")), get_penalty("elasticnet", 0.05),
                    max_iter=40, random_state=0)
     assert res.objective < 0.5 * res.objective_history[0]
 
@@ -62,7 +62,7 @@ def test_prospect_superquantile_and_l1_run():
 def test_prospect_rejects_value_dependent_weights():
     X, y = _problem(20)
     with pytest.raises(ValueError, match="depend on the loss values"):
-        prospect(X, np.sign(y), HumanAligned(), get_loss("logistic"), get_penalty("l2", 0.1))
+        prospect(RankRisk(X, np.sign(y), HumanAligned(), get_loss("logistic")), get_penalty("l2", 0.1))
 
 
 @pytest.mark.parametrize("scale", [1e-12, 1e12])
@@ -71,8 +71,8 @@ def test_automatic_step_is_scale_covariant(scale):
     X, y = _problem(50, 2)
     X = X * [1.0, 0.01, 100.0] + [0.0, 50.0, -3.0]
     risk, loss = ERM(), get_loss("huber")
-    ref = prospect(X, y, risk, loss, get_penalty("l2", 0.01), max_iter=50, random_state=0)
-    res = prospect(X * scale, y, risk, loss, get_penalty("l2", 0.01 * scale**2), max_iter=50,
+    ref = prospect(RankRisk(X, y, risk, loss), get_penalty("l2", 0.01), max_iter=50, random_state=0)
+    res = prospect(RankRisk(X * scale, y, risk, loss), get_penalty("l2", 0.01 * scale**2), max_iter=50,
                    random_state=0)
     assert res.n_iter == ref.n_iter and res.converged == ref.converged
     np.testing.assert_allclose(res.objective_history, ref.objective_history, rtol=1e-8)

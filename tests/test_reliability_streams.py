@@ -17,6 +17,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.preprocessing import StandardScaler
 
 from skrank import AveragePrecisionClassifier, PartialAUCClassifier
+from skrank.datafits.rank_risk import RankRisk
 from skrank.estimators import (
     RankADMMClassifier,
     RankADMMRegressor,
@@ -208,9 +209,9 @@ def test_sgd_that_stalls_above_the_optimum_warns():
     X = StandardScaler().fit_transform(X)
     risk, loss, pen = Superquantile(0.8), get_loss("logistic"), get_penalty("l2", 1e-2)
     y_pm = np.where(y == 1, 1.0, -1.0)
-    res = sgd(X, y_pm, risk, loss, pen, max_iter=200, tol=1e-5, random_state=2)
+    res = sgd(RankRisk(X, y_pm, risk, loss), pen, max_iter=200, tol=1e-5, random_state=2)
     assert not res.converged and res.n_iter == 200 and res.stop_criterion > 1e-5
-    best = smoothed_newton(X, y_pm, risk, loss, pen, tol=1e-10).objective
+    best = smoothed_newton(RankRisk(X, y_pm, risk, loss), pen, tol=1e-10).objective
     assert res.objective > 1.005 * best  # the stall the warning is about
     est = RankADMMClassifier(solver="sgd", risk=risk, tol=1e-5, max_iter=200, random_state=2)
     with pytest.warns(ConvergenceWarning, match="did not converge after 200 iterations"):

@@ -12,6 +12,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.utils.class_weight import compute_sample_weight
 
+from skrank.datafits.rank_risk import RankRisk
 from skrank.estimators import (
     RankADMMClassifier,
     RankADMMRegressor,
@@ -206,9 +207,9 @@ def test_weighted_solvers_fit_repeated_rows(solver, loss_name, risk, penalty):
     loss = get_loss(loss_name)
     X, y, counts = _data(loss.task)
     kept = counts > 0
-    repeated = solver(np.repeat(X, counts, 0), np.repeat(y, counts), risk, loss, penalty, tol=1e-9)
-    weighted = solver(X[kept], y[kept], risk, loss, penalty, tol=1e-9,
-                      sample_weight=counts[kept].astype(float))
+    repeated = solver(RankRisk(np.repeat(X, counts, 0), np.repeat(y, counts), risk, loss), penalty, tol=1e-9)
+    weighted = solver(RankRisk(X[kept], y[kept], risk, loss, sample_weight=counts[kept].astype(float)),
+                      penalty, tol=1e-9)
     assert repeated.converged and weighted.converged
     assert weighted.objective == pytest.approx(repeated.objective, rel=1e-8)
     assert np.allclose(weighted.coef, repeated.coef, atol=1e-4)

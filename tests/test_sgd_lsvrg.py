@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from skrank.datafits.rank_risk import rank_objective
+from skrank.datafits.rank_risk import RankRisk, rank_objective
 from skrank.estimators.spectral_risk import SpectralRiskClassifier, SpectralRiskRegressor
 from skrank.losses import get_loss
 from skrank.penalties import get_penalty
@@ -37,10 +37,9 @@ def test_lsvrg_erm_matches_ridge(sampling, fit_intercept, batch_size):
     n, d, mu = 80, 4, 0.05
     X = rng.normal(size=(n, d))
     y = X @ rng.normal(size=d) + 1.5 + 0.3 * rng.normal(size=n)
-    res = lsvrg(
-        X, y, ERM(), get_loss("squared"), get_penalty("l2", mu), fit_intercept=fit_intercept,
-        sampling=sampling, batch_size=batch_size, max_iter=300, tol=1e-15, random_state=0,
-    )
+    data = RankRisk(X, y, ERM(), get_loss("squared"), fit_intercept=fit_intercept)
+    res = lsvrg(data, get_penalty("l2", mu), sampling=sampling, batch_size=batch_size, max_iter=300,
+                tol=1e-15, random_state=0)
     coef, intercept = _ridge(X, y, mu, fit_intercept)
     np.testing.assert_allclose(res.coef, coef, atol=1e-6)
     assert res.intercept == pytest.approx(intercept, abs=1e-6)
@@ -52,7 +51,7 @@ def test_superquantile_decreases_to_near_optimum(solver, referee):
     n = X.shape[0]
     risk, loss, pen = Superquantile(0.5), get_loss("squared"), get_penalty("l2", 1.0 / n)
     f_star = referee.optimum(X, y, risk, "squared", 1.0 / n)
-    res = solver(X, y, risk, loss, pen, max_iter=100, tol=0.0, random_state=0)
+    res = solver(RankRisk(X, y, risk, loss), pen, max_iter=100, tol=0.0, random_state=0)
     hist = res.objective_history
     assert hist[-1] < 0.5 * hist[0]
     assert res.objective == pytest.approx(rank_objective(X, y, res.coef, res.intercept, risk, loss, pen))
@@ -70,10 +69,8 @@ def test_sgd_bias_is_visible(referee):
     gaps = {}
     for risk in (ERM(), Superquantile(0.5)):
         f_star, w, b = referee.optimum(X, y, risk, "squared", 1.0 / n, return_solution=True)
-        res = sgd(
-            X, y, risk, loss, pen, batch_size=16, learning_rate=1e-3, max_iter=150, tol=0.0,
-            coef_init=w, intercept_init=b, random_state=0,
-        )
+        res = sgd(RankRisk(X, y, risk, loss), pen, batch_size=16, learning_rate=1e-3, max_iter=150, tol=0.0,
+                  coef_init=w, intercept_init=b, random_state=0)
         gaps[type(risk).__name__] = (np.mean(res.objective_history[-30:]) - f_star) / f_star
     assert gaps["ERM"] < 1e-8
     assert gaps["Superquantile"] > 1e-5
@@ -95,7 +92,7 @@ def test_sgd_step_uses_batch_rank_weights(risk, task):
         s, c = -y, np.zeros(n)
     pen = get_penalty("elasticnet", 0.1)
     w0, b0, lr = rng.normal(size=d), 0.3, 0.05
-    res = sgd(X, y, risk, loss, pen, batch_size=n, epoch_length=1, max_iter=1, learning_rate=lr,
+    res = sgd(RankRisk(X, y, risk, loss), pen, batch_size=n, epoch_length=1, max_iter=1, learning_rate=lr,
               coef_init=w0, intercept_init=b0, random_state=0)
     t = s * (X @ w0 + b0) + c
     lam = rank_weights(risk, loss.value(t))
@@ -115,7 +112,7 @@ def test_any_risk_loss_penalty(solver, risk, loss, penalty):
     X = rng.normal(size=(100, 4))
     y = np.where(X @ [1.0, -1.0, 0.5, 0.0] + 0.5 * rng.normal(size=100) > 0, 1.0, -1.0)
     loss, pen = get_loss(loss), get_penalty(penalty, 0.02)
-    res = solver(X, y, risk, loss, pen, max_iter=20, tol=0.0, random_state=0, epoch_length=100)
+    res = solver(RankRisk(X, y, risk, loss), pen, max_iter=20, tol=0.0, random_state=0, epoch_length=100)
     assert np.all(np.isfinite(res.objective_history))
     assert res.objective < res.objective_history[0]
     assert res.objective == pytest.approx(rank_objective(X, y, res.coef, res.intercept, risk, loss, pen))
@@ -125,8 +122,8 @@ def test_l1_gives_sparse_coefficients():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(150, 6))
     y = X[:, 0] - X[:, 1] + 0.1 * rng.normal(size=150)
-    res = lsvrg(X, y, Superquantile(0.5), get_loss("squared"), get_penalty("l1", 0.2),
-                max_iter=60, tol=0.0, random_state=0)
+    res = lsvrg(RankRisk(X, y, Superquantile(0.5), get_loss("squared")), get_penalty("l1", 0.2), max_iter=60,
+                tol=0.0, random_state=0)
     assert np.sum(res.coef == 0.0) >= 3
 
 
@@ -134,8 +131,8 @@ def test_same_seed_same_result():
     X, y = _standardised(60)
     args = (Superquantile(0.5), get_loss("squared"), get_penalty("l2", 0.01))
     for solver in (sgd, lsvrg):
-        a = solver(X, y, *args, max_iter=5, random_state=4)
-        b = solver(X, y, *args, max_iter=5, random_state=4)
+        a = solver(RankRisk(X, y, *args[:2]), args[2], max_iter=5, random_state=4)
+        b = solver(RankRisk(X, y, *args[:2]), args[2], max_iter=5, random_state=4)
         np.testing.assert_array_equal(a.coef, b.coef)
 
 
@@ -143,9 +140,9 @@ def test_bad_options():
     X, y = _standardised(30)
     args = (ERM(), get_loss("squared"), get_penalty("l2", 0.01))
     with pytest.raises(ValueError, match="sampling"):
-        lsvrg(X, y, *args, sampling="importance")
+        lsvrg(RankRisk(X, y, *args[:2]), args[2], sampling="importance")
     with pytest.raises(ValueError, match="learning_rate"):
-        sgd(X, y, *args, learning_rate=-1.0)
+        sgd(RankRisk(X, y, *args[:2]), args[2], learning_rate=-1.0)
 
 
 @pytest.mark.parametrize("solver", ["sgd", "lsvrg", "prospect"])
@@ -178,8 +175,8 @@ def test_automatic_steps_are_scale_covariant(name, scale):
     # X * s with alpha * s^2 is the same problem: the same epochs, coef / s
     X, y = _raw()
     risk, loss = Superquantile(0.5), get_loss("huber")
-    ref = _SOLVERS[name](X, y, risk, loss, get_penalty("l2", 1e-2), max_iter=40, random_state=0)
-    res = _SOLVERS[name](X * scale, y, risk, loss, get_penalty("l2", 1e-2 * scale**2), max_iter=40,
+    ref = _SOLVERS[name](RankRisk(X, y, risk, loss), get_penalty("l2", 1e-2), max_iter=40, random_state=0)
+    res = _SOLVERS[name](RankRisk(X * scale, y, risk, loss), get_penalty("l2", 1e-2 * scale**2), max_iter=40,
                          random_state=0)
     assert res.n_iter == ref.n_iter and res.converged == ref.converged
     np.testing.assert_allclose(res.objective_history, ref.objective_history, rtol=1e-8)
@@ -193,8 +190,8 @@ def test_column_scales_change_only_the_coefficients(name):
     X, y = _raw()
     scales = np.array([1e-12, 1e9, 1.0])
     args = (Superquantile(0.5), get_loss("squared"), get_penalty("l2", 0.0))
-    ref = _SOLVERS[name](X, y, *args, max_iter=30, random_state=0)
-    res = _SOLVERS[name](X * scales, y, *args, max_iter=30, random_state=0)
+    ref = _SOLVERS[name](RankRisk(X, y, *args[:2]), args[2], max_iter=30, random_state=0)
+    res = _SOLVERS[name](RankRisk(X * scales, y, *args[:2]), args[2], max_iter=30, random_state=0)
     np.testing.assert_allclose(res.objective_history, ref.objective_history, rtol=1e-8)
     np.testing.assert_allclose(res.coef * scales, ref.coef, rtol=1e-6)
 
@@ -204,8 +201,8 @@ def test_constant_column_is_left_out():
     X, y = _standardised(60)
     X_more = np.insert(X, 1, 1e3, axis=1)
     args = (ERM(), get_loss("squared"), get_penalty("l2", 0.01))
-    ref = lsvrg(X, y, *args, random_state=0)
-    res = lsvrg(X_more, y, *args, random_state=0)
+    ref = lsvrg(RankRisk(X, y, *args[:2]), args[2], random_state=0)
+    res = lsvrg(RankRisk(X_more, y, *args[:2]), args[2], random_state=0)
     assert res.converged and res.coef[1] == 0.0
     assert res.objective == pytest.approx(ref.objective, rel=1e-10)
     np.testing.assert_allclose(np.delete(res.coef, 1), ref.coef, rtol=1e-8)
@@ -217,13 +214,15 @@ def test_given_step_too_small_to_move_does_not_converge(name):
     # the automatic step would: the changes are divided by that ratio, so no convergence
     X, y = _standardised(60)
     args = (ERM(), get_loss("squared"), get_penalty("l2", 0.01))
-    auto = _SOLVERS[name](X, y, *args, max_iter=300, tol=1e-6, random_state=0)
-    slow = _SOLVERS[name](X, y, *args, learning_rate=1e-9 * auto.info["learning_rate"], max_iter=30,
+    auto = _SOLVERS[name](RankRisk(X, y, *args[:2]), args[2], max_iter=300, tol=1e-6, random_state=0)
+    slow = _SOLVERS[name](RankRisk(X, y, *args[:2]), args[2],
+                          learning_rate=1e-9 * auto.info["learning_rate"], max_iter=30,
                           tol=1e-6, random_state=0)
     assert auto.converged
     assert not slow.converged and slow.stop_criterion > 1e-6
     # a given step at least the automatic one is judged as the automatic one
-    fast = _SOLVERS[name](X, y, *args, learning_rate=auto.info["learning_rate"], max_iter=300,
+    fast = _SOLVERS[name](RankRisk(X, y, *args[:2]), args[2], learning_rate=auto.info["learning_rate"],
+                          max_iter=300,
                           tol=1e-6, random_state=0)
     assert fast.converged
 

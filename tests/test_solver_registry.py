@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from sklearn.base import clone
 
 from skrank import AveragePrecisionClassifier, PartialAUCClassifier
+from skrank.datafits.rank_risk import RankRisk
 from skrank.estimators import (
     AveragePrecisionClassifierCV,
     PartialAUCClassifierCV,
@@ -79,10 +80,29 @@ def test_a_solver_runs_on_what_the_table_says_it_fits(name):
                 for design in designs:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        result = info.load()(design, y, risk, loss, penalty, max_iter=2, **info.options)
+                        result = info.load()(RankRisk(design, y, risk, loss), penalty, max_iter=2,
+                                             **info.options)
                     assert isinstance(result, SolverResult)
                     assert np.all(np.isfinite(result.coef))
     assert accepted > 0
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(SOLVERS) if not SOLVERS[n].closed_form
+                                  and SOLVERS[n].load().__code__.co_varnames[0] == "datafit"])
+def test_a_weighted_datafit_runs_only_where_the_table_promises_weights(name):
+    info = SOLVERS[name]
+    loss = get_loss("squared_hinge" if name != "ipm" else "hinge")
+    risk = RankedRange(0.1, 0.6) if name in ("dca", "agd") else Superquantile(0.5)
+    X, y = _problem(loss)
+    data = RankRisk(X, y, risk, loss, sample_weight=np.linspace(0.5, 1.5, X.shape[0]))
+    penalty = get_penalty("l2", 0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if info.sample_weight:
+            assert isinstance(info.load()(data, penalty, max_iter=2, **info.options), SolverResult)
+        else:
+            with pytest.raises(ValueError, match="does not take sample_weight"):
+                info.load()(data, penalty, max_iter=2, **info.options)
 
 
 def test_the_table_refuses_with_the_reason():

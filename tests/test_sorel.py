@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from skrank.datafits.rank_risk import rank_objective
+from skrank.datafits.rank_risk import RankRisk, rank_objective
 from skrank.losses import get_loss
 from skrank.penalties import get_penalty
 from skrank.risks import ERM, ExponentialSpectral, Extremile, Superquantile, TopK
@@ -46,10 +46,8 @@ def test_toy_problem_converges_to_zero():
     X = np.array([[1.0], [1.0]])
     y = np.array([1.0, -1.0])
     risk = TopK(1)
-    res = sorel(
-        X, y, risk, get_loss("squared"), get_penalty("l2", 1e-3), fit_intercept=False,
-        max_iter=2000, tol=1e-12, coef_init=np.array([0.7]), random_state=0,
-    )
+    res = sorel(RankRisk(X, y, risk, get_loss("squared"), fit_intercept=False), get_penalty("l2", 1e-3),
+                max_iter=2000, tol=1e-12, coef_init=np.array([0.7]), random_state=0)
     assert abs(res.coef[0]) < 1e-3
     assert res.objective_history[-1] == pytest.approx(0.5 + 0.5e-3 * res.coef[0] ** 2, abs=1e-5)
 
@@ -61,10 +59,9 @@ def test_erm_matches_ridge(fit_intercept, batch_size):
     n, d, mu = 80, 4, 0.05
     X = rng.normal(size=(n, d))
     y = X @ rng.normal(size=d) + 1.5 + 0.3 * rng.normal(size=n)
-    res = sorel(
-        X, y, ERM(), get_loss("squared"), get_penalty("l2", mu), fit_intercept=fit_intercept,
-        max_iter=500, tol=1e-12, batch_size=batch_size, random_state=0,
-    )
+    data = RankRisk(X, y, ERM(), get_loss("squared"), fit_intercept=fit_intercept)
+    res = sorel(data, get_penalty("l2", mu), max_iter=500, tol=1e-12, batch_size=batch_size,
+                random_state=0)
     # closed form of (1/n) sum (x.w + b - y)^2 / 2 + mu ||w||^2 / 2
     A = np.hstack([X, np.ones((n, 1))]) if fit_intercept else X
     reg = np.full(A.shape[1], mu)
@@ -81,7 +78,7 @@ def test_result_fields_and_history():
     X = rng.normal(size=(50, 3))
     y = X[:, 0] + rng.normal(size=50)
     risk, loss, pen = Superquantile(0.7), get_loss("squared"), get_penalty("l2", 0.02)
-    res = sorel(X, y, risk, loss, pen, max_iter=30, tol=0.0, random_state=0, polish=False)
+    res = sorel(RankRisk(X, y, risk, loss), pen, max_iter=30, tol=0.0, random_state=0, polish=False)
     assert res.n_iter == 30 and not res.converged
     assert len(res.objective_history) == 31
     assert res.objective == pytest.approx(rank_objective(X, y, res.coef, res.intercept, risk, loss, pen))
@@ -98,8 +95,8 @@ def test_same_seed_same_result_and_sparse():
     X = rng.normal(size=(40, 3))
     y = X[:, 1] - X[:, 2] + rng.normal(size=40)
     args = (Extremile(2.0), get_loss("huber"), get_penalty("l2", 0.01))
-    a = sorel(X, y, *args, max_iter=20, tol=0, random_state=3)
-    b = sorel(sp.csr_matrix(X), y, *args, max_iter=20, tol=0, random_state=3)
+    a = sorel(RankRisk(X, y, *args[:2]), args[2], max_iter=20, tol=0, random_state=3)
+    b = sorel(RankRisk(sp.csr_matrix(X), y, *args[:2]), args[2], max_iter=20, tol=0, random_state=3)
     np.testing.assert_array_equal(a.coef, b.coef)
 
 
@@ -135,7 +132,8 @@ def test_paper_rules_reference():
     X = rng.normal(size=(120, 3))
     y = X @ [1.0, -0.5, 0.2] + rng.normal(size=120)
     args = (ExponentialSpectral(2.0), get_loss("squared"), get_penalty("l2", 1 / 120))
-    ref = sorel(X, y, *args, fit_intercept=False, max_iter=400, tol=1e-12, random_state=0)
+    ref = sorel(RankRisk(X, y, *args[:2], fit_intercept=False), args[2], max_iter=400, tol=1e-12,
+                random_state=0)
     res = sorel_paper(X, y, *args, learning_rate=0.01, dual_scale=0.1, max_iter=150, random_state=0)
     assert not res.info["diverged"] and res.n_iter == 150
     assert res.objective == pytest.approx(ref.objective, rel=1e-6)
@@ -152,11 +150,12 @@ def test_frozen_dual_does_not_look_converged():
     X = rng.normal(size=(60, 3))
     y = X @ [1.0, -1.0, 0.5] + rng.standard_t(3, size=60)
     args = (Superquantile(0.7), get_loss("squared"), get_penalty("l2", 0.05))
-    frozen = sorel(X, y, *args, dual_scale=1e-9, max_iter=100, tol=1e-6, random_state=0,
+    frozen = sorel(RankRisk(X, y, *args[:2]), args[2], dual_scale=1e-9, max_iter=100, tol=1e-6,
+                   random_state=0,
                     polish=False)
     assert not frozen.converged and frozen.n_iter == 100
     assert frozen.stop_criterion > 1e-2
-    ref = sorel(X, y, *args, max_iter=2000, tol=1e-12, random_state=0)
+    ref = sorel(RankRisk(X, y, *args[:2]), args[2], max_iter=2000, tol=1e-12, random_state=0)
     assert ref.converged and frozen.objective > 1.1 * ref.objective
 
 
@@ -284,8 +283,8 @@ def test_zero_row_without_intercept_is_sampled_safely(batch_size, penalty):
     X = rng.normal(size=(60, 3))
     X[5] = 0.0
     y = X @ [1.0, -2.0, 0.5] + rng.normal(size=60)
-    res = sorel(X, y, Superquantile(0.5), get_loss("squared"), get_penalty(penalty, 0.05),
-                fit_intercept=False, batch_size=batch_size, max_iter=20, random_state=0)
+    res = sorel(RankRisk(X, y, Superquantile(0.5), get_loss("squared"), fit_intercept=False),
+                get_penalty(penalty, 0.05), batch_size=batch_size, max_iter=20, random_state=0)
     assert np.all(np.isfinite(res.objective_history))
     assert res.objective_history[-1] < res.objective_history[0]
 
@@ -300,9 +299,9 @@ def test_automatic_steps_are_scale_covariant(scale):
     X = rng.normal(size=(50, 3)) * [1.0, 0.1, 10.0] + [2.0, -30.0, 0.0]
     y = X @ [1.0, 5.0, 0.1] + rng.standard_t(3, size=50)
     risk, loss = Superquantile(0.8), get_loss("huber")
-    ref = sorel(X, y, risk, loss, get_penalty("l2", 1e-3), max_iter=300, random_state=0)
+    ref = sorel(RankRisk(X, y, risk, loss), get_penalty("l2", 1e-3), max_iter=300, random_state=0)
     with np.errstate(all="raise"):
-        res = sorel(X * scale, y, risk, loss, get_penalty("l2", 1e-3 * scale**2), max_iter=300,
+        res = sorel(RankRisk(X * scale, y, risk, loss), get_penalty("l2", 1e-3 * scale**2), max_iter=300,
                     random_state=0)
     assert res.n_iter == ref.n_iter and res.converged == ref.converged
     assert res.objective == pytest.approx(ref.objective, rel=1e-8)
@@ -315,8 +314,9 @@ def test_given_step_too_small_does_not_converge():
     X = rng.normal(size=(40, 3))
     y = X @ [1.0, -1.0, 0.5] + rng.normal(size=40)
     args = (ERM(), get_loss("squared"), get_penalty("l2", 0.1))
-    auto = sorel(X, y, *args, random_state=0, polish=False)
-    slow = sorel(X, y, *args, learning_rate=1e-9 * auto.info["learning_rate"], max_iter=30,
+    auto = sorel(RankRisk(X, y, *args[:2]), args[2], random_state=0, polish=False)
+    slow = sorel(RankRisk(X, y, *args[:2]), args[2], learning_rate=1e-9 * auto.info["learning_rate"],
+                 max_iter=30,
                  random_state=0, polish=False)
     assert auto.converged
     assert not slow.converged and slow.stop_criterion > 1e-9

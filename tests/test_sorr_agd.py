@@ -6,7 +6,7 @@ import scipy.sparse as sp
 from sklearn.datasets import make_classification, make_regression
 from sklearn.preprocessing import StandardScaler
 
-from skrank.datafits.rank_risk import rank_objective
+from skrank.datafits.rank_risk import RankRisk, rank_objective
 from skrank.estimators import RankADMMClassifier, RankADMMRegressor
 from skrank.losses import get_loss
 from skrank.penalties import get_penalty
@@ -40,8 +40,8 @@ def _regression(seed=0, n=400, d=5):
 
 
 def _reference(X, y, risk, loss, pen):
-    a = admm(X, y, risk, loss, pen, max_iter=1000, tol=1e-7).objective
-    b = dca(X, y, risk, loss, pen, max_iter=1000, tol=1e-7).objective
+    a = admm(RankRisk(X, y, risk, loss), pen, max_iter=1000, tol=1e-7).objective
+    b = dca(RankRisk(X, y, risk, loss), pen, max_iter=1000, tol=1e-7).objective
     return min(a, b)
 
 
@@ -60,7 +60,7 @@ def test_agd_lowers_F_and_ends_near_admm_and_dca(case):
     data, risk, loss_name, pen_name, alpha = CASES[case]
     X, y = data()
     loss, pen = get_loss(loss_name), get_penalty(pen_name, alpha)
-    res = sorr_agd(X, y, risk, loss, pen, random_state=0)
+    res = sorr_agd(RankRisk(X, y, risk, loss), pen, random_state=0)
     F0 = rank_objective(X, y, np.zeros(X.shape[1]), 0.0, risk, loss, pen)
     assert res.info["objective_start"] == pytest.approx(F0, rel=1e-12)
     hist = res.objective_history
@@ -75,13 +75,13 @@ def test_agd_lowers_F_and_ends_near_admm_and_dca(case):
 def test_l1_path_finds_the_zeros_of_the_admm():
     X, y = _classification()
     risk, loss, pen = RankedRange(0.05, 0.8), get_loss("logistic"), get_penalty("l1", 3e-2)
-    ref = admm(X, y, risk, loss, pen, max_iter=1000, tol=1e-7)
+    ref = admm(RankRisk(X, y, risk, loss), pen, max_iter=1000, tol=1e-7)
     assert np.sum(ref.coef == 0.0) >= 3
-    res = sorr_agd(X, y, risk, loss, pen, random_state=1)
+    res = sorr_agd(RankRisk(X, y, risk, loss), pen, random_state=1)
     # the final proximal-gradient step gives exact zeros, the averaged iterates never do
     np.testing.assert_array_equal(res.coef == 0.0, ref.coef == 0.0)
     # _reference(X, y, risk, loss, pen) without running ref's ADMM a second time
-    best = min(ref.objective, dca(X, y, risk, loss, pen, max_iter=1000, tol=1e-7).objective)
+    best = min(ref.objective, dca(RankRisk(X, y, risk, loss), pen, max_iter=1000, tol=1e-7).objective)
     assert res.objective <= (1.0 + GAP) * best
 
 
@@ -89,29 +89,29 @@ def test_m_zero_skips_the_m_call_and_solves_the_top_k_mean():
     X, y = _classification(1)
     n = X.shape[0]
     loss, pen = get_loss("logistic"), get_penalty("l2", 1e-2)
-    res = sorr_agd(X, y, RankedRange(0, 0.8), loss, pen, max_iter=12, batch_size=50,
-                   inner_iter0=4, random_state=0)
+    res = sorr_agd(RankRisk(X, y, RankedRange(0, 0.8), loss), pen, max_iter=12, batch_size=50, inner_iter0=4,
+                   random_state=0)
 
     def steps(n_iter):
         return sum(4 * j * j for j in range(1, n_iter + 1)) * 50 / n
 
     # one call of T_k = 4 (k+1)^2 steps of 50 samples per outer iteration, not two
     assert res.info["inner_passes"] == pytest.approx(steps(res.n_iter))
-    both = sorr_agd(X, y, RankedRange(1, 0.8), loss, pen, max_iter=12, batch_size=50,
+    both = sorr_agd(RankRisk(X, y, RankedRange(1, 0.8), loss), pen, max_iter=12, batch_size=50,
                     inner_iter0=4, random_state=0)
     assert both.info["inner_passes"] == pytest.approx(2 * steps(both.n_iter))
     # m = 0 is the convex mean of the top k losses; the ADMM solves it exactly
     k = RankedRange(0, 0.8).counts(n)[1]
-    exact = admm(X, y, TopK(k), loss, pen, max_iter=3000, tol=1e-9).objective
+    exact = admm(RankRisk(X, y, TopK(k), loss), pen, max_iter=3000, tol=1e-9).objective
     assert exact <= res.objective <= (1.0 + GAP) * exact
 
 
 def test_random_state_makes_runs_reproducible():
     X, y = _regression(2)
     risk, loss, pen = RankedRange(0.05, 0.8), get_loss("huber"), get_penalty("l2", 1e-3)
-    a = sorr_agd(X, y, risk, loss, pen, max_iter=8, random_state=3)
-    b = sorr_agd(X, y, risk, loss, pen, max_iter=8, random_state=3)
-    c = sorr_agd(X, y, risk, loss, pen, max_iter=8, random_state=4)
+    a = sorr_agd(RankRisk(X, y, risk, loss), pen, max_iter=8, random_state=3)
+    b = sorr_agd(RankRisk(X, y, risk, loss), pen, max_iter=8, random_state=3)
+    c = sorr_agd(RankRisk(X, y, risk, loss), pen, max_iter=8, random_state=4)
     np.testing.assert_array_equal(a.coef, b.coef)
     assert a.intercept == b.intercept
     np.testing.assert_array_equal(a.info["objective_raw"], b.info["objective_raw"])
@@ -121,10 +121,10 @@ def test_random_state_makes_runs_reproducible():
 def test_sparse_input_and_no_intercept():
     X, y = _classification(2, 300)
     risk, loss, pen = RankedRange(0.1, 0.8), get_loss("logistic"), get_penalty("l2", 1e-2)
-    dense = sorr_agd(X, y, risk, loss, pen, max_iter=6, random_state=0)
-    csr = sorr_agd(sp.csr_matrix(X), y, risk, loss, pen, max_iter=6, random_state=0)
+    dense = sorr_agd(RankRisk(X, y, risk, loss), pen, max_iter=6, random_state=0)
+    csr = sorr_agd(RankRisk(sp.csr_matrix(X), y, risk, loss), pen, max_iter=6, random_state=0)
     np.testing.assert_allclose(csr.coef, dense.coef, rtol=1e-12, atol=1e-14)
-    free = sorr_agd(X, y, risk, loss, pen, fit_intercept=False, max_iter=6, random_state=0)
+    free = sorr_agd(RankRisk(X, y, risk, loss, fit_intercept=False), pen, max_iter=6, random_state=0)
     assert free.intercept == 0.0
     assert free.objective == pytest.approx(rank_objective(X, y, free.coef, 0.0, risk, loss, pen))
 
@@ -215,9 +215,9 @@ def test_steps_are_scale_covariant(scales):
     risk, loss = RankedRange(0.1, 0.6), get_loss("huber")
     scales = np.broadcast_to(np.asarray(scales, dtype=np.float64), (X.shape[1],))
     alpha = 1e-2 if np.ptp(scales) == 0 else 0.0
-    ref = sorr_agd(X, y, risk, loss, get_penalty("l2", alpha), max_iter=8, random_state=0)
-    res = sorr_agd(X * scales, y, risk, loss, get_penalty("l2", alpha * scales[0] ** 2), max_iter=8,
-                   random_state=0)
+    ref = sorr_agd(RankRisk(X, y, risk, loss), get_penalty("l2", alpha), max_iter=8, random_state=0)
+    res = sorr_agd(RankRisk(X * scales, y, risk, loss), get_penalty("l2", alpha * scales[0] ** 2),
+                   max_iter=8, random_state=0)
     assert res.n_iter == ref.n_iter
     np.testing.assert_allclose(res.objective_history, ref.objective_history, rtol=1e-8)
     np.testing.assert_allclose(res.coef * scales, ref.coef, rtol=1e-6, atol=1e-9)

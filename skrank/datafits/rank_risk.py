@@ -51,3 +51,58 @@ def rank_objective(X, y, coef, intercept, risk, loss, penalty, sample_weight=Non
     """
     t = loss_arguments(X, y, coef, intercept, loss.task)
     return risk.value(loss.value(t), sample_weight) + penalty.value(coef)
+
+
+class RankRisk:
+    """The data of a rank-risk fit: the training set, the risk, the loss and the sample weights.
+
+    The rank-risk solvers take ``(datafit, penalty, **options)`` with this
+    datafit; it holds what they read and computes the exact objective.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix, Dask array, array-API array} of shape (n, d)
+        The features.
+    y : ndarray of shape (n,)
+        Labels in {-1, +1} for classification losses, targets otherwise.
+    risk : skrank.risks.BaseRisk
+        The rank risk of the losses.
+    loss : skrank.losses.Loss
+        The loss of each sample.
+    fit_intercept : bool, default=True
+        Whether the model has an intercept (not penalised).
+    sample_weight : ndarray of shape (n,) or None, default=None
+        Weights of the samples: the risk is that of the weighted empirical
+        distribution (:mod:`skrank.risks`).
+    """
+
+    def __init__(self, X, y, risk, loss, *, fit_intercept=True, sample_weight=None):
+        self.X, self.y, self.risk, self.loss = X, y, risk, loss
+        self.fit_intercept = bool(fit_intercept)
+        self.sample_weight = sample_weight
+
+    @property
+    def problem(self):
+        """``(X, y, risk, loss)``, in the order the solvers' helpers take them."""
+        return self.X, self.y, self.risk, self.loss
+
+    def unweighted(self, solver):
+        """``(X, y, risk, loss)``, after checking that the fit has no sample weights.
+
+        Parameters
+        ----------
+        solver : str
+            The name of the solver asking, which does not take sample weights.
+        """
+        if self.sample_weight is not None:
+            raise ValueError(f"solver={solver!r} does not take sample_weight.")
+        return self.problem
+
+    def affine_map(self):
+        """``(s, c)`` with ``t = s f + c`` for the linear predictions ``f`` (:func:`affine_map`)."""
+        return affine_map(self.y, self.loss.task)
+
+    def objective(self, coef, intercept, penalty):
+        """The exact ``F(w, b)`` with ``penalty`` (:func:`rank_objective`)."""
+        return rank_objective(self.X, self.y, coef, intercept, self.risk, self.loss, penalty,
+                              self.sample_weight)

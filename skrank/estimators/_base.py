@@ -38,6 +38,7 @@ from ..backends.array_api_design import (
 )
 from ..backends.dask_design import is_dask_array
 from ..backends.dispatch import external_kind
+from ..datafits.rank_risk import RankRisk
 from ..losses import get_loss
 from ..penalties import get_penalty
 from ..risks import _RISKS, BaseRisk, check_risk
@@ -669,13 +670,13 @@ class _RegisteredSolverModel(_RankLinearModel):
         that solver (``_solver_options``) and the entry's fixed options.
         """
         info = self._solver_info
-        options = dict(max_iter=self.max_iter, tol=self.tol, fit_intercept=self.fit_intercept,
-                       coef_init=coef_init, intercept_init=intercept_init, verbose=self.verbose)
+        options = dict(max_iter=self.max_iter, tol=self.tol, coef_init=coef_init,
+                       intercept_init=intercept_init, verbose=self.verbose)
         options.update(self._solver_options().get(info.name, {}))
         options.update(info.options)
-        if sample_weight is not None:
-            options["sample_weight"] = sample_weight
-        return info.load()(X, y, self._risk, self._loss_obj, self._penalty_obj, **options)
+        datafit = RankRisk(X, y, self._risk, self._loss_obj, fit_intercept=self.fit_intercept,
+                           sample_weight=sample_weight)
+        return info.load()(datafit, self._penalty_obj, **options)
 
 
 class RankLinearClassifierMixin(ClassifierMixin):

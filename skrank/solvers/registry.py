@@ -222,9 +222,11 @@ class SolverInfo:
         Returns
         -------
         callable
-            ``f(X, y, risk, loss, penalty, **options)`` for the rank-risk
-            solvers, ``f(objective, **options)`` for the ranking
-            classifiers'; either returns a :class:`skrank.solvers.SolverResult`.
+            ``f(datafit, penalty, **options)`` for the rank-risk solvers
+            (``datafit`` a :class:`skrank.datafits.rank_risk.RankRisk`),
+            ``f(objective, **options)`` for the ranking classifiers' (the
+            objective holds its l2 penalty); either returns a
+            :class:`skrank.solvers.SolverResult`.
         """
         module, function = self.function.split(":")
         return getattr(import_module(f"skrank.solvers.{module}"), function)

@@ -22,25 +22,19 @@ class NewtonFinish:
 
     Parameters
     ----------
-    X : {ndarray, sparse matrix} of shape (n, d)
-        Features.
-    y : ndarray of shape (n,)
-        Labels in {-1, +1} or targets.
-    risk, loss, penalty : objects
-        The problem; :meth:`applies` says whether the Newton method fits it.
-    fit_intercept : bool
-        Whether the model has an intercept.
+    datafit : skrank.datafits.rank_risk.RankRisk
+        The data, the risk and the loss (unweighted).
+    penalty : skrank.penalties.Penalty
+        The penalty; :meth:`applies` says whether the Newton method fits the problem.
     """
 
     #: Most coefficients for which a finish is set up.
     max_features = MAX_FEATURES
 
-    def __init__(self, X, y, risk, loss, penalty, fit_intercept):
-        self.X, self.y = X, y
-        self.risk, self.loss, self.penalty = risk, loss, penalty
-        self.fit_intercept = bool(fit_intercept)
-        n, d = X.shape
-        p = d + int(self.fit_intercept)
+    def __init__(self, datafit, penalty):
+        self.datafit, self.penalty = datafit, penalty
+        n, d = datafit.X.shape
+        p = d + int(datafit.fit_intercept)
         self._scale = 2 * n * p
         # a Newton step: a weighted Gram matrix (about p products) and a few products
         self._step_cost = self._scale * (p + 4)
@@ -65,9 +59,7 @@ class NewtonFinish:
 
     def objective(self, w, b):
         """``F(w, b)``."""
-        from ...datafits.rank_risk import rank_objective
-
-        return rank_objective(self.X, self.y, w, b, self.risk, self.loss, self.penalty)
+        return self.datafit.objective(w, b, self.penalty)
 
     def snap(self, t):
         """The reading of ties of the piecewise-linear finish, not needed here: ``t`` itself."""
@@ -86,14 +78,15 @@ class NewtonFinish:
         from ...datafits.rank_risk import loss_arguments
         from ..full_batch.newton import smoothed_newton
 
+        X, y, _, loss = self.datafit.problem
+
         steps = NEWTON_STEPS
         if max_work is not None:
             steps = int(max(1, min(steps, max_work // self._step_cost)))
-        res = smoothed_newton(self.X, self.y, self.risk, self.loss, self.penalty,
-                              fit_intercept=self.fit_intercept, coef_init=np.asarray(w, dtype=float),
+        res = smoothed_newton(self.datafit, self.penalty, coef_init=np.asarray(w, dtype=float),
                               intercept_init=float(b), max_iter=steps, tol=min(tol, NEWTON_GAP))
         self.work += int(res.info["passes"]) * self._scale
-        t = loss_arguments(self.X, self.y, res.coef, res.intercept, self.loss.task)
+        t = loss_arguments(X, y, res.coef, res.intercept, loss.task)
         # the ADMM's multipliers of z = t: minus the loss weights q l'(t) in dOmega(t)
-        lam = -res.info["weights"] * self.loss.derivative(t)
+        lam = -res.info["weights"] * loss.derivative(t)
         return FinishResult(res.coef, res.intercept, res.converged, res.stop_criterion, t, lam)

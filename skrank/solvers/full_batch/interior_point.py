@@ -264,25 +264,21 @@ class _Program:
         return mu, alpha, t + alpha * z_dtheta
 
 
-def interior_point(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=None,
-                   intercept_init=None, max_iter=100, tol=1e-9, verbose=0, sample_weight=None):
+def interior_point(datafit, penalty, *, coef_init=None, intercept_init=None, max_iter=100, tol=1e-9,
+                   verbose=0):
     """Minimise a one-threshold risk of a piecewise-linear loss with a penalty, certified.
 
     Parameters
     ----------
-    X : {ndarray, sparse matrix} of shape (n, d)
-        Features.
-    y : ndarray of shape (n,)
-        Labels in {-1, +1} (classification) or targets (regression).
-    risk : skrank.risks.BaseRisk
-        ERM, a superquantile or a top-k average (``risk.one_threshold``).
-    loss : skrank.losses.Loss
-        Hinge or absolute.
+    datafit : skrank.datafits.rank_risk.RankRisk
+        The training set, the risk (ERM, a superquantile or a top-k average:
+        ``risk.one_threshold``), the loss (hinge or absolute), whether to fit
+        an intercept and the sample weights, under which the risk is that of
+        the weighted empirical distribution (:mod:`skrank.risks`), whose
+        threshold form has the level ``c v_i / sum v`` for sample ``i``.
     penalty : skrank.penalties.Penalty
         An l2, l1 or elastic-net penalty (not zero: the certificate's dual
         bound needs one).
-    fit_intercept : bool, default=True
-        Whether to fit an unpenalised intercept.
     coef_init : ndarray of shape (d,), optional
         Starting coefficients (zeros by default).
     intercept_init : float, optional
@@ -293,10 +289,6 @@ def interior_point(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=N
         Stop when the certified bound on ``F - F*`` is at most ``tol * |F|``.
     verbose : int, default=0
         Print one line per iteration when positive.
-    sample_weight : ndarray of shape (n,), optional
-        Positive weights of the samples: the risk is that of the weighted
-        empirical distribution (:mod:`skrank.risks`), whose threshold form
-        has the level ``c v_i / sum v`` for sample ``i``.
 
     Returns
     -------
@@ -306,6 +298,8 @@ def interior_point(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=N
         ``objective_history`` holds ``F`` after each.  ``info`` has
         ``certified``, ``gap`` (the absolute bound), ``passes`` and ``time``.
     """
+    X, y, risk, loss = datafit.problem
+    fit_intercept, sample_weight = datafit.fit_intercept, datafit.sample_weight
     start_time = time.perf_counter()
     X = supported_input("ipm", X, risk, loss, penalty)
     program = _Program(X, y, risk, loss, penalty, fit_intercept, sample_weight)

@@ -52,11 +52,12 @@ from ...datafits.smoothed_risk import (
     pooled_projection,
     relative_weights,
 )
+from ...risks import ERM
 from ..progress import Progress
 from ..result import SolverResult
 from .setup import starting_theta, supported_input
 
-#: ``mu`` at the start, in units of (objective at the mean-risk fit) / (n max sigma).
+#: ``mu`` at the start, in units of (objective at the start) / (n max sigma).
 _MU_SCALE = 100.0
 #: ... times this from a warm start, whose losses give the centre.
 _MU_WARM = 1e-3
@@ -584,7 +585,7 @@ class _ProximalPoint:
     theta : ndarray of shape (p,)
         The start.
     warm : bool
-        Whether ``theta`` is a warm start (else the mean risk is fitted first).
+        Whether ``theta`` is a warm start (its losses give the first centre, else the mean weight).
     max_iter : int
         Most Newton steps.
     progress : skrank.solvers.progress.Progress
@@ -594,8 +595,9 @@ class _ProximalPoint:
         self.problem, self.progress = problem, progress
         self.steps = 0
         center, top = _first_center(problem, theta, warm)
-        if not warm:
-            # the mean risk first (its weights are the centre): all losses tie at theta = 0
+        if not warm and isinstance(problem.risk, ERM):
+            # the mean risk is the problem (its weights are the centre): Newton's method on it; other risks
+            # start at theta = 0, where the smoothing pools the tied losses
             theta, self.steps = _newton_fixed_weights(problem, theta, center, 1e-1, max_iter)
         F = problem.objective(theta)
         self.history = [F]
@@ -685,23 +687,21 @@ class _ProximalPoint:
         )
 
 
-def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=None,
-                    intercept_init=None, max_iter=200, tol=1e-9, verbose=0, sample_weight=None):
+def smoothed_newton(datafit, penalty, *, coef_init=None, intercept_init=None, max_iter=200, tol=1e-9,
+                    verbose=0):
     """Minimise a convex spectral risk with a smooth loss and a penalty, certified.
 
     Parameters
     ----------
-    X : {ndarray, sparse matrix} of shape (n, d)
-    y : ndarray of shape (n,)
-        Labels in {-1, +1} (classification) or targets (regression).
-    risk : skrank.risks.BaseRisk
-        A risk with nondecreasing weights (``risk.is_convex``).
-    loss : skrank.losses.Loss
-        Logistic, squared hinge, squared or Huber.
+    datafit : skrank.datafits.rank_risk.RankRisk
+        The training set (``X``: ndarray or sparse matrix; ``y``: labels in
+        {-1, +1} for classification, targets for regression), the risk
+        (nondecreasing weights: ``risk.is_convex``), the loss (logistic,
+        squared hinge, squared or Huber), whether to fit an intercept and
+        the sample weights, under which the risk is that of the weighted
+        empirical distribution (:mod:`skrank.risks`).
     penalty : skrank.penalties.Penalty
         An l2, l1 or elastic-net penalty; the Huber loss needs an l2 part.
-    fit_intercept : bool, default=True
-        Whether to fit an unpenalised intercept.
     coef_init, intercept_init : ndarray and float, optional
         Starting point (zeros by default).
     max_iter : int, default=200
@@ -711,9 +711,6 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
     verbose : int, default=0
         Print one line per outer iteration when positive, and one per
         Newton step when above 1.
-    sample_weight : ndarray of shape (n,), optional
-        Positive weights of the samples: the risk is that of the weighted
-        empirical distribution (:mod:`skrank.risks`).
 
     Returns
     -------
@@ -728,8 +725,9 @@ def smoothed_newton(X, y, risk, loss, penalty, *, fit_intercept=True, coef_init=
         transpose, a weighted Gram matrix counted as one) and ``time``.
     """
     start = time.perf_counter()
+    X, y, risk, loss = datafit.problem
     X = supported_input("newton", X, risk, loss, penalty)
-    problem = _Problem(X, y, risk, loss, penalty, fit_intercept, sample_weight)
+    problem = _Problem(X, y, risk, loss, penalty, datafit.fit_intercept, datafit.sample_weight)
     design = problem.design
     progress = Progress("newton", verbose, max_iter, unit="Newton step", criterion="certified gap")
     theta = starting_theta(design, coef_init, intercept_init)

@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from ...backends.threads import blas_threads
-from ...datafits.rank_risk import affine_map, rank_objective
+from ...datafits.rank_risk import RankRisk, affine_map, rank_objective
 from ...kernels.pava import zstep, zstep_even, zstep_sorted
 from ...kernels.sorting import resort
 from ...losses import loss_level
@@ -521,7 +521,7 @@ def admm_loop(X, s, c, wstep, zfun, lam0, objective, schedule, *, linear=None, m
 
 
 @fill_doc
-def admm(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=300, tol=1e-6, rho="paper",
+def admm(datafit, penalty, *, max_iter=300, tol=1e-6, rho="paper",
          zstep_method="stack", l1_solver="fista", coef_init=None, intercept_init=None, verbose=0,
          relaxation=1.0, polish=True, refine=True):
     """Minimise a rank-based objective by proximal ADMM with a PAVA z-step.
@@ -535,18 +535,14 @@ def admm(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=300, tol=1e-
 
     Parameters
     ----------
-    {design}
-    risk : skrank.risks.BaseRisk
-        Any risk of :mod:`skrank.risks`; the non-convex ones (ranked range,
+    {datafit}
+        Its risk: any risk of :mod:`skrank.risks`; the non-convex ones (ranked range,
         human-aligned) are handled as described under ``refine``.
-    loss : skrank.losses.Loss
-        Any loss of :mod:`skrank.losses`; its proximal map enters the z-step.
+        Its loss: any loss of :mod:`skrank.losses`; its proximal map enters the z-step.
     penalty : skrank.penalties.Penalty
         The penalty ``l1 ||w||_1 + l2/2 ||w||^2`` (l1, l2, elastic net or
         none), handled by the w-step: in closed form without an l1 part,
         else by ``l1_solver``.
-    fit_intercept : bool, default=True
-        Fit an unpenalised intercept ``b`` (an extra column of the linear map).
     max_iter : int, default=300
         Maximum number of ADMM iterations (of all the runs together with ``refine``).
     tol : float, default=1e-6
@@ -592,6 +588,8 @@ def admm(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=300, tol=1e-
         ``z``, ``lambda``, ``rho``, ``starts`` with the ``F`` reached from each start,
         ``source`` naming the step that gave the point, and ``time``).
     """
+    X, y, risk, loss = datafit.unweighted("admm")
+    fit_intercept = datafit.fit_intercept
     with blas_threads(X):
         return _admm(
             X, y, risk, loss, penalty, fit_intercept=fit_intercept, max_iter=max_iter,
@@ -631,7 +629,7 @@ def _admm(
         if PiecewiseLinearFinish.applies(risk, loss, schedule.framework):
             finisher = PiecewiseLinearFinish(X, s, c, sigma, loss, penalty, fit_intercept)
         elif schedule.framework == "srm" and NewtonFinish.applies(risk, loss, penalty):
-            finisher = NewtonFinish(X, y, risk, loss, penalty, fit_intercept)
+            finisher = NewtonFinish(RankRisk(X, y, risk, loss, fit_intercept=fit_intercept), penalty)
 
     nonconvex = refine and schedule.framework != "srm"
 

@@ -21,19 +21,18 @@ from .admm_wstep import WStep
 
 
 @fill_doc
-def dca(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=50, tol=1e-7, inner_max_iter=2000,
+def dca(datafit, penalty, *, max_iter=50, tol=1e-7, inner_max_iter=2000,
         zstep_method="stack", l1_solver="cd", coef_init=None, intercept_init=None, verbose=0):
     """Minimise a ranked-range risk by DCA with exact convex subproblems.
 
     Parameters
     ----------
-    {design}
-    {ranked_range}
-    loss : skrank.losses.Loss
-        A convex loss (DCA needs the two parts to be convex).
+    {datafit}
+        Its risk: a ranked range (:class:`skrank.risks.RankedRange`; ``risk.counts(n)``
+        gives the integer ranks ``m < k``).
+        Its loss: a convex loss (DCA needs the two parts to be convex).
     penalty : skrank.penalties.Penalty
         The l1, l2 or elastic-net penalty, handled by the inner ADMM's w-step.
-    {fit_intercept}
     max_iter : int, default=50
         Maximum number of DCA (outer) iterations.
     tol : float, default=1e-7
@@ -58,6 +57,8 @@ def dca(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=50, tol=1e-7,
         ``stop_criterion`` is the larger of the last relative decrease
         and the last inner ADMM's KKT residual.
     """
+    X, y, risk, loss = datafit.unweighted("dca")
+    fit_intercept = datafit.fit_intercept
     with blas_threads(X):
         return _dca(
             X, y, risk, loss, penalty, fit_intercept=fit_intercept, max_iter=max_iter,

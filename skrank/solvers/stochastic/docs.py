@@ -1,28 +1,20 @@
 """Parameter descriptions shared by the docstrings of the stochastic and splitting solvers.
 
-A solver's docstring names a shared block by its key in braces, ``{data}``,
+A solver's docstring names a shared block by its key in braces, ``{datafit}``,
 and :func:`fill_doc` writes the block in, so that :func:`help` and the API
 documentation show every parameter.  Other braces are left alone.
 """
 
 _UNITS = "skrank.solvers.stochastic.units.FeatureUnits"
-_LABELS = """y : ndarray of shape (n,)
-        Labels in {-1, +1} (classification losses) or targets (regression)."""
 
 SHARED = {
-    "data": f"""X : {{ndarray, sparse matrix}} of shape (n, d)
-        Design; sparse input is densified.
-    {_LABELS}""",
-    "design": f"""X : {{ndarray, sparse matrix}} of shape (n, d)
-        Design matrix.
-    {_LABELS}""",
+    "datafit": """datafit : skrank.datafits.rank_risk.RankRisk
+        The training set (``X``: ndarray or sparse matrix; ``y``: labels in
+        {-1, +1} for classification losses, targets otherwise), the risk, the
+        loss and whether to fit an intercept.""",
     "labelled_batch": """X : {ndarray, sparse matrix} of shape (n, d)
     y : ndarray of shape (n,)
         Labels in {-1, +1}.""",
-    "ranked_range": """risk : skrank.risks.RankedRange
-        Its ``counts(n)`` gives the integer ranks ``m < k``.""",
-    "fit_intercept": """fit_intercept : bool, default=True
-        Fit an unpenalised intercept.""",
     "scale_free": f"""in the standardised units of :class:`{_UNITS}` (so that
         ``X * s`` with the penalty rescaled gives ``coef / s`` and the same
         iterates); a float is a step in the units of ``X``.""",

@@ -21,7 +21,7 @@ _SAMPLINGS = ("uniform", "nonuniform")
 
 
 @fill_doc
-def lsvrg(X, y, risk, loss, penalty, *, fit_intercept=True, sampling="uniform", learning_rate="auto",
+def lsvrg(datafit, penalty, *, sampling="uniform", learning_rate="auto",
           max_iter=100, epoch_length=None, batch_size=1, tol=1e-6, random_state=None, coef_init=None,
           intercept_init=None, verbose=0):
     """Minimise ``sum_i sigma_i l_(i) + penalty`` with LSVRG.
@@ -30,16 +30,13 @@ def lsvrg(X, y, risk, loss, penalty, *, fit_intercept=True, sampling="uniform", 
 
     Parameters
     ----------
-    {data}
-    risk : skrank.risks.BaseRisk
-        Any risk; value-dependent weights (human-aligned) are recomputed
+    {datafit}
+        Its risk: any risk; value-dependent weights (human-aligned) are recomputed
         from the losses at every checkpoint.
-    loss : skrank.losses.Loss
-        Smooth losses carry the guarantees of SVRG; non-smooth ones run with
+        Its loss: smooth losses carry the guarantees of SVRG; non-smooth ones run with
         a subgradient (a heuristic).
     penalty : skrank.penalties.Penalty
         The l1, l2 or elastic-net penalty, applied by its prox after every step.
-    {fit_intercept}
     sampling : {"uniform", "nonuniform"}, default="uniform"
         ``"uniform"``: draw ``i`` uniformly and scale its correction by
         ``n q_i`` (Mehta et al. 2023).  ``"nonuniform"``: draw the rank
@@ -67,6 +64,8 @@ def lsvrg(X, y, risk, loss, penalty, *, fit_intercept=True, sampling="uniform", 
         our convention), ``learning_rate`` (in the standardised units for
         "auto") and ``weights`` (the last checkpoint's ``q``).
     """
+    X, y, risk, loss = datafit.unweighted("lsvrg")
+    fit_intercept = datafit.fit_intercept
     if sampling not in _SAMPLINGS:
         raise ValueError(f"sampling must be one of {_SAMPLINGS}, got {sampling!r}.")
     seed_numba(make_rng(random_state))

@@ -101,22 +101,19 @@ def prospect_epoch(
 
 
 @fill_doc
-def prospect(X, y, risk, loss, penalty, *, fit_intercept=True, batch_size=1, learning_rate="auto",
+def prospect(datafit, penalty, *, batch_size=1, learning_rate="auto",
              max_iter=100, epoch_length=None, tol=1e-6, random_state=None, coef_init=None,
              intercept_init=None, verbose=0):
     """Minimise ``sum_i sigma_i l_(i) + penalty`` with Prospect (no smoothing).
 
     Parameters
     ----------
-    {data}
-    risk : skrank.risks.BaseRisk
-        A risk whose weights depend on ``n`` only (spectral, ranked range).
-    loss : skrank.losses.Loss
-        A smooth loss (SAGA's guarantees need Lipschitz gradients).
+    {datafit}
+        Its risk: a risk whose weights depend on ``n`` only (spectral, ranked range).
+        Its loss: a smooth loss (SAGA's guarantees need Lipschitz gradients).
     penalty : skrank.penalties.Penalty
         The l2 (the paper's setting), l1 or elastic-net penalty, applied by
         its prox.
-    {fit_intercept}
     batch_size : int, default=1
         Samples per step, drawn uniformly with replacement.
     learning_rate : "auto" or float, default="auto"
@@ -137,6 +134,8 @@ def prospect(X, y, risk, loss, penalty, *, fit_intercept=True, batch_size=1, lea
         tables, then ``B * steps / n`` per epoch, our convention) and
         ``learning_rate``.
     """
+    X, y, risk, loss = datafit.unweighted("prospect")
+    fit_intercept = datafit.fit_intercept
     if risk.depends_on_values:
         raise ValueError(
             f"prospect needs rank weights that depend on n only; {type(risk).__name__}'s "

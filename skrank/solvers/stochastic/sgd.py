@@ -85,22 +85,22 @@ def sgd_step_size(smoothness, sig_a, sig_b):
 
 
 @fill_doc
-def sgd(X, y, risk, loss, penalty, *, fit_intercept=True, batch_size=64, learning_rate="auto", max_iter=100,
-        epoch_length=None, tol=1e-6, random_state=None, coef_init=None, intercept_init=None, verbose=0,
-        sample_weight=None):
+def sgd(datafit, penalty, *, batch_size=64, learning_rate="auto", max_iter=100,
+        epoch_length=None, tol=1e-6, random_state=None, coef_init=None, intercept_init=None, verbose=0):
     """Minimise ``sum_i sigma_i l_(i) + penalty`` by biased mini-batch subgradient steps.
 
     Parameters
     ----------
-    {data}
-    risk : skrank.risks.BaseRisk
-        Any risk; value-dependent weights (human-aligned) are applied to the
+    {datafit}
+        Its risk: any risk; value-dependent weights (human-aligned) are applied to the
         batch losses, ``risk.weights(B, batch_losses)``.
-    loss : skrank.losses.Loss
-        Any loss (non-smooth ones use a subgradient).
+        Its loss: any loss (non-smooth ones use a subgradient).
+        Its sample weights, if any: each epoch draws its ``n`` samples with
+        probabilities ``w_i / sum w`` (with replacement), so that the batches
+        come from the weighted empirical distribution (:mod:`skrank.risks`);
+        ``F`` is the weighted objective.
     penalty : skrank.penalties.Penalty
         The l1, l2 or elastic-net penalty, applied by its prox after every step.
-    {fit_intercept}
     batch_size : int, default=64
         Samples per step, drawn without replacement (capped at ``n``).
     learning_rate : "auto" or float, default="auto"
@@ -111,11 +111,6 @@ def sgd(X, y, risk, loss, penalty, *, fit_intercept=True, batch_size=64, learnin
         Steps per epoch; ``None`` means ``n // batch_size`` (one pass).
     {epoch_tol}
     {seed_start_verbose}
-    sample_weight : ndarray of shape (n,), optional
-        Positive weights of the samples: each epoch then draws its ``n``
-        samples with probabilities ``w_i / sum w`` (with replacement), so
-        that the batches come from the weighted empirical distribution
-        (:mod:`skrank.risks`); ``F`` is the weighted objective.
 
     Returns
     -------
@@ -127,6 +122,8 @@ def sgd(X, y, risk, loss, penalty, *, fit_intercept=True, batch_size=64, learnin
     -----
     The step and its bias are described in the user guide, :ref:`methods-baselines`.
     """
+    X, y, risk, loss = datafit.problem
+    fit_intercept, sample_weight = datafit.fit_intercept, datafit.sample_weight
     stream = SGDStream(risk, loss, penalty, fit_intercept=fit_intercept, batch_size=batch_size,
                        learning_rate=learning_rate, random_state=random_state, coef_init=coef_init,
                        intercept_init=intercept_init, n_features=X.shape[1])

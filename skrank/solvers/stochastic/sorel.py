@@ -96,7 +96,7 @@ def sorel_dual_scale(losses, sigma):
 
 
 @fill_doc
-def sorel(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=200, tol=1e-9, batch_size=1,
+def sorel(datafit, penalty, *, max_iter=200, tol=1e-9, batch_size=1,
           learning_rate="auto", dual_scale="auto", tau_scale=20.0, dual_growth=2.0, dual_safety=0.5,
           random_state=None, coef_init=None, intercept_init=None, verbose=0, sampling="importance",
           polish=True):
@@ -104,15 +104,12 @@ def sorel(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=200, tol=1e
 
     Parameters
     ----------
-    {data}
-    risk : skrank.risks.BaseRisk
-        A spectral risk (nondecreasing weights).
-    loss : skrank.losses.Loss
-        A smooth loss (SOREL's theory needs Lipschitz gradients).
+    {datafit}
+        Its risk: a spectral risk (nondecreasing weights).
+        Its loss: a smooth loss (SOREL's theory needs Lipschitz gradients).
     penalty : skrank.penalties.Penalty
         Must have ``l2 > 0`` (the strong convexity ``mu``); an l1 part is
         handled by its prox.
-    {fit_intercept}
     max_iter : int, default=200
         Outer iterations (one dual update and about one pass each).
     tol : float, default=1e-9
@@ -154,6 +151,8 @@ def sorel(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=200, tol=1e
         epochs), ``passes`` (cumulative sample evaluations / n, our convention),
         ``learning_rate``, ``dual_scale``, ``dual_steps`` (``eta_k``) and ``criterion_history``.
     """
+    X, y, risk, loss = datafit.unweighted("sorel")
+    fit_intercept = datafit.fit_intercept
     rng = make_rng(random_state)
     if sampling not in ("importance", "uniform"):
         raise ValueError(f"sampling must be 'importance' or 'uniform', got {sampling!r}.")
@@ -172,7 +171,7 @@ def sorel(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=200, tol=1e
     run = _SorelRun(data, sigma, loss, t, losses, rank_weights(risk, losses), ipar, fpar,
                     risk.value(losses) + penalty.value(data.w0), _seed_state(rng), max_iter)
     newton = polish and run.p <= NewtonFinish.max_features and NewtonFinish.applies(risk, loss, penalty)
-    finisher = NewtonFinish(data.X_orig, y, risk, loss, penalty, fit_intercept) if newton else None
+    finisher = NewtonFinish(datafit, penalty) if newton else None
     done, finished = _run_epochs(run, finisher, data.units, max_iter, verbose)
     return run.result(done, finisher, finished, data.units, fraction, lr, C)
 
@@ -353,7 +352,7 @@ def _try_finish(finisher, units, s, c, w, b, objective, last, max_work=None):
     ``(kept, certified)``.
     """
     w_o, b_o = units.to_original(w, b[0])
-    t = s * (np.asarray(finisher.X @ w_o).ravel() + b_o) + c
+    t = s * (np.asarray(finisher.datafit.X @ w_o).ravel() + b_o) + c
     out = finisher.from_iterate(t, w_o, b_o, _FINISH_TOL, max_work=max_work)
     if out is None:
         return False, False

@@ -216,7 +216,7 @@ def _dual_start(losses_desc, level):
 
 
 @fill_doc
-def sorr_agd(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=30, tol=1e-5, batch_size=100,
+def sorr_agd(datafit, penalty, *, max_iter=30, tol=1e-5, batch_size=100,
              mu=20.0, gamma=40.0, step=1.0, inner_iter0=10, random_state=None, coef_init=None,
              intercept_init=None, verbose=0):
     """Minimise a ranked-range risk by AGD with SGD inner loops (Yao, Lin and Yang 2022).
@@ -226,14 +226,13 @@ def sorr_agd(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=30, tol=
 
     Parameters
     ----------
-    {data}
-    {ranked_range}
-    loss : skrank.losses.Loss
-        Any loss; the hinge and absolute losses use a subgradient.
+    {datafit}
+        Its risk: a ranked range (:class:`skrank.risks.RankedRange`; ``risk.counts(n)``
+        gives the integer ranks ``m < k``).
+        Its loss: any loss; the hinge and absolute losses use a subgradient.
     penalty : skrank.penalties.Penalty
         The l1, l2 or elastic-net penalty, applied by its proximal map inside
         the inner steps of the k-call (user guide).
-    {fit_intercept}
     max_iter : int, default=30
         Outer iterations ``K``.  Iteration ``k`` costs
         ``2 inner_iter0 (k+1)^2`` steps, so the work grows like ``K^3``.
@@ -277,6 +276,8 @@ def sorr_agd(X, y, risk, loss, penalty, *, fit_intercept=True, max_iter=30, tol=
         ``objective_start``, ``lambda`` (the final ``(lambda_m,
         lambda_k)``) and ``smoothness`` (``L_J``).
     """
+    X, y, risk, loss = datafit.unweighted("agd")
+    fit_intercept = datafit.fit_intercept
     start = time.perf_counter()
     state = _seed_state(make_rng(random_state))
     data = _RankedRangeData(X, y, risk, loss, penalty, fit_intercept, batch_size)
