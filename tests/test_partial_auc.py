@@ -14,7 +14,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skrank import PartialAUCClassifier
-from skrank.datafits.partial_auc import PartialAUCObjective, negative_rank_weights
+from skrank.datafits.partial_auc import PartialAUCObjective, negative_rank_weights, resort_scores
 from skrank.estimators._platt import fit_platt
 from skrank.metrics import make_partial_auc_scorer, partial_auc_score
 from skrank.pairwise_losses import PAIRWISE_LOSSES, get_pairwise_loss
@@ -407,3 +407,26 @@ def test_default_margin_is_a_quarter_of_the_logistic_scores_spread():
     warm.fit(X, y)
     assert warm.margin_[0] == pytest.approx(clf.margin_[0], rel=1e-6)
     assert PartialAUCClassifier(margin=0.7).fit(X, y).margin_[0] == 0.7
+
+
+@pytest.mark.parametrize("case", ["spread", "clustered", "ties", "infinite", "nearly_sorted"])
+def test_resort_scores_is_a_stable_sort_from_the_given_order(case):
+    # the radix sort (and its insertion shortcut) against NumPy's stable argsort of the same start
+    rng = np.random.default_rng(3)
+    n = 4000
+    vals = {
+        "spread": rng.normal(size=n) * 10.0 ** rng.integers(-300, 300, size=n),
+        "clustered": 0.5 + 1e-13 * rng.integers(0, 300, size=n),
+        "ties": rng.integers(-3, 3, size=n).astype(float),
+        "infinite": np.concatenate([rng.normal(size=n - 4), [np.inf, -np.inf, 1e308, -5e-324]]),
+        "nearly_sorted": np.sort(rng.normal(size=n)),
+    }[case]
+    order = rng.permutation(n)
+    if case == "nearly_sorted":
+        order = np.arange(n)
+        vals[rng.integers(0, n, size=20)] += rng.normal(size=20) * 1e-3
+    start = order.copy()
+    keys = resort_scores(vals, order)
+    expected = start[np.argsort(vals[start], kind="stable")]
+    np.testing.assert_array_equal(order, expected)
+    np.testing.assert_array_equal(keys, vals[expected])

@@ -46,10 +46,10 @@ from .._jit import njit
 from ..backends.dispatch import make_design
 from ..pairwise_losses import pair_value_and_derivative
 from .base import Datafit
-from .partial_auc import _in_units
+from .partial_auc import _in_units, resort_scores
 
 
-def ap_surrogate_and_score_gradients(h, y, loss, sample_weight=None):
+def ap_surrogate_and_score_gradients(h, y, loss, sample_weight=None, order=None):
     """``P(h)`` and ``dP/dh``, or ``P_w(h)`` and ``dP_w/dh`` with weights.
 
     Parameters
@@ -64,6 +64,9 @@ def ap_surrogate_and_score_gradients(h, y, loss, sample_weight=None):
     sample_weight : ndarray of shape (n,) or None, default=None
         Nonnegative weights ``w``, with a positive total over the positives
         (module docstring); None for equal weights.
+    order : ndarray of shape (n,) of int64, default=None
+        A permutation that nearly sorts ``h`` ascending (an iterative
+        solver's previous one), updated in place to sort it (squared hinge).
 
     Returns
     -------
@@ -76,9 +79,14 @@ def ap_surrogate_and_score_gradients(h, y, loss, sample_weight=None):
         sample_weight = np.ascontiguousarray(sample_weight, dtype=np.float64)
     if loss.is_quadratic and np.isfinite(loss.threshold):
         h = h - h.mean()  # differences only: centring avoids cancellation
-        order = np.argsort(h)  # ties may come in any order: the sums below do not see it
+        # ties may come in any order: the sums below do not see it
+        if order is None:
+            order = np.argsort(h)
+            hs = h[order]
+        else:
+            hs = resort_scores(h, order)
         ws = None if sample_weight is None else sample_weight[order]
-        return _squared_hinge_ap(h[order], pos[order], order, loss.margin, ws)
+        return _squared_hinge_ap(hs, pos[order], order, loss.margin, ws)
     return _pair_ap(loss.code, loss.shift, loss.scale, h, pos, sample_weight)
 
 
@@ -251,6 +259,8 @@ class AveragePrecisionObjective(Datafit):
                              "(of positive weight).")
         self.loss = loss
         self.alpha = float(alpha)
+        # the last sorting permutation of the scores: successive iterates rank alike
+        self._order = np.arange(self.y.shape[0])
 
     def _scale_row_weight(self):
         return self.sample_weight
@@ -260,12 +270,15 @@ class AveragePrecisionObjective(Datafit):
         return expit(self.design.matvec(np.asarray(theta, dtype=np.float64)))
 
     def _data_term(self, theta, gradient):
-        h = self.scores(theta)
-        value, g = ap_surrogate_and_score_gradients(h, self.y, self.loss, self._units)
-        if not gradient:
-            return value, None
+        value, g = self.linear_terms(self.design.matvec(np.asarray(theta, dtype=np.float64)))
+        return value, self.design.rmatvec(g) if gradient else None
+
+    def linear_terms(self, z):
+        """``P`` and its derivatives in the linear predictor ``z = X w + b`` (scores ``sigmoid(z)``)."""
+        h = expit(z)
+        value, g = ap_surrogate_and_score_gradients(h, self.y, self.loss, self._units, self._order)
         g *= h * (1.0 - h)
-        return value, self.design.rmatvec(g)
+        return value, g
 
     def start(self, y_margin=1.0):
         """A start that ranks well and spreads the scores over the sigmoid's range.

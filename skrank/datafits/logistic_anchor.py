@@ -37,7 +37,9 @@ class LogisticAnchoredObjective(Datafit):
     rank_objective : object
         The rank surrogate, built with ``alpha=0``: ``value_and_grad``
         and ``value`` of ``(w, b)`` when its attribute ``fits_intercept``
-        is True, of ``w`` alone otherwise.
+        is True, of ``w`` alone otherwise; optionally ``linear_terms(z)``,
+        its value and derivatives in the linear predictor ``z = X w + b``,
+        which lets one product with ``[X, 1]`` each way serve both terms.
     X : {ndarray, sparse matrix, dask.array.Array, array-API array} of shape (n_samples, n_features)
         Training data.
     y : ndarray of shape (n_samples,)
@@ -78,7 +80,12 @@ class LogisticAnchoredObjective(Datafit):
 
     def logistic_value_and_grad(self, theta, gradient=True):
         """The mean logistic loss ``L(w, b)`` and, when asked, its gradient."""
-        z = self.margin_sign * self.design.matvec(theta)
+        value, dz = self._logistic_terms(self.design.matvec(theta), gradient)
+        return value, None if dz is None else self.design.rmatvec(dz)
+
+    def _logistic_terms(self, z, gradient):
+        """``L`` at the linear predictor ``z = X w + b`` and, when asked, its derivatives in ``z``."""
+        z = self.margin_sign * z
         # one exponential serves log(1 + exp(-z)) and sigmoid(-z), stably on both signs
         e = np.exp(-np.abs(z))
         value = float(self.row_weight @ (np.log1p(e) - np.minimum(z, 0.0)))
@@ -86,10 +93,17 @@ class LogisticAnchoredObjective(Datafit):
             return value, None
         inv = 1.0 / (1.0 + e)
         sigmoid_minus_z = np.where(z >= 0.0, e * inv, inv)
-        return value, self.design.rmatvec(-self.row_weight * self.margin_sign * sigmoid_minus_z)
+        return value, -self.row_weight * self.margin_sign * sigmoid_minus_z
 
     def _data_term(self, theta, gradient):
         r = self.rank_weight
+        if gradient and 0.0 < r < 1.0 and hasattr(self.rank_objective, "linear_terms"):
+            # one product with [X, 1] each way serves both terms
+            z = self.design.matvec(theta)
+            log_value, log_dz = self._logistic_terms(z, True)
+            rank_value, rank_dz = self.rank_objective.linear_terms(z)
+            value = (1.0 - r) * log_value + r * rank_value
+            return value, self.design.rmatvec((1.0 - r) * log_dz + r * rank_dz)
         if gradient or r < 1.0:
             log_value, log_grad = self.logistic_value_and_grad(theta, gradient)
         else:  # the value alone skips the logistic term, which has no weight

@@ -187,7 +187,7 @@ def range_loss_and_score_gradients(h_pos, h_neg, omega, loss, orders=None, pos_w
     orders : tuple of two int64 arrays, optional
         Permutations that nearly sort ``-h_neg`` and ``h_pos`` ascending
         (an iterative solver's previous ones); updated in place to sort
-        them.  Sorting from them costs ``O(N)`` when few scores moved.
+        them (:func:`resort_scores`, ``O(N)``).
     pos_weight : ndarray of shape (N+,), optional
         Weights ``v_i`` of the positives (input order); None for unit
         weights.
@@ -215,15 +215,12 @@ def range_loss_and_score_gradients(h_pos, h_neg, omega, loss, orders=None, pos_w
         hp = h_pos[order_pos]
     else:
         order_neg, order_pos = orders
-        hp = _warm_sort(h_pos, order_pos)
-        top = None if callable(omega) else _support(omega)[1]
-        if top is not None and 4 * top < 3 * h_neg.shape[0]:
-            # ranks below the range weigh nothing: only its top needs an order
-            _top_order(h_neg, top, order_neg)
-            q = h_neg[order_neg[:top]]
-            omega = omega[:top]
-        else:
-            q = -_warm_sort(-h_neg, order_neg)
+        hp = resort_scores(h_pos, order_pos)
+        q = -resort_scores(-h_neg, order_neg)
+        if not callable(omega):
+            # ranks below the range weigh nothing
+            q = q[:_support(omega)[1]]
+            omega = omega[:q.shape[0]]
     if callable(omega):
         omega = omega(order_neg)
     vp = np.ones(hp.shape[0]) if pos_weight is None else np.asarray(pos_weight, dtype=np.float64)[order_pos]
@@ -244,30 +241,70 @@ def range_loss_and_score_gradients(h_pos, h_neg, omega, loss, orders=None, pos_w
     return float(total), g_pos, g_neg
 
 
-def _warm_sort(vals, order):
-    """``vals`` sorted ascending, ``order`` updated in place to sort it.
+def resort_scores(vals, order):
+    """``vals`` sorted ascending, ``order`` (a permutation, e.g. the last call's) updated in place to sort it.
 
-    Insertion sort from the previous order (``O(n)`` when few scores moved),
-    falling back to a comparison sort once it has moved ``n / 2`` places
-    (between two evaluations of a quasi-Newton method most scores move
-    far, and the insertion pass then only delays the sort).
-    Only the insertion pass of :mod:`skrank.kernels.sorting` is used: it compiles in
-    a fraction of a second, where the radix sort behind
-    :func:`skrank.kernels.sorting.resort` takes seconds, which a first fit would feel.
+    Tied values keep their order in ``order`` (the sums here do not depend
+    on the order of ties).  Insertion sort when few values moved far from
+    ``order``, otherwise :func:`_radix_sort`: ``O(n)``, where a comparison
+    sort costs several times more.
     """
     keys = vals[order]
-    if _insertion_keyed(keys, order, vals.shape[0] // 2):
-        return keys
-    order[:] = np.argsort(vals)
-    return vals[order]
+    n = keys.shape[0]
+    if not _insertion_keyed(keys, order, n // 32):
+        _radix_sort(keys, order)
+    return keys
 
 
-def _top_order(vals, top, order):
-    """Fill ``order`` with a permutation whose first ``top`` entries index the largest ``vals``, in
-    decreasing order."""
-    order[:] = np.argpartition(-vals, top - 1)
-    picked = order[:top]
-    order[:top] = picked[np.argsort(-vals[picked])]
+@njit(cache=True)
+def _radix_sort(keys, perm):
+    """Sort ``keys`` ascending in place, ``perm`` carried along (stable).
+
+    A stable LSD radix sort, six 11-bit digits, of the order-preserving
+    integer image of each double, with the positions carried along; a pass
+    whose digit is the same for all keys is skipped.  Exact whatever the
+    spread of the values (scores often gather in clusters narrower than
+    float32 resolves).
+    """
+    n = keys.shape[0]
+    image = np.empty(n, dtype=np.uint64)
+    image2 = np.empty(n, dtype=np.uint64)
+    at = np.arange(n)
+    at2 = np.empty(n, dtype=np.int64)
+    counts = np.zeros((6, 2048), dtype=np.int64)
+    top = np.uint64(1) << np.uint64(63)
+    bits = keys.view(np.uint64)
+    for j in range(n):
+        u = bits[j]
+        u = ~u if u & top else u | top
+        image[j] = u
+        for p in range(6):
+            counts[p, (u >> np.uint64(11 * p)) & np.uint64(2047)] += 1
+    for p in range(6):
+        shift = np.uint64(11 * p)
+        total = 0
+        constant = False
+        for m in range(2048):
+            c = counts[p, m]
+            constant = constant or c == n
+            counts[p, m] = total
+            total += c
+        if constant:
+            continue
+        for j in range(n):
+            u = image[j]
+            d = (u >> shift) & np.uint64(2047)
+            k = counts[p, d]
+            counts[p, d] = k + 1
+            image2[k] = u
+            at2[k] = at[j]
+        image, image2 = image2, image
+        at, at2 = at2, at
+    old_keys = keys.copy()
+    old_perm = perm.copy()
+    for m in range(n):
+        keys[m] = old_keys[at[m]]
+        perm[m] = old_perm[at[m]]
 
 
 def _support(omega):
@@ -286,8 +323,9 @@ def _quadratic_range_sums(hp, vp, order_pos, q, order_neg, omega, pieces, g_pos,
     negatives (``q_k > h_i - threshold``) are a prefix of ``q`` that shrinks
     as ``h_i`` grows, and a negative's active positives
     (``h_i < q_k + threshold``) a prefix of ``hp`` that shrinks down the
-    ranks: two merges give every prefix length; the prefix sums are shared
-    by the pieces.  Fills ``g_pos``/``g_neg`` (input order); returns the sum.
+    ranks: one merge of each class gives every prefix length of every
+    piece; the prefix sums are shared by the pieces.  Fills
+    ``g_pos``/``g_neg`` (input order); returns the sum.
     """
     n_pos = hp.shape[0]
     n_neg = q.shape[0]
@@ -304,24 +342,35 @@ def _quadratic_range_sums(hp, vp, order_pos, q, order_neg, omega, pieces, g_pos,
     for j in range(n_pos):
         v[j + 1] = v[j] + vp[j]
         s[j + 1] = s[j] + vp[j] * hp[j]
-    g_pos[:] = 0.0
-    g_neg[:] = 0.0
+    g_neg[:] = 0.0  # the ranks below q weigh nothing
+    n_pieces = pieces.shape[0]
+    K = np.full(n_pieces, n_neg)
+    c = np.full(n_pieces, n_pos)
     total = 0.0
-    for p in range(pieces.shape[0]):
-        coefficient, margin, threshold = pieces[p, 0], pieces[p, 1], pieces[p, 2]
-        K = n_neg
-        for j in range(n_pos):
-            h = hp[j]
-            while K > 0 and q[K - 1] <= h - threshold:
-                K -= 1
+    # one sweep of each class serves every piece: a pointer per piece
+    for j in range(n_pos):
+        h = hp[j]
+        g = 0.0
+        for p in range(n_pieces):
+            coefficient, margin, threshold = pieces[p, 0], pieces[p, 1], pieces[p, 2]
+            k = K[p]
+            while k > 0 and q[k - 1] <= h - threshold:
+                k -= 1
+            K[p] = k
             a = margin - h
-            total += coefficient * vp[j] * (a * a * w0[K] + 2.0 * a * w1[K] + w2[K])
-            g_pos[order_pos[j]] -= coefficient * 2.0 * vp[j] * (a * w0[K] + w1[K])
-        c = n_pos
-        for k in range(n_neg):
-            while c > 0 and hp[c - 1] >= q[k] + threshold:
-                c -= 1
-            g_neg[order_neg[k]] += coefficient * 2.0 * omega[k] * (v[c] * (margin + q[k]) - s[c])
+            total += coefficient * vp[j] * (a * a * w0[k] + 2.0 * a * w1[k] + w2[k])
+            g -= coefficient * 2.0 * vp[j] * (a * w0[k] + w1[k])
+        g_pos[order_pos[j]] = g
+    for k in range(n_neg):
+        g = 0.0
+        for p in range(n_pieces):
+            coefficient, margin, threshold = pieces[p, 0], pieces[p, 1], pieces[p, 2]
+            i = c[p]
+            while i > 0 and hp[i - 1] >= q[k] + threshold:
+                i -= 1
+            c[p] = i
+            g += coefficient * 2.0 * omega[k] * (v[i] * (margin + q[k]) - s[i])
+        g_neg[order_neg[k]] = g
     return total
 
 
@@ -557,6 +606,29 @@ class PartialAUCObjective(Datafit):
             return total / self.normaliser, None
         return total / self.normaliser, self._gradient(g_pos, g_neg) / self.normaliser
 
+    def linear_terms(self, z):
+        """The data term and its derivatives in the scores, at the scores ``z`` (``X w`` up to a shift).
+
+        The pairs ignore a common shift of the scores: the gradient in ``w``
+        at ``z = X w + b`` is ``X' dz``.
+
+        Parameters
+        ----------
+        z : ndarray of shape (n_samples,)
+            The linear predictor.
+
+        Returns
+        -------
+        value : float
+        dz : ndarray of shape (n_samples,)
+        """
+        rows_pos, rows_neg = self._rows
+        total, g_pos, g_neg = self._range_sums(z.take(rows_pos), z.take(rows_neg))
+        g = np.empty(z.shape[0])
+        g[rows_pos] = g_pos
+        g[rows_neg] = g_neg
+        return total / self.normaliser, g / self.normaliser
+
     def data_value(self, w):
         """The pAUC surrogate without the penalty, ``F(w) - alpha ||w||^2 / 2``.
 
@@ -654,16 +726,19 @@ class SigmoidScorePartialAUC:
         self.design = make_design(objective.X, fit_intercept=True)
 
     def _value(self, theta, gradient):
-        obj = self.objective
-        h = self.ranked_scores(theta)
-        rows_pos, rows_neg = obj._rows
-        total, g_pos, g_neg = obj._range_sums(h.take(rows_pos), h.take(rows_neg))
+        z = self.design.matvec(np.asarray(theta, dtype=np.float64))
         if not gradient:
-            return total / obj.normaliser, None
-        g = np.empty_like(h)
-        g[rows_pos] = g_pos
-        g[rows_neg] = g_neg
-        return total / obj.normaliser, self.design.rmatvec(g * h * (1.0 - h)) / obj.normaliser
+            obj = self.objective
+            h = expit(z)
+            return obj._range_sums(h.take(obj._rows[0]), h.take(obj._rows[1]))[0] / obj.normaliser, None
+        value, dz = self.linear_terms(z)
+        return value, self.design.rmatvec(dz)
+
+    def linear_terms(self, z):
+        """The surrogate and its derivatives in the linear predictor ``z = X w + b``."""
+        h = expit(z)
+        value, g = self.objective.linear_terms(h)
+        return value, g * (h * (1.0 - h))
 
     @property
     def loss(self):
