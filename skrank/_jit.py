@@ -1,35 +1,10 @@
 """The Numba decorator of skrank, with an on-disk cache that never breaks an import or a fit.
 
-Every kernel of the package is compiled with :func:`njit`, a drop-in
-replacement for :func:`numba.njit`.  With ``cache=True`` it keeps Numba's
-on-disk cache (same files, same names) but chooses the
-folder and reads the files defensively:
-
-* the compiled code is written to the first writable folder of
-
-  1. ``NUMBA_CACHE_DIR`` (laid out as Numba lays it out),
-  2. the ``__pycache__`` folder next to the module,
-  3. the user's cache folder (``~/.cache/numba`` on Linux),
-  4. a private per-user folder ``skrank-numba-cache-<user>`` in the
-     temporary folder (created with mode 0o700 and used only while it
-     belongs to the user and nobody else can write to it);
-
-  with none of them writable the kernels are compiled in memory, once per
-  process, and :class:`numba.core.errors.NumbaWarning` says so;
-* compiled code is looked up in every one of those folders that exists,
-  writable or not, so a cache built when the package was installed is used
-  on a read-only install;
-* an entry is stale when the kernel's file or any file of the package
-  that compiles kernels has changed (their contents, not their times):
-  a kernel inlines the kernels it calls from other files;
-* an entry that cannot be read (a truncated ``.nbc`` data file, an ``.nbi``
-  index that does not unpickle, code that does not rebuild) counts as a
-  miss: the kernel is compiled again and the entry overwritten where the
-  folder is writable.
-
-Whatever happens to the cache, at most one warning is issued per process.
-Numba itself still raises where the cache is not involved (a typing error,
-``NUMBA_DISABLE_JIT``, ...).
+:func:`njit` is a drop-in replacement for :func:`numba.njit`.  With
+``cache=True`` it keeps Numba's cache files but chooses their folder and
+reads them defensively.  Where entries are written and looked up, when an
+entry is stale and what happens when one cannot be read are described in
+the developer guide, :ref:`architecture-kernels`.
 """
 
 import functools

@@ -1,15 +1,10 @@
 """The design ``[X, 1]`` of a Dask array chunked by rows: products computed where the chunks live.
 
-Every product the full-batch solvers need (:class:`skrank.backends.design.Design`)
-is a sum or a concatenation over row chunks: ``X w`` is the concatenation of
-the chunks' ``X_c w``, ``X^T r`` the sum of ``X_c^T r_c``, a weighted Gram
-matrix the sum of ``X_c^T diag(h_c) X_c``.  Each is one task per chunk, run
-by Dask's current scheduler (threads by default, the workers of a
-``dask.distributed.Client`` when one is active), and only vectors of length
-``n`` or ``d`` and ``d x d`` matrices come back to the caller: ``X`` is never
-gathered.  A lazily generated array (``dask.array.random``) is generated
-again at each product, chunk by chunk, so that memory holds a few chunks at
-a time: an out-of-core fit.
+Every product of :class:`skrank.backends.design.Design` is a sum or a
+concatenation over row chunks, one task per chunk on Dask's current
+scheduler, and only vectors of length ``n`` or ``d`` and ``d x d`` matrices
+come back: ``X`` is never gathered, and a lazily generated array is
+generated again chunk by chunk at each product (user guide, :doc:`scaling`).
 """
 
 import functools

@@ -1,37 +1,12 @@
 """The full-AUC square loss: its class moments and its closed-form minimiser.
 
-For ``h = X w`` (no intercept: it cancels in ``h_i - h_j``) and the pairwise
-square loss of Liu, Yuan, Ying and Yang (2020, eq. (1)) with
-margin ``c`` and an l2 penalty,
-
-    F(w) = mean_{i positive, j negative} (c - (x_i - x_j)' w)^2 + alpha ||w||^2 / 2.
-
-With the pairs independent draws of one positive and one negative,
-``E[x_i - x_j] = dmu`` (the difference of the class means) and
-``E[(x_i - x_j)(x_i - x_j)'] = S+ + S- + dmu dmu'`` (``S+``, ``S-`` the class
-covariances normalised by the class sizes: the cross terms
-``mu+ mu-' + mu- mu+'`` complete ``mu+ mu+' + mu- mu-'`` to ``dmu dmu'``), so
-
-    F(w) = c^2 - 2 c w' dmu + w' S w + alpha ||w||^2 / 2,   S = S+ + S- + dmu dmu',
-
-and the gradient ``2 S w - 2 c dmu + alpha w`` vanishes at
-
-    (2 S + alpha I) w = 2 c dmu.
-
-With sample weights the pairs are drawn from the weighted classes
-(positive ``i`` with probability ``p_i = v_i / W+``, negative ``j`` with
-``q_j = v_j / W-``), ``F(w) = sum_ij p_i q_j (c - (x_i - x_j)' w)^2 +
-alpha ||w||^2 / 2``, and the same algebra holds with the weighted class
-means and covariances ``S+ = sum_i p_i (x_i - mu+)(x_i - mu+)'``.
-
-One pass over the data (chunk by chunk for a Dask array,
-:meth:`skrank.backends.dask_design.DaskDesign.class_moments`; on its device
-for a CuPy array), a ``d x d``
-matrix and a ``d x d`` factorisation.  The system is always consistent
-(``dmu`` lies in the range of ``S``); with ``alpha = 0`` and a singular
-``S`` (fewer samples than features, duplicated columns) the minimisers form
-an affine set and the least-norm one is returned (pseudo-inverse from an
-eigendecomposition).
+The pairwise square loss of Liu, Yuan, Ying and Yang (2020, "Stochastic AUC
+maximization with deep neural networks", eq. (1)) of margin ``c`` with an
+l2 penalty is a quadratic in ``w`` whose coefficients are the class means
+and covariances, so that its minimiser solves
+``(2 S + alpha I) w = 2 c dmu`` after one pass over the data.  The
+derivation, with sample weights, is in the user guide,
+:ref:`partial-auc-closed-form`.
 """
 
 
@@ -133,7 +108,7 @@ def square_auc_system(X_pos, X_neg, alpha, margin, pos_weight=None, neg_weight=N
         The margin ``c``.
     pos_weight, neg_weight : ndarray, default=None
         Sample weights of the positives' and the negatives' rows (the
-        moments are then the weighted ones, module docstring); None for
+        moments are then the weighted ones); None for
         unit weights.
 
     Returns

@@ -1,16 +1,10 @@
 """Plumbing shared by every skrank estimator, written once.
 
-``fit`` and ``partial_fit`` are one template (:class:`_RankLinearModel`);
-the classifier and regressor mixins supply what differs: the targets and
-their classes, the shape of ``coef_`` and ``intercept_``, and prediction.
-A concrete estimator declares its solvers (its rows of the table of
-:mod:`skrank.solvers.registry`), its ``_parameter_constraints`` and
+``fit`` and ``partial_fit`` are one template (:class:`_RankLinearModel`); a
+concrete estimator declares its solvers, its ``_parameter_constraints`` and
 implements ``_solve(X, y, coef_init, intercept_init, sample_weight)``
-returning a :class:`skrank.solvers.SolverResult`; ``y`` is in {-1, +1} for
-classifiers (one binary problem at a time, one-vs-rest beyond two classes)
-and real for regressors.  Everything else (validation, label encoding,
-weights, warm starts, streams, fitted attributes, convergence warnings,
-prediction) lives here.
+returning a :class:`skrank.solvers.SolverResult` (developer guide,
+``doc/architecture.rst``).
 """
 
 import time
@@ -100,22 +94,7 @@ _SAMPLES_METHOD_DOC = """{summary}
 
 
 def samples_method_doc(summary, returns, description):
-    """Give a method of the samples ``X`` alone its numpydoc docstring.
-
-    Parameters
-    ----------
-    summary : str
-        The docstring's first line.
-    returns : str
-        The type and shape of what the method returns.
-    description : str
-        What it returns (lines joined by newlines).
-
-    Returns
-    -------
-    callable
-        A decorator that sets the method's ``__doc__`` and returns it.
-    """
+    """A decorator that gives a method of the samples ``X`` alone its numpydoc docstring."""
     def decorate(method):
         method.__doc__ = _SAMPLES_METHOD_DOC.format(summary=summary, returns=returns,
                                                     description=description.replace("\n", "\n" + " " * 12))

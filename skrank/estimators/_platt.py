@@ -1,19 +1,12 @@
 """Platt scaling: a one-dimensional logistic regression of the labels on ranking scores.
 
-Pairwise objectives (AUC, partial AUC, average precision) rank the samples
-and are blind to a shift of the scores, so they fit no intercept.  To give
-``predict`` and ``predict_proba`` a meaning, the estimators fit
-``P(y = 1 | s) = sigmoid(A s + B)`` on the training scores ``s`` afterwards
-(Platt 1999, with his smoothed targets ``(N+ + 1)/(N+ + 2)`` and
-``1/(N- + 2)`` so that separable data give finite ``A`` and ``B``).  The
-decision threshold ``A s + B = 0`` becomes the intercept ``B / A`` and ``A``
-the scale of the probabilities; the ranking, and so every rank metric, is
-left unchanged.
-
-With sample weights the fit is that of the weighted sample: each sample's
-log-likelihood term is multiplied by its weight and the class counts in
-Platt's targets are the classes' total weights, so that integer weights
-give the fit of the repeated rows.
+The pairwise objectives fit no intercept; the estimators then fit
+``P(y = 1 | s) = sigmoid(A s + B)`` on the training scores (Platt 1999,
+"Probabilistic outputs for support vector machines and comparisons to
+regularized likelihood methods", with his smoothed targets), which gives the
+intercept ``B / A`` and leaves the ranking unchanged.  Sample weights weigh
+the log-likelihood terms and Platt's class counts (user guide,
+:doc:`partial_auc` and :doc:`sample_weights`).
 """
 
 import numpy as np
@@ -35,7 +28,7 @@ def fit_platt(scores, y, *, sample_weight=None, max_iter=100):
     y : ndarray of shape (n,)
         Labels in {-1, +1}.
     sample_weight : ndarray of shape (n,), default=None
-        Positive weights of the samples (module docstring); None for unit
+        Positive weights of the samples; None for unit
         weights.
     max_iter : int, default=100
         Newton iterations at most.

@@ -99,24 +99,7 @@ def _refitted(cv_estimator):
 
 
 def _refitted_method(name, summary, returns, description):
-    """The CV estimator's method ``name``: that of ``best_estimator_``, there with ``refit=True``.
-
-    Parameters
-    ----------
-    name : str
-        The method of the base estimator, which takes the samples ``X``.
-    summary : str
-        The first line of its docstring.
-    returns : str
-        The type and shape of what it returns.
-    description : str
-        What it returns (lines joined by newlines).
-
-    Returns
-    -------
-    callable
-        The method, behind :func:`sklearn.utils.metaestimators.available_if`.
-    """
+    """The CV estimator's method ``name`` (that of ``best_estimator_``), available with ``refit=True``."""
     def method(self, X):
         check_is_fitted(self, "best_estimator_")
         return getattr(self.best_estimator_, name)(X)

@@ -1,9 +1,8 @@
 """The pool-adjacent-violators (PAVA) family, compiled with Numba.
 
-These routines share one idea: a chain-constrained separable problem
-``min sum_i theta_i(z_i)  s.t.  z_1 <= ... <= z_n`` is solved by pooling
-adjacent blocks whose values are out of order, a block's value being the
-minimiser of the sum of its ``theta_i`` over one common value.
+Each routine solves a chain-constrained separable problem
+``min sum_i theta_i(z_i)  s.t.  z_1 <= ... <= z_n`` by pooling adjacent
+blocks whose values are out of order.
 
 ``isotonic_regression``
     weighted least-squares isotonic regression (``theta_i(z) = w_i (z - y_i)^2``);
@@ -17,16 +16,9 @@ minimiser of the sum of its ``theta_i`` over one common value.
 ``sorted_weighted_sum``
     ``sum_i sigma_i x_(i)`` with ascending order statistics.
 
-The Numba kernels (names starting with an underscore) take contiguous
-float64 arrays, preallocated outputs and scalars only, so that solvers
-written in Numba can call them directly; the public functions validate their
-input and allocate.  Every kernel is O(n) after the sort, times the cost of
-one 1-D proximal step per block solve.
-
-The kernels are compiled with ``cache=True`` and call ``loss_prox`` from
-:mod:`skrank.losses`.  Numba's on-disk cache only watches this file: after
-editing ``losses.py``, delete ``skrank/__pycache__/*.nbi`` and ``*.nbc`` (or
-touch this file), otherwise the cached kernels keep the old loss code.
+The z-steps are described in the user guide (:ref:`rank-admm-algorithm`,
+:ref:`rank-admm-even-zstep`), the kernels' conventions and their cache in
+:ref:`architecture-kernels`.
 """
 
 import numpy as np
@@ -461,20 +453,10 @@ def zstep_sorted(
     """ADMM z-step on sorted input: PAVA for a chain-constrained prox.
 
     Solves problem (10) of Xiao et al. 2023,
-
-    ``min_z sum_i theta_i(z_i)  s.t.  z_1 <= ... <= z_n``,
-    ``theta_i(z) = sigma_i l(z) + rho/2 (z - m_i)**2``,
-
-    exactly when the weights are fixed numbers (any nonnegative pattern:
-    monotone, ranked-range with zeros, arbitrary).  A block's value is
-    ``prox_{(mean sigma / rho) l}(mean m)`` (Xiao et al. 2023, section 3.2); blocks of
-    zero weight take the value ``mean m``.
-
-    With ``sigma_b`` (human-aligned/CPT risk, Xiao et al. 2023, Appendix B.3) element
-    ``i`` has weight ``sigma[i]`` where ``z <= threshold`` and ``sigma_b[i]``
-    where ``z > threshold``; the problem is then nonconvex and each block
-    takes the better of its two pieces' clipped minimisers, which gives a
-    stationary point.
+    ``min_z sum_i sigma_i l(z_i) + rho/2 (z_i - m_i)**2`` subject to
+    ``z_1 <= ... <= z_n``: exactly for fixed nonnegative weights, to a
+    stationary point for the two-piece (CPT) weights of ``sigma_b``
+    (user guide, :ref:`rank-admm-algorithm`).
 
     Parameters
     ----------
@@ -517,12 +499,10 @@ def zstep(m, sigma, loss_code, loss_param, rho, sigma_b=None, threshold=np.inf, 
           order=None):
     """ADMM z-step for a rank-weighted, nondecreasing loss.
 
-    Solves ``min_z sum_i sigma_i l(z)_[i] + rho/2 ||z - m||**2`` where
-    ``l(z)_[i]`` is the ``i``-th smallest loss, for a classification loss
-    (nondecreasing in the negative margin ``z``).  An optimal ``z`` is
-    co-sorted with ``m`` (Xiao et al. 2023, section 3.2), so ``m`` is sorted with a
-    stable argsort, :func:`zstep_sorted` is solved, and the result is
-    scattered back.
+    Solves ``min_z sum_i sigma_i l(z)_[i] + rho/2 ||z - m||**2`` (``l(z)_[i]``
+    the ``i``-th smallest loss) for a classification loss: an optimal ``z``
+    is co-sorted with ``m``, so :func:`zstep_sorted` is solved on the sorted
+    ``m`` and scattered back (:ref:`rank-admm-algorithm`).
 
     Parameters
     ----------
@@ -573,26 +553,11 @@ def zstep(m, sigma, loss_code, loss_param, rho, sigma_b=None, threshold=np.inf, 
 def zstep_even(m, sigma, loss_code, loss_param, rho, method="stack", order=None):
     """ADMM z-step for a rank-weighted even loss (regression residuals).
 
-    Solves ``min_z sum_i sigma_i l(z)_[i] + rho/2 ||z - m||**2`` for an even
-    convex loss ``l`` (squared, absolute, Huber) by PAVA on the magnitudes:
-    ``|m|`` is sorted ascending, the chain problem of :func:`zstep_sorted` is
-    solved on it with the same ``sigma``, and the signs of ``m`` are restored.
-
-    Why this is exact.  Because ``l`` is even and convex it is nondecreasing
-    in ``|z|``, so ``l(z)_[i] = l(|z|_(i))`` and the rank term depends only on
-    the multiset of magnitudes ``|z|``.  (i) Signs: replacing ``z_i`` by
-    ``sign(m_i)|z_i|`` keeps every ``|z_j|`` and does not increase
-    ``(z_i - m_i)**2``; so some optimum has ``z_i m_i >= 0`` and then
-    ``(z_i - m_i)**2 = (|z_i| - |m_i|)**2``.  (ii) Order: permuting the
-    magnitudes among the samples keeps the rank term, and by the
-    rearrangement inequality ``sum (u_i - |m_i|)**2`` is smallest when ``u``
-    is co-sorted with ``|m|``.  Hence, with ``a = sort(|m|)``, the problem is
-    ``min_u sum_i sigma_i l(u_i) + rho/2 (u_i - a_i)**2`` over
-    ``0 <= u_1 <= ... <= u_n``.  (iii) The bound ``u >= 0`` is inactive: each
-    PAVA block value is ``prox_{c l}(mean a)`` with ``mean a >= 0``, and the
-    prox of an even convex loss at a nonnegative point is nonnegative (it
-    maps ``-v`` to ``-prox(v)`` and is monotone, so ``prox(0) = 0``).
-    Entries with ``m_i = 0`` may take either sign; ``+`` is used.
+    Solves ``min_z sum_i sigma_i l(z)_[i] + rho/2 ||z - m||**2`` exactly for
+    an even convex loss (squared, absolute, Huber): :func:`zstep_sorted` on
+    the sorted magnitudes ``|m|``, scattered back with the signs of ``m``
+    (``+`` where ``m_i = 0``).  Why this is exact is shown in the user
+    guide, :ref:`rank-admm-even-zstep`.
 
     Parameters
     ----------

@@ -26,20 +26,9 @@ def svrg_step_size(smoothness, sigma, batch_size, sampling="uniform"):
     """Automatic step of a variance-reduced loop on ``sum_i lam_i l_i``.
 
     ``smoothness`` holds the per-sample constants ``L_i`` and ``sigma`` the
-    rank weights.  Whatever the ranking, ``sum_i lam_i l_i`` is at most
-    ``Lbar = sum_i sigma_(i) L_(i)``-smooth (largest weights on the largest
-    ``L_i``).  The sampled term ``(lam_i / p_i) l_i`` is
-
-    * ``"uniform"`` (``p_i = 1/n``): up to ``n max(sigma) max_i L_i``-smooth
-      (``n sigma_n ||x_i||^2`` for the squared loss; our own bound);
-    * ``"importance"`` (``p_i`` proportional to ``lam_i L_i``):
-      ``sum_j lam_j L_j <= Lbar``-smooth;
-    * ``"nonuniform"`` (``p_i = lam_i``, LSVRG(NU) of Xiao et al. 2023, section 5):
-      ``max_i L_i``-smooth.
-
-    A batch of ``B`` draws divides the variance term by ``B``; the step is
-    ``1 / (3 (L_term / B + Lbar))``, within SVRG's ``1 / (4 L)`` bound up to
-    the factor 4/3 that practice allows (the SVRG inner loop of Ge and Jiang 2024, Lemma 3).
+    rank weights; ``sampling`` is ``"uniform"``, ``"importance"`` or
+    ``"nonuniform"``.  The step is ``1 / (3 (L_term / B + Lbar))``, with the
+    bounds derived in the user guide, :ref:`methods-sorel`.
     """
     sigma = np.abs(np.asarray(sigma, dtype=np.float64))
     l_bar = float(np.sort(sigma) @ np.sort(smoothness))

@@ -69,16 +69,9 @@ def _column_stats(X, p, fit_intercept):
 class FeatureUnits:
     """The affine change of coefficients in which the stochastic solvers take their steps.
 
-    With column offsets ``m`` and units ``u``, the features
-    ``x~_ij = (x_ij - m_j) / u_j`` and the coefficients ``v_j = u_j w_j``,
-    ``b~ = b + m . w`` give the same scores, ``x~_i . v + b~ = x_i . w + b``,
-    and the penalty ``l1 ||w||_1 + l2/2 ||w||^2`` becomes the separable
-    ``sum_j (l1 / u_j) |v_j| + (l2 / u_j^2) v_j^2 / 2``.  A step size derived
-    from ``x~`` (whose columns have unit spread) is then the same for
-    ``X * s`` and ``X``, and so are the iterates: the step in ``w_j`` is
-    divided by ``u_j^2``, the step of the intercept is not.  Plain gradient
-    steps in ``(v, b~)`` are diagonally preconditioned steps in ``(w, b)``
-    (with the intercept decoupled from the column means).
+    The features ``(x_ij - m_j) / u_j`` and the coefficients ``u_j w_j`` give
+    the same scores, the penalty rescaled to match, so that the steps do not
+    depend on the scale of the columns (:ref:`methods-feature-units`).
 
     Parameters
     ----------
