@@ -409,12 +409,13 @@ def test_default_margin_is_a_quarter_of_the_logistic_scores_spread():
     assert PartialAUCClassifier(margin=0.7).fit(X, y).margin_[0] == 0.7
 
 
-@pytest.mark.parametrize("case", ["spread", "clustered", "ties", "infinite", "nearly_sorted"])
+@pytest.mark.parametrize("case", ["normal", "spread", "clustered", "ties", "infinite", "nearly_sorted"])
 def test_resort_scores_is_a_stable_sort_from_the_given_order(case):
-    # the radix sort (and its insertion shortcut) against NumPy's stable argsort of the same start
+    # the radix sorts (and the insertion shortcut) against NumPy's stable argsort of the same start
     rng = np.random.default_rng(3)
     n = 4000
     vals = {
+        "normal": np.round(rng.normal(size=n), 3),
         "spread": rng.normal(size=n) * 10.0 ** rng.integers(-300, 300, size=n),
         "clustered": 0.5 + 1e-13 * rng.integers(0, 300, size=n),
         "ties": rng.integers(-3, 3, size=n).astype(float),

@@ -1,42 +1,11 @@
-"""The exact average-precision surrogate of Qi et al. 2021 and its gradient with respect to the scores.
+"""The exact average-precision surrogate and its gradient with respect to the scores.
 
-Qi, Luo, Xu, Ji and Yang (NeurIPS 2021), eq. (2): with scores ``h`` and a
-surrogate ``l(d)`` of the indicator ``1(h_s >= h_i)`` taken at
-``d = h_i - h_s``,
-
-    P(h) = -(1/N+) sum_{i positive} A_i / B_i,
-    A_i = sum_{s positive} l(h_i - h_s),    B_i = sum_{s} l(h_i - h_s).
-
-``-P`` is the surrogate average precision.  This module evaluates ``P`` and
-``dP/dh`` over the whole training set:
-
-* squared hinge ``l(d) = max(0, margin - d)^2``: ``O(n log n)``.  The
-  samples with ``h_s > h_i - margin`` are a suffix of the ascending order,
-  so ``A_i`` and ``B_i`` are quadratics in ``h_i`` whose coefficients are
-  suffix sums of ``1, h, h^2`` (over the positives for ``A``); the
-  gradient with respect to ``h_s`` sums over the anchors with
-  ``h_i < h_s + margin``, a prefix of the anchors' order, with prefix sums
-  of ``dP/dA_i`` and ``dP/dB_i`` (and those times ``h_i``);
-* other surrogates (:mod:`skrank.pairwise_losses`): a compiled loop over
-  the ``N+ n`` pairs.
-
-The anchor itself is one of the samples ``s``, so ``B_i >= l(0) > 0``.
-
-Sample weights ``w`` (the user guide's "Sample weights" page) give
-
-    P_w(h) = -(1/W+) sum_{i positive} w_i A_i / B_i,
-    A_i = sum_{s positive} w_s l(h_i - h_s),    B_i = sum_{s} w_s l(h_i - h_s),
-
-``W+`` the total weight of the positives.  ``A_i / B_i`` is then the
-surrogate of the weighted precision at positive ``i``'s threshold, and
-``-P_w`` averages it with the positives' weights: the surrogate of
-scikit-learn's weighted ``average_precision_score``.  For integer weights
-``P_w`` is ``P`` of the data with row ``i`` repeated ``w_i`` times: each of
-the ``w_i`` copies of an anchor has the same ratio, whose sums over ``s``
-count every copy of every sample, the anchor's own copies included; so a
-weight of zero drops the row and weights of one change nothing.  The sums
-above become weighted suffix sums (squared hinge) or weighted pair terms;
-without weights the code takes no weighted step.
+The surrogate ``P(h) = -(1/N+) sum_{i positive} A_i / B_i`` of Qi, Luo, Xu,
+Ji and Yang (2021, "Stochastic optimization of areas under precision-recall
+curves with provable convergence", eq. (2)), evaluated over the whole
+training set: in ``O(n log n)`` for the squared hinge, by a compiled loop
+over the pairs otherwise, with or without sample weights.  The algorithm is
+described in the user guide, :ref:`average-precision-evaluation`.
 """
 
 import numpy as np
@@ -63,7 +32,7 @@ def ap_surrogate_and_score_gradients(h, y, loss, sample_weight=None, order=None)
         (``loss(z)`` with ``z = h_i - h_s``).
     sample_weight : ndarray of shape (n,) or None, default=None
         Nonnegative weights ``w``, with a positive total over the positives
-        (module docstring); None for equal weights.
+        (the weighted ``P_w`` of the user guide); None for equal weights.
     order : ndarray of shape (n,) of int64, default=None
         A permutation that nearly sorts ``h`` ascending (an iterative
         solver's previous one), updated in place to sort it (squared hinge).
@@ -94,74 +63,68 @@ def ap_surrogate_and_score_gradients(h, y, loss, sample_weight=None, order=None)
 def _squared_hinge_ap(hs, pos, order, margin, ws):
     """Sorted scores ``hs`` (ascending), their labels, positions in the input and weights.
 
-    ``ws`` None (equal weights) compiles a version without the weights.
+    ``ws`` None (equal weights) compiles a version without the weights.  The
+    anchors are swept downwards: the samples with ``h_s > h_i - margin``
+    (a suffix) grow, and their sums of ``w, w h, w h^2`` (over all samples
+    and over the positives) are carried along; then the samples are swept
+    upwards, with the sums of ``dP/dA_i`` and ``dP/dB_i`` (and those times
+    ``h_i``) over the anchors below ``h_s + margin`` (a prefix).
     """
     n = hs.shape[0]
-    # suffix sums over all samples and over the positives of w, w h, w h^2
-    c0 = np.zeros(n + 1)
-    c1 = np.zeros(n + 1)
-    c2 = np.zeros(n + 1)
-    p0 = np.zeros(n + 1)
-    p1 = np.zeros(n + 1)
-    p2 = np.zeros(n + 1)
+    n_pos = 0.0
     for k in range(n - 1, -1, -1):
-        v = hs[k]
-        wk = 1.0 if ws is None else ws[k]
-        c0[k] = c0[k + 1] + wk
-        c1[k] = c1[k + 1] + wk * v
-        c2[k] = c2[k + 1] + wk * v * v
-        p = wk if pos[k] else 0.0
-        p0[k] = p0[k + 1] + p
-        p1[k] = p1[k + 1] + p * v
-        p2[k] = p2[k + 1] + p * v * v
-    n_pos = p0[0]
-    grad = np.zeros(n)
-    # coefficients dP/dA_i and dP/dB_i per sorted position (zero for negatives)
+        if pos[k]:
+            n_pos += 1.0 if ws is None else ws[k]
+    # dP/dA_i and dP/dB_i per sorted position (zero for negatives); the anchor side of the gradient
     dA = np.zeros(n)
     dB = np.zeros(n)
-    value = 0.0
-    start = 0  # first sorted position with h_s > h_i - margin
-    for k in range(n):
+    anchor = np.zeros(n)
+    value = c0 = c1 = c2 = p0 = p1 = p2 = 0.0
+    start = n  # first sorted position with h_s > h_i - margin
+    for k in range(n - 1, -1, -1):
         if not pos[k] or (ws is not None and ws[k] == 0.0):
             continue  # a weightless anchor counts for nothing (its B may be zero)
         hi = hs[k]
-        while start < n and hs[start] <= hi - margin:
-            start += 1
+        while start > 0 and hs[start - 1] > hi - margin:
+            start -= 1
+            v = hs[start]
+            wk = 1.0 if ws is None else ws[start]
+            c0 += wk
+            c1 += wk * v
+            c2 += wk * v * v
+            if pos[start]:
+                p0 += wk
+                p1 += wk * v
+                p2 += wk * v * v
         a = margin - hi
-        A = a * a * p0[start] + 2.0 * a * p1[start] + p2[start]
-        B = a * a * c0[start] + 2.0 * a * c1[start] + c2[start]
+        A = a * a * p0 + 2.0 * a * p1 + p2
+        B = a * a * c0 + 2.0 * a * c1 + c2
         wk = 1.0 if ws is None else ws[k]
         value -= wk * A / B
         dA[k] = -wk / (B * n_pos)
         dB[k] = wk * A / (B * B * n_pos)
-        # anchor side: dA_i/dh_i = -2 sum_{s pos active} w_s (a + h_s), likewise B
-        grad[order[k]] += dA[k] * (-2.0) * (a * p0[start] + p1[start]) + dB[k] * (-2.0) * (
-            a * c0[start] + c1[start]
-        )
-    value /= n_pos
-    # sample side: d/dh_s sum_i [dB_i + dA_i 1(s pos)] w_s (margin - h_i + h_s)^2 over the
-    # anchors with h_i < h_s + margin (a prefix of the ascending order)
-    sB0 = np.zeros(n + 1)
-    sB1 = np.zeros(n + 1)
-    sA0 = np.zeros(n + 1)
-    sA1 = np.zeros(n + 1)
-    for k in range(n):
-        sB0[k + 1] = sB0[k] + dB[k]
-        sB1[k + 1] = sB1[k] + dB[k] * hs[k]
-        sA0[k + 1] = sA0[k] + dA[k]
-        sA1[k + 1] = sA1[k] + dA[k] * hs[k]
+        # dA_i/dh_i = -2 sum_{s pos active} w_s (a + h_s), likewise B
+        anchor[k] = dA[k] * (-2.0) * (a * p0 + p1) + dB[k] * (-2.0) * (a * c0 + c1)
+    sA0 = sA1 = sB0 = sB1 = 0.0
     end = 0  # anchors at sorted positions < end have h_i < h_s + margin
     for k in range(n):
         hv = hs[k]
         while end < n and hs[end] < hv + margin:
+            sB0 += dB[end]
+            sB1 += dB[end] * hs[end]
+            sA0 += dA[end]
+            sA1 += dA[end] * hs[end]
             end += 1
-        g = 2.0 * ((margin + hv) * sB0[end] - sB1[end])
+        g = 2.0 * ((margin + hv) * sB0 - sB1)
         if pos[k]:
-            g += 2.0 * ((margin + hv) * sA0[end] - sA1[end])
+            g += 2.0 * ((margin + hv) * sA0 - sA1)
         if ws is not None:
             g *= ws[k]
-        grad[order[k]] += g
-    return value, grad
+        anchor[k] += g
+    grad = np.empty(n)
+    for k in range(n):
+        grad[order[k]] = anchor[k]
+    return value / n_pos, grad
 
 
 @njit(cache=True)
@@ -206,24 +169,13 @@ def _pair_ap(code, shift, scale, h, pos, w):
 class AveragePrecisionObjective(Datafit):
     """``F(w, b) = P(sigmoid(X w + b)) + alpha ||w||^2 / 2`` on one training set.
 
-    The score is the paper's (Qi et al. 2021): the sigmoid of the
-    linear predictor, ``h = sigmoid(X w + b)``, in (0, 1).  Bounded scores
-    keep the surrogate's pair differences in (-1, 1): the squared hinge then
-    compares them with a margin on a fixed scale, and the ratio ``A_i / B_i``
-    cannot be driven by a few far-away scores.  A linear score ``h = X w``
-    was tried first: its surrogate has no such scale, and on ISLR Caravan
-    its minimiser ranked the training set worse than its start (training AP
-    0.20 to 0.16), while the sigmoid score raised it.  The intercept ``b``
-    moves the scores along the sigmoid, so it is a parameter here (not
-    penalised), although it leaves the ranking unchanged.
-
-    A :class:`~skrank.datafits.base.Datafit` of ``theta = (w, b)``, of
-    length ``d + 1``.  One value and gradient cost ``O(n log n + n d)`` for
-    the squared hinge.  With sample weights ``P`` is the weighted ``P_w`` of
-    the module docstring.  The products with ``X`` go through the design
-    ``[X, 1]`` (:func:`skrank.backends.dispatch.make_design`): a Dask array
-    chunked by rows is read chunk by chunk and never gathered, a CuPy array
-    stays on its device.
+    The paper's sigmoid score, whose intercept ``b`` is an unpenalised
+    parameter (user guide, "Why sigmoid scores" in :doc:`average_precision`).
+    A :class:`~skrank.datafits.base.Datafit` of ``theta = (w, b)``; the
+    products with ``X`` go through the design ``[X, 1]``
+    (:func:`skrank.backends.dispatch.make_design`), so a Dask or CuPy ``X``
+    is never gathered.  One value and gradient cost ``O(n log n + n d)`` for
+    the squared hinge (:ref:`average-precision-evaluation`).
 
     Parameters
     ----------

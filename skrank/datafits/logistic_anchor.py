@@ -1,23 +1,11 @@
 """A rank surrogate mixed with the logistic loss: a family that holds logistic regression.
 
-For a rank objective ``R(w, b)`` (the partial-AUC surrogate, which ignores
-``b``, or the average-precision surrogate) and ``r = rank_weight`` in
-``[0, 1]``, the objective is
-
-    F(w, b) = (1 - r) L(w, b) + r R(w, b) + alpha ||w||^2 / 2,
-
-with ``L`` the mean logistic loss ``1/n sum_i log(1 + exp(-y_i (x_i w + b)))``
-(with sample weights, their weighted mean).  ``r = 0`` is the l2 logistic
-regression ``LogisticRegression(C=1 / (alpha n))``; ``r = 1`` the rank
-objective alone.  In between, the logistic loss fixes the scale and the
-offset of the scores, and the rank term moves the ranking towards the
-metric; a search over ``r`` (as the cross-validated estimators do) can
-always fall back to logistic regression.
-
-The logistic loss goes through the design ``[X, 1]``
-(:func:`skrank.backends.dispatch.make_design`), so a Dask array is read
-chunk by chunk and a CuPy array stays on its device, as for the rank
-objectives.
+``F(w, b) = (1 - r) L(w, b) + r R(w, b) + alpha ||w||^2 / 2``, with ``L`` the
+(weighted) mean logistic loss of ``X w + b``, ``R`` a rank surrogate (the
+partial-AUC one, which ignores ``b``, or the average-precision one) and
+``r = rank_weight`` in ``[0, 1]``: ``r = 0`` is
+``LogisticRegression(C=1 / (alpha n))``, ``r = 1`` the rank objective alone
+(user guide, :doc:`partial_auc` and :doc:`average_precision`).
 """
 
 import numpy as np
@@ -85,15 +73,24 @@ class LogisticAnchoredObjective(Datafit):
 
     def _logistic_terms(self, z, gradient):
         """``L`` at the linear predictor ``z = X w + b`` and, when asked, its derivatives in ``z``."""
-        z = self.margin_sign * z
-        # one exponential serves log(1 + exp(-z)) and sigmoid(-z), stably on both signs
-        e = np.exp(-np.abs(z))
-        value = float(self.row_weight @ (np.log1p(e) - np.minimum(z, 0.0)))
+        m = self.margin_sign * z
+        # one exponential serves log(1 + exp(-m)) and sigmoid(-m), stably on both signs; in place
+        e = np.abs(m)
+        np.negative(e, out=e)
+        np.exp(e, out=e)
+        terms = np.log1p(e)
+        terms -= np.minimum(m, 0.0)
+        value = float(self.row_weight @ terms)
         if not gradient:
             return value, None
-        inv = 1.0 / (1.0 + e)
-        sigmoid_minus_z = np.where(z >= 0.0, e * inv, inv)
-        return value, -self.row_weight * self.margin_sign * sigmoid_minus_z
+        inv = np.add(e, 1.0, out=terms)
+        np.reciprocal(inv, out=inv)
+        e *= inv
+        dz = np.where(m >= 0.0, e, inv)
+        dz *= self.margin_sign
+        dz *= self.row_weight
+        np.negative(dz, out=dz)
+        return value, dz
 
     def _data_term(self, theta, gradient):
         r = self.rank_weight

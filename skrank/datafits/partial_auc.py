@@ -1,66 +1,10 @@
 """The exact partial-AUC surrogate over a false-positive-rate range, and its gradient.
 
-For a linear score ``h = X w``, positives' scores ``h_i`` and negatives'
-scores sorted in decreasing order ``q_(1) >= q_(2) >= ...``, the objective
-of Yao, Lin and Yang 2022 (eq. (3)) with an l2 penalty is
-
-    F(w) = 1 / (N+ (n - m)) sum_i sum_k omega_k loss(h_i - q_(k))
-           + alpha ||w||^2 / 2,
-
-``m = alpha_fpr N-`` and ``n = beta_fpr N-``.  The rank weights
-``omega_k = max(0, min(k, n) - max(k - 1, m))`` are one on the ranks
-``m+1 .. n`` and fractional on the two boundary cells (the paper assumes
-integer ``m`` and ``n``; this extension is ours): the top ``floor(l)``
-plus ``(l - floor(l))`` times the next, for ``l = m`` and ``l = n``; they sum to ``n - m``.
-
-Cost of one value and gradient (``d`` features):
-
-* squared hinge and squared losses: ``O((N+ + N-) log N- + (N+ + N-) d)``.
-  Each loss is the quadratic ``(margin - z)^2`` on one side of a threshold,
-  so a positive's sum over the negatives above ``h_i - threshold`` is a
-  polynomial in ``h_i`` whose coefficients are prefix sums of
-  ``omega_k q_(k)^r`` (``r = 0, 1, 2``) in rank order, read at the position
-  given by a binary search; the negatives' gradients use the same trick
-  over the sorted positives.
-* logistic loss: ``O(N+ R + N- log N- + (N+ + N-) d)`` with
-  ``R = ceil(n) - floor(m)`` the negatives inside the range, by a compiled
-  double loop (no prefix-sum form exists for ``log(1 + exp(q - h))``).
-
-The sum is continuous in ``w`` (the weights are attached to ranks, and tied
-negatives carry equal loss), and differentiable wherever the negatives'
-scores are distinct; the gradient returned is then exact, and a valid
-element of the Clarke subdifferential otherwise.
-
-Sample weights: the objective of the weighted empirical distribution
-(``doc/sample_weights.rst``).  Positive ``i`` carries the probability
-``p_i = v_i / W+`` and negative ``j`` the probability ``r_j = v_j / W-``
-(``W+``, ``W-`` the classes' total weights).  With the negatives sorted by
-decreasing score, the ``k``-th holds the cell ``[D_(k-1), D_k]`` of
-cumulative probability, ``D_k = r_(1) + ... + r_(k)`` (``r_(k)`` the
-probability of the negative of score ``q_(k)``), and its rank weight is the
-length of that cell inside the range,
-
-    omega_k = |[D_(k-1), D_k] ∩ [alpha_fpr, beta_fpr]|,
-
-so that a negative straddling a bound counts for its share, and
-
-    F(w) = 1 / (beta_fpr - alpha_fpr) sum_i p_i sum_k omega_k loss(h_i - q_(k))
-           + alpha ||w||^2 / 2.
-
-With unit weights ``D_k = k / N-``, the cells are the rank cells above
-divided by ``N-`` and ``N+ (n - m) = N+ N- (beta_fpr - alpha_fpr)``: this is
-the ``F`` above.  Integer
-weights give the ``F`` of the data with each row repeated that many times
-(a repeated negative's copies tile its cell), and a zero weight that of the
-data without the row.  The rank weights depend on the order of the
-negatives, so they are recomputed from it at every evaluation; with the
-order held fixed the formulas above give the gradient, which is again exact
-where the negatives' scores are distinct (tied negatives carry equal loss,
-and their cells together cover the same interval in any order, so ``F``
-stays continuous).  The sums are computed in units of weight: cells
-``[C_(k-1), C_k]`` of cumulative weight ``C_k = W- D_k`` cut by
-``[alpha_fpr W-, beta_fpr W-]``, positives weighted by ``v_i``, and the
-total divided by ``W+ (beta_fpr - alpha_fpr) W-``.
+The objective of Yao, Lin and Yang (2022, "Large-scale optimization of
+partial AUC in a range of false positive rates", eq. (3)) with an l2
+penalty, evaluated exactly over the training set, with fractional boundary
+cells and sample weights.  The formulas and their costs are described in the
+user guide, :ref:`partial-auc-evaluation`.
 """
 
 import functools
@@ -246,14 +190,71 @@ def resort_scores(vals, order):
 
     Tied values keep their order in ``order`` (the sums here do not depend
     on the order of ties).  Insertion sort when few values moved far from
-    ``order``, otherwise :func:`_radix_sort`: ``O(n)``, where a comparison
-    sort costs several times more.
+    ``order``, otherwise :func:`_range_radix_sort` (three radix passes), or
+    when the values cluster :func:`_radix_sort` (six): ``O(n)``, where a
+    comparison sort costs several times more.
     """
     keys = vals[order]
     n = keys.shape[0]
-    if not _insertion_keyed(keys, order, n // 32):
+    if not _insertion_keyed(keys, order, n // 32) and not _range_radix_sort(keys, order):
         _radix_sort(keys, order)
     return keys
+
+
+@njit(cache=True)
+def _range_radix_sort(keys, perm):
+    """Sort ``keys`` ascending in place, ``perm`` carried along (stable), or return False.
+
+    Three LSD passes (11, 11 and 10-bit digits) on a monotone 32-bit image
+    of each key, ``floor((key - min) 2^32 / (max - min))``, then an
+    insertion pass that orders the keys closer than the image resolves.
+    False (the keys permuted alike, partly sorted) when the keys are not
+    finite or the insertion pass needs more than ``n`` moves (clusters of
+    distinct values narrower than ``(max - min) / 2^32``): :func:`_radix_sort`
+    then sorts.
+    """
+    n = keys.shape[0]
+    lo = np.inf
+    hi = -np.inf
+    for j in range(n):
+        lo = min(lo, keys[j])
+        hi = max(hi, keys[j])
+    if not hi - lo < np.inf:
+        return False
+    if hi == lo:
+        return True
+    scale = 4294967296.0 / (hi - lo)
+    packed = np.empty(n, dtype=np.uint64)
+    packed2 = np.empty(n, dtype=np.uint64)
+    counts = np.zeros((3, 2048), dtype=np.int64)
+    for j in range(n):
+        image = min(np.int64((keys[j] - lo) * scale), 4294967295)
+        counts[0, image & 2047] += 1
+        counts[1, (image >> 11) & 2047] += 1
+        counts[2, image >> 22] += 1
+        packed[j] = (np.uint64(image) << np.uint64(32)) | np.uint64(j)
+    for p in range(3):
+        total = 0
+        for m in range(2048):
+            c = counts[p, m]
+            counts[p, m] = total
+            total += c
+    for p in range(3):
+        shift = np.uint64(32 + 11 * p)
+        for j in range(n):
+            u = packed[j]
+            d = (u >> shift) & np.uint64(2047)
+            k = counts[p, d]
+            counts[p, d] = k + 1
+            packed2[k] = u
+        packed, packed2 = packed2, packed
+    old_keys = keys.copy()
+    old_perm = perm.copy()
+    for m in range(n):
+        at = packed[m] & np.uint64(0xFFFFFFFF)
+        keys[m] = old_keys[at]
+        perm[m] = old_perm[at]
+    return _insertion_keyed(keys, perm, n)
 
 
 @njit(cache=True)
@@ -405,20 +406,11 @@ def _positive_row_sums(code, shift, scale, h, weight, q, omega, g_neg):
 
 
 class PartialAUCObjective(Datafit):
-    """``F(w)`` of the module docstring on one training set, with its gradient.
+    """The partial-AUC objective ``F(w)`` on one training set, with its gradient.
 
     A :class:`~skrank.datafits.base.Datafit` of ``w`` alone (the pairs
-    ignore an intercept): :meth:`value`, :meth:`value_and_grad` and
-    :meth:`variable_scale` come from there.
-
-    Every product with ``X`` goes through one design
-    (:func:`skrank.backends.dispatch.make_design`): the scores ``h = X w``
-    are one vector of length ``n``, split into the classes by the boolean
-    mask :attr:`positive`, and the gradient is ``X' g`` with ``g`` the
-    scores' derivatives put back in the rows' order.  ``X`` is never split,
-    so a Dask array chunked by rows is read chunk by chunk and never
-    gathered, and an array of another array-API library (CuPy) stays on
-    its device.
+    ignore an intercept).  Every product with ``X`` goes through one design,
+    so a Dask or CuPy ``X`` is never gathered (:ref:`partial-auc-evaluation`).
 
     Parameters
     ----------
@@ -436,7 +428,7 @@ class PartialAUCObjective(Datafit):
         Strength of the l2 penalty ``alpha ||w||^2 / 2``.
     sample_weight : ndarray of shape (n_samples,), default=None
         Nonnegative weights of the rows of ``X``: the objective of the
-        weighted empirical distribution (module docstring).  None, or
+        weighted empirical distribution.  None, or
         weights of one everywhere, give the unweighted objective.
 
     Attributes

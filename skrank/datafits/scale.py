@@ -10,17 +10,11 @@ _LOSS_CURVATURE = 0.25
 def linear_model_scale(design, row_weight=None, alpha=0.0):
     """The units of a linear model's coefficients ``(w, b)``: a diagonal preconditioner for L-BFGS.
 
-    For ``w_j`` the root mean square ``rms_j`` of column ``j`` of ``X``
-    under the row weights (:meth:`skrank.backends.design.Design.column_rms`),
-    or ``sqrt(alpha / 0.25)`` when that is larger (or the column is zero),
-    and 1 for the intercept ``b``.  These are the square roots of the
-    diagonal of the curvature of ``F = mean loss(X w + b) + alpha ||w||^2 / 2``
-    up to a factor of about two, for a loss whose curvature is at most 1/4
-    per unit of score (the logistic loss): ``0.25 rms_j^2 + alpha`` along
-    ``w_j``, whichever term dominates (a diagonal preconditioner).
-    Rescaling ``X`` by ``s`` (and ``alpha`` by ``s^2``: the same problem in
-    other units) rescales every unit of ``w`` by ``|s|``; rescaling the
-    weights changes nothing.
+    For ``w_j`` the root mean square of column ``j`` of ``X`` under the row
+    weights (:meth:`skrank.backends.design.Design.column_rms`), or
+    ``sqrt(alpha / 0.25)`` when that is larger, and 1 for the intercept: the
+    square roots of the curvature's diagonal for the logistic loss, up to a
+    factor of about two (user guide, :ref:`methods-lbfgs`).
 
     Parameters
     ----------

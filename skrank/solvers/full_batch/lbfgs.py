@@ -1,49 +1,10 @@
 """Deterministic full-batch L-BFGS on an exact objective.
 
-A plain quasi-Newton method (scipy's L-BFGS-B without bounds) driven by an
-objective object that returns its exact value and gradient over the whole
-training set in one pass (e.g.
-:class:`skrank.datafits.partial_auc.PartialAUCObjective`).  For tables that
-fit in memory it needs far fewer passes than the stochastic methods of the
-papers, whose strength is data too large for a full pass.
-
-The objectives it serves are piecewise smooth (a loss evaluated on ranked
-scores): the gradient jumps where two scores swap ranks.  L-BFGS copes with
-such mild kinks in practice; when its line search cannot progress any more
-it stops, and the stopping criterion then says how stationary the last
-point is.
-
-The method runs on scaled variables ``u = s * w`` (entrywise), ``s`` the
-units of the coefficients (:func:`skrank.datafits.scale.linear_model_scale`: the root mean square
-of each column of ``X``, or the size set by the l2 penalty when that is
-larger, and 1 for an intercept): rescaling ``X`` rescales the coefficients
-inversely, and leaves ``u`` and the gradient in ``u`` unchanged.  So the
-iterates and the stopping tests do not depend on the units of the features
-(with ``alpha`` rescaled to match), nor on the scale of the sample weights
-(the objectives are weighted means).
-
-The stopping tests are those of scipy's L-BFGS-B on ``u``:
-
-* the gradient test: the largest entry of the gradient in ``u``,
-  ``max_j |dF/dw_j| / scale_j``, is at most ``tol``.  With ``scale`` the
-  root mean square of each feature, ``dF/du_j`` is the first-order change of
-  ``F`` when the scores ``X w`` move by feature ``j`` scaled to a unit root
-  mean square (and for the intercept, when the scores all move by one): no
-  such move lowers ``F`` by more than ``tol``.  The objectives are means of
-  losses of the scores, of order one at ``w = 0``, so the test is absolute:
-  a start far from the minimum (a large ``F(w_0)``) does not loosen it;
-* the decrease test: one iteration lowers ``F`` by at most ``tol * 1e-3``
-  relative (scipy's ``ftol``), i.e. the iterations have stalled, as they do
-  on the kinks of a piecewise smooth ``F``.
-
-Both are unchanged when ``X`` is rescaled (a change of units of the
-features, with ``alpha`` rescaled to match) or the sample weights are
-rescaled: ``F`` and the gradient in ``u`` are then the same.  When neither
-holds (``max_iter`` reached, or the line search failing away from a
-stationary point), or when no step was accepted and the start fails the
-gradient test (the decrease test is then met vacuously), ``converged`` is
-False and the estimators warn; ``n_iter`` is 0 when the returned point is
-the start.
+scipy's L-BFGS-B (without bounds) on the coefficients in the units of
+:func:`skrank.datafits.scale.linear_model_scale`, driven by an objective
+that returns its exact value and gradient in one pass (e.g.
+:class:`skrank.datafits.partial_auc.PartialAUCObjective`).  The units and
+the stopping tests are described in the user guide, :ref:`methods-lbfgs`.
 """
 
 import time
@@ -95,7 +56,7 @@ def lbfgs(objective, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0,
     """Minimise ``objective`` by L-BFGS from ``coef_init``.
 
     The iterations run on ``u = scale * w``, with the stopping tests of the
-    module docstring.
+    user guide, :ref:`methods-lbfgs`.
 
     Parameters
     ----------
