@@ -1,35 +1,10 @@
 """The Moreau-smoothed spectral risk and its gradient weights, by one PAVA.
 
-For nondecreasing rank weights ``sigma`` (a convex spectral risk) the risk is
-the support function of the permutahedron ``P(sigma)``:
-``Omega(l) = sum_i sigma_i l_(i) = max_{q in P(sigma)} q . l``.  Subtracting
-``mu/2 ||q - sigma_bar||^2`` (``sigma_bar`` the mean weight, the centre of
-``P``) gives a smooth lower approximation
-
-    Omega_mu(l) = max_{q in P(sigma)} q . l - mu/2 ||q - sigma_bar||^2,
-
-with ``Omega - mu D/2 <= Omega_mu <= Omega``, ``D = ||sigma - sigma_bar||^2``
-(Nesterov 2005, section 2); with the centre moved to the last maximiser,
-minimising in ``theta`` and updating the centre is the proximal point
-method on the dual weights (Rockafellar 1976), exact for a fixed ``mu``.  Its gradient is the maximiser
-``q = proj_P(sigma_bar + l / mu)``.  With ``l`` sorted ascending, the projection
-is ``q = (l - iso(l - mu sigma)) / mu`` (Blondel, Teboul, Berthet and Djolonga
-2020, Proposition 3, with ``iso`` the nondecreasing isotonic regression): on a
-block ``B`` that the isotonic regression pools, ``q_i = mean_B(sigma) +
-(l_i - mean_B(l)) / mu``; a sample alone in its block gets its rank weight.
-The Jacobian of ``q`` in ``l`` is ``(I - 1 1^T / |B|) / mu`` on each pooled
-block and zero elsewhere.
-
-Sample weights (:mod:`skrank.risks`): with masses ``m_i`` (mean 1) the weights
-lie in the base polytope ``P`` of ``S -> Phi~(m(S) / n)`` (the greedy
-weights of an order are the spectrum integrated over the samples' cells of
-mass), and the proximal term is measured per unit of mass,
-``mu/2 sum_i (q_i - c_i)^2 / m_i``.  The projection is then the same
-computation with mass-weighted block means: on a block ``B`` of the
-isotonic regression of ``u - mu sigma / m`` weighted by ``m``,
-``q_i = m_i (sum_B sigma / m(B) + (u_i - mean^m_B(u)) / mu)``, and the
-Jacobian is ``diag(m) (I - 1 m^T / m(B)) / mu`` on the block.  Equal masses
-``m = 1`` give the unweighted formulas.
+The smoothing of Nesterov (2005, "Smooth minimization of non-smooth
+functions") of the support function of the permutahedron, and its gradient,
+a projection computed by isotonic regression (Blondel, Teboul, Berthet and
+Djolonga 2020, "Fast differentiable sorting and ranking"), with and without
+sample weights.  The formulas are in the user guide, :ref:`methods-newton`.
 """
 
 import numpy as np
@@ -67,7 +42,7 @@ def pooled_projection(keys, order, sigma, mu, block_start, m):
     """``q = proj_P(keys / mu)``, written over ``keys``, and the pooled blocks.
 
     ``P`` is the permutahedron of the nondecreasing ``sigma`` (with masses
-    ``m``, the base polytope of the module docstring, in its metric).  With
+    ``m``, the base polytope of :ref:`methods-newton`, in its metric).  With
     ``u = keys[order]`` sorted ascending, the projection is
     ``u / mu - iso(u / mu - sigma)``; computed as
     ``(u_i - mean_B(u)) / mu + mean_B(sigma)`` on each block ``B`` of the

@@ -1,41 +1,11 @@
 """Certified full-batch fits of convex spectral risks with smooth losses: proximal Newton on the weights.
 
-Minimises ``F(w, b) = sum_i sigma_i l(t)_(i) + R(w)`` with
-``t = s (X w + b) + c`` (:func:`skrank.datafits.rank_risk.affine_map`), nondecreasing
-``sigma`` (a convex spectral risk), a loss with a continuous derivative
-(logistic, squared hinge, squared, Huber) and ``R(w) = l1 ||w||_1 + l2/2
-||w||^2``.
-
-The risk is ``Omega(l) = max_{q in P(sigma)} q . l`` over the permutahedron
-``P(sigma)``.  The solver runs the proximal point method on the weights
-``q`` (Rockafellar 1976): with a centre ``c`` (first the mean weight) it
-minimises the smoothed objective
-
-    F_mu(theta; c) = max_{q in P(sigma)} [q . l(theta) - mu/2 ||q - c||^2] + R(w)
-
-in ``theta = (w, b)`` by Newton's method, then moves the centre to the
-maximising ``q``; the fixed point is the exact minimiser of ``F`` for any
-``mu > 0``.  The maximiser is one projection onto ``P(sigma)`` (one sort and
-one PAVA, :mod:`skrank.datafits.smoothed_risk`), and the Hessian of the
-smooth part is exact: ``[X, 1]^T diag(q l'') [X, 1] + l2 I`` plus, for each
-block the projection pools, ``(1/mu)`` times the scatter of the members' loss
-gradients about their mean.  With an l1 part the step minimises that
-quadratic model plus ``l1 ||w + d||_1`` by coordinate descent (proximal
-Newton, Lee, Sun and Saunders 2014).  ``mu`` starts large (an easy, nearly
-mean-risk problem) and falls fivefold whenever an outer iteration shrinks
-the gap less than threefold.
-
-Certificate: for every ``q`` in ``P(sigma)``, ``F* >= min_theta q . l(theta)
-+ R(w) =: min G_q``, so at ``theta``
-
-    F(theta) - F* <= [Omega(l) - q . l] + (G_q(theta) - min G_q),
-
-and with an l2 part in the penalty ``min G_q`` is bounded below by Fenchel
-duality, ``l(t) >= a t - l*(a)`` at the slopes ``a = l'(t)``: the bound is
-a duality gap.  With an l1 term alone or no penalty, the second term is
-estimated by the decrease of ``G_q``'s Newton model (``g^T H_q^{-1} g / 2``
-without l1: exact for the squared loss, the usual local estimate
-otherwise).  The fit stops when this bound is below ``tol |F|``.
+Minimises ``F(w, b) = sum_i sigma_i l(t)_(i) + R(w)`` for nondecreasing
+``sigma`` and a loss with a continuous derivative by the proximal point
+method on the rank weights (Rockafellar 1976, "Monotone operators and the
+proximal point algorithm"), with Newton steps on the Moreau-smoothed risk,
+and stops on a certified bound of ``F - F*``.  The method and its
+certificate are described in the user guide, :ref:`methods-newton`.
 """
 
 import time
@@ -45,6 +15,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from ...backends.dispatch import make_design
+from ...datafits.partial_auc import resort_scores
 from ...datafits.rank_risk import affine_map
 from ...datafits.smoothed_risk import (
     l1_newton_direction,
@@ -87,6 +58,8 @@ class _Problem:
 
     def __init__(self, X, y, risk, loss, penalty, fit_intercept, sample_weight=None):
         self.design = make_design(X, fit_intercept)
+        #: The same design, whose kept Gram matrix is the block term's (:meth:`block_scatter`).
+        self._block_design = None
         s, c = affine_map(y, loss.task)
         n = s.size
         # c = 0 (classification) or s = 1 (regression): a view of one number, not a vector
@@ -133,10 +106,13 @@ class _Problem:
         n_blocks = pooled_projection(keys, order, self.rank_weights(order), mu, self._starts, m)
         return keys, n_blocks
 
-    def risk_value(self, losses):
-        """``Omega(l)``, the (weighted) risk of the losses."""
-        order = np.argsort(losses, kind="stable")
-        return float(losses[order] @ self.rank_weights(order))
+    def risk_value(self, losses, order=None):
+        """``Omega(l)``, the (weighted) risk of the losses (``order``: a permutation nearly sorting them)."""
+        if order is None:
+            order = np.argsort(losses, kind="stable")
+            return float(losses[order] @ self.rank_weights(order))
+        order = order.copy()
+        return float(resort_scores(losses, order) @ self.rank_weights(order))
 
     def arguments(self, theta, shift=True):
         """The loss arguments ``s [X, 1] theta + c``; without ``shift``, their change ``s [X, 1] theta``."""
@@ -211,8 +187,9 @@ class _Problem:
         unit = self.mass is None  # unit masses: no divisions, no reordered copies
         losses_and_keys(t, self.loss.code, self.loss.param, mu, center if unit else center / self.m,
                         value, d1, keys)
-        # the last order nearly sorts the keys: a stable sort (timsort) of them is fast
-        order = self._order[np.argsort(keys[self._order], kind="stable")]
+        # the last order nearly sorts the keys: re-sorted from it in O(n) (insertion or radix sort)
+        order = self._order.copy()
+        resort_scores(keys, order)
         self._order = order
         q, nb = self.projection(keys, order, mu)
         diff = q - center
@@ -268,7 +245,16 @@ class _Problem:
             return None
         h, indicator, block_mass = terms
         sums = self.design.left_product(indicator)
-        return self._scatter(self.design.weighted_gram(h), sums, block_mass, mu)
+        if self._block_design is None:
+            self._block_design = make_design(self.design.X, self.design.fit_intercept)
+        # exact, but only the rows whose weight changed are added again (after a move of the centre: those
+        # that joined or left the blocks)
+        return self._scatter(self._block_design.gram(h), sums, block_mass, mu)
+
+    @property
+    def block_passes(self):
+        """The passes over ``X`` of the block term's Gram matrices (:meth:`block_scatter`)."""
+        return 0 if self._block_design is None else self._block_design.passes
 
     def _block_terms(self, state):
         """``(h, M, m(B))`` of :meth:`block_scatter`: the members' weights ``m_i l'_i^2``, the sparse
@@ -283,9 +269,10 @@ class _Problem:
         mass = self.m[idx]
         h = np.zeros(self.s.size)
         h[idx] = mass * coef * coef
-        block_id = np.repeat(np.arange(size.size), size)
-        indicator = sp.csr_matrix((mass * coef, (block_id, idx)), shape=(size.size, self.s.size))
-        return h, indicator, np.bincount(block_id, weights=mass, minlength=size.size)
+        # the members come block by block: the rows of the indicator, without a conversion from pairs
+        indptr = np.concatenate(([0], np.cumsum(size)))
+        indicator = sp.csr_matrix((mass * coef, idx, indptr), shape=(size.size, self.s.size))
+        return h, indicator, np.add.reduceat(mass, first)
 
     @staticmethod
     def _scatter(G_block, sums, block_mass, mu):
@@ -310,7 +297,7 @@ class _Problem:
         ``F(theta) - F*`` until the gradient is tiny).
         """
         value = state["value"]
-        omega = self.risk_value(value)
+        omega = self.risk_value(value, state["order"])
         F = omega + self.penalty(theta)
         estimate = max(omega - float(state["q"] @ value), 0.0) + decrease / (1.0 - _HESSIAN_SLACK)
         if self.l2 > 0.0:
@@ -683,7 +670,7 @@ class _ProximalPoint:
             objective_history=np.asarray(self.history), stop_criterion=gap / max(abs(F), 1e-300),
             converged=self.certified,
             info=dict(certified=self.certified, gap=gap, mu=self.mu, outer=self.outer, weights=weights,
-                      passes=design.passes, time=time.perf_counter() - start),
+                      passes=design.passes + problem.block_passes, time=time.perf_counter() - start),
         )
 
 
