@@ -530,13 +530,18 @@ def _first_center(problem, theta, warm):
     """The centre of the first smoothing and the largest rank weight per unit of mass, at ``theta``.
 
     The centre is the mean weight (the weights of the mean risk) or, from a
-    warm start, the rank weights of the losses at ``theta``.
+    warm start, the rank weights of the losses at ``theta``, tied losses
+    sharing their weights in proportion to their masses.
     """
-    order = np.argsort(problem.loss.value(problem.arguments(theta)), kind="stable")
+    losses = problem.loss.value(problem.arguments(theta))
+    order = np.argsort(losses, kind="stable")
     sigma = problem.rank_weights(order)
     if warm:
+        first = np.flatnonzero(np.r_[True, np.diff(losses[order]) != 0.0])
+        mass = problem.m[order]
+        share = np.add.reduceat(sigma, first) / np.add.reduceat(mass, first)
         center = np.empty(order.size)
-        center[order] = sigma
+        center[order] = mass * np.repeat(share, np.diff(np.r_[first, order.size]))
     else:
         center = problem.m * (sigma.sum() / order.size)
     return center, float(np.max(sigma / problem.m[order]))
@@ -593,7 +598,7 @@ class _ProximalPoint:
         self.mu = _MU_SCALE * max(abs(F), 1e-12) / max(problem.s.size * top, 1e-300)
         if warm:
             self.mu *= _MU_WARM
-        self.outer, self.certified = 0, False
+        self.outer, self.certified, self.warm = 0, False, warm
         self.inner_tol = 1e-2 * abs(F)
         self.last_gap = np.inf
         self.stalled, self.outer_stalls = False, 0
@@ -608,8 +613,9 @@ class _ProximalPoint:
         self.outer += 1
         F, gap, estimate = problem.certificate(self.theta, state, decrease_q)
         if problem.l2 > 0.0:
-            # a duality gap: the lowest F against the largest dual bound found so far
-            if F < self.best[0] or not np.isfinite(self.best[2]):
+            # a duality gap: the lowest F found against the largest dual bound found so far; a cold start
+            # is a candidate too (theta = 0 is the optimum where every loss ties there)
+            if F < self.best[0] or (self.warm and not np.isfinite(self.best[2])):
                 self.best = (F, self.theta.copy(), gap, state["q"])
             self.best = _with_dual_gap(problem, self.best)
         elif gap < self.best[2]:
