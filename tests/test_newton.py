@@ -265,3 +265,20 @@ def test_relative_weights_are_an_exact_power_of_two_rescaling():
     tiny = np.array([1e-310, 3e-310])  # subnormal: scaled up exactly, their sum no longer rounds
     v = relative_weights(tiny)
     assert 0.5 <= v.max() < 1.0 and v[0] / v[1] == tiny[0] / tiny[1]
+
+
+def test_with_an_l2_part_gram_matrices_are_formed_for_steps_only(monkeypatch, linear_data):
+    from skrank.backends.design import Design
+    calls = []
+    products = Design.step_products
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        return products(self, *args, **kwargs)
+
+    monkeypatch.setattr(Design, "step_products", counted)
+    X, y = linear_data("classification", 300, 8, 11)
+    res = smoothed_newton(RankRisk(X, y, Superquantile(q=0.7), get_loss("logistic")), get_penalty("l2", 1e-2))
+    assert res.converged
+    # the stopping checks between the steps estimate the decrement from the last Hessian
+    assert len(calls) < res.n_iter + res.info["outer"]
