@@ -9,8 +9,10 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
+# --no-compile: no bytecode for every installed module up front (half the install's time); Python
+# writes it for the modules the tests import, on first import
 $(VENV)/.test-installed: $(PY) pyproject.toml
-	$(PY) -m pip install --quiet -e ".[test,bench]"
+	$(PY) -m pip install --quiet --no-compile -e ".[test,bench]"
 	touch $@
 
 $(VENV)/.demo-installed: $(PY) pyproject.toml
@@ -21,9 +23,13 @@ $(VENV)/.docs-installed: $(PY) pyproject.toml
 	$(PY) -m pip install --quiet -e ".[doc]"
 	touch $@
 
+# The tests run in pytest-xdist workers, one per logical CPU and at most 4 (each takes up to
+# about 1.2 GB); `make test PYTEST_WORKERS=0` runs them in one process.
+PYTEST_WORKERS ?= logical
+
 test: $(VENV)/.test-installed
 	$(VENV)/bin/ruff check skrank tests benchmarks examples
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --maxprocesses=4 --dist loadgroup tests
 
 demo: $(VENV)/.demo-installed
 	$(PY) -m skrank.demo

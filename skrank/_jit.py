@@ -243,6 +243,27 @@ class _CacheFile(IndexDataCacheFile):
                        "the kernel is compiled again and the entry rewritten where possible.")
             return None
 
+    def save(self, key, data):
+        """Write an entry under an exclusive lock on the cache folder (where the system has ``flock``).
+
+        Numba names a new entry's data file from the index it has just read:
+        two processes (parallel test workers, ``n_jobs`` fits on a fresh
+        install) compiling two signatures of one kernel at once could take
+        the same name, and the index left behind could point one signature
+        at the other's code.
+        """
+        try:
+            import fcntl
+
+            folder = os.open(self._cache_path, os.O_RDONLY)
+        except (ImportError, OSError):
+            return super().save(key, data)
+        try:
+            fcntl.flock(folder, fcntl.LOCK_EX)
+            return super().save(key, data)
+        finally:
+            os.close(folder)
+
 
 class _FallbackCache(FunctionCache):
     """A per-function Numba cache that degrades to compiling in memory instead of raising.
