@@ -409,7 +409,8 @@ def test_default_margin_is_a_quarter_of_the_logistic_scores_spread():
     assert PartialAUCClassifier(margin=0.7).fit(X, y).margin_[0] == 0.7
 
 
-@pytest.mark.parametrize("case", ["normal", "spread", "clustered", "ties", "infinite", "nearly_sorted"])
+@pytest.mark.parametrize("case", ["normal", "spread", "clustered", "ties", "infinite", "nearly_sorted",
+                                  "subnormal_spread"])
 def test_resort_scores_is_a_stable_sort_from_the_given_order(case):
     # the radix sorts (and the insertion shortcut) against NumPy's stable argsort of the same start
     rng = np.random.default_rng(3)
@@ -421,6 +422,7 @@ def test_resort_scores_is_a_stable_sort_from_the_given_order(case):
         "ties": rng.integers(-3, 3, size=n).astype(float),
         "infinite": np.concatenate([rng.normal(size=n - 4), [np.inf, -np.inf, 1e308, -5e-324]]),
         "nearly_sorted": np.sort(rng.normal(size=n)),
+        "subnormal_spread": rng.integers(0, 5, size=n) * 5e-324,
     }[case]
     order = rng.permutation(n)
     if case == "nearly_sorted":

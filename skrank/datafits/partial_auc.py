@@ -224,6 +224,8 @@ def _range_radix_sort(keys, perm):
     if hi == lo:
         return True
     scale = 4294967296.0 / (hi - lo)
+    if not scale < np.inf:
+        return False  # a spread of a few subnormals: the exact sort orders them
     packed = np.empty(n, dtype=np.uint64)
     packed2 = np.empty(n, dtype=np.uint64)
     counts = np.zeros((3, 2048), dtype=np.int64)
