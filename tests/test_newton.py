@@ -224,6 +224,24 @@ def test_dual_ascent_certifies_a_degenerate_optimum():
     assert problem.dual_ascent(np.zeros(X.shape[1] + 1), 300) and start < problem.best_dual <= np.log(2.0)
 
 
+@pytest.mark.parametrize("risk", [Superquantile(q=0.8), Superquantile(q=0.9), TopK(k=0.1)])
+def test_an_optimum_at_zero_is_certified_at_the_first_outer_iteration(risk):
+    """Labels independent of the features, 30% positive: the tail risk is lowest at ``theta = 0``.
+
+    Every loss ties there; the check at the first certificate finds weights
+    with vanishing slopes and certifies ``theta = 0`` without the further
+    outer iterations (three here) that the proximal point steps need.
+    """
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(2000, 6)) * np.array([1.0, 10.0, 0.1, 1.0, 3.0, 1.0])
+    y = np.where(rng.random(2000) < 0.3, 1.0, -1.0)
+    res = smoothed_newton(RankRisk(X, y, risk, get_loss("logistic")), get_penalty("l2", 1e-3), tol=1e-7)
+    assert res.converged and res.info["outer"] == 1
+    assert np.all(res.coef == 0.0) and res.intercept == 0.0
+    assert res.objective == pytest.approx(np.log(2.0), rel=1e-12)
+    assert res.info["gap"] <= 1e-7 * np.log(2.0)
+
+
 @pytest.mark.parametrize("risk, loss_name, big, small, seed", [
     (Superquantile(q=0.8), "squared", 1e237, 1e-96, 0),  # shares that underflow: masses of 0
     (ERM(), "squared", 1e300, 1e-200, 0),

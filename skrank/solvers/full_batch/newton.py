@@ -51,6 +51,12 @@ _INNER_FRACTION = 0.1
 #: and the steps without a gain of a thousandth of the gap after which they stop.
 _DUAL_ASCENT_STEPS = 300
 _DUAL_ASCENT_PATIENCE = 20
+#: Most accelerated alternating projections of the check that ``theta = 0`` is optimal
+#: (:func:`_certify_zero`), and the factor by which the estimated gap must shrink every
+#: ``_ZERO_WINDOW`` of them for the check to go on.
+_ZERO_STEPS = 50
+_ZERO_WINDOW = 10
+_ZERO_SHRINK = 0.1
 #: The decrement is computed exactly once the estimated gap is below this many times the tolerance.
 _EXACT_DECREMENT = 100.0
 
@@ -394,6 +400,65 @@ def _dual_ascent_impl(problem, theta, max_steps):
     return improved
 
 
+def _certify_zero(problem, q, tol):
+    """Raise the dual bound toward ``F(0)`` where every loss ties at ``theta = 0``; returns ``F(0)``.
+
+    At ``theta = 0`` the risk's subdifferential is all of ``P(sigma)``:
+    ``F(theta) >= F(0) + g(q).theta + R(w)`` for each ``q`` in it, with
+    ``g(q) = [X, 1]^T (s q l'(0))``, so that ``F(0) - F* <= R*(-g_w(q))``
+    when ``g_b(q) = 0`` (:meth:`_Problem.dual_bound`).  ``theta = 0`` is
+    optimal exactly when ``P(sigma)`` meets the null space of
+    ``A = [X, 1]^T diag(s l'(0))``: a point of both is sought by
+    accelerated alternating projections (projected gradient steps of
+    ``||A q||^2`` in the metric of ``(A diag(m) A^T)^-1``, one weighted
+    Gram matrix, then two products with ``X``, one sort and one PAVA a
+    step), from the weights ``q``.  It stops when the certified gap is
+    below ``tol F(0)``, or when the estimated one ``||g||^2 / (2 l2)`` (the
+    intercept's slope too, which must vanish) shrinks too slowly (``theta =
+    0`` is not optimal).  None when the losses do not tie at 0 or the
+    penalty has no l2 part.
+    """
+    design, m = problem.design, problem.m
+    t = problem.arguments(np.zeros(design.p))
+    if problem.l2 == 0.0 or np.ptp(t) != 0.0:
+        return None
+    F0 = problem.objective(np.zeros(design.p))
+    _, slope, _ = problem.loss.derivatives(t)
+    sa = problem.s * slope
+    try:
+        G = design.weighted_gram(m * sa * sa)
+        factor = scipy.linalg.cho_factor(G + 1e-12 * np.trace(G) * np.eye(design.p), check_finite=False)
+    except (np.linalg.LinAlgError, ValueError):
+        return F0
+    q = np.array(q, dtype=np.float64)
+    z, order, momentum = q, np.argsort(q / m, kind="stable"), 1.0
+    u = u_q = design.rmatvec(sa * q)
+    best, checkpoint = np.inf, float(u @ u) / (2.0 * problem.l2)
+    for k in range(1, _ZERO_STEPS + 1):
+        keys = (z - m * sa * design.matvec(scipy.linalg.cho_solve(factor, u, check_finite=False))) / m
+        resort_scores(keys, order)
+        q_new, _ = problem.projection(keys, order, 1.0)
+        u_new = design.rmatvec(sa * q_new)
+        estimate = float(u_new @ u_new) / (2.0 * problem.l2)
+        if estimate <= tol * abs(F0) and estimate < best:
+            bound = problem.dual_bound(q_new, slope)
+            if bound > problem.best_dual:
+                problem.best_dual, problem.best_dual_weights = bound, q_new
+            if F0 - problem.best_dual <= tol * abs(F0):
+                break
+        best = min(best, estimate)
+        if k % _ZERO_WINDOW == 0:
+            if best > _ZERO_SHRINK * checkpoint:
+                break
+            checkpoint = best
+        next_momentum = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * momentum * momentum))
+        beta = (momentum - 1.0) / next_momentum
+        z = q_new + beta * (q_new - q)
+        u = u_new + beta * (u_new - u_q)
+        q, u_q, momentum = q_new, u_new, next_momentum
+    return F0
+
+
 def _dual_ascent_step(problem, sa):
     """The step ``1/L`` of :func:`_dual_ascent_impl` (``sa = s a``), None when ``L = 0``.
 
@@ -605,6 +670,7 @@ class _ProximalPoint:
         self.last_gap = np.inf
         self.stalled, self.outer_stalls = False, 0
         self.theta, self.center = theta, center
+        self.from_zero = not np.any(theta)
         self.F_mu, self.state = problem.smoothed(theta, self.mu, center)
 
     def outer_iteration(self, decrease_q, tol):
@@ -620,6 +686,8 @@ class _ProximalPoint:
             if F < self.best[0] or (self.warm and not np.isfinite(self.best[2])):
                 self.best = (F, self.theta.copy(), gap, state["q"])
             self.best = _with_dual_gap(problem, self.best)
+            if self.outer == 1 and self.from_zero and not self.warm and F >= self.history[0]:
+                self.check_zero(state["q"], tol)  # no iterate beat the start theta = 0: maybe the optimum
         elif gap < self.best[2]:
             self.best = (F, self.theta.copy(), gap, state["q"])
         self.history.append(F)
@@ -635,6 +703,16 @@ class _ProximalPoint:
         self.center = state["q"]
         self.F_mu, self.state = problem.smoothed(self.theta, self.mu, self.center)
         return False
+
+    def check_zero(self, q, tol):
+        """Certify ``theta = 0`` (:func:`_certify_zero`) from the weights ``q``; returns whether certified."""
+        problem = self.problem
+        F0 = _certify_zero(problem, q, tol)
+        if F0 is not None and F0 <= self.best[0]:
+            weights = q if problem.best_dual_weights is None else problem.best_dual_weights
+            self.best = _with_dual_gap(problem, (F0, np.zeros_like(self.theta), np.inf, weights))
+        self.certified = self.best[2] <= tol * abs(self.best[0])
+        return self.certified
 
     def close_from_dual(self, tol):
         """The Newton steps stall in rounding: a last try to close the gap by :meth:`_Problem.dual_ascent`."""
@@ -732,7 +810,9 @@ def smoothed_newton(datafit, penalty, *, coef_init=None, intercept_init=None, ma
     # a pass is costly)
     reuse = problem.l2 > 0.0 and not design.fuses_products
     H = None
-    while run.steps < max_iter and run.outer < max_iter:
+    if run.warm and run.from_zero and problem.l2 > 0.0:
+        run.check_zero(run.center, tol)  # a warm start at theta = 0, where the losses may tie
+    while not run.certified and run.steps < max_iter and run.outer < max_iter:
         decrease_q = None
         far = run.last_gap > max(_EXACT_DECREMENT * tol, 1e-4) * abs(run.history[-1])
         if reuse and H is not None and far:
