@@ -10,6 +10,7 @@ partial-AUC one, which ignores ``b``, or the average-precision one) and
 
 import numpy as np
 
+from .._jit import njit
 from ..backends.dispatch import make_design
 from .base import Datafit
 
@@ -83,14 +84,9 @@ class LogisticAnchoredObjective(Datafit):
         value = float(self.row_weight @ terms)
         if not gradient:
             return value, None
-        inv = np.add(e, 1.0, out=terms)
-        np.reciprocal(inv, out=inv)
-        e *= inv
-        dz = np.where(m >= 0.0, e, inv)
-        dz *= self.margin_sign
-        dz *= self.row_weight
-        np.negative(dz, out=dz)
-        return value, dz
+        _logistic_derivatives(m, e, self.margin_sign, self.row_weight, terms)
+        return value, terms
+
 
     def _data_term(self, theta, gradient):
         r = self.rank_weight
@@ -113,3 +109,12 @@ class LogisticAnchoredObjective(Datafit):
 
     def _scale_row_weight(self):
         return self.row_weight
+
+
+@njit(cache=True)
+def _logistic_derivatives(m, e, sign, row_weight, out):
+    """``out = -sign row_weight sigmoid(-m)`` from ``e = exp(-|m|)``: the derivatives in ``z``."""
+    for i in range(m.shape[0]):
+        inv = 1.0 / (e[i] + 1.0)
+        d = e[i] * inv if m[i] >= 0.0 else inv
+        out[i] = -(d * sign[i] * row_weight[i])

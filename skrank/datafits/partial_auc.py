@@ -152,6 +152,14 @@ def range_loss_and_score_gradients(h_pos, h_neg, omega, loss, orders=None, pos_w
     center = 0.5 * (h_neg.mean() + h_pos.mean()) if h_pos.size and h_neg.size else 0.0
     h_pos = h_pos - center
     h_neg = h_neg - center
+    if orders is not None and not callable(omega) and loss.pieces:
+        # the common case in one compiled call: re-sort both classes, then the prefix sums
+        g_pos = np.empty_like(h_pos)
+        g_neg = np.empty_like(h_neg)
+        vp = np.empty(0) if pos_weight is None else np.asarray(pos_weight, dtype=np.float64)
+        total = _resorted_quadratic_sums(h_pos, h_neg, orders[1], orders[0], omega, vp,
+                                         np.array(loss.pieces, dtype=np.float64), g_pos, g_neg)
+        return float(total), g_pos, g_neg
     if orders is None:
         order_neg = np.argsort(-h_neg, kind="stable")
         order_pos = np.argsort(h_pos, kind="stable")
@@ -195,10 +203,44 @@ def resort_scores(vals, order):
     comparison sort costs several times more.
     """
     keys = vals[order]
+    _resort_keys(keys, order)
+    return keys
+
+
+@njit(cache=True)
+def _resort_keys(keys, order):
+    """The compiled body of :func:`resort_scores` on the gathered ``keys = vals[order]``."""
     n = keys.shape[0]
     if not _insertion_keyed(keys, order, n // 32) and not _range_radix_sort(keys, order):
         _radix_sort(keys, order)
-    return keys
+
+
+@njit(cache=True)
+def _resorted_quadratic_sums(h_pos, h_neg, order_pos, order_neg, omega, vp, pieces, g_pos, g_neg):
+    """:func:`_quadratic_range_sums` after re-sorting both classes from ``order_pos`` and ``order_neg``.
+
+    ``vp`` the positives' weights in input order (empty for unit
+    weights); ``omega`` the rank weights, the ranks after its last positive
+    entry ignored.  The orders are updated in place, as
+    :func:`resort_scores` does.
+    """
+    hp = h_pos[order_pos]
+    _resort_keys(hp, order_pos)
+    keys = np.empty(h_neg.shape[0])
+    for k in range(keys.shape[0]):
+        keys[k] = -h_neg[order_neg[k]]
+    _resort_keys(keys, order_neg)
+    end = omega.shape[0]
+    while end > 0 and not omega[end - 1] > 0:
+        end -= 1
+    q = np.empty(end)
+    for k in range(end):
+        q[k] = -keys[k]
+    if vp.shape[0] == 0:
+        v = np.ones(hp.shape[0])
+    else:
+        v = vp[order_pos]
+    return _quadratic_range_sums(hp, v, order_pos, q, order_neg[:end], omega[:end], pieces, g_pos, g_neg)
 
 
 @njit(cache=True)

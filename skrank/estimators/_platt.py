@@ -10,7 +10,6 @@ the log-likelihood terms and Platt's class counts (user guide,
 """
 
 import numpy as np
-from scipy.special import expit
 from sklearn.utils.validation import check_is_fitted
 
 from ..backends import arrays
@@ -58,34 +57,47 @@ def fit_platt(scores, y, *, sample_weight=None, max_iter=100):
     u = (s - mean) / spread  # work on standardised scores
     a, b = 0.0, float(np.log((n_pos + 1.0) / (n_neg + 1.0)))
 
-    def nll(a_, b_):
-        f = a_ * u + b_
-        # t log sigmoid(f) + (1 - t) log sigmoid(-f) = log sigmoid(f) - (1 - t) f
-        log_sigmoid = np.minimum(f, 0.0) - np.log1p(np.exp(-np.abs(f)))
-        return -float(np.sum(v * (log_sigmoid - (1.0 - t) * f)))
-
-    current = nll(a, b)
+    uu = u * u
+    weighted = np.ones_like(u) if sample_weight is None else v
+    # one exponential per point serves the likelihood and the next Newton step
+    current, p = _platt_nll(a, b, u, t, weighted)
     for _ in range(max_iter):
-        p = expit(a * u + b)
         r = v * (p - t)
         g = np.array([r @ u, r.sum()])
         wgt = v * p * (1.0 - p) + 1e-12
-        H = np.array([[wgt @ (u * u), wgt @ u], [wgt @ u, wgt.sum()]]) + 1e-10 * np.eye(2)
+        wu = wgt @ u
+        H = np.array([[wgt @ uu, wu], [wu, wgt.sum()]]) + 1e-10 * np.eye(2)
         step = np.linalg.solve(H, g)
         size = 1.0
         while size > 1e-10:
-            trial = nll(a - size * step[0], b - size * step[1])
+            trial, p_trial = _platt_nll(a - size * step[0], b - size * step[1], u, t, weighted)
             if trial <= current:
                 break
             size *= 0.5
         a, b = a - size * step[0], b - size * step[1]
         done = current - trial <= 1e-12 * max(1.0, abs(current))
-        current = min(trial, current)
+        if trial <= current:
+            current, p = trial, p_trial
+        else:  # no decrease down to the smallest step: the step is taken all the same
+            p = _platt_nll(a, b, u, t, weighted)[1]
         if done or np.max(np.abs(g)) <= 1e-10 * max(1, n_pos + n_neg):
             break
     A = a / spread
     B = b - a * mean / spread
     return float(A), float(B)
+
+
+def _platt_nll(a, b, u, t, v):
+    """Platt's smoothed negative log-likelihood at ``(a, b)`` and ``sigmoid(a u + b)``: one exponential."""
+    f = a * u + b
+    e = np.abs(f)
+    np.negative(e, out=e)
+    np.exp(e, out=e)
+    # t log sigmoid(f) + (1 - t) log sigmoid(-f) = log sigmoid(f) - (1 - t) f
+    log_sigmoid = np.minimum(f, 0.0) - np.log1p(e)
+    value = -float(v @ (log_sigmoid - (1.0 - t) * f))
+    inv = 1.0 / (1.0 + e)
+    return value, np.where(f >= 0.0, inv, e * inv)
 
 
 def platt_threshold(scores, y, sample_weight=None):
