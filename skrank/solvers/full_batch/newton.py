@@ -426,8 +426,11 @@ def _certify_zero(problem, q, tol):
     _, slope, _ = problem.loss.derivatives(t)
     sa = problem.s * slope
     try:
-        G = design.weighted_gram(m * sa * sa)
-        factor = scipy.linalg.cho_factor(G + 1e-12 * np.trace(G) * np.eye(design.p), check_finite=False)
+        G = np.array(design.weighted_gram(m * sa * sa), dtype=np.float64)  # a copy, the ridge added below
+        # a ridge relative to each column's own scale, so that X * c (alpha c^2) takes the same steps
+        diagonal = np.diag(G).copy()
+        G[np.diag_indices_from(G)] += np.where(diagonal > 0.0, 1e-12 * diagonal, 1.0)
+        factor = scipy.linalg.cho_factor(G, check_finite=False)
     except (np.linalg.LinAlgError, ValueError):
         return F0
     q = np.array(q, dtype=np.float64)
