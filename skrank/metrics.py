@@ -2,9 +2,13 @@
 
 * :func:`partial_auc_score` -- the normalised area under the ROC curve between
   two false-positive rates, computed on scikit-learn's ROC points;
+* :func:`two_way_partial_auc_score` -- the normalised area under the ROC curve
+  where the true-positive rate is at least a floor and the false-positive
+  rate at most a ceiling;
 * :func:`rank_risk_score` -- a risk (superquantile, extremile, ...) of the
   individual losses of a prediction;
-* :func:`make_partial_auc_scorer` and :func:`make_rank_risk_scorer` -- the
+* :func:`make_partial_auc_scorer`, :func:`make_two_way_partial_auc_scorer`
+  and :func:`make_rank_risk_scorer` -- the
   same quantities as scorers for :class:`~sklearn.model_selection.GridSearchCV`
   and :func:`~sklearn.model_selection.cross_val_score`.
 """
@@ -19,6 +23,8 @@ from sklearn.utils.multiclass import type_of_target
 __all__ = [
     "partial_auc_score",
     "make_partial_auc_scorer",
+    "two_way_partial_auc_score",
+    "make_two_way_partial_auc_scorer",
     "rank_risk_score",
     "make_rank_risk_scorer",
 ]
@@ -64,7 +70,8 @@ def _area_between(x, y, alpha, beta):
     return float(np.sum(0.5 * (y_lo + y_hi) * (hi - lo)))
 
 
-def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=None, pos_label=None):
+def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=None, pos_label=None,
+                      average="macro"):
     """Normalised partial area under the ROC curve over a false-positive-rate range.
 
     The ROC curve is the one of :func:`sklearn.metrics.roc_curve` with
@@ -92,11 +99,19 @@ def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=No
         Label of the positive class.  When None the larger of the two labels
         present in ``y_true`` is positive (as in ``roc_auc_score`` and as
         ``classes_[1]`` of scikit-learn classifiers).
+    average : {"macro", "micro"} or None, default="macro"
+        For a multi-label indicator ``y_true`` of shape (n_samples,
+        n_labels) with scores of the same shape: the mean of the labels'
+        scores ("macro"), the score of all (sample, label) pairs pooled
+        ("micro", each pair with its sample's weight), or the array of the
+        labels' scores (None), as in :func:`sklearn.metrics.roc_auc_score`.
+        Ignored for binary ``y_true``.
 
     Returns
     -------
-    float
-        The partial AUC, normalised to ``[0, 1]``.
+    float or ndarray of shape (n_labels,)
+        The partial AUC, normalised to ``[0, 1]`` (per label with
+        ``average=None``).
 
     Raises
     ------
@@ -121,6 +136,8 @@ def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=No
     0.5
     """
     alpha, beta = _check_fpr_range(fpr_range)
+    if _is_multilabel(y_true):
+        return _over_labels(partial_auc_score, y_true, y_score, sample_weight, average, fpr_range=fpr_range)
     y_true, y_score = _check_scores(y_true, y_score, sample_weight)
     pos_label = _check_binary_labels(y_true, pos_label)
     if sample_weight is not None:
@@ -130,6 +147,161 @@ def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=No
     )
     # the area over the band lies in [0, beta - alpha]; rounding can put the ratio an ulp above 1
     return float(np.clip(_area_between(fpr, tpr, alpha, beta) / (beta - alpha), 0.0, 1.0))
+
+
+def _check_two_way(tpr_min, fpr_max):
+    """Validate the two-way region and return it as two floats."""
+    for name, v in (("tpr_min", tpr_min), ("fpr_max", fpr_max)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v):
+            raise ValueError(f"{name} must be a finite real number, got {v!r}.")
+    tpr_min, fpr_max = float(tpr_min), float(fpr_max)
+    if not 0.0 <= tpr_min < 1.0:
+        raise ValueError(f"tpr_min must lie in [0, 1), got {tpr_min!r}.")
+    if not 0.0 < fpr_max <= 1.0:
+        raise ValueError(f"fpr_max must lie in (0, 1], got {fpr_max!r}.")
+    return tpr_min, fpr_max
+
+
+def _excess_over(x, y, level):
+    """The curve ``max(y - level, 0)`` through ``(x, y)`` (both nondecreasing), as points.
+
+    The points where a segment crosses ``level`` are added, so that the
+    curve stays piecewise linear between the returned points.
+    """
+    k = np.flatnonzero((y[:-1] < level) & (y[1:] > level))
+    xc = x[k] + (level - y[k]) / (y[k + 1] - y[k]) * (x[k + 1] - x[k])
+    x = np.insert(x, k + 1, xc)
+    y = np.insert(y, k + 1, level)
+    return x, np.maximum(y - level, 0.0)
+
+
+def two_way_partial_auc_score(y_true, y_score, *, tpr_min, fpr_max, sample_weight=None, pos_label=None,
+                              average="macro"):
+    """Normalised two-way partial AUC: the ROC area where TPR >= ``tpr_min`` and FPR <= ``fpr_max``.
+
+    The ROC curve is that of :func:`sklearn.metrics.roc_curve` with
+    ``drop_intermediate=False``, joined by straight lines (tied scores count
+    one half, as in :func:`sklearn.metrics.roc_auc_score`).  The score is
+    the area of the region under the curve, above the line
+    ``TPR = tpr_min`` and left of ``FPR = fpr_max``, divided by the area of
+    that rectangle, ``fpr_max (1 - tpr_min)``: 1 for a perfect ranking, 0
+    for one whose curve never enters the rectangle.  With ``tpr_min=0`` it
+    is :func:`partial_auc_score` over ``fpr_range=(0, fpr_max)``.  The user
+    guide relates it to other libraries' definitions.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True binary labels.
+    y_score : array-like of shape (n_samples,)
+        Scores, larger meaning more likely positive.
+    tpr_min : float
+        The true-positive-rate floor, in ``[0, 1)``.
+    fpr_max : float
+        The false-positive-rate ceiling, in ``(0, 1]``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Sample weights.
+    pos_label : int, float, bool or str, default=None
+        Label of the positive class; None means the larger label.
+    average : {"macro", "micro"} or None, default="macro"
+        For a multi-label indicator ``y_true`` of shape (n_samples,
+        n_labels) with scores of the same shape: the mean of the labels'
+        scores ("macro"), the score of all (sample, label) pairs pooled
+        ("micro", each pair with its sample's weight), or the array of the
+        labels' scores (None), as in :func:`sklearn.metrics.roc_auc_score`.
+        Ignored for binary ``y_true``.
+
+    Returns
+    -------
+    float or ndarray of shape (n_labels,)
+        The two-way partial AUC, normalised to ``[0, 1]``.
+
+    Raises
+    ------
+    ValueError
+        If ``y_true`` is not binary or holds a single class, if ``y_score``
+        holds NaN or infinity, if the lengths disagree, or if ``tpr_min`` or
+        ``fpr_max`` is out of range.
+
+    Examples
+    --------
+    >>> from skrank.metrics import two_way_partial_auc_score
+    >>> y = [0, 0, 1, 1]
+    >>> s = [0.1, 0.4, 0.35, 0.8]
+    >>> two_way_partial_auc_score(y, s, tpr_min=0.5, fpr_max=0.5)
+    0.0
+    >>> two_way_partial_auc_score(y, s, tpr_min=0.5, fpr_max=1.0)
+    0.5
+    """
+    tpr_min, fpr_max = _check_two_way(tpr_min, fpr_max)
+    if _is_multilabel(y_true):
+        return _over_labels(two_way_partial_auc_score, y_true, y_score, sample_weight, average,
+                            tpr_min=tpr_min, fpr_max=fpr_max)
+    y_true, y_score = _check_scores(y_true, y_score, sample_weight)
+    pos_label = _check_binary_labels(y_true, pos_label)
+    if sample_weight is not None:
+        sample_weight = _check_class_weights(sample_weight, y_true == pos_label)
+    fpr, tpr, _ = roc_curve(
+        y_true, y_score, pos_label=pos_label, sample_weight=sample_weight, drop_intermediate=False
+    )
+    x, height = _excess_over(fpr, tpr, tpr_min)
+    area = _area_between(x, height, 0.0, fpr_max)
+    return float(np.clip(area / (fpr_max * (1.0 - tpr_min)), 0.0, 1.0))
+
+
+def make_two_way_partial_auc_scorer(*, tpr_min, fpr_max, pos_label=None):
+    """Scorer for :func:`two_way_partial_auc_score`, for ``GridSearchCV(scoring=...)``.
+
+    The scorer uses the estimator's ``decision_function`` when it has one,
+    and the positive-class column of ``predict_proba`` otherwise.
+
+    Parameters
+    ----------
+    tpr_min : float
+        The true-positive-rate floor, in ``[0, 1)``.
+    fpr_max : float
+        The false-positive-rate ceiling, in ``(0, 1]``.
+    pos_label : int, float, bool or str, default=None
+        Label of the positive class; None means the larger label.
+
+    Returns
+    -------
+    scorer : callable
+        ``scorer(estimator, X, y)``; greater is better.
+    """
+    tpr_min, fpr_max = _check_two_way(tpr_min, fpr_max)
+    kwargs = {"tpr_min": tpr_min, "fpr_max": fpr_max}
+    if pos_label is not None:
+        kwargs["pos_label"] = pos_label
+    return make_scorer(two_way_partial_auc_score, response_method=("decision_function", "predict_proba"),
+                       greater_is_better=True, **kwargs)
+
+
+def _is_multilabel(y_true):
+    return np.ndim(y_true) == 2 and np.shape(y_true)[1] > 1
+
+
+def _over_labels(score, y_true, y_score, sample_weight, average, **region):
+    """``score`` on a multi-label indicator ``y_true``: macro, micro or per label (``average=None``)."""
+    if average not in ("macro", "micro", None):
+        raise ValueError(f"average must be 'macro', 'micro' or None, got {average!r}.")
+    y_true, y_score = np.asarray(y_true), np.asarray(y_score)
+    if type_of_target(y_true, input_name="y_true") != "multilabel-indicator":
+        raise ValueError("A 2-D y_true must be a multi-label indicator matrix of 0 and 1.")
+    if y_score.shape != y_true.shape:
+        raise ValueError(f"y_score has shape {y_score.shape}; a multi-label y_true of shape "
+                         f"{y_true.shape} needs scores of the same shape.")
+    if average == "micro":
+        weight = None if sample_weight is None else np.repeat(np.asarray(sample_weight), y_true.shape[1])
+        return score(y_true.ravel(), y_score.ravel(), sample_weight=weight, **region)
+    per_label = []
+    for k in range(y_true.shape[1]):
+        try:
+            per_label.append(score(y_true[:, k], y_score[:, k], sample_weight=sample_weight, **region))
+        except ValueError as exc:
+            raise ValueError(f"label {k}: {exc}") from None
+    per_label = np.asarray(per_label)
+    return per_label if average is None else float(per_label.mean())
 
 
 def _check_scores(y_true, y_score, sample_weight):
