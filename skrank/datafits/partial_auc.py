@@ -132,9 +132,11 @@ def range_loss_and_score_gradients(h_pos, h_neg, omega, loss, orders=None, pos_w
         Permutations that nearly sort ``-h_neg`` and ``h_pos`` ascending
         (an iterative solver's previous ones); updated in place to sort
         them (:func:`resort_scores`, ``O(N)``).
-    pos_weight : ndarray of shape (N+,), optional
-        Weights ``v_i`` of the positives (input order); None for unit
-        weights.
+    pos_weight : ndarray of shape (N+,) or callable, optional
+        Weights ``v_i`` of the positives (input order); or, when they
+        depend on the positives' ranks (two-way ranges), a function of the
+        permutation that sorts ``h_pos`` ascending that returns them in that
+        order; None for unit weights.
 
     Returns
     -------
@@ -175,7 +177,12 @@ def range_loss_and_score_gradients(h_pos, h_neg, omega, loss, orders=None, pos_w
             omega = omega[:q.shape[0]]
     if callable(omega):
         omega = omega(order_neg)
-    vp = np.ones(hp.shape[0]) if pos_weight is None else np.asarray(pos_weight, dtype=np.float64)[order_pos]
+    if callable(pos_weight):
+        vp = pos_weight(order_pos)
+    elif pos_weight is None:
+        vp = np.ones(hp.shape[0])
+    else:
+        vp = np.asarray(pos_weight, dtype=np.float64)[order_pos]
     g_pos = np.empty_like(h_pos)
     g_neg = np.empty_like(h_neg)
     if loss.pieces:
@@ -474,6 +481,10 @@ class PartialAUCObjective(Datafit):
         Nonnegative weights of the rows of ``X``: the objective of the
         weighted empirical distribution.  None, or
         weights of one everywhere, give the unweighted objective.
+    tpr_min : float, default=0.0
+        The true-positive-rate floor of a two-way range: only the positives
+        ranked in the bottom ``1 - tpr_min`` of the positives' weight take
+        part (:ref:`partial-auc-two-way`).
 
     Attributes
     ----------
@@ -508,7 +519,7 @@ class PartialAUCObjective(Datafit):
     #: the objective is a function of ``w`` alone (an intercept cancels in the pairs)
     fits_intercept = False
 
-    def __init__(self, X, y, fpr_range, loss, alpha, sample_weight=None):
+    def __init__(self, X, y, fpr_range, loss, alpha, sample_weight=None, tpr_min=0.0):
         y = np.asarray(y)
         pos = y > 0
         self.X = X
@@ -518,6 +529,8 @@ class PartialAUCObjective(Datafit):
         self._rows = (np.flatnonzero(pos), np.flatnonzero(~pos))
         self.n_pos, self.n_neg = self._rows[0].shape[0], self._rows[1].shape[0]
         self.fpr_range = _check_fpr_range(fpr_range)
+        self.tpr_min = float(tpr_min)
+        self._pos_range = (0.0, 1.0 - self.tpr_min)
         if sample_weight is not None:
             sample_weight = np.asarray(sample_weight, dtype=np.float64)
             if sample_weight.shape != y.shape:
@@ -539,7 +552,8 @@ class PartialAUCObjective(Datafit):
             self.m = self.fpr_range[0] * self.n_neg
             self.n = self.fpr_range[1] * self.n_neg
             self.omega = negative_rank_weights(self.n_neg, self.fpr_range)
-            self.normaliser = self.n_pos * float(self.omega.sum())
+            self._pos_rank = negative_rank_weights(self.n_pos, self._pos_range)
+            self.normaliser = float(self._pos_rank.sum()) * float(self.omega.sum())
             return
         total_pos, total_neg = float(self.pos_weight.sum()), float(self.neg_weight.sum())
         if not (total_pos > 0 and total_neg > 0):
@@ -553,8 +567,8 @@ class PartialAUCObjective(Datafit):
         # a positive's and a negative's weights neither underflow nor overflow at any scale
         self._pos_units, self._neg_units = _in_units(self.pos_weight), _in_units(self.neg_weight)
         units_neg = float(self._neg_units.sum())
-        self.normaliser = float(self._pos_units.sum()) * (self.fpr_range[1] * units_neg
-                                                         - self.fpr_range[0] * units_neg)
+        self.normaliser = (float(self._pos_units.sum()) * (1.0 - self.tpr_min)
+                           * (self.fpr_range[1] * units_neg - self.fpr_range[0] * units_neg))
 
     @functools.cached_property
     def X_pos(self):
@@ -577,11 +591,20 @@ class PartialAUCObjective(Datafit):
         """Rank weights of the negatives taken in the order ``order_neg`` (decreasing scores)."""
         return negative_rank_weights(self.n_neg, self.fpr_range, self._neg_units[order_neg])
 
+    def _ranked_positives(self, order_pos):
+        """Weights of the positives taken in the order ``order_pos`` (increasing scores), two-way ranges."""
+        if not self.weighted:
+            return self._pos_rank
+        return negative_rank_weights(self.n_pos, self._pos_range, self._pos_units[order_pos])
+
     def _range_sums(self, h_pos, h_neg, omega=None):
         if omega is None:
             omega = self._ranked_omega if self.weighted else self.omega
-        return range_loss_and_score_gradients(h_pos, h_neg, omega, self.loss, self._orders,
-                                              self._pos_units if self.weighted else None)
+        if self.tpr_min > 0.0:
+            pos_weight = self._ranked_positives
+        else:
+            pos_weight = self._pos_units if self.weighted else None
+        return range_loss_and_score_gradients(h_pos, h_neg, omega, self.loss, self._orders, pos_weight)
 
     def _scale_row_weight(self):
         """Each class weighing one half, spread over its rows as the sample weights are, as in ``F``.
