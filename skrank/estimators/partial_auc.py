@@ -48,6 +48,15 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         ``(fpr_min, fpr_max)`` with ``0 <= fpr_min < fpr_max <= 1``;
         ``(0, 1)`` is the full AUC.  The training set must hold at least one
         negative in the range, ``N- (fpr_max - fpr_min) >= 1``.
+    tpr_min : float, default=0.0
+        True-positive-rate floor in ``[0, 1)``.  Above 0, the objective is
+        the two-way partial AUC over the region ``TPR >= tpr_min`` and
+        ``fpr_range``: only the positives ranked in the bottom
+        ``1 - tpr_min`` of the positives take part (Yang, Xu, Bao, Cao and
+        Huang 2021, "When All We Need is a Piece of the Pie: A Generic
+        Framework for Optimizing Two-way Partial AUC"); fitted by
+        ``"lbfgs"``.  Score it with
+        :func:`skrank.metrics.two_way_partial_auc_score`.
     loss : {"smooth_step", "squared_hinge", "logistic", "squared"} or None, default=None
         Loss of the pairwise margin ``s_positive - s_negative``.  None means
         ``"smooth_step"``, the metric's pair indicator smoothed over a band
@@ -142,6 +151,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
 
     _parameter_constraints = {
         "fpr_range": ["array-like"],
+        "tpr_min": [Interval(Real, 0, 1, closed="left")],
         "loss": [StrOptions(set(PARTIAL_AUC_LOSSES)), None],
         "margin": [Interval(Real, 0, None, closed="neither"), None],
         "rank_weight": [Interval(Real, 0, 1, closed="both"), None],
@@ -157,9 +167,9 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         "verbose": ["verbose"],
     }
 
-    __init__ = keyword_init(fpr_range=(0.05, 0.5), loss=None, margin=None, rank_weight=None, link="identity",
-                            alpha=None, class_weight=None, solver="auto", max_iter=None, tol=1e-4,
-                            batch_size=64, random_state=None, warm_start=False, verbose=0)
+    __init__ = keyword_init(fpr_range=(0.05, 0.5), tpr_min=0.0, loss=None, margin=None, rank_weight=None,
+                            link="identity", alpha=None, class_weight=None, solver="auto", max_iter=None,
+                            tol=1e-4, batch_size=64, random_state=None, warm_start=False, verbose=0)
 
     # --- checks --------------------------------------------------------------------------
     _solvers = _SOLVERS
@@ -185,7 +195,8 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         self._pair_loss = get_pairwise_loss(self._loss, margin)
         self._problem = dict(risk=None, loss=self._pair_loss, penalty=None,
                              weighted=sample_weight is not None, external=external_kind(X),
-                             fpr_range=self._fpr_range, rank_weight=self._rank_weight, link=self.link)
+                             fpr_range=self._fpr_range, rank_weight=self._rank_weight, link=self.link,
+                             tpr_min=self.tpr_min)
         self._solver = self._choose(self.solver).name
 
     # --- fitting -------------------------------------------------------------------------
@@ -230,7 +241,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         anchored = self._rank_weight < 1.0 or self.link == "sigmoid" or self._loss == "smooth_step"
         objective = PartialAUCObjective(X, y, self._fpr_range, self._pair_loss,
                                         0.0 if anchored else resolve_alpha(self.alpha, y, sample_weight),
-                                        sample_weight=sample_weight)
+                                        sample_weight=sample_weight, tpr_min=self.tpr_min)
         with blas_threads(X):
             if anchored:
                 rank = SigmoidScorePartialAUC(objective) if self.link == "sigmoid" else objective

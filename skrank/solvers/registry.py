@@ -100,6 +100,8 @@ class SolverInfo:
     full_range : bool, default=False
         Whether it needs ``fpr_range=(0, 1)`` with the squared loss (the
         full-AUC square loss).
+    two_way : bool, default=False
+        Whether it fits two-way partial-AUC ranges (``tpr_min > 0``).
     costly_only : bool, default=False
         Whether ``solver="auto"`` takes it only where one exact full-batch
         pass of the objective would be too costly (the estimator decides).
@@ -139,6 +141,7 @@ class SolverInfo:
     streaming: bool = False
     anchored: bool = False
     full_range: bool = False
+    two_way: bool = False
     costly_only: bool = False
     closed_form: bool = False
     paper_start: bool = False
@@ -148,7 +151,7 @@ class SolverInfo:
     tol: str = ""
 
     def unsupported(self, risk, loss, penalty, weighted=False, external=None, *, fpr_range=(0.0, 1.0),
-                    rank_weight=1.0, link="identity"):
+                    rank_weight=1.0, link="identity", tpr_min=0.0):
         """Why this solver cannot fit the problem, or None when it can.
 
         Parameters
@@ -173,6 +176,8 @@ class SolverInfo:
             the logistic loss.
         link : {"identity", "sigmoid"}, default="identity"
             The scores the partial-AUC surrogate ranks.
+        tpr_min : float, default=0.0
+            The true-positive-rate floor of a two-way partial-AUC range.
 
         Returns
         -------
@@ -189,6 +194,9 @@ class SolverInfo:
             return (f"solver={self.name!r} minimises the rank surrogate alone and needs "
                     f"rank_weight=1.0{also}; rank_weight={rank_weight:g} mixes in the logistic loss, "
                     "which it does not fit.")
+        if tpr_min > 0.0 and not self.two_way:
+            return (f"solver={self.name!r} needs tpr_min=0 (a one-way range); tpr_min={tpr_min:g} asks for a "
+                    "two-way range, which it does not fit.")
         if not self.anchored and link == "sigmoid":
             return (f"solver={self.name!r} ranks the linear scores X w and needs link='identity'; "
                     "link='sigmoid' ranks sigmoid(X w + b), which it does not fit.")
@@ -302,7 +310,7 @@ _TABLE = (
                tol="the decrease of the best ``F`` over each of the last three outer iterations"),
     SolverInfo("lbfgs", "full_batch.lbfgs:lbfgs",
                PARTIAL_AUC + AVERAGE_PRECISION, sample_weight=True, external=True,
-               anchored=True, auto=2, unit="one L-BFGS iteration",
+               anchored=True, two_way=True, auto=2, unit="one L-BFGS iteration",
                tol="the largest gradient entry in units of the features' root mean squares, or a relative "
                    "decrease of ``F`` per iteration below ``tol / 1000``"),
     SolverInfo("exact", "full_batch.auc_closed_form:exact_square_auc",
@@ -448,8 +456,8 @@ def choose_solver(requested, preference, risk, loss, penalty, weighted=False, ex
         costly: ``"auto"`` then also takes the solvers marked
         ``costly_only``, which it otherwise passes over.
     **problem
-        The ranking classifiers' ``fpr_range``, ``rank_weight`` and
-        ``link`` (see :meth:`SolverInfo.unsupported`).
+        The ranking classifiers' ``fpr_range``, ``rank_weight``, ``link``
+        and ``tpr_min`` (see :meth:`SolverInfo.unsupported`).
 
     Returns
     -------
@@ -578,7 +586,8 @@ def doc_tables():
     tables = []
     for title, group in _GROUPS:
         ranking = group == PARTIAL_AUC + AVERAGE_PRECISION
-        what = (["losses", "``fpr_range``", "``rank_weight < 1``, ``link='sigmoid'``"] if ranking
+        what = (["losses", "``fpr_range``", "``tpr_min > 0``", "``rank_weight < 1``, ``link='sigmoid'``"]
+                if ranking
                 else ["risks, losses", "penalty"])
         header = ["solver", "estimators", *what,
                   "``sample_weight``", "sparse ``X``", "Dask, array API ``X``", "``partial_fit``",
@@ -589,7 +598,7 @@ def doc_tables():
             if ranking:
                 full = ("(0, 1) only" if info.full_range
                         else "any" if PARTIAL_AUC[0] in info.estimators else _NO)
-                what = [losses, full, mark(info.anchored)]
+                what = [losses, full, mark(info.two_way), mark(info.anchored)]
             else:
                 what = [f"{_RISK_KINDS[info.risks][1]}; {losses}", _penalty_text(info)]
             rows.append([f"``{info.name}``", _estimator_names(info, group), *what, mark(info.sample_weight),
