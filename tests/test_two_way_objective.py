@@ -75,3 +75,33 @@ def test_tpr_min_zero_is_the_one_way_objective():
     one_way = PartialAUCObjective(X, y, (0.05, 0.5), loss, 0.1, sample_weight=weights)
     two_way = PartialAUCObjective(X, y, (0.05, 0.5), loss, 0.1, sample_weight=weights, tpr_min=0.0)
     assert two_way.value(w) == one_way.value(w)
+
+
+def test_the_estimator_reports_the_exact_two_way_objective():
+    # rank_weight=1 with lbfgs fits the surrogate alone; objective_ is its exact value at coef_
+    X, y, _, _ = _case(2, False)
+    from skrank import PartialAUCClassifier
+
+    clf = PartialAUCClassifier(fpr_range=(0.0, 0.4), tpr_min=0.6, loss="squared_hinge", margin=1.0,
+                               rank_weight=1.0, alpha=0.05, solver="lbfgs").fit(X, y)
+    expected = _double_loop(X, np.where(y > 0, 1.0, -1.0), clf.coef_.ravel(), (0.0, 0.4), 0.6,
+                            get_pairwise_loss("squared_hinge", 1.0), 0.05, np.ones(len(y)))
+    assert clf.objective_ == pytest.approx(expected, rel=1e-10)
+
+
+@pytest.mark.parametrize("tpr_min", [1.0, -0.1, np.nan])
+def test_an_invalid_floor_is_refused(tpr_min):
+    from skrank import PartialAUCClassifier
+
+    X, y, _, _ = _case(3, False)
+    with pytest.raises(ValueError, match="tpr_min"):
+        PartialAUCClassifier(tpr_min=tpr_min).fit(X, y)
+
+
+@pytest.mark.parametrize("solver", ["agd-sbcd", "dca", "prox-dca", "ppd-sg", "exact"])
+def test_solvers_without_two_way_ranges_refuse_them_by_name(solver):
+    from skrank import PartialAUCClassifier
+
+    X, y, _, _ = _case(4, False)
+    with pytest.raises(ValueError, match=f"solver='{solver}' needs tpr_min=0"):
+        PartialAUCClassifier(tpr_min=0.5, fpr_range=(0.0, 1.0), solver=solver, rank_weight=1.0).fit(X, y)
