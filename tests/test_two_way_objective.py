@@ -105,3 +105,25 @@ def test_solvers_without_two_way_ranges_refuse_them_by_name(solver):
     X, y, _, _ = _case(4, False)
     with pytest.raises(ValueError, match=f"solver='{solver}' needs tpr_min=0"):
         PartialAUCClassifier(tpr_min=0.5, fpr_range=(0.0, 1.0), solver=solver, rank_weight=1.0).fit(X, y)
+
+
+def test_a_two_way_range_starts_at_fpr_zero():
+    from skrank import PartialAUCClassifier
+
+    X, y, _, _ = _case(6, False)
+    with pytest.raises(ValueError, match=r"needs fpr_range=\(0, fpr_max\)"):
+        PartialAUCClassifier(tpr_min=0.5).fit(X, y)  # the default fpr_range starts at 0.05
+
+
+def test_the_cv_variant_scores_the_two_way_range():
+    from skrank.estimators import PartialAUCClassifierCV
+    from skrank.metrics import two_way_partial_auc_score
+
+    X, y, _, _ = _case(7, False)
+    search = PartialAUCClassifierCV(fpr_range=(0.0, 0.5), tpr_min=0.5, alphas=(1e-2, 1e-1),
+                                    rank_weights=(0.05,), cv=3).fit(X, y)
+    assert search.best_estimator_.tpr_min == 0.5
+    scorer = search._default_scorer(search.classes_)
+    labels = np.where(y > 0, 1, -1)
+    assert scorer(search.best_estimator_, X, labels) == pytest.approx(two_way_partial_auc_score(
+        labels, search.best_estimator_.decision_function(X), tpr_min=0.5, fpr_max=0.5))

@@ -12,6 +12,7 @@ import warnings
 from numbers import Integral
 
 import numpy as np
+from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import roc_auc_score
@@ -20,8 +21,8 @@ from sklearn.utils._available_if import _AvailableIfDescriptor
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, column_or_1d, validate_data
 
 from ..backends import arrays
 from ..backends.array_api_design import (
@@ -132,6 +133,8 @@ class _RankLinearModel(BaseEstimator):
 
     _task = None  # "classification" or "regression"
     _accept_sparse = "csr"
+    #: whether ``fit`` takes a multi-label indicator ``y`` (one ranking per label)
+    _multilabel = False
 
     # --- pieces the subclasses may use -------------------------------------------------
     def _get_risk(self):
@@ -208,10 +211,13 @@ class _RankLinearModel(BaseEstimator):
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training data.
-        y : array-like of shape (n_samples,)
+        y : array-like of shape (n_samples,) or (n_samples, n_labels)
             Targets of a regressor; class labels of a classifier, where two
             classes give one binary problem and more give one-vs-rest
-            problems.
+            problems.  PartialAUCClassifier and AveragePrecisionClassifier
+            also take a multi-label indicator matrix of 0 and 1: one ranking
+            per label (``classes_`` then holds ``[0, 1]`` per label, and
+            ``predict`` returns an indicator matrix).
         sample_weight : array-like of shape (n_samples,), default=None
             Nonnegative weights of the samples: the risk becomes that of the
             weighted empirical distribution (integer weights fit as repeated
@@ -232,10 +238,10 @@ class _RankLinearModel(BaseEstimator):
         X, y, sample_weight = self._drop_weightless(X, y, sample_weight)
         classes = self._fit_classes(y, sample_weight)
         self._check_before_solve(X, sample_weight)
-        targets = _problem_labels(classes)
-        starts = self._warm_starts(len(targets), X.shape[1], warm=getattr(self, "warm_start", False))
-        results = [self._run_solver(X, _problem_target(y, positive), coef_init, intercept_init, sample_weight)
-                   for positive, (coef_init, intercept_init) in zip(targets, starts)]
+        problems = self._problem_targets(y, classes)
+        starts = self._warm_starts(len(problems), X.shape[1], warm=getattr(self, "warm_start", False))
+        results = [self._run_solver(X, target, coef_init, intercept_init, sample_weight)
+                   for target, (coef_init, intercept_init) in zip(problems, starts)]
         if classes is not None:
             self.classes_ = classes
         self._set_coefficients([result.coef for result in results], [result.intercept for result in results])
@@ -243,6 +249,11 @@ class _RankLinearModel(BaseEstimator):
         self._store_results(results)
         self._place_fitted(X)
         return self
+
+    @staticmethod
+    def _problem_targets(y, classes):
+        """The targets of each problem (:func:`_problem_target`); a classifier's ``classes`` name them."""
+        return [_problem_target(y, positive) for positive in _problem_labels(classes)]
 
     def _warm_starts(self, n_problems, n_features, warm=True):
         """Each problem's start ``(coef_init, intercept_init)``: the fitted ones, or ``(None, None)``.
@@ -466,6 +477,7 @@ class _RankLinearModel(BaseEstimator):
             dtype=[np.float64, np.float32],
             y_numeric=self._task == "regression",
             ensure_min_samples=2 if reset else 1,
+            multi_output=self._multilabel,
         )
         if X.dtype != np.float64:
             X = X.astype(np.float64)
@@ -663,8 +675,28 @@ class RankLinearClassifierMixin(ClassifierMixin):
 
     _task = "classification"
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        if self._multilabel:
+            tags.classifier_tags.multi_label = True
+            tags.target_tags.multi_output = True
+        return tags
+
     def _check_targets(self, y, classes=None):
         """Class labels; with a stream's ``classes``, all among them."""
+        if np.ndim(y) == 2 and np.shape(y)[1] == 1:
+            y = column_or_1d(y, warn=True)
+        if np.ndim(y) == 2:
+            if classes is not None:
+                raise ValueError(f"{type(self).__name__}.partial_fit takes class labels of shape "
+                                 "(n_samples,); fit a multi-label y with fit.")
+            if type_of_target(y, input_name="y") != "multilabel-indicator":
+                raise ValueError("A 2-D y must be a multi-label indicator matrix of 0 and 1 with at least "
+                                 f"two columns; got {type_of_target(y, input_name='y')!r} targets.")
+            if getattr(self, "class_weight", None) is not None:
+                raise ValueError("class_weight is not supported with a multi-label y; pass per-sample "
+                                 "weights as sample_weight.")
+            return np.asarray(y)
         check_classification_targets(y)
         if classes is not None:
             unknown = np.setdiff1d(np.unique(y), classes)
@@ -673,7 +705,20 @@ class RankLinearClassifierMixin(ClassifierMixin):
         return y
 
     def _fit_classes(self, y, sample_weight):
-        """The classes of ``y``, at least two (``y`` holds the samples of positive weight)."""
+        """The classes of ``y``, at least two (``y`` holds the samples of positive weight).
+
+        A multi-label ``y`` gives the labels' indices, as in scikit-learn's
+        ``OneVsRestClassifier``; ``multilabel_`` records which.
+        """
+        self.multilabel_ = y.ndim == 2
+        if self.multilabel_:
+            for j in range(y.shape[1]):
+                if np.unique(y[:, j]).shape[0] < 2:
+                    raise ValueError(f"{type(self).__name__} needs both values of every label; label {j} "
+                                     f"holds only {y[0, j]!r}"
+                                     + (" among the samples of positive weight." if sample_weight is not None
+                                        else "."))
+            return np.arange(y.shape[1])
         classes = np.unique(y)
         if classes.shape[0] < 2:
             raise ValueError(
@@ -685,6 +730,9 @@ class RankLinearClassifierMixin(ClassifierMixin):
 
     def _stream_classes(self, classes, reset):
         """The classes of a stream: those given to its first call (or fitted), the same on later calls."""
+        if getattr(self, "multilabel_", False):
+            raise ValueError(f"{type(self).__name__}.partial_fit cannot go on from a multi-label fit; "
+                             "fit the labels again with fit.")
         if reset and classes is None:
             if not hasattr(self, "classes_"):
                 raise ValueError("classes must be passed on the first call to partial_fit.")
@@ -702,6 +750,16 @@ class RankLinearClassifierMixin(ClassifierMixin):
             raise ValueError(f"classes={classes_given.tolist()} differs from the fitted classes "
                              f"{self.classes_.tolist()}.")
         return classes_given
+
+    @staticmethod
+    def _problem_targets(y, classes):
+        """One binary problem per class beyond two (one-vs-rest), or per label of a multi-label ``y``."""
+        if y.ndim == 2:
+            return [np.where(y[:, j] == 1, 1.0, -1.0) for j in range(y.shape[1])]
+        return [_problem_target(y, positive) for positive in _problem_labels(classes)]
+
+    def _is_multilabel_fit(self):
+        return getattr(self, "multilabel_", False)
 
     def _set_coefficients(self, coefs, intercepts):
         """``coef_`` of shape ``(n_problems, n_features)`` and ``intercept_`` of shape ``(n_problems,)``."""
@@ -773,6 +831,8 @@ class RankLinearClassifierMixin(ClassifierMixin):
                         "the largest score otherwise.")
     def predict(self, X):
         self._check_fitted_namespace(X, "predict")
+        if self._is_multilabel_fit():
+            return (to_numpy(self.decision_function(X)) > 0).astype(np.int64)
         return arrays.labels(self.decision_function(X), to_numpy(self.classes_))
 
     def _has_proba(self):
@@ -805,6 +865,8 @@ class RankLinearClassifierMixin(ClassifierMixin):
             The probability of each class, in the order of ``classes_``.
         """
         self._check_fitted_namespace(X, "predict_proba")
+        if self._is_multilabel_fit():
+            return expit(to_numpy(self.decision_function(X)))  # each label's probability of a 1
         return arrays.probabilities(self.decision_function(X))
 
     @available_if(_proba_available)

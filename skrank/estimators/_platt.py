@@ -157,8 +157,13 @@ PLATT_ATTRIBUTES_DOC = """
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+        The class labels; for a multi-label ``y``, the labels' indices.
+    multilabel_ : bool
+        Whether ``fit`` was given a multi-label indicator ``y`` (one ranking
+        per label; ``predict`` then returns an indicator matrix).
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
-        The ranking direction ``w`` (one row per one-vs-rest problem).
+        The ranking direction ``w`` (one row per one-vs-rest problem or
+        label).
     intercept_ : ndarray of shape (1,) or (n_classes,)
         The decision threshold ``B / A`` of the Platt fit (see Notes).
     calibration_ : ndarray of shape (n_problems, 2)

@@ -123,6 +123,8 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
     True
     """)
 
+    _multilabel = True
+
     _parameter_constraints = {
         "loss": [StrOptions(set(AVERAGE_PRECISION_LOSSES))],
         "class_weight": [dict, StrOptions({"balanced"}), None],

@@ -20,7 +20,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ..metrics import make_partial_auc_scorer
+from ..metrics import make_partial_auc_scorer, make_two_way_partial_auc_scorer
 from ..solvers.registry import solvers_for
 from ._base import samples_method_doc
 from ._params import keyword_init, options_doc, parameter_defaults
@@ -375,11 +375,17 @@ class PartialAUCClassifierCV(_RankClassifierCVMixin):
         The held-out score, greater is better: a scorer name of
         :func:`sklearn.metrics.get_scorer_names` or a callable
         ``scorer(estimator, X, y)``.  None means the partial AUC over
-        ``fpr_range``, :func:`skrank.metrics.make_partial_auc_scorer`.
+        ``fpr_range``, :func:`skrank.metrics.make_partial_auc_scorer` (the
+        two-way partial AUC, :func:`skrank.metrics.make_two_way_partial_auc_scorer`,
+        when ``tpr_min > 0``).
     fpr_range : tuple of two floats, default=(0.05, 0.5)
         ``(fpr_min, fpr_max)`` of the partial AUC, fitted and (with
         ``scoring=None``) scored.  Every training fold must hold at least
         one negative in the range.
+    tpr_min : float, default=0.0
+        True-positive-rate floor of a two-way range (with
+        ``fpr_range=(0, fpr_max)``), fitted and (with ``scoring=None``)
+        scored.
     loss : {{"smooth_step", "squared_hinge", "logistic", "squared"}} or None, default=None
         Loss of the pairwise margin of the rank surrogate; None chooses by
         the solver (``"smooth_step"`` for ``"auto"`` and ``"lbfgs"``).
@@ -413,6 +419,9 @@ class PartialAUCClassifierCV(_RankClassifierCVMixin):
     __init__ = _search_init(PartialAUCClassifier, rank_weights=(0.0, 0.05, 0.2))
 
     def _default_scorer(self, classes):
+        if self.tpr_min > 0.0:
+            return make_two_way_partial_auc_scorer(tpr_min=self.tpr_min, fpr_max=self.fpr_range[1],
+                                                   pos_label=classes[1])
         return make_partial_auc_scorer(self.fpr_range, pos_label=classes[1])
 
 

@@ -51,7 +51,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     tpr_min : float, default=0.0
         True-positive-rate floor in ``[0, 1)``.  Above 0, the objective is
         the two-way partial AUC over the region ``TPR >= tpr_min`` and
-        ``fpr_range``: only the positives ranked in the bottom
+        ``FPR <= fpr_max``, with ``fpr_range=(0, fpr_max)``: only the positives ranked in the bottom
         ``1 - tpr_min`` of the positives take part (Yang, Xu, Bao, Cao and
         Huang 2021, "When All We Need is a Piece of the Pie: A Generic
         Framework for Optimizing Two-way Partial AUC"); fitted by
@@ -149,6 +149,8 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     True
     """)
 
+    _multilabel = True
+
     _parameter_constraints = {
         "fpr_range": ["array-like"],
         "tpr_min": [Interval(Real, 0, 1, closed="left")],
@@ -191,6 +193,9 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
 
     def _check_before_solve(self, X, sample_weight=None):
         self._fpr_range = _check_fpr_range(self.fpr_range)
+        if self.tpr_min > 0.0 and self._fpr_range[0] > 0.0:
+            raise ValueError(f"tpr_min={self.tpr_min:g} asks for a two-way range, TPR >= tpr_min and FPR <= "
+                             f"fpr_max, which needs fpr_range=(0, fpr_max); got fpr_range={self._fpr_range}.")
         self._loss, margin, self._rank_weight, self._relative_margin = self._resolve_defaults()
         self._pair_loss = get_pairwise_loss(self._loss, margin)
         self._problem = dict(risk=None, loss=self._pair_loss, penalty=None,
