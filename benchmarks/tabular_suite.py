@@ -18,8 +18,11 @@ estimator                       metric                    reference
                                                           scored by the same metric
 ==============================  ========================  ==========================
 
-for ``r`` in (0, 0.1), (0, 0.3), (0.05, 0.5) and (0, 1) (AUROC).  A
-reference is fitted once per split and scored by every metric.
+for ``r`` in (0, 0.1), (0, 0.3), (0.05, 0.5) and (0, 1) (AUROC), and
+``PartialAUCClassifier(fpr_range=(0, b), tpr_min=a)`` scored by the two-way
+partial AUC over TPR >= a and FPR <= b, for ``(a, b)`` = (0.5, 0.3) and
+(0.7, 0.5) (``tpauc0503``, ``tpauc0705``).  A reference is fitted once per
+split and scored by every metric.
 
 Printed, per estimator: the mean paired difference of the held-out metric
 to the reference with a 95% interval over the tables (a t interval on the
@@ -57,9 +60,16 @@ from sklearn.model_selection import StratifiedShuffleSplit
 from sklearn.preprocessing import MaxAbsScaler, StandardScaler
 
 from skrank.datasets import load_suite, suite_names
-from skrank.metrics import make_partial_auc_scorer, partial_auc_score
+from skrank.metrics import (
+    make_partial_auc_scorer,
+    make_two_way_partial_auc_scorer,
+    partial_auc_score,
+    two_way_partial_auc_score,
+)
 
 RANGES = {"pauc01": (0.0, 0.1), "pauc03": (0.0, 0.3), "pauc0505": (0.05, 0.5), "auroc": (0.0, 1.0)}
+#: two-way regions ``(tpr_min, fpr_max)``: the area where TPR >= tpr_min and FPR <= fpr_max
+TWO_WAY = {"tpauc0503": (0.5, 0.3), "tpauc0705": (0.7, 0.5)}
 
 
 def metric_of(key):
@@ -67,6 +77,10 @@ def metric_of(key):
     if key == "ap":
         scorer = make_scorer(average_precision_score, response_method="decision_function")
         return average_precision_score, scorer
+    if key in TWO_WAY:
+        tpr_min, fpr_max = TWO_WAY[key]
+        return ((lambda y, s: two_way_partial_auc_score(y, s, tpr_min=tpr_min, fpr_max=fpr_max)),
+                make_two_way_partial_auc_scorer(tpr_min=tpr_min, fpr_max=fpr_max))
     fpr_range = RANGES[key]
     return (lambda y, s: partial_auc_score(y, s, fpr_range=fpr_range)), make_partial_auc_scorer(fpr_range)
 
@@ -78,6 +92,9 @@ def make_estimator(key, params):
     metric, _, kind = key.partition("-")
     name = "AveragePrecisionClassifier" if metric == "ap" else "PartialAUCClassifier"
     cls = getattr(skrank.estimators, name + ("CV" if kind == "cv" else ""))
+    if metric in TWO_WAY:
+        tpr_min, fpr_max = TWO_WAY[metric]
+        return cls(fpr_range=(0.0, fpr_max), tpr_min=tpr_min, **params)
     return cls(**params) if metric == "ap" else cls(fpr_range=RANGES[metric], **params)
 
 
@@ -247,9 +264,9 @@ def main(argv=None):
     parser.add_argument("--splits", type=int, default=None,
                         help="splits per table (default 5; 2 with --quick)")
     parser.add_argument("--tables", default=None, help="comma-separated table names (default: the suite)")
-    parser.add_argument("--estimators", default="pauc01,pauc03,pauc0505,auroc,ap,pauc01-cv,pauc03-cv,"
-                        "pauc0505-cv,ap-cv", help="comma-separated keys: <metric>[-cv], metric in "
-                        + ", ".join(list(RANGES) + ["ap"]))
+    parser.add_argument("--estimators", default="pauc01,pauc03,pauc0505,auroc,tpauc0503,tpauc0705,ap,"
+                        "pauc01-cv,pauc03-cv,pauc0505-cv,ap-cv", help="comma-separated keys: <metric>[-cv], "
+                        "metric in " + ", ".join(list(RANGES) + list(TWO_WAY) + ["ap"]))
     parser.add_argument("--params", default="{}", help="JSON dict of extra estimator parameters")
     parser.add_argument("--max-rows", type=int, default=None, help="subsample larger tables (stratified)")
     parser.add_argument("--jobs", type=int, default=1, help="tables fitted in parallel processes")
