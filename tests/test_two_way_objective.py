@@ -127,3 +127,20 @@ def test_the_cv_variant_scores_the_two_way_range():
     labels = np.where(y > 0, 1, -1)
     assert scorer(search.best_estimator_, X, labels) == pytest.approx(two_way_partial_auc_score(
         labels, search.best_estimator_.decision_function(X), tpr_min=0.5, fpr_max=0.5))
+
+
+def test_two_way_fits_on_dask_and_with_weights_as_repeated_rows():
+    da = pytest.importorskip("dask.array")
+    from skrank import PartialAUCClassifier
+
+    X, y, _, _ = _case(8, False)
+    params = dict(fpr_range=(0.0, 0.4), tpr_min=0.5, loss="squared_hinge", margin=1.0, rank_weight=1.0,
+                  alpha=0.05, solver="lbfgs", tol=1e-10)
+    numpy_fit = PartialAUCClassifier(**params).fit(X, y)
+    dask_fit = PartialAUCClassifier(**params).fit(da.from_array(X, chunks=(20, X.shape[1])), y)
+    np.testing.assert_allclose(dask_fit.coef_, numpy_fit.coef_, atol=1e-12)
+    counts = np.random.default_rng(0).integers(1, 4, size=len(y))
+    weighted = PartialAUCClassifier(**params).fit(X, y, sample_weight=counts)
+    repeated = PartialAUCClassifier(**params).fit(np.repeat(X, counts, 0), np.repeat(y, counts))
+    assert weighted.objective_ == pytest.approx(repeated.objective_, rel=1e-8)
+    np.testing.assert_allclose(weighted.coef_, repeated.coef_, atol=1e-5)
