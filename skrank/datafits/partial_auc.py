@@ -154,7 +154,7 @@ def range_loss_and_score_gradients(h_pos, h_neg, omega, loss, orders=None, pos_w
     center = 0.5 * (h_neg.mean() + h_pos.mean()) if h_pos.size and h_neg.size else 0.0
     h_pos = h_pos - center
     h_neg = h_neg - center
-    if orders is not None and not callable(omega) and loss.pieces:
+    if orders is not None and not callable(omega) and not callable(pos_weight) and loss.pieces:
         # the common case in one compiled call: re-sort both classes, then the prefix sums
         g_pos = np.empty_like(h_pos)
         g_neg = np.empty_like(h_neg)
