@@ -194,6 +194,8 @@ def _ranking_params(Est, info):
     params = dict(solver=info.name, max_iter=2, random_state=0)
     if info.full_range:
         params.update(fpr_range=(0, 1), loss="squared")
+    if info.from_zero:
+        params.update(fpr_range=(0, 0.5))
     return params
 
 

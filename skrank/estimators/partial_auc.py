@@ -55,7 +55,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         ``1 - tpr_min`` of the positives take part (Yang, Xu, Bao, Cao and
         Huang 2021, "When All We Need is a Piece of the Pie: A Generic
         Framework for Optimizing Two-way Partial AUC"); fitted by
-        ``"lbfgs"``.  Score it with
+        ``"lbfgs"`` and, with ``partial_fit``, ``"sota-s"``.  Score it with
         :func:`skrank.metrics.two_way_partial_auc_score`.
     loss : {"smooth_step", "squared_hinge", "logistic", "squared"} or None, default=None
         Loss of the pairwise margin ``s_positive - s_negative``.  None means
@@ -96,11 +96,12 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         for data too large for full passes: ``"agd-sbcd"``, ``"dca"`` and
         ``"prox-dca"`` (Yao, Lin and Yang 2022), and ``"ppd-sg"`` and
         ``"ppd-adagrad"`` (Liu, Yuan, Ying and Yang 2020; full AUC with the
-        squared loss, and ``partial_fit``).  Which of them take sample
+        squared loss, and ``partial_fit``).  ``"sota-s"`` (Zhu, Wu, Wang and
+        Yang 2022) fits a smoothed two-way range with ``partial_fit``.  Which of them take sample
         weights or Dask arrays: user guide.
     max_iter : int or None, default=None
         Maximum iterations of the solver: L-BFGS iterations, outer
-        iterations of AGD-SBCD and DCA, stages of PPD.  None means the
+        iterations of AGD-SBCD and DCA, stages of PPD, epochs of SOTA-s.  None means the
         solver's own default.
     tol : float, default=1e-4
         Tolerance of the solver's stopping criterion; for L-BFGS a bound on
@@ -108,7 +109,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         of the weights (user guide).
     batch_size : int, default=64
         Mini-batch size of the stochastic solvers (positives and negatives
-        per block for AGD-SBCD and DCA; samples for PPD).
+        per block for AGD-SBCD and DCA, per step for SOTA-s; samples for PPD).
     random_state : int, RandomState instance or None, default=None
         Seed of the stochastic solvers.
     warm_start : bool, default=False
@@ -134,7 +135,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     accuracy, as for every scikit-learn classifier; tune with
     ``scoring=skrank.metrics.make_partial_auc_scorer(fpr_range)``.
 
-    With ``solver="ppd-sg"`` or ``"ppd-adagrad"``, ``partial_fit`` runs one
+    With ``solver="ppd-sg"``, ``"ppd-adagrad"`` or ``"sota-s"``, ``partial_fit`` runs one
     pass of steps on each batch and carries the solver's state from call to
     call; the Platt map is refitted on the latest batch.  See the user guide.
 
@@ -213,14 +214,22 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
 
     def _new_stream(self, n_features, coef_init=None, intercept_init=None):
         from ..solvers.stochastic.ppd import PPDStream
+        from ..solvers.stochastic.sota import SOTAStream
 
         alpha = STREAM_ALPHA if self.alpha is None else self.alpha
+        if self._solver == "sota-s":
+            return SOTAStream(loss=self._pair_loss, alpha=alpha, fpr_max=self._fpr_range[1],
+                              tpr_min=self.tpr_min, batch_size=self.batch_size,
+                              random_state=self.random_state, coef_init=coef_init, n_features=n_features)
         return PPDStream(alpha=alpha, margin=self._pair_loss.margin,
                          adagrad=self._solver == "ppd-adagrad", batch_size=self.batch_size,
                          random_state=self.random_state, coef_init=coef_init, n_features=n_features)
 
     def _update_stream(self, stream):
         alpha = STREAM_ALPHA if self.alpha is None else self.alpha
+        if self._solver == "sota-s":
+            stream.update(alpha=alpha, loss=self._pair_loss, batch_size=self.batch_size)
+            return
         stream.update(alpha=alpha, margin=self._pair_loss.margin, batch_size=self.batch_size)
 
     def _start(self, objective, coef_init):

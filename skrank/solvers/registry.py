@@ -102,6 +102,8 @@ class SolverInfo:
         full-AUC square loss).
     two_way : bool, default=False
         Whether it fits two-way partial-AUC ranges (``tpr_min > 0``).
+    from_zero : bool, default=False
+        Whether it needs ``fpr_range=(0, fpr_max)``.
     costly_only : bool, default=False
         Whether ``solver="auto"`` takes it only where one exact full-batch
         pass of the objective would be too costly (the estimator decides).
@@ -142,6 +144,7 @@ class SolverInfo:
     anchored: bool = False
     full_range: bool = False
     two_way: bool = False
+    from_zero: bool = False
     costly_only: bool = False
     closed_form: bool = False
     paper_start: bool = False
@@ -197,6 +200,8 @@ class SolverInfo:
         if tpr_min > 0.0 and not self.two_way:
             return (f"solver={self.name!r} needs tpr_min=0 (a one-way range); tpr_min={tpr_min:g} asks for a "
                     "two-way range, which it does not fit.")
+        if self.from_zero and fpr_range[0] > 0.0:
+            return (f"solver={self.name!r} needs fpr_range=(0, fpr_max); got fpr_range={tuple(fpr_range)}.")
         if not self.anchored and link == "sigmoid":
             return (f"solver={self.name!r} ranks the linear scores X w and needs link='identity'; "
                     "link='sigmoid' ranks sigmoid(X w + b), which it does not fit.")
@@ -334,6 +339,9 @@ _TABLE = (
                stochastic=True, streaming=True, full_range=True, paper_start=True, default_loss="squared",
                unit="one stage (``1000 3^k`` steps)",
                tol="the change of the exact ``F`` over one stage, relative to ``|F|``"),
+    SolverInfo("sota-s", "stochastic.sota:sota_s",
+               PARTIAL_AUC, losses="convex_pairwise", stochastic=True, streaming=True, two_way=True,
+               from_zero=True, default_loss="squared_hinge", unit="one epoch (about a pass)", tol=_EPOCHS),
     SolverInfo("soap", "stochastic.soap:soap",
                AVERAGE_PRECISION, sample_weight=True, stochastic=True, streaming=True,
                costly_only=True, auto=1, unit="one epoch",
@@ -596,7 +604,7 @@ def doc_tables():
         for info in solvers_for(group).values():
             losses = _LOSS_KINDS[info.losses][1]
             if ranking:
-                full = ("(0, 1) only" if info.full_range
+                full = ("(0, 1) only" if info.full_range else "(0, fpr_max) only" if info.from_zero
                         else "any" if PARTIAL_AUC[0] in info.estimators else _NO)
                 what = [losses, full, mark(info.two_way), mark(info.anchored)]
             else:

@@ -1,0 +1,286 @@
+"""SOTA-s for the KL-DRO form of the two-way partial AUC of a linear score.
+
+Zhu, Wu, Wang and Yang (2022), "When AUC meets DRO: Optimizing Partial AUC
+for Deep Learning with Non-Convex Convergence Guarantee": the two-way
+partial AUC's selections of the top ``fpr_max`` of the negatives and of the
+bottom ``1 - tpr_min`` of the positives are smoothed into two nested
+KL-DRO averages,
+
+    F(w) = lam_p log mean_i exp(g_i(w) / lam_p) + alpha ||w||^2 / 2,
+    g_i(w) = lam_n log mean_j exp(l(h_i - h_j) / lam_n),
+
+over the positives ``i`` and the negatives ``j`` (``h = X w``), and
+minimised by stochastic steps with moving averages of the inner means
+``u_i`` (one per positive) and of the outer mean ``v``, and momentum.
+:class:`SOTAStream` holds the state; :func:`sota_s` runs its epochs on the
+whole data.  The steps are taken in the units of
+:class:`~skrank.solvers.stochastic.units.FeatureUnits` (centred columns of
+unit spread); an intercept cancels in the pairs.
+"""
+
+import hashlib
+import time
+
+import numpy as np
+from scipy.special import logsumexp
+from scipy.stats import norm
+
+from .epochs import EpochLog, EpochStream, run_epochs
+from .sampling import make_rng
+from .units import FeatureUnits, dense_design
+
+#: the largest temperature, in units of ``l(0)``: a range that covers its whole class (``fpr_max = 1``
+#: or ``tpr_min = 0``) is a plain mean, which a temperature this large approaches
+_MAX_TEMPERATURE = 1e3
+
+
+def default_temperature(share, loss):
+    """The KL-DRO temperature that stands for the top ``share`` of a class's losses.
+
+    Exponential tilting at temperature ``lam`` moves the mean of a normal
+    distribution of losses of spread ``s`` by ``s^2 / lam``; the average of
+    its top ``share`` lies ``s phi(z) / share`` above its mean (``z`` the
+    normal quantile of ``1 - share``, ``phi`` the normal density).  The two
+    agree for ``lam = s share / phi(z)``; the spread ``s`` is taken as
+    ``l(0)``, the loss of a tied pair, and ``lam`` is at most
+    ``1000 l(0)`` (``share = 1``: a plain mean).
+
+    Parameters
+    ----------
+    share : float
+        In ``(0, 1]``: ``fpr_max`` for the negatives, ``1 - tpr_min`` for the positives.
+    loss : skrank.pairwise_losses.PairwiseLoss
+
+    Returns
+    -------
+    float
+    """
+    scale = float(loss.value(np.zeros(1))[0])
+    if share >= 1.0:
+        return _MAX_TEMPERATURE * scale
+    kappa = share / norm.pdf(norm.ppf(1.0 - share))
+    return min(kappa, _MAX_TEMPERATURE) * scale
+
+
+class _Data:
+    """One data set of a stream: its classes' rows in the steps' units, its positives' entries of ``u``."""
+
+    def __init__(self, X_pos, X_neg, slot):
+        self.pos, self.neg, self.slot = X_pos, X_neg, slot
+        self.n = X_pos.shape[0] + X_neg.shape[0]
+
+
+def _moving_log_average(old, new, gamma):
+    """``log((1 - gamma) exp(old) + gamma exp(new))``; ``new`` where ``old`` is nan (a first visit)."""
+    first = np.isnan(old)
+    mixed = np.logaddexp(np.log1p(-gamma) + np.where(first, new, old), np.log(gamma) + new)
+    return np.where(first, new, mixed)
+
+
+class SOTAStream(EpochStream):
+    """The state of SOTA-s between epochs: ``w``, its momentum, the averages ``v`` and ``u_i``.
+
+    An estimator's ``partial_fit`` keeps one and runs an epoch on each
+    batch of data.  The point, the momentum, the outer average ``v`` and the
+    step units (from the first data holding both classes) carry over from
+    call to call, and so do the inner averages ``u_i``, one per
+    positive, keyed by its row's content (as SOAP's averages,
+    :class:`~skrank.solvers.stochastic.soap.SOAPStream`), so that a
+    positive seen again in a later batch goes on with its average; a new
+    one starts at its first estimate.
+
+    Parameters
+    ----------
+    loss : skrank.pairwise_losses.PairwiseLoss
+        A convex pairwise loss.
+    alpha : float
+        l2 strength.
+    fpr_max, tpr_min : float
+        The range, which sets the temperatures :func:`default_temperature`.
+    batch_size : int, default=64
+        Positives and negatives each step draws (with replacement).
+    step : float, default=0.5
+        Step in units of ``1 / L``, ``L`` the curvature bound of the
+        steps' units (user guide).
+    momentum : float, default=0.9
+        Weight of the past in the moving average of the gradients.
+    gamma : float, default=0.9
+        Weight of the new estimate in the moving averages ``u_i`` and ``v``.
+    lam_n, lam_p : float or None, default=None
+        The inner and outer temperatures; None for :func:`default_temperature`.
+    random_state : int, RandomState, Generator or None, default=None
+        Sets the generator of the draws of the steps.
+    coef_init : ndarray of shape (n_features,) or None, default=None
+        Start ``w`` (zeros by default).
+    n_features : int
+        Number of features.
+    """
+
+    def __init__(self, *, loss, alpha, fpr_max, tpr_min, batch_size=64, step=0.5, momentum=0.9, gamma=0.9,
+                 lam_n=None, lam_p=None, random_state=None, coef_init=None, n_features):
+        d = int(n_features)
+        w = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64).ravel()
+        if w.shape != (d,):
+            raise ValueError(f"coef_init has shape {w.shape}; expected ({d},).")
+        if not (0.0 <= momentum < 1.0 and 0.0 < gamma <= 1.0 and step > 0):
+            raise ValueError("SOTA-s needs 0 <= momentum < 1, 0 < gamma <= 1 and step > 0.")
+        self.loss, self.w_init = loss, w
+        self.step, self.momentum, self.gamma = float(step), float(momentum), float(gamma)
+        self.lam_n = default_temperature(fpr_max, loss) if lam_n is None else float(lam_n)
+        self.lam_p = default_temperature(1.0 - tpr_min, loss) if lam_p is None else float(lam_p)
+        self.update(alpha=alpha, loss=loss, batch_size=batch_size)
+        self.reseed(random_state)
+        #: FeatureUnits of the first data with both classes; the internal point v and its momentum
+        self.units, self.v, self.m = None, None, np.zeros(d)
+        #: log of the moving average of the outer mean (nan before the first step)
+        self.log_v = np.nan
+        #: log of each positive's moving average of ``mean_j exp(l_ij / lam_n)`` (nan before its first
+        #: draw), and the entry of each positive row's content
+        self.log_u, self._index = np.zeros(0), {}
+        self.passes, self.samples, self.steps = 0, 0, 0
+
+    def _seed_kernel(self, rng):
+        """No compiled kernel: the steps draw from ``rng`` itself."""
+
+    def update(self, *, alpha, loss, batch_size):
+        """Take the estimator's current l2 strength, loss and batch size for the next steps."""
+        if int(batch_size) < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
+        self.alpha, self.loss, self.batch = float(alpha), loss, int(batch_size)
+
+    def prepare(self, X, y, sample_weight=None):
+        """The data of an epoch, in the steps' units (the first data with both classes set them)."""
+        if sample_weight is not None:
+            raise ValueError("solver='sota-s' does not take sample_weight.")
+        pos = np.asarray(y) > 0
+        if self.units is None and 0 < pos.sum() < pos.shape[0]:
+            self.units = FeatureUnits(X, fit_intercept=True)
+            self.v = self.w_init * self.units.unit
+            Z = self.units.transform(X)
+            self.curvature = 2.0 * float(self.loss.smoothness) * float(np.mean(np.sum(Z * Z, axis=1)))
+        if self.units is None:
+            return _Data(np.zeros((pos.sum(), 0)), np.zeros((0, 0)), np.zeros(0, dtype=np.int64))
+        Z = self.units.transform(X)
+        return _Data(Z[pos], Z[~pos], self._slots(dense_design(X[pos])))
+
+    def _slots(self, rows):
+        """The entries of ``log u`` of the positive ``rows`` (new rows get new entries, nan)."""
+        rows = rows + 0.0  # -0.0 and 0.0 are one value
+        slots = np.array([self._index.setdefault(hashlib.blake2b(row.tobytes(), digest_size=16).digest(),
+                                                 len(self._index)) for row in rows], dtype=np.int64)
+        if len(self._index) > self.log_u.shape[0]:
+            grown = np.full(max(len(self._index), 2 * self.log_u.shape[0]), np.nan)
+            grown[:self.log_u.shape[0]] = self.log_u
+            self.log_u = grown
+        return slots
+
+    def _eta(self):
+        """``step / L``: ``L`` bounds the pair losses' curvature and the penalty's in the steps' units."""
+        return self.step / (self.curvature + self.alpha / float(np.min(self.units.unit)) ** 2)
+
+    def _gradient(self, data, ip, jn):
+        """The step's gradient estimate in the internal units; updates ``log u_i`` and ``log v``."""
+        Xp, Xn = data.pos[ip], data.neg[jn]
+        z = (Xp @ self.v)[:, None] - (Xn @ self.v)[None, :]
+        a = self.loss.value(z) / self.lam_n
+        batch_log = logsumexp(a, axis=1) - np.log(a.shape[1])
+        slots = data.slot[ip]
+        log_u = _moving_log_average(self.log_u[slots], batch_log, self.gamma)
+        self.log_u[slots] = log_u
+        r = (self.lam_n / self.lam_p) * log_u  # log exp(g_i / lam_p), g_i = lam_n log u_i
+        self.log_v = _moving_log_average(np.array(self.log_v),
+                                         logsumexp(r) - np.log(r.shape[0]), self.gamma)[()]
+        outer = np.exp(r - self.log_v) / r.shape[0]
+        inner = np.exp(a - log_u[:, None]) / a.shape[1]
+        c = outer[:, None] * inner * self.loss.derivative(z)
+        return Xp.T @ c.sum(axis=1) - Xn.T @ c.sum(axis=0) + self.alpha * self.v / self.units.unit**2
+
+    def epoch(self, data):
+        """``ceil(n / (2 B))`` steps on ``data`` (about one pass); none without both classes."""
+        self.passes += 1
+        n_pos, n_neg = data.pos.shape[0], data.neg.shape[0]
+        if n_pos == 0 or n_neg == 0:
+            return
+        eta = self._eta()
+        for _ in range(-(-data.n // (2 * self.batch))):
+            ip = self.rng.integers(n_pos, size=self.batch)
+            jn = self.rng.integers(n_neg, size=self.batch)
+            g = self._gradient(data, ip, jn)
+            self.m = self.momentum * self.m + (1.0 - self.momentum) * g
+            self.v = self.v - eta * self.m
+            self.steps += 1
+            self.samples += 2 * self.batch
+
+    def partial(self, X, y, sample_weight=None):
+        """One epoch on a batch of data (``partial_fit``)."""
+        self.epoch(self.prepare(X, y, sample_weight))
+
+    @property
+    def coef(self):
+        """``w`` in the units of ``X``."""
+        if self.units is None:
+            return self.w_init.copy()
+        return self.units.to_original(self.v, 0.0)[0]
+
+    @property
+    def intercept(self):
+        """0: an intercept cancels in the pairwise differences."""
+        return 0.0
+
+
+def sota_s(objective, *, coef_init=None, max_iter=100, tol=1e-4, batch_size=64, step=0.5, momentum=0.9,
+           gamma=0.9, lam_n=None, lam_p=None, random_state=None, verbose=0):
+    """Minimise the KL-DRO form of the two-way partial AUC by SOTA-s (Zhu, Wu, Wang and Yang 2022).
+
+    Parameters
+    ----------
+    objective : skrank.datafits.partial_auc.PartialAUCObjective
+        With ``fpr_range=(0, fpr_max)``, any ``tpr_min`` and a convex
+        pairwise loss; no sample weights.
+    coef_init : ndarray of shape (d,) or None, default=None
+        Start ``w`` (zeros when None).
+    max_iter : int, default=100
+        Most epochs (``ceil(n / (2 B))`` steps each, about one pass).
+    tol : float, default=1e-4
+        Stop when the exact ``F`` changes by at most ``tol |F|`` over each
+        of the last five epochs.
+    batch_size : int, default=64
+        ``B``: positives and negatives drawn per step.
+    step, momentum, gamma, lam_n, lam_p : see SOTAStream
+        As in :class:`SOTAStream`.
+    random_state : int, RandomState, Generator or None, default=None
+        Sets the generator of the draws of the steps.
+    verbose : int, default=0
+        Print ``F`` after every epoch when positive.
+
+    Returns
+    -------
+    SolverResult
+        ``objective_history``: the exact two-way objective
+        (``objective.value``, the hard top-share selections, not the KL-DRO
+        form the steps follow) at the start and after every epoch.
+        ``info``: ``times``, ``passes``, ``lam_n``, ``lam_p`` and ``steps``.
+    """
+    if objective.fpr_range[0] > 0.0:
+        raise ValueError(f"solver='sota-s' needs fpr_range=(0, fpr_max); got {objective.fpr_range}.")
+    if objective.weighted:
+        raise ValueError("solver='sota-s' does not take sample_weight.")
+    X = objective.X
+    y = np.where(objective.positive, 1, -1)
+    stream = SOTAStream(loss=objective.loss, alpha=objective.alpha, fpr_max=objective.fpr_range[1],
+                        tpr_min=objective.tpr_min, batch_size=batch_size, step=step, momentum=momentum,
+                        gamma=gamma, lam_n=lam_n, lam_p=lam_p, random_state=make_rng(random_state),
+                        coef_init=coef_init, n_features=X.shape[1])
+    data = stream.prepare(X, y)
+    log = EpochLog(objective.value(stream.coef), "SOTA-s", verbose, max_iter)
+
+    def epoch(k):
+        start = time.perf_counter()
+        samples = stream.samples
+        stream.epoch(data)
+        seconds = time.perf_counter() - start
+        return objective.value(stream.coef), seconds, (stream.samples - samples) / data.n
+
+    criterion, converged = run_epochs(log, epoch, int(max_iter), tol)
+    return log.result(stream.coef, 0.0, False, criterion, converged, lam_n=stream.lam_n,
+                      lam_p=stream.lam_p, steps=stream.steps)
