@@ -1,14 +1,18 @@
 """SOTA-s (Zhu, Wu, Wang and Yang 2022) for the two-way partial AUC: fit, partial_fit and its state."""
 
+import warnings
+
 import numpy as np
 import pytest
-from sklearn.datasets import make_classification
+from sklearn.datasets import load_breast_cancer, make_classification
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
 
 from skrank import PartialAUCClassifier
 from skrank.datafits.partial_auc import PartialAUCObjective
 from skrank.metrics import two_way_partial_auc_score
 from skrank.pairwise_losses import get_pairwise_loss
-from skrank.solvers.stochastic.sota import SOTAStream, default_temperature, sota_s
+from skrank.solvers.stochastic.sota import GROW, SHRINK, SOTAStream, default_temperature, sota_s
 
 FPR_MAX, TPR_MIN = 0.3, 0.5
 
@@ -109,3 +113,55 @@ def test_solver_function_is_reproducible(problem):
     np.testing.assert_array_equal(a.coef, b.coef)
     assert a.objective_history[-1] < a.objective_history[0]
     assert a.info["lam_p"] > a.info["lam_n"] > 0
+
+
+@pytest.fixture(scope="module")
+def breast_cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+def test_fit_converges_with_defaults_on_breast_cancer(breast_cancer):
+    X, y = breast_cancer
+    for state in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            est = _estimator(solver="sota-s", random_state=state).fit(X, y)
+        assert est.n_iter_ < 100  # 62 to 87 epochs
+
+
+def test_adapted_step_ends_no_worse_than_the_constant_step(breast_cancer, problem):
+    for X, y in (breast_cancer, problem):
+        objective = _objective(X, y)
+        result = sota_s(objective, random_state=0)
+        assert result.converged
+        history = result.objective_history
+        assert np.all(np.diff(history[1:]) <= 0.0)  # after the first, an epoch that raises F is undone
+        assert result.objective_history[-1] == pytest.approx(objective.value(result.coef), rel=1e-12)
+        assert result.info["rate"] == pytest.approx(GROW ** (1 + np.sum(np.diff(history[1:]) < 0))
+                                                    * SHRINK ** np.sum(np.diff(history[1:]) == 0))
+        # the constant step (the stream's own epochs, as partial_fit takes them) for all 100 epochs
+        constant = SOTAStream(loss=objective.loss, alpha=objective.alpha, fpr_max=FPR_MAX, tpr_min=TPR_MIN,
+                              random_state=0, n_features=X.shape[1])
+        data = constant.prepare(X, np.where(y == 1, 1, -1))
+        for _ in range(100):
+            constant.epoch(data)
+        assert constant.rate == 1.0
+        # breast cancer: 0.080 against 0.110; make_classification: 0.80 against 0.83
+        assert history[-1] <= objective.value(constant.coef) * (1 + 1e-3)
+
+
+def test_a_step_too_large_is_cut_back(problem):
+    X, y = problem
+    objective = _objective(X, y)
+    result = sota_s(objective, step=10.0, random_state=0)  # the constant step diverges: F ~ 1e21
+    assert result.converged and result.info["rate"] < 1e-2
+    assert result.objective_history[-1] < 0.8 * result.objective_history[0]  # 0.68 against 1
+
+
+def test_partial_fit_keeps_the_stream_rate(problem):
+    X, y = problem
+    est = _estimator(solver="sota-s")
+    for _ in range(3):
+        est.partial_fit(X, y, classes=[0, 1])
+    assert est._streams[0].rate == 1.0

@@ -32,6 +32,9 @@ from .units import FeatureUnits, dense_design
 #: the largest temperature, in units of ``l(0)``: a range that covers its whole class (``fpr_max = 1``
 #: or ``tpr_min = 0``) is a plain mean, which a temperature this large approaches
 _MAX_TEMPERATURE = 1e3
+#: the factors of the step after an epoch that lowers the exact objective, and after one that does not
+#: (:func:`sota_s`; Battiti's "bold driver")
+GROW, SHRINK = 1.2, 0.5
 
 
 def default_temperature(share, loss):
@@ -89,6 +92,12 @@ class SOTAStream(EpochStream):
     positive seen again in a later batch goes on with its average; a new
     one starts at its first estimate.
 
+    The step of an epoch is ``rate * step / L``.  :func:`sota_s` adapts
+    ``rate`` to the exact objective after every epoch; ``partial_fit`` has
+    no exact objective to go by, and a stream has no end for a decaying
+    schedule to aim at, so its epochs keep the rate they find: 1, the
+    constant step ``step / L``, for a new stream.
+
     Parameters
     ----------
     loss : skrank.pairwise_losses.PairwiseLoss
@@ -138,6 +147,8 @@ class SOTAStream(EpochStream):
         #: draw), and the entry of each positive row's content
         self.log_u, self._index = np.zeros(0), {}
         self.passes, self.samples, self.steps = 0, 0, 0
+        #: the factor of ``step / L`` in the epochs' steps
+        self.rate = 1.0
 
     def _seed_kernel(self, rng):
         """No compiled kernel: the steps draw from ``rng`` itself."""
@@ -201,7 +212,7 @@ class SOTAStream(EpochStream):
         n_pos, n_neg = data.pos.shape[0], data.neg.shape[0]
         if n_pos == 0 or n_neg == 0:
             return
-        eta = self._eta()
+        eta = self._eta() * self.rate
         for _ in range(-(-data.n // (2 * self.batch))):
             ip = self.rng.integers(n_pos, size=self.batch)
             jn = self.rng.integers(n_neg, size=self.batch)
@@ -243,10 +254,22 @@ def sota_s(objective, *, coef_init=None, max_iter=100, tol=1e-4, batch_size=64, 
         Most epochs (``ceil(n / (2 B))`` steps each, about one pass).
     tol : float, default=1e-4
         Stop when the exact ``F`` changes by at most ``tol |F|`` over each
-        of the last five epochs.
+        of the last five epochs.  The step is adapted to make that happen
+        (the "bold driver" of Battiti 1989, "Accelerated backpropagation
+        learning: two optimization methods"): the first epoch, and one
+        that lowers the exact ``F`` below its lowest value after an epoch
+        so far, is kept and the step
+        grows by :data:`GROW`; any other epoch is undone (back to the point
+        of lowest ``F``, momentum cleared) and the step shrinks by
+        :data:`SHRINK`.  Steps too large for the data (which would diverge)
+        are cut back, and at the noise floor of the steps, where an epoch
+        lowers ``F`` no more often than not, the step decays geometrically
+        until ``F`` settles.
     batch_size : int, default=64
         ``B``: positives and negatives drawn per step.
-    step, momentum, gamma, lam_n, lam_p : see SOTAStream
+    step : float, default=0.5
+        The first epoch's step, in units of ``1 / L`` (:class:`SOTAStream`).
+    momentum, gamma, lam_n, lam_p : see SOTAStream
         As in :class:`SOTAStream`.
     random_state : int, RandomState, Generator or None, default=None
         Sets the generator of the draws of the steps.
@@ -258,8 +281,12 @@ def sota_s(objective, *, coef_init=None, max_iter=100, tol=1e-4, batch_size=64, 
     SolverResult
         ``objective_history``: the exact two-way objective
         (``objective.value``, the hard top-share selections, not the KL-DRO
-        form the steps follow) at the start and after every epoch.
-        ``info``: ``times``, ``passes``, ``lam_n``, ``lam_p`` and ``steps``.
+        form the steps follow) at the start and after every epoch, at the
+        point kept (non-increasing after the first epoch: an undone epoch
+        repeats the last value); ``coef`` is the point of lowest ``F``
+        after an epoch.  ``info``: ``times``,
+        ``passes``, ``lam_n``, ``lam_p``, ``steps`` and ``rate`` (the final
+        factor of ``step / L``).
     """
     if objective.fpr_range[0] > 0.0:
         raise ValueError(f"solver='sota-s' needs fpr_range=(0, fpr_max); got {objective.fpr_range}.")
@@ -274,13 +301,25 @@ def sota_s(objective, *, coef_init=None, max_iter=100, tol=1e-4, batch_size=64, 
     data = stream.prepare(X, y)
     log = EpochLog(objective.value(stream.coef), "SOTA-s", verbose, max_iter)
 
+    # the lowest F after an epoch so far and its point (internal units); not the start's F: at w = 0
+    # every pair ties, a point the first steps rarely improve on in the exact F
+    best = [np.inf, stream.v.copy()]
+
     def epoch(k):
         start = time.perf_counter()
         samples = stream.samples
         stream.epoch(data)
+        F = objective.value(stream.coef)
+        if F <= best[0]:
+            best[:] = [F, stream.v.copy()]
+            stream.rate *= GROW
+        else:
+            stream.v, F = best[1].copy(), best[0]
+            stream.m[:] = 0.0
+            stream.rate *= SHRINK
         seconds = time.perf_counter() - start
-        return objective.value(stream.coef), seconds, (stream.samples - samples) / data.n
+        return F, seconds, (stream.samples - samples) / data.n
 
     criterion, converged = run_epochs(log, epoch, int(max_iter), tol)
     return log.result(stream.coef, 0.0, False, criterion, converged, lam_n=stream.lam_n,
-                      lam_p=stream.lam_p, steps=stream.steps)
+                      lam_p=stream.lam_p, steps=stream.steps, rate=stream.rate)
