@@ -2,7 +2,9 @@
 
 import numpy as np
 import pytest
+import sklearn
 from scipy.special import expit
+from sklearn.base import clone
 from sklearn.datasets import make_multilabel_classification
 from sklearn.model_selection import GridSearchCV
 
@@ -72,3 +74,96 @@ def test_estimators_without_multilabel_targets_refuse_them(labelled):
     X, Y = labelled
     with pytest.raises(ValueError, match="1d"):
         SpectralRiskClassifier().fit(X, Y)
+
+
+# --- a multi-label y with an X where it lives (Dask, array API) ----------------------------------------
+EXTERNAL = [
+    PartialAUCClassifier(solver="lbfgs", tol=1e-10),
+    PartialAUCClassifier(fpr_range=(0, 0.5), tpr_min=0.5, solver="lbfgs", tol=1e-10),  # two-way
+    AveragePrecisionClassifier(tol=1e-10),
+]
+EXTERNAL_IDS = ["pauc", "pauc-two-way", "ap"]
+
+
+def _assert_same_fit(fitted, plain, as_numpy=np.asarray):
+    assert fitted.multilabel_ and fitted._solver == plain._solver
+    np.testing.assert_array_equal(as_numpy(fitted.classes_), plain.classes_)
+    np.testing.assert_allclose(as_numpy(fitted.coef_), plain.coef_, rtol=1e-9, atol=1e-10)
+    # the intercepts and slopes of the Platt fits on the scores move by up to ~1e-8 where the scores'
+    # last digits do (sums in another order), as in the single-label external fits
+    np.testing.assert_allclose(as_numpy(fitted.intercept_), plain.intercept_, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(as_numpy(fitted.calibration_), plain.calibration_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(as_numpy(fitted.objective_), plain.objective_, rtol=1e-12, atol=1e-14)
+
+
+def _assert_same_outputs(method, got, expected, scores):
+    assert got.shape == expected.shape and got.dtype == expected.dtype, method
+    if method == "predict":
+        clear = np.abs(scores) > 1e-6  # a score at zero may fall either way
+        np.testing.assert_array_equal(got[clear], expected[clear])
+    else:
+        np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-9, err_msg=method)
+
+
+@pytest.mark.parametrize("estimator", EXTERNAL, ids=EXTERNAL_IDS)
+@pytest.mark.parametrize("dask_y", [False, True])
+def test_a_dask_fit_of_a_multilabel_y_equals_the_numpy_fit(estimator, dask_y, labelled):
+    da = pytest.importorskip("dask.array")
+    X, Y = labelled
+    w = np.random.default_rng(0).integers(0, 3, size=X.shape[0]).astype(float)  # zeros drop rows
+    plain = clone(estimator).fit(X, Y, sample_weight=w)
+    Xd = da.from_array(X, chunks=(97, X.shape[1]))  # an uneven last chunk
+    chunked = clone(estimator).fit(Xd, da.from_array(Y, chunks=(97, 3)) if dask_y else Y, sample_weight=w)
+    _assert_same_fit(chunked, plain)
+    outputs = {"decision_function": (X.shape[0], 3), "predict": (X.shape[0], 3),
+               "predict_proba": (X.shape[0], 3), "predict_log_proba": (X.shape[0], 3)}
+    for method, shape in outputs.items():
+        lazy = getattr(chunked, method)(Xd)
+        assert isinstance(lazy, da.Array) and lazy.shape == shape, method  # lazy, as single-label
+        _assert_same_outputs(method, lazy.compute(), getattr(plain, method)(X), plain.decision_function(X))
+
+
+@pytest.mark.parametrize("estimator", EXTERNAL, ids=EXTERNAL_IDS)
+@pytest.mark.parametrize("device_y", [False, True])
+def test_an_array_api_fit_of_a_multilabel_y_equals_the_numpy_fit(estimator, device_y, labelled):
+    xp = pytest.importorskip("array_api_strict")
+    from skrank.backends.array_api_design import to_numpy
+
+    X, Y = labelled
+    device = xp.Device("device1")  # not the default device: results must stay where X is
+
+    def on_device(a):
+        return xp.asarray(np.asarray(a), device=device)
+
+    plain = clone(estimator).fit(X, Y)
+    with sklearn.config_context(array_api_dispatch=True):
+        placed = clone(estimator).fit(on_device(X), on_device(Y) if device_y else Y)
+        _assert_same_fit(placed, plain, to_numpy)
+        assert isinstance(placed.coef_, type(on_device([0.0]))) and placed.coef_.device == device
+        for method in ("decision_function", "predict", "predict_proba", "predict_log_proba"):
+            result = getattr(placed, method)(on_device(X))
+            assert isinstance(result, type(on_device([0.0]))) and result.device == device, method
+            assert tuple(result.shape) == (X.shape[0], 3), method
+            assert method != "predict" or result.dtype == xp.int64
+            expected = getattr(plain, method)(X)
+            _assert_same_outputs(method, to_numpy(result), expected, plain.decision_function(X))
+
+
+def test_an_external_x_refuses_a_multilabel_y_of_the_wrong_rows_or_values(labelled):
+    da = pytest.importorskip("dask.array")
+    X, Y = labelled
+    Xd = da.from_array(X, chunks=(97, X.shape[1]))
+    with pytest.raises(ValueError, match=r"multi-label, a matrix of 240 rows .*got shape \(239, 3\)"):
+        PartialAUCClassifier().fit(Xd, Y[:-1])
+    three_valued = Y.copy()
+    three_valued[0, 0] = 2
+    with pytest.raises(ValueError, match="multi-label indicator"):
+        AveragePrecisionClassifier().fit(Xd, three_valued)
+    one_valued = Y.copy()
+    one_valued[:, 2] = 1
+    with pytest.raises(ValueError, match="label 2 holds only"):
+        PartialAUCClassifier().fit(Xd, one_valued)
+    with pytest.raises(ValueError, match="class_weight is not supported with a multi-label y"):
+        PartialAUCClassifier(class_weight="balanced").fit(Xd, Y)
+    with pytest.raises(ValueError, match="y must be a vector of length 240"):  # single-label estimators
+        SpectralRiskClassifier().fit(Xd, Y)

@@ -127,10 +127,32 @@ def probabilities(scores):
                                      dtype=np.float64)
         return scores.rechunk({1: -1}).map_blocks(probabilities, dtype=np.float64)
     xp = namespace(scores)
-    p = expit(scores) if isinstance(scores, np.ndarray) else 1.0 / (1.0 + xp.exp(-scores))
+    p = sigmoid(scores)
     if p.ndim == 1:
         return xp.stack([1.0 - p, p], axis=1)
     return p / xp.sum(p, axis=1, keepdims=True)
+
+
+def sigmoid(scores):
+    """The logistic sigmoid of each score where it lives (lazily for Dask), of any shape."""
+    if is_dask_array(scores):
+        return scores.map_blocks(sigmoid, dtype=np.float64)
+    if isinstance(scores, np.ndarray):
+        return expit(scores)
+    xp = namespace(scores)
+    return 1.0 / (1.0 + xp.exp(-scores))
+
+
+def indicator(scores):
+    """An indicator matrix of the positive ``scores``: 1 where a score is positive, else 0 (int64).
+
+    Where ``scores`` lives: lazily for Dask, in the namespace and on the
+    device of an array-API array.
+    """
+    if is_dask_array(scores):
+        return scores.map_blocks(indicator, dtype=np.int64)
+    xp = namespace(scores)
+    return xp.astype(scores > 0, xp.int64)
 
 
 def log(values):

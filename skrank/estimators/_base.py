@@ -12,7 +12,6 @@ import warnings
 from numbers import Integral
 
 import numpy as np
-from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import roc_auc_score
@@ -505,8 +504,12 @@ class _RankLinearModel(BaseEstimator):
                              dtype=bool).all().compute()):
             raise ValueError("Input X contains NaN or infinity.")
         y = arrays.to_host(y)
+        if y.ndim == 2 and self._multilabel and y.shape[0] == n:
+            return X, y  # a multi-label indicator (or a column), checked by _check_targets
         if y.ndim != 1 or y.shape[0] != n:
-            raise ValueError(f"y must be a vector of length {n} (the rows of X), got shape {y.shape}.")
+            shapes = (f"a vector of length {n} or, multi-label, a matrix of {n} rows" if self._multilabel
+                      else f"a vector of length {n}")
+            raise ValueError(f"y must be {shapes} (the rows of X), got shape {y.shape}.")
         if self._task == "regression":
             y = y.astype(np.float64)
             if not np.all(np.isfinite(y)):
@@ -832,7 +835,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
     def predict(self, X):
         self._check_fitted_namespace(X, "predict")
         if self._is_multilabel_fit():
-            return (to_numpy(self.decision_function(X)) > 0).astype(np.int64)
+            return arrays.indicator(self.decision_function(X))
         return arrays.labels(self.decision_function(X), to_numpy(self.classes_))
 
     def _has_proba(self):
@@ -866,7 +869,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
         """
         self._check_fitted_namespace(X, "predict_proba")
         if self._is_multilabel_fit():
-            return expit(to_numpy(self.decision_function(X)))  # each label's probability of a 1
+            return arrays.sigmoid(self.decision_function(X))  # each label's probability of a 1
         return arrays.probabilities(self.decision_function(X))
 
     @available_if(_proba_available)
