@@ -16,7 +16,7 @@
 import numbers
 
 import numpy as np
-from sklearn.metrics import make_scorer, roc_curve
+from sklearn.metrics import make_scorer
 from sklearn.utils import check_consistent_length, column_or_1d
 from sklearn.utils.multiclass import type_of_target
 
@@ -142,11 +142,89 @@ def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=No
     pos_label = _check_binary_labels(y_true, pos_label)
     if sample_weight is not None:
         sample_weight = _check_class_weights(sample_weight, y_true == pos_label)
-    fpr, tpr, _ = roc_curve(
-        y_true, y_score, pos_label=pos_label, sample_weight=sample_weight, drop_intermediate=False
-    )
-    # the area over the band lies in [0, beta - alpha]; rounding can put the ratio an ulp above 1
-    return float(np.clip(_area_between(fpr, tpr, alpha, beta) / (beta - alpha), 0.0, 1.0))
+    return region_area(y_true == pos_label, y_score, sample_weight, fpr_range=(alpha, beta))
+
+
+def _roc_points(is_pos, y_score, sample_weight=None):
+    """The false- and true-positive rates at every distinct threshold, from the top score down.
+
+    The points of :func:`sklearn.metrics.roc_curve` with
+    ``drop_intermediate=False``, starting at ``(0, 0)``: tied scores form
+    one step, a diagonal segment of the curve.
+    """
+    order = np.argsort(y_score)[::-1]  # the order within tied scores does not matter
+    score = y_score[order]
+    pos = is_pos[order]
+    weight = np.ones(score.shape[0]) if sample_weight is None else sample_weight[order]
+    last = np.r_[np.flatnonzero(np.diff(score)), score.shape[0] - 1]
+    tps = np.cumsum(np.where(pos, weight, 0.0))[last]
+    fps = np.cumsum(np.where(pos, 0.0, weight))[last]
+    return np.r_[0.0, fps / fps[-1]], np.r_[0.0, tps / tps[-1]]
+
+
+def region_area(is_pos, y_score, sample_weight=None, *, fpr_range=(0.0, 1.0), tpr_min=0.0):
+    """Normalised ROC area of checked inputs over an FPR range, above a TPR floor.
+
+    The core of :func:`partial_auc_score` (``tpr_min=0``) and
+    :func:`two_way_partial_auc_score` (``fpr_range=(0, fpr_max)``), without
+    their checks; the estimators evaluate their training metric with it.
+
+    Parameters
+    ----------
+    is_pos : ndarray of bool of shape (n_samples,)
+        Whether each sample is a positive; both classes present.
+    y_score : ndarray of float64 of shape (n_samples,)
+        Finite scores.
+    sample_weight : ndarray of shape (n_samples,) or None, default=None
+        Nonnegative weights, positive in total in each class.
+    fpr_range : (float, float), default=(0.0, 1.0)
+        A valid range ``0 <= alpha < beta <= 1``.
+    tpr_min : float, default=0.0
+        The floor, in ``[0, 1)``; a positive floor needs ``alpha = 0``.
+
+    Returns
+    -------
+    float
+        The area over the region divided by the region's area, in ``[0, 1]``.
+    """
+    alpha, beta = fpr_range
+    fpr, tpr = _roc_points(is_pos, y_score, sample_weight)
+    if tpr_min > 0.0:
+        fpr, tpr = _excess_over(fpr, tpr, tpr_min)
+    # the area lies in [0, region]; rounding can put the ratio an ulp above 1
+    return float(np.clip(_area_between(fpr, tpr, alpha, beta) / ((beta - alpha) * (1.0 - tpr_min)), 0.0, 1.0))
+
+
+def average_precision(is_pos, y_score, sample_weight=None):
+    """Average precision of checked inputs, as :func:`sklearn.metrics.average_precision_score`.
+
+    ``sum_k (R_k - R_{k-1}) P_k`` over the distinct thresholds, tied scores
+    one threshold.
+
+    Parameters
+    ----------
+    is_pos : ndarray of bool of shape (n_samples,)
+        Whether each sample is a positive; at least one positive of positive weight.
+    y_score : ndarray of float64 of shape (n_samples,)
+        Finite scores.
+    sample_weight : ndarray of shape (n_samples,) or None, default=None
+        Nonnegative weights.
+
+    Returns
+    -------
+    float
+    """
+    order = np.argsort(y_score)[::-1]  # the order within tied scores does not matter
+    score = y_score[order]
+    pos = is_pos[order]
+    weight = np.ones(score.shape[0]) if sample_weight is None else sample_weight[order]
+    last = np.r_[np.flatnonzero(np.diff(score)), score.shape[0] - 1]
+    tps = np.cumsum(np.where(pos, weight, 0.0))[last]
+    predicted = np.cumsum(weight)[last]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        precision = np.where(predicted > 0, tps / predicted, 1.0)
+    recall_steps = np.diff(np.r_[0.0, tps / tps[-1]])
+    return float(recall_steps @ precision)
 
 
 def _check_two_way(tpr_min, fpr_max):
@@ -241,12 +319,7 @@ def two_way_partial_auc_score(y_true, y_score, *, tpr_min, fpr_max, sample_weigh
     pos_label = _check_binary_labels(y_true, pos_label)
     if sample_weight is not None:
         sample_weight = _check_class_weights(sample_weight, y_true == pos_label)
-    fpr, tpr, _ = roc_curve(
-        y_true, y_score, pos_label=pos_label, sample_weight=sample_weight, drop_intermediate=False
-    )
-    x, height = _excess_over(fpr, tpr, tpr_min)
-    area = _area_between(x, height, 0.0, fpr_max)
-    return float(np.clip(area / (fpr_max * (1.0 - tpr_min)), 0.0, 1.0))
+    return region_area(y_true == pos_label, y_score, sample_weight, fpr_range=(0.0, fpr_max), tpr_min=tpr_min)
 
 
 def make_two_way_partial_auc_scorer(*, tpr_min, fpr_max, pos_label=None):

@@ -13,6 +13,7 @@ from scipy.special import expit
 
 from .._jit import njit
 from ..backends.dispatch import make_design
+from ..metrics import average_precision
 from ..pairwise_losses import pair_value_and_derivative
 from .base import Datafit
 from .partial_auc import _in_units, resort_scores
@@ -231,6 +232,19 @@ class AveragePrecisionObjective(Datafit):
         value, g = ap_surrogate_and_score_gradients(h, self.y, self.loss, self._units, self._order)
         g *= h * (1.0 - h)
         return value, g
+
+    def metric(self, scores):
+        """The training average precision at the scores ``scores`` of the samples, with their weights.
+
+        Parameters
+        ----------
+        scores : ndarray of shape (n_samples,)
+
+        Returns
+        -------
+        float
+        """
+        return average_precision(self.y > 0, scores, self.sample_weight)
 
     def start(self, y_margin=1.0):
         """A start that ranks well and spreads the scores over the sigmoid's range.

@@ -15,7 +15,7 @@ from scipy.special import expit
 from .._jit import njit
 from ..backends.dispatch import external_kind, make_design
 from ..kernels.sorting import _insertion_keyed
-from ..metrics import _check_fpr_range
+from ..metrics import _check_fpr_range, region_area
 from ..pairwise_losses import get_pairwise_loss, pair_value_and_derivative
 from .base import Datafit
 
@@ -716,6 +716,23 @@ class PartialAUCObjective(Datafit):
         """
         return self.design.matvec(np.asarray(theta, dtype=np.float64)[:-1])
 
+    def metric(self, scores):
+        """The training metric the surrogate stands for, at the scores ``scores`` of the samples.
+
+        The (two-way) partial AUC of :mod:`skrank.metrics` over the
+        objective's range, with its sample weights.
+
+        Parameters
+        ----------
+        scores : ndarray of shape (n_samples,)
+
+        Returns
+        -------
+        float
+        """
+        return region_area(self.positive, scores, self.sample_weight, fpr_range=self.fpr_range,
+                           tpr_min=self.tpr_min)
+
     def set_margin(self, margin):
         """Replace the pairwise loss by the same loss with margin ``margin``.
 
@@ -811,6 +828,10 @@ class SigmoidScorePartialAUC:
     def set_margin(self, margin):
         """Replace the pairwise loss by the same loss with margin ``margin``."""
         self.objective.set_margin(margin)
+
+    def metric(self, scores):
+        """The training metric the surrogate stands for (that of the linear-score objective)."""
+        return self.objective.metric(scores)
 
     def value(self, theta):
         """The surrogate at ``theta = (w, b)``."""

@@ -8,6 +8,8 @@ from ..datafits.logistic_anchor import LogisticAnchoredObjective
 
 #: ``alpha`` of ``partial_fit`` when ``alpha=None``: a stream has no ``n_samples``
 STREAM_ALPHA = 1e-4
+#: Points of the segment from the logistic regression to a fit that ranks worse (:func:`_ranking_kept`).
+_SEGMENT_POINTS = 8
 
 
 def resolve_alpha(alpha, y, sample_weight=None):
@@ -47,7 +49,10 @@ def fit_anchored(rank_objective, X, y, estimator, rank_weight, coef_init, interc
 
     The start is ``(coef_init, intercept_init)`` on a warm start, otherwise
     the logistic regression of the same ``alpha`` (the objective at
-    ``r = 0``), so that the rank term moves the fit away from it.
+    ``r = 0``), so that the rank term moves the fit away from it.  For
+    ``r > 0`` the fit never ranks the training data worse than that
+    logistic regression (:func:`_ranking_kept`), which is therefore fitted
+    on a warm start too.
 
     Parameters
     ----------
@@ -67,9 +72,8 @@ def fit_anchored(rank_objective, X, y, estimator, rank_weight, coef_init, interc
         When given, the rank loss's margin becomes ``relative_margin`` times
         the (weighted) standard deviation of the ranked scores of the
         logistic regression (``rank_objective.set_margin``), so that the
-        band the loss smooths over follows the spread of the scores; the
-        logistic regression is then fitted even on a warm start, so that
-        the objective depends on the data and the parameters only.
+        band the loss smooths over follows the spread of the scores, so
+        that the objective depends on the data and the parameters only.
 
     Returns
     -------
@@ -82,21 +86,55 @@ def fit_anchored(rank_objective, X, y, estimator, rank_weight, coef_init, interc
     objective = LogisticAnchoredObjective(rank_objective, X, y, rank_weight,
                                           resolve_alpha(estimator.alpha, y, sample_weight), sample_weight)
     max_iter = 500 if estimator.max_iter is None else estimator.max_iter
-    theta0 = None
-    if coef_init is None or relative_margin is not None:
-        theta0 = _logistic_start(objective, estimator.tol, max_iter)
+    # the logistic regression of this alpha: the start of a cold fit and the ranking the fit must match
+    logistic = None
+    if coef_init is None or rank_weight > 0.0 or relative_margin is not None:
+        logistic = _logistic_start(objective, estimator.tol, max_iter)
     if relative_margin is not None:
-        spread = _weighted_std(rank_objective.ranked_scores(theta0), objective.row_weight)
+        spread = _weighted_std(rank_objective.ranked_scores(logistic), objective.row_weight)
         rank_objective.set_margin(relative_margin * spread if spread > 0 else 1.0)
+    theta0 = logistic
     if coef_init is not None:
         theta0 = np.append(np.asarray(coef_init, dtype=np.float64),
                            0.0 if intercept_init is None else float(intercept_init))
     result = lbfgs(objective, coef_init=theta0, tol=estimator.tol, max_iter=max_iter,
                    verbose=estimator.verbose)
-    theta = result.coef
+    theta = result.coef if rank_weight == 0.0 else _ranking_kept(objective, logistic, result)
     result.coef, result.info["score_intercept"] = theta[:-1], float(theta[-1])
     result.info["margin"] = rank_objective.loss.margin
     return result
+
+
+def _ranking_kept(objective, logistic, result):
+    """The fit's coefficients, moved back towards ``logistic`` until they rank the training data as well.
+
+    The descent lowers a smoothed surrogate of the metric, which can fall
+    while the metric itself falls below that of the logistic regression of
+    the same ``alpha``.  The fit then keeps the point nearest its end on
+    the segment from the logistic regression whose training metric is at
+    least the logistic regression's, among ``_SEGMENT_POINTS`` evenly
+    spaced ones (the logistic regression itself at worst).  ``result``
+    records its objective and, in ``info["kept_fraction"]``, its position
+    on the segment.
+    """
+    rank_objective = objective.rank_objective
+
+    def metric(theta):
+        return rank_objective.metric(objective.design.matvec(theta))
+
+    theta = result.coef
+    reference = metric(logistic)
+    if metric(theta) >= reference:
+        return theta
+    kept = 0.0
+    for k in range(_SEGMENT_POINTS - 1, 0, -1):
+        if metric(logistic + k / _SEGMENT_POINTS * (theta - logistic)) >= reference:
+            kept = k / _SEGMENT_POINTS
+            break
+    theta = logistic + kept * (theta - logistic)
+    result.objective_history = np.append(result.objective_history, objective.value(theta))
+    result.info["kept_fraction"] = kept
+    return theta
 
 
 def _weighted_std(values, weights):
