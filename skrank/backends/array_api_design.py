@@ -177,11 +177,15 @@ class ArrayAPIDesign(Design):
             b = min(a + self._step, M.nnz)
             index = to_namespace(M.indices[a:b].astype(np.int64), xp, self.device)
             scaled = xp.take(self.X, index, axis=0) * self._on_device(M.data[a:b])[:, None]
-            cumulative = to_numpy(xp.cumulative_sum(scaled, axis=0, include_initial=True))
+            cumulative = xp.cumulative_sum(scaled, axis=0, include_initial=True)
             seg = segment[a:b]
             ends = np.flatnonzero(np.diff(seg, append=-1)) + 1  # past the last entry of each segment
             starts = np.concatenate([[0], ends[:-1]])
-            out[seg[starts]] += cumulative[ends] - cumulative[starts]
+            # the segments' sums, differences taken on the device: a row per segment comes back
+            ends_at = to_namespace(ends.astype(np.int64), xp, self.device)
+            starts_at = to_namespace(starts.astype(np.int64), xp, self.device)
+            sums = xp.take(cumulative, ends_at, axis=0) - xp.take(cumulative, starts_at, axis=0)
+            out[seg[starts]] += to_numpy(sums)
         return np.hstack([out, np.asarray(M.sum(axis=1))]) if self.fit_intercept else out
 
     def class_moments(self, positive, sample_weight=None):
