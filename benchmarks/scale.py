@@ -18,7 +18,10 @@ each backend:
 * ``dask``: the same array as a Dask array in memory, chunked by rows (threaded scheduler);
 * ``dask-lazy``: a Dask array whose chunks are generated at each pass, never
   held whole: the out-of-core case;
-* ``cluster``: ``dask-lazy`` on a ``dask.distributed.LocalCluster`` of 2 workers (``--cluster``);
+* ``cluster``: ``dask-lazy`` on a ``dask.distributed.LocalCluster`` of 2 worker processes of one
+  thread each (``--cluster``, or ``cluster`` in ``--backends``): the chunks are generated on the
+  workers, and only vectors of length ``n`` or ``d`` travel to and from this process (the driver,
+  which runs the cluster's scheduler too);
 * ``cupy``: the array on a GPU, with scikit-learn's array API dispatch
   (``--gpu``; skipped, with a line that says so, without CuPy and a GPU).
 
@@ -33,8 +36,21 @@ chunks in the threaded scheduler; neither the cluster's workers nor the GPU
 are counted); the objective's relative gap to the NumPy fit; Newton steps;
 whether the fit certified its optimality.
 
+With ``--driver-memory``, three more columns split the memory between the
+driver and the cluster's workers: the growth of this process's resident
+memory during the fit (RSS sampled every 10 ms by a thread, its peak minus
+the RSS just before the fit: the ``peak MiB`` of ``tracemalloc`` plus what it
+does not see, such as the interpreter's free lists and the scheduler's
+messages); the peak of the summed RSS of the cluster's worker processes
+during the fit, and their summed RSS just before it (``-`` off the
+cluster).  ``X`` is then not held in memory unless a backend needs it
+(``numpy``, ``dask`` or ``cupy``): ``y`` is computed from the lazy array,
+so that ``--backends cluster --driver-memory`` fits sizes beyond this
+machine's memory.
+
     OMP_NUM_THREADS=1 python benchmarks/scale.py --sizes 1e4,1e5,1e6 [--data regression]
-        [--backends numpy,dask,dask-lazy] [--cluster] [--gpu] [--lazy-only 1e7]
+        [--backends numpy,dask,dask-lazy,cluster] [--cluster] [--gpu] [--lazy-only 1e7]
+        [--driver-memory]
 """
 
 import os
@@ -42,7 +58,10 @@ import os
 os.environ.setdefault("SCIPY_ARRAY_API", "1")  # for scikit-learn's array API dispatch (--gpu)
 
 import argparse  # noqa: E402
+import ctypes  # noqa: E402
 import functools  # noqa: E402
+import gc  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
 import warnings  # noqa: E402
@@ -177,7 +196,69 @@ def _plain_pass(X):
     return time.perf_counter() - start
 
 
-def _fit(est, X, y):
+class _Memory:
+    """Peak RSS of this process and of the processes ``pids`` (summed), sampled every ``every`` seconds.
+
+    ``before`` and ``workers_before``: the RSS on entry, after a garbage
+    collection and a ``malloc_trim`` (glibc), so that memory freed before
+    the fit is not counted as held; ``peak`` and ``workers_peak``: the
+    largest samples, the last one taken on exit.
+    """
+
+    def __init__(self, pids=(), every=0.01):
+        import psutil
+
+        self._me = psutil.Process()
+        self._workers = [psutil.Process(pid) for pid in pids]
+        self._every = every
+        self._stop = threading.Event()
+
+    def _workers_rss(self):
+        total = 0
+        for process in self._workers:
+            try:
+                total += process.memory_info().rss
+            except Exception:  # a worker gone (restarted by its nanny)
+                pass
+        return total
+
+    def _read(self):
+        self.peak = max(self.peak, self._me.memory_info().rss)
+        if self._workers:
+            self.workers_peak = max(self.workers_peak, self._workers_rss())
+
+    def _sample(self):
+        while not self._stop.wait(self._every):
+            self._read()
+
+    def __enter__(self):
+        gc.collect()
+        try:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):  # not glibc
+            pass
+        self.before = self.peak = self._me.memory_info().rss
+        self.workers_before = self.workers_peak = self._workers_rss()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self._read()
+
+
+def _fit(est, X, y, memory=None):
+    """``(est, seconds, tracemalloc peak)`` of ``est.fit(X, y)``, within ``memory`` (a :class:`_Memory`)."""
+    import contextlib
+
+    with memory if memory is not None else contextlib.nullcontext():
+        est, seconds, peak = _traced_fit(est, X, y)
+    return est, seconds, peak
+
+
+def _traced_fit(est, X, y):
     import sklearn
 
     tracemalloc.start()
@@ -193,18 +274,34 @@ def _fit(est, X, y):
     return est, seconds, peak
 
 
-def _row(n, backend, X, y, task, reference):
-    est, seconds, peak = _fit(_estimator(task), X, y)
+def _row(n, backend, X, y, task, reference, memory=None):
+    """Fit, print the table's row; ``memory``: a :class:`_Memory` (``--driver-memory``), else None."""
+    est, seconds, peak = _fit(_estimator(task), X, y, memory)
     host = 1.0 - _product_seconds[0] / seconds
     passes = int(est._last_result_info.get("passes", 0))
     per_pass = seconds / max(passes, 1)
     plain = _plain_pass(X)
     gap = "-" if reference is None else f"{abs(est.objective_ - reference) / abs(reference):.1e}"
     certified = "yes" if est._last_result_info.get("certified") else "no"
+    split = ""
+    if memory is not None:
+        workers = ("-", "-") if not memory._workers else (f"{memory.workers_peak / 2**20:.0f}",
+                                                          f"{memory.workers_before / 2**20:.0f}")
+        split = f"{(memory.peak - memory.before) / 2**20:.0f} | {workers[0]} | {workers[1]} | "
     print(f"| {n:.0e} | {backend} | {seconds:.2f} | {passes} | {per_pass:.3g} | {per_pass / plain:.2g} | "
-          f"{host:.0%} | {peak / 2**20:.0f} | {n * X.shape[1] * 8 / 2**20:.0f} | {gap} | {est.n_iter_} | "
-          f"{certified} |", flush=True)
+          f"{host:.0%} | {peak / 2**20:.0f} | {split}{n * X.shape[1] * 8 / 2**20:.0f} | {gap} | "
+          f"{est.n_iter_} | {certified} |", flush=True)
     return est
+
+
+def _cluster_row(n, lazy, y, task, ref, driver_memory):
+    """The ``cluster`` row: ``lazy`` fitted on a LocalCluster of 2 worker processes of one thread."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        memory = _Memory(client.run(os.getpid).values()) if driver_memory else None
+        _row(n, "cluster", lazy, y, task, ref, memory)
 
 
 def main():
@@ -213,55 +310,68 @@ def main():
     parser.add_argument("--data", default="classification",
                         help="classification, regression or real:NAME (a table of skrank.datasets)")
     parser.add_argument("--backends", default="numpy,dask,dask-lazy",
-                        help="of numpy, dask, dask-lazy (numpy is the reference of the gaps)")
-    parser.add_argument("--cluster", action="store_true", help="add a 2-worker LocalCluster")
+                        help="of numpy, dask, dask-lazy, cluster (numpy is the reference of the gaps)")
+    parser.add_argument("--cluster", action="store_true",
+                        help="add a 2-worker LocalCluster (backend cluster)")
     parser.add_argument("--gpu", action="store_true", help="add CuPy on the GPU, where there is one")
-    parser.add_argument("--lazy-only", default="", help="sizes fitted out of core only (e.g. 1e7)")
+    parser.add_argument("--lazy-only", default="",
+                        help="sizes fitted out of core only (e.g. 1e7): dask-lazy and cluster, those chosen")
+    parser.add_argument("--driver-memory", action="store_true",
+                        help="add the driver's RSS growth and the workers' RSS; X not held unless needed")
     args = parser.parse_args()
     import dask
     import dask.array as da
 
     backends = args.backends.split(",")
+    cluster = args.cluster or "cluster" in backends
+    memory = (lambda: _Memory()) if args.driver_memory else (lambda: None)
     source = _Replicated(args.data[5:]) if args.data.startswith("real:") else _Synthetic(args.data)
     cupy = _gpu() if args.gpu else None
     warm = source.lazy(2_000).compute()  # kernels compiled before the timings (first_fit.py times that)
     _fit(_estimator(source.task), warm, source.labels(warm))
     if args.gpu and cupy is None:
         print("(--gpu: no CuPy with a GPU here; the cupy rows are left out)\n")
-    print("| n | backend | seconds | passes | s per pass | pass / plain pass | host share | peak MiB "
-          "| X MiB | gap to numpy | Newton steps | certified |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    split = ("driver RSS growth MiB | workers' peak MiB | workers' RSS before MiB | " if args.driver_memory
+             else "")
+    print("| n | backend | seconds | passes | s per pass | pass / plain pass | host share | peak MiB | "
+          f"{split}X MiB | gap to numpy | Newton steps | certified |")
+    print("|---" * (12 + 3 * args.driver_memory) + "|")
+    in_memory = not args.driver_memory or bool({"numpy", "dask"} & set(backends)) or cupy is not None
     for n in [int(float(s)) for s in args.sizes.split(",") if s]:
         lazy = source.lazy(n)
-        X = lazy.compute()
-        y = source.labels(X)
-        ref = _row(n, "numpy", X, y, source.task, None).objective_ if "numpy" in backends else None
+        if in_memory:
+            X = lazy.compute()
+            y = source.labels(X)
+        else:  # the driver never holds X
+            with dask.config.set(scheduler="threads"):
+                X, y = None, source.labels(lazy)
+        ref = _row(n, "numpy", X, y, source.task, None, memory()).objective_ if "numpy" in backends else None
         if "dask" in backends:
-            _row(n, "dask", da.from_array(X, chunks=(min(_CHUNK_ROWS, n), X.shape[1])), y, source.task, ref)
+            _row(n, "dask", da.from_array(X, chunks=(min(_CHUNK_ROWS, n), X.shape[1])), y, source.task, ref,
+                 memory())
         if cupy is not None:
-            _row(n, "cupy", cupy.asarray(X), y, source.task, ref)
+            _row(n, "cupy", cupy.asarray(X), y, source.task, ref, memory())
         del X
         if "dask-lazy" in backends:
             with dask.config.set(scheduler="threads"):
-                _row(n, "dask-lazy", lazy, y, source.task, ref)
-        if args.cluster:
-            from distributed import Client, LocalCluster
-
-            with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
-                    Client(cluster):
-                _row(n, "cluster", lazy, y, source.task, ref)
+                _row(n, "dask-lazy", lazy, y, source.task, ref, memory())
+        if cluster:
+            _cluster_row(n, lazy, y, source.task, ref, args.driver_memory)
     for n in [int(float(s)) for s in args.lazy_only.split(",") if s]:
         lazy = source.lazy(n)
         with dask.config.set(scheduler="threads"):
             y = source.labels(lazy)
-            _row(n, "dask-lazy", lazy, y, source.task, None)
+            if "dask-lazy" in backends:
+                _row(n, "dask-lazy", lazy, y, source.task, None, memory())
+        if cluster:
+            _cluster_row(n, lazy, y, source.task, None, args.driver_memory)
     command = (f"OMP_NUM_THREADS=1 python benchmarks/scale.py --sizes '{args.sizes}' --data {args.data} "
                f"--backends {args.backends}")
     command += " --cluster" if args.cluster else ""
     command += " --gpu" if args.gpu else ""
     command += f" --lazy-only {args.lazy_only}" if args.lazy_only else ""
+    command += " --driver-memory" if args.driver_memory else ""
     print("\ncommand: " + command)
-
 
 if __name__ == "__main__":
     main()

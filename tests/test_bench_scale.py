@@ -54,3 +54,18 @@ def test_rank_step_benchmark_agrees_both_ways():
     assert len(rows) == 1
     assert float(rows[0][5]) < 1e-12  # the threshold form's value equals the sorted one
     assert "command:" in out
+
+
+def test_scale_benchmark_splits_the_driver_memory_from_the_workers():
+    # --driver-memory: the driver's RSS growth during each fit, and the cluster workers' RSS
+    pytest.importorskip("distributed")
+    pytest.importorskip("psutil")
+    rows, out = _table("scale.py", "--sizes", "2e3", "--backends", "numpy,cluster", "--driver-memory")
+    assert "| driver RSS growth MiB | workers' peak MiB | workers' RSS before MiB |" in out
+    assert [row[1] for row in rows] == ["numpy", "cluster"]
+    assert all(len(row) == 15 and row[-1] == "yes" for row in rows)  # certified
+    assert all(float(row[8]) >= 0.0 for row in rows)  # the driver's RSS growth
+    assert rows[0][9:11] == ["-", "-"]  # no workers off the cluster
+    assert float(rows[1][9]) >= float(rows[1][10]) > 0.0  # the workers' peak, their RSS before the fit
+    assert float(rows[1][12]) <= 1e-7  # the gap to numpy
+    assert out.rstrip().endswith("--backends numpy,cluster --driver-memory")
