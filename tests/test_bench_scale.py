@@ -56,11 +56,13 @@ def test_rank_step_benchmark_agrees_both_ways():
     assert "command:" in out
 
 
-def test_scale_benchmark_splits_the_driver_memory_from_the_workers():
-    # --driver-memory: the driver's RSS growth during each fit, and the cluster workers' RSS
+def test_scale_benchmark_splits_the_driver_memory_from_the_workers(monkeypatch, capsys):
+    # --driver-memory: the driver's RSS growth during each fit, and the cluster workers' RSS (in this
+    # process: a fresh interpreter would add its imports to the cluster's start)
     pytest.importorskip("distributed")
     pytest.importorskip("psutil")
-    rows, out = _table("scale.py", "--sizes", "2e3", "--backends", "numpy,cluster", "--driver-memory")
+    rows, out = _table_here("scale.py", monkeypatch, capsys, "--sizes", "5e2", "--backends", "numpy,cluster",
+                            "--driver-memory")
     assert "| driver RSS growth MiB | workers' peak MiB | workers' RSS before MiB |" in out
     assert [row[1] for row in rows] == ["numpy", "cluster"]
     assert all(len(row) == 15 and row[-1] == "yes" for row in rows)  # certified
