@@ -1,7 +1,8 @@
 """The Numba cache of skrank's kernels on read-only installs and with damaged cache files.
 
-Each scenario runs ``import skrank`` and one small :class:`skrank.PartialAUCClassifier`
-fit in a fresh interpreter, on a copy of the package put first on ``PYTHONPATH``:
+Each scenario runs ``import skrank`` and two of its kernels (one of ``losses.py`` and one of
+another file that inlines it) in a fresh interpreter, on a copy of the package put first on
+``PYTHONPATH``:
 
 * a read-only copy imported by a user who cannot write to it, to ``HOME`` or
   to ``NUMBA_CACHE_DIR``: the kernels are cached in a private temporary folder,
@@ -9,7 +10,7 @@ fit in a fresh interpreter, on a copy of the package put first on ``PYTHONPATH``
 * a read-only copy with a cache built before it was made read-only: the
   cache is used and nothing is compiled;
 * a writable copy whose cache has truncated ``.nbc`` and garbage ``.nbi``
-  files: the fit gives the same coefficients and the entries are rewritten.
+  files: the kernels give the same results and the entries are rewritten.
 
 Root writes anywhere, so where the tests run as root the read-only runs
 switch to the ``nobody`` user or, where ``nobody`` cannot run this
@@ -56,15 +57,18 @@ FIT = textwrap.dedent(
         import numpy as np
         import skrank
         from numba.core.dispatcher import Dispatcher
-        rng = np.random.default_rng(0)
-        X = rng.standard_normal((200, 3))
-        y = (X[:, 0] + 0.5 * rng.standard_normal(200) > 0).astype(int)
-        clf = skrank.PartialAUCClassifier().fit(X, y)
+        from skrank.datafits.smoothed_risk import losses_and_keys
+        from skrank.losses import LOGISTIC, loss_derivatives_upto2
+        t = np.linspace(-3.0, 3.0, 7)
+        value, first, second, keys = (np.empty(7) for _ in range(4))
+        # a kernel of losses.py, and one of another file that inlines losses.py's kernels
+        loss_derivatives_upto2(LOGISTIC, t, 0.0, value, first, second)
+        losses_and_keys(t, LOGISTIC, 0.0, 0.5, np.ones(7), value, first, keys)
     kernels = {id(obj): obj for name, module in list(sys.modules.items()) if name.startswith("skrank")
                for obj in vars(module).values() if isinstance(obj, Dispatcher)}
     print(json.dumps({
         "file": skrank.__file__,
-        "coef": [float(c).hex() for c in np.ravel(clf.coef_)],
+        "result": [float(c).hex() for c in np.concatenate([value, first, second, keys])],
         "hits": sum(sum(k.stats.cache_hits.values()) for k in kernels.values()),
         "misses": sum(sum(k.stats.cache_misses.values()) for k in kernels.values()),
         "warnings": [str(w.message) for w in caught if str(w.message).startswith("skrank")],
@@ -261,14 +265,14 @@ def test_read_only_install_caches_in_a_private_temporary_folder(workspace, confi
     _make_read_only(copy)
     tmpdir = workspace.temp_dir("tmp-private")
     first = workspace.run(copy, tmpdir, confinement)
-    assert first["coef"] == built[1]["coef"]
+    assert first["result"] == built[1]["result"]
     assert first["misses"] > 0 and not first["warnings"]
     private = tmpdir / f"skrank-numba-cache-{confinement.uid}"
     assert stat.S_IMODE(private.stat().st_mode) == 0o700
     assert _cache_files(private)
     assert not _cache_files(copy)
     again = workspace.run(copy, tmpdir, confinement)
-    assert again["coef"] == built[1]["coef"]
+    assert again["result"] == built[1]["result"]
     assert again["hits"] > 0 and again["misses"] == 0 and not again["warnings"]
 
 
@@ -280,7 +284,7 @@ def test_read_only_install_without_writable_folder_compiles_in_memory(workspace,
     (tmpdir / f"skrank-numba-cache-{confinement.uid}").mkdir(mode=0o777)
     (tmpdir / f"skrank-numba-cache-{confinement.uid}").chmod(0o777)
     report = workspace.run(copy, tmpdir, confinement)
-    assert report["coef"] == built[1]["coef"]
+    assert report["result"] == built[1]["result"]
     assert report["misses"] > 0
     assert len(report["warnings"]) == 1
     assert "no writable folder" in report["warnings"][0]
@@ -292,7 +296,7 @@ def test_read_only_install_uses_the_cache_built_beside_it(workspace, confinement
     _make_read_only(copy)
     tmpdir = workspace.temp_dir("tmp-prebuilt")
     report = workspace.run(copy, tmpdir, confinement)
-    assert report["coef"] == built[1]["coef"]
+    assert report["result"] == built[1]["result"]
     assert report["hits"] > 0 and report["misses"] == 0
     assert not report["warnings"]
     assert not _cache_files(tmpdir)
@@ -314,7 +318,7 @@ def test_damaged_cache_files_are_recompiled_and_rewritten(workspace, built):
         path.write_bytes(b"not a pickle " * 20)
     tmpdir = workspace.temp_dir("tmp-damaged")
     report = workspace.run(copy, tmpdir, numba_cache_dir=False)
-    assert report["coef"] == built[1]["coef"]
+    assert report["result"] == built[1]["result"]
     assert report["misses"] > 0
     assert len(report["warnings"]) == 1 and "unreadable" in report["warnings"][0]
     for path in truncated:
@@ -323,7 +327,7 @@ def test_damaged_cache_files_are_recompiled_and_rewritten(workspace, built):
         with open(path, "rb") as f:
             assert pickle.load(f)  # the numba version the index was written with
     again = workspace.run(copy, tmpdir, numba_cache_dir=False)
-    assert again["coef"] == built[1]["coef"]
+    assert again["result"] == built[1]["result"]
     assert again["hits"] > 0 and again["misses"] == 0 and not again["warnings"]
 
 
@@ -445,7 +449,7 @@ def test_an_edit_to_a_callee_file_invalidates_the_kernels_that_inline_it(workspa
     losses = copy / "skrank" / "losses.py"
     losses.write_text(losses.read_text() + "\n# an edit: the compiled callers are stale now\n")
     report = workspace.run(copy, workspace.temp_dir("tmp-edited"), numba_cache_dir=False)
-    assert report["coef"] == built[1]["coef"]
+    assert report["result"] == built[1]["result"]
     assert report["hits"] == 0 and report["misses"] > 0
     again = workspace.run(copy, workspace.temp_dir("tmp-edited-again"), numba_cache_dir=False)
     assert again["hits"] > 0 and again["misses"] == 0
