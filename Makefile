@@ -24,12 +24,14 @@ $(VENV)/.docs-installed: $(PY) pyproject.toml
 	touch $@
 
 # The tests run in pytest-xdist workers, one per logical CPU and at most 4 (each takes up to
-# about 1.2 GB); `make test PYTEST_WORKERS=0` runs them in one process.
+# about 1.2 GB), a test file per worker: the files use different kernels, so that the workers
+# compile them once between them (a fresh clone: 4 min 44 s with tests spread one by one,
+# 4 min 03 s by file); `make test PYTEST_WORKERS=0` runs them in one process.
 PYTEST_WORKERS ?= logical
 
 test: $(VENV)/.test-installed
 	$(VENV)/bin/ruff check skrank tests benchmarks examples
-	$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --maxprocesses=4 --dist loadgroup tests
+	$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --maxprocesses=4 --dist loadfile tests
 
 demo: $(VENV)/.demo-installed
 	$(PY) -m skrank.demo
