@@ -27,14 +27,15 @@ CASES = [
 
 
 @pytest.mark.parametrize("table, make, metric", CASES, ids=[c[0] for c in CASES])
-def test_training_metric_at_least_logistic_regression(table, make, metric, monkeypatch):
+def test_training_metric_at_least_logistic_regression(table, make, metric, monkeypatch, capsys):
     X, y = load_tabular(table)
     X = StandardScaler().fit_transform(np.asarray(X, dtype=np.float64))
     reference = metric(y, LogisticRegression().fit(X, y).decision_function(X))
-    model = make().fit(X, y)
+    model = make().set_params(verbose=1).fit(X, y)
     kept = metric(y, model.decision_function(X))
     assert kept >= reference - 1e-9
     assert model.objective_ == pytest.approx(model.objective_history_[-1])
+    assert "the training metric ended below the logistic regression's: kept" in capsys.readouterr().out
     # the case is real: the last iterate of the descent ranks worse than logistic regression
     monkeypatch.setattr(anchored, "_ranking_kept", lambda objective, logistic, result: result.coef)
     last = metric(y, make().fit(X, y).decision_function(X))

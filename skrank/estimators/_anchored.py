@@ -5,6 +5,7 @@ import copy
 import numpy as np
 
 from ..datafits.logistic_anchor import LogisticAnchoredObjective
+from ..solvers.progress import Progress
 
 #: ``alpha`` of ``partial_fit`` when ``alpha=None``: a stream has no ``n_samples``
 STREAM_ALPHA = 1e-4
@@ -100,6 +101,12 @@ def fit_anchored(rank_objective, X, y, estimator, rank_weight, coef_init, interc
     result = lbfgs(objective, coef_init=theta0, tol=estimator.tol, max_iter=max_iter,
                    verbose=estimator.verbose)
     theta = result.coef if rank_weight == 0.0 else _ranking_kept(objective, logistic, result)
+    if "kept_fraction" in result.info:
+        fraction = result.info["kept_fraction"]
+        kept = (f"the point {fraction:g} of the way from it to the descent's end" if fraction > 0
+                else "the logistic regression")
+        Progress("lbfgs", estimator.verbose).note(
+            f"the training metric ended below the logistic regression's: kept {kept}")
     result.coef, result.info["score_intercept"] = theta[:-1], float(theta[-1])
     result.info["margin"] = rank_objective.loss.margin
     return result
