@@ -145,6 +145,20 @@ def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=No
     return region_area(y_true == pos_label, y_score, sample_weight, fpr_range=(alpha, beta))
 
 
+def _threshold_sums(is_pos, y_score, sample_weight=None):
+    """The weights of the positives and of the negatives scored at or above each distinct score.
+
+    From the top score down; tied scores form one threshold.  Returns
+    ``(tps, fps)``, the cumulative sums at each threshold.
+    """
+    order = np.argsort(y_score)[::-1]  # the order within tied scores does not matter
+    score = y_score[order]
+    pos = is_pos[order]
+    weight = np.ones(score.shape[0]) if sample_weight is None else sample_weight[order]
+    last = np.r_[np.flatnonzero(np.diff(score)), score.shape[0] - 1]
+    return np.cumsum(np.where(pos, weight, 0.0))[last], np.cumsum(np.where(pos, 0.0, weight))[last]
+
+
 def _roc_points(is_pos, y_score, sample_weight=None):
     """The false- and true-positive rates at every distinct threshold, from the top score down.
 
@@ -152,13 +166,7 @@ def _roc_points(is_pos, y_score, sample_weight=None):
     ``drop_intermediate=False``, starting at ``(0, 0)``: tied scores form
     one step, a diagonal segment of the curve.
     """
-    order = np.argsort(y_score)[::-1]  # the order within tied scores does not matter
-    score = y_score[order]
-    pos = is_pos[order]
-    weight = np.ones(score.shape[0]) if sample_weight is None else sample_weight[order]
-    last = np.r_[np.flatnonzero(np.diff(score)), score.shape[0] - 1]
-    tps = np.cumsum(np.where(pos, weight, 0.0))[last]
-    fps = np.cumsum(np.where(pos, 0.0, weight))[last]
+    tps, fps = _threshold_sums(is_pos, y_score, sample_weight)
     return np.r_[0.0, fps / fps[-1]], np.r_[0.0, tps / tps[-1]]
 
 
@@ -214,13 +222,8 @@ def average_precision(is_pos, y_score, sample_weight=None):
     -------
     float
     """
-    order = np.argsort(y_score)[::-1]  # the order within tied scores does not matter
-    score = y_score[order]
-    pos = is_pos[order]
-    weight = np.ones(score.shape[0]) if sample_weight is None else sample_weight[order]
-    last = np.r_[np.flatnonzero(np.diff(score)), score.shape[0] - 1]
-    tps = np.cumsum(np.where(pos, weight, 0.0))[last]
-    predicted = np.cumsum(weight)[last]
+    tps, fps = _threshold_sums(is_pos, y_score, sample_weight)
+    predicted = tps + fps
     with np.errstate(invalid="ignore", divide="ignore"):
         precision = np.where(predicted > 0, tps / predicted, 1.0)
     recall_steps = np.diff(np.r_[0.0, tps / tps[-1]])
