@@ -124,18 +124,16 @@ def _ranking_kept(objective, logistic, result):
     records its objective and, in ``info["kept_fraction"]``, its position
     on the segment.
     """
-    rank_objective = objective.rank_objective
-
-    def metric(theta):
-        return rank_objective.metric(objective.design.matvec(theta))
-
+    metric = objective.rank_objective.metric
     theta = result.coef
-    reference = metric(logistic)
-    if metric(theta) >= reference:
+    # the scores are linear in theta: those of the segment's points need no pass over X
+    start, end = objective.design.matvec(logistic), objective.design.matvec(theta)
+    reference = metric(start)
+    if metric(end) >= reference:
         return theta
     kept = 0.0
     for k in range(_SEGMENT_POINTS - 1, 0, -1):
-        if metric(logistic + k / _SEGMENT_POINTS * (theta - logistic)) >= reference:
+        if metric(start + k / _SEGMENT_POINTS * (end - start)) >= reference:
             kept = k / _SEGMENT_POINTS
             break
     theta = logistic + kept * (theta - logistic)
