@@ -69,7 +69,7 @@ class _Problem:
         #: The same design, whose kept Gram matrix is the block term's (:meth:`block_scatter`).
         self._block_design = None
         s, c = affine_map(y, loss.task)
-        n = s.size
+        n = self.n = s.size
         # c = 0 (classification) or s = 1 (regression): a view of one number, not a vector
         if loss.task == "classification":
             self.s, self.c = s, np.broadcast_to(0.0, n)
@@ -97,6 +97,14 @@ class _Problem:
         self._starts = np.empty(n + 1, dtype=np.int64)
         #: The largest dual bound found so far (with an l2 part), and its weights ``q``.
         self.best_dual, self.best_dual_weights = -np.inf, None
+
+    def first_center(self, theta, warm):
+        """The first centre and the largest rank weight per unit of mass (:func:`_first_center`)."""
+        return _first_center(self, theta, warm)
+
+    def certify_zero(self, q, tol):
+        """``F(0)`` once the dual bound was raised toward it (:func:`_certify_zero`), or None."""
+        return _certify_zero(self, q, tol)
 
     def rank_weights(self, order):
         """The risk's weights of the losses sorted by ``order`` (ascending)."""
@@ -656,7 +664,7 @@ class _ProximalPoint:
     def __init__(self, problem, theta, warm, max_iter, progress):
         self.problem, self.progress = problem, progress
         self.steps = 0
-        center, top = _first_center(problem, theta, warm)
+        center, top = problem.first_center(theta, warm)
         if not warm and isinstance(problem.risk, ERM):
             # the mean risk is the problem (its weights are the centre): Newton's method on it; other risks
             # start at theta = 0, where the smoothing pools the tied losses
@@ -665,7 +673,7 @@ class _ProximalPoint:
         self.history = [F]
         #: ``(F, theta, bound on F - F*, weights q)`` of the best certificate so far
         self.best = (F, theta.copy(), np.inf, center)
-        self.mu = _MU_SCALE * max(abs(F), 1e-12) / max(problem.s.size * top, 1e-300)
+        self.mu = _MU_SCALE * max(abs(F), 1e-12) / max(problem.n * top, 1e-300)
         if warm:
             self.mu *= _MU_WARM
         self.outer, self.certified, self.warm = 0, False, warm
@@ -710,7 +718,7 @@ class _ProximalPoint:
     def check_zero(self, q, tol):
         """Certify ``theta = 0`` (:func:`_certify_zero`) from the weights ``q``; returns whether certified."""
         problem = self.problem
-        F0 = _certify_zero(problem, q, tol)
+        F0 = problem.certify_zero(q, tol)
         if F0 is not None and F0 <= self.best[0]:
             weights = q if problem.best_dual_weights is None else problem.best_dual_weights
             self.best = _with_dual_gap(problem, (F0, np.zeros_like(self.theta), np.inf, weights))
@@ -763,6 +771,15 @@ class _ProximalPoint:
         )
 
 
+def _make_problem(X, y, risk, loss, penalty, datafit, coef_init, intercept_init):
+    """The fit's problem: chunked on the workers where it can be (:mod:`.newton_chunked`), else :class:`_Problem`."""
+    from .newton_chunked import _ChunkedProblem, chunked_supported
+
+    if chunked_supported(X, risk, loss, penalty, datafit.sample_weight, coef_init, intercept_init):
+        return _ChunkedProblem(X, y, risk, loss, penalty, datafit.fit_intercept)
+    return _Problem(X, y, risk, loss, penalty, datafit.fit_intercept, datafit.sample_weight)
+
+
 def smoothed_newton(datafit, penalty, *, coef_init=None, intercept_init=None, max_iter=200, tol=1e-9,
                     verbose=0):
     """Minimise a convex spectral risk with a smooth loss and a penalty, certified.
@@ -803,7 +820,7 @@ def smoothed_newton(datafit, penalty, *, coef_init=None, intercept_init=None, ma
     start = time.perf_counter()
     X, y, risk, loss = datafit.problem
     X = supported_input("newton", X, risk, loss, penalty)
-    problem = _Problem(X, y, risk, loss, penalty, datafit.fit_intercept, datafit.sample_weight)
+    problem = _make_problem(X, y, risk, loss, penalty, datafit, coef_init, intercept_init)
     design = problem.design
     progress = Progress("newton", verbose, max_iter, unit="Newton step", criterion="certified gap")
     theta = starting_theta(design, coef_init, intercept_init)

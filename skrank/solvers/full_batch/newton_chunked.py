@@ -1,0 +1,299 @@
+"""The certified Newton solver on a Dask ``X`` whose vectors of length ``n`` stay on the workers.
+
+:class:`_ChunkedProblem` is :class:`skrank.solvers.full_batch.newton._Problem`
+for a Dask array ``X`` chunked by rows, in the case of the superquantile
+without sample weights, a smooth loss (logistic or squared) and an l2
+penalty.  Every vector of length ``n`` (loss arguments, losses, slopes,
+keys, rank weights ``q``, the centre) is a Dask array chunked like ``X``'s
+rows and persisted where the chunks are computed (the workers of a
+``dask.distributed`` cluster); the process that drives the fit receives
+only reductions: ``O(d^2)`` numbers per chunk, and the rank step's
+counting reductions (:func:`skrank.datafits.threshold_projection.capped_threshold_dask`:
+``O(chunks x candidates)`` per round and at most ``bracket`` keys in its
+last one).  The rank step is the threshold form of the capped simplex: no
+sort, no PAVA, no order.  Its free set ``{0 < q < cap}`` is the one pooled
+block whose block term enters the Newton model.
+
+Not available here (the driver refuses or skips them): the check that
+``theta = 0`` is optimal (:func:`skrank.solvers.full_batch.newton._certify_zero`,
+skipped: such a fit ends uncertified), the dual ascent of a stalled fit
+(skipped), warm starts, sample weights, other risks and an l1 part (the
+gathered path, :class:`~skrank.solvers.full_batch.newton._Problem`, fits
+those).  ``SKRANK_NEWTON_GATHER=1`` forces the gathered path.
+"""
+
+import functools
+import os
+
+import numpy as np
+
+from ...backends.dask_design import _weighted_gram, is_dask_array
+from ...backends.dispatch import make_design
+from ...datafits.rank_risk import affine_map
+from ...datafits.smoothed_risk import losses_and_keys
+from ...datafits.threshold_projection import capped_projection, capped_threshold_dask
+from ...losses import LOGISTIC, SQUARED
+from ...risks import Superquantile
+from .newton import _HESSIAN_SLACK, _Problem
+
+#: The risk value's smoothing ``mu cap``, relative to the losses' spread: its threshold ``tau`` lies
+#: within ``mu cap`` of a minimiser of ``t + cap sum (l - t)_+``, whose slopes are at most ``cap n``.
+_VALUE_SMOOTHING = 1e-12
+
+
+def chunked_supported(X, risk, loss, penalty, sample_weight, coef_init, intercept_init):
+    """Whether :class:`_ChunkedProblem` fits the problem, and ``SKRANK_NEWTON_GATHER`` does not refuse it."""
+    if os.environ.get("SKRANK_NEWTON_GATHER", "") not in ("", "0"):
+        return False
+    return (is_dask_array(X) and type(risk) is Superquantile and sample_weight is None
+            and loss.code in (LOGISTIC, SQUARED) and float(penalty.l1) == 0.0 and float(penalty.l2) > 0.0
+            and coef_init is None and intercept_init is None)
+
+
+def _persist(*arrays):
+    import dask
+
+    out = dask.persist(*arrays)
+    return out if len(out) > 1 else out[0]
+
+
+def _arguments_block(X, *vectors, w, b, scaled, shifted):
+    """``s (X w + b) + c`` on one chunk; ``vectors``: its ``s`` when ``scaled``, then its ``c`` when ``shifted``."""
+    t = np.asarray(X, dtype=np.float64) @ w + b
+    if scaled:
+        t *= vectors[0]
+    if shifted:
+        t += vectors[-1]
+    return t
+
+
+def _losses_block(t, center, code, param, mu):
+    """One chunk's ``(l, l', keys)`` as three columns (:func:`losses_and_keys`)."""
+    n = t.shape[0]
+    out = np.empty((3, n))
+    center = np.broadcast_to(np.asarray(center, dtype=np.float64), (n,))
+    losses_and_keys(t, code, param, mu, np.ascontiguousarray(center), out[0], out[1], out[2])
+    return out.T
+
+
+def _step_block(X, t, d1, q, s, loss, cap, fit_intercept):
+    """One chunk's shares of the gradient's data part, the Hessian and the free block's sums.
+
+    Returns ``([X, 1]^T (s q l'), [X, 1]^T diag(q l'') [X, 1], sum_F g_i g_i^T, sum_F g_i)``
+    with ``g_i = l'_i s_i [x_i, 1]`` and ``F`` the chunk's members of the free set.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    coef = d1 if s is None else d1 * s
+    r = q * coef
+    g = X.T @ r
+    H = _weighted_gram(X, q * loss.derivatives(t)[2], fit_intercept)
+    free = (q > 0.0) & (q < cap)
+    G_free = _weighted_gram(X, np.where(free, coef * coef, 0.0), fit_intercept)
+    coef_free = np.where(free, coef, 0.0)
+    S_free = X.T @ coef_free
+    if fit_intercept:
+        g, S_free = np.append(g, r.sum()), np.append(S_free, coef_free.sum())
+    return g, H, G_free, S_free
+
+
+def _dual_block(X, q, a, s, c, loss, side, shrink):
+    """One chunk's ``X^T (s q a')`` and ``sum q (a' c - l*(a'))``, ``a'``: ``a`` shrunk by ``shrink`` on ``side``."""
+    u0 = q * a if s is None else s * q * a
+    a = np.where(np.sign(u0) == side, a * shrink, a)
+    u = q * a if s is None else s * q * a
+    value = q @ (a * c - loss.conjugate(a)) if c is not None else -(q @ loss.conjugate(a))
+    return np.asarray(X, dtype=np.float64).T @ u, float(value)
+
+
+class _ChunkedProblem(_Problem):
+    """:class:`_Problem` whose vectors of length ``n`` are Dask arrays persisted on the workers.
+
+    See the module docstring for the case it covers.  The states of
+    :meth:`smoothed` hold persisted arrays and the threshold ``tau``
+    instead of an order and pooled blocks.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n, d)
+    y : ndarray of shape (n,)
+    risk : skrank.risks.Superquantile
+    loss : skrank.losses.Loss
+        Logistic or squared.
+    penalty : skrank.penalties.Penalty
+        l2 only.
+    fit_intercept : bool
+    """
+
+    #: The rank steps gather at most this many keys in their last round.
+    bracket = 100_000
+
+    def __init__(self, X, y, risk, loss, penalty, fit_intercept):
+        import dask.array as da
+
+        self.design = make_design(X, fit_intercept)
+        self._block_design = None
+        self._rows = self.design.X.chunks[0]
+        s, c = affine_map(y, loss.task)
+        self.n = s.size
+        # classification: s = -y on the workers, c = 0; regression: s = 1, c = -y on the workers
+        vector = s if loss.task == "classification" else c
+        vector = _persist(da.from_array(vector, chunks=(self._rows,)))
+        self.s, self.c = (vector, None) if loss.task == "classification" else (None, vector)
+        del s, c
+        self.risk, self.mass, self.sigma = risk, None, None
+        self.cap, self.total = 1.0 / ((1.0 - float(risk.q)) * self.n), 1.0
+        self.loss, self.l1, self.l2 = loss, float(penalty.l1), float(penalty.l2)
+        self.reg = np.ones(self.design.p) * self.l2
+        if fit_intercept:
+            self.reg[-1] = 0.0
+        self.best_dual, self.best_dual_weights = -np.inf, None
+        #: ``compute``/``persist`` calls of the rank steps' threshold searches.
+        self.threshold_rounds = 0
+
+    def _blocks(self, *arrays):
+        """Per chunk, the delayed blocks of ``arrays`` (None stays None): aligned with ``X``'s row chunks."""
+        parts = [[None] * len(self._rows) if a is None else list(a.to_delayed().ravel()) for a in arrays]
+        return list(zip(*parts))
+
+    def _reduce(self, function, *arrays, **kwargs):
+        """``function(X_c, *arrays_c, **kwargs)`` for every chunk ``c``; the results, in chunk order."""
+        import dask
+
+        task = dask.delayed(functools.partial(function, **kwargs), pure=True)
+        return dask.compute(*[task(*blocks) for blocks in self._blocks(self.design.X, *arrays)])
+
+    def arguments(self, theta, shift=True):
+        """``s [X, 1] theta + c`` (without ``shift``: ``s [X, 1] theta``), persisted, chunked like ``X``."""
+        import dask.array as da
+
+        self.design.passes += 1
+        w, b = self.design.split(theta)
+        shifted = shift and self.c is not None
+        args = [self.design.X, "ij"]
+        for v in (self.s, self.c if shifted else None):
+            if v is not None:
+                args += [v, "i"]
+        t = da.blockwise(functools.partial(_arguments_block, w=np.ascontiguousarray(w), b=b,
+                                           scaled=self.s is not None, shifted=shifted),
+                         "i", *args, dtype=np.float64, concatenate=True)
+        return _persist(t)
+
+    def objective(self, theta):
+        losses = _persist(self.arguments(theta).map_blocks(self.loss.value, dtype=np.float64))
+        return self.risk_value(losses) + self.penalty(theta)
+
+    def first_center(self, theta, warm):
+        """The mean weight ``total / n`` (a number) and the cap; warm starts take the gathered path."""
+        if warm:
+            raise NotImplementedError("the chunked Newton path starts cold only")
+        return self.total / self.n, self.cap
+
+    def _threshold(self, keys, mu):
+        tau = capped_threshold_dask(keys, mu, self.cap, self.total, bracket=self.bracket)
+        self.threshold_rounds += tau.rounds
+        return tau
+
+    def risk_value(self, losses, order=None):
+        """``Omega(l) = min_t t total + cap sum (l - t)_+`` at the threshold of a tiny smoothing.
+
+        ``order`` is ignored.  ``tau`` is within ``mu cap`` of the
+        minimiser, so the value is above ``Omega`` by at most
+        ``cap n mu cap``, ``_VALUE_SMOOTHING`` times the losses' spread.
+        """
+        import dask
+        import dask.array as da
+
+        low, high = dask.compute(losses.min(), losses.max())
+        spread = max(float(high) - float(low), 1e-300 + abs(float(high)) * 1e-300)
+        t = self._threshold(losses, _VALUE_SMOOTHING * spread / self.cap).value
+        if not np.isfinite(t):  # every weight at the cap: the mean
+            return float(losses.sum()) * self.cap
+        return t * self.total + self.cap * float(da.maximum(losses - t, 0.0).sum())
+
+    def smoothed(self, theta, mu, center, t=None):
+        """``F_mu(theta; center)`` and its state (:meth:`_Problem.smoothed`), by the threshold form.
+
+        ``center``: a persisted Dask array, or one number (the mean weight).
+        """
+        import dask
+        import dask.array as da
+
+        t = self.arguments(theta) if t is None else _persist(t)
+        args = [t, "i"] + ([center, "i"] if hasattr(center, "chunks") else [float(center), None])
+        columns = _persist(da.blockwise(_losses_block, "ij", *args, code=self.loss.code,
+                                        param=self.loss.param, mu=mu, new_axes={"j": 3},
+                                        dtype=np.float64, concatenate=True))
+        value, d1, keys = columns[:, 0], columns[:, 1], columns[:, 2]
+        tau = self._threshold(keys, mu)
+        q, _, stats = capped_projection(keys, mu, self.cap, tau)
+        q = _persist(q)
+        diff = q - center
+        qv, dd, n_free = dask.compute((q * value).sum(), (diff * diff).sum(), stats["count"])
+        omega = float(qv) - 0.5 * mu * float(dd)
+        n_free = int(n_free)
+        state = dict(t=t, columns=columns, value=value, d1=d1, q=q, tau=tau, n_free=n_free,
+                     pooled=(None, np.array([n_free] if n_free > 1 else [], dtype=np.int64)))
+        return omega + self.penalty(theta), state
+
+    def derivatives(self, theta, state, mu, block):
+        """Gradient, Hessian and block term of ``F_mu``, summed over the chunks in one pass.
+
+        The block term of the free set ``F`` is
+        ``(1/mu) [sum_F g_i g_i^T - S_F S_F^T / |F|]``, ``S_F = sum_F g_i``;
+        the Hessian is exact (no slack).  ``block`` is ignored: the block
+        term comes in the same pass (None when ``|F| < 2``).
+        """
+        self.design.passes += 1
+        parts = self._reduce(_step_block, state["t"], state["d1"], state["q"], self.s, loss=self.loss,
+                             cap=self.cap, fit_intercept=self.design.fit_intercept)
+        g, H, G_free, S_free = (np.sum(x, axis=0) for x in zip(*parts))
+        g += self.reg * theta
+        H[np.diag_indices_from(H)] += self.reg
+        n_free = state["n_free"]
+        scatter = None if n_free < 2 else (G_free - np.outer(S_free, S_free) / n_free) / mu
+        return g, H, scatter
+
+    def gradient(self, theta, q, d1):
+        raise NotImplementedError("the chunked path computes the gradient with the Hessian (derivatives)")
+
+    def block_scatter(self, state, mu):
+        raise NotImplementedError("the chunked path computes the block term with the Hessian (derivatives)")
+
+    def certificate(self, theta, state, decrease):
+        """:meth:`_Problem.certificate` by reductions over the chunks (the risk by its threshold form)."""
+        value, q = state["value"], state["q"]
+        omega = self.risk_value(value)
+        F = omega + self.penalty(theta)
+        estimate = max(omega - float((q * value).sum()), 0.0) + decrease / (1.0 - _HESSIAN_SLACK)
+        bound = self.dual_bound(q, state["d1"])
+        if bound > self.best_dual:
+            self.best_dual, self.best_dual_weights = bound, q
+        return F, max(F - self.best_dual, 0.0), estimate
+
+    def dual_bound(self, q, slope):
+        """:meth:`_Problem.dual_bound` (l2 part only) in two reductions: the intercept's excess, then one pass."""
+        import dask
+        import dask.array as da
+
+        side, shrink = 0.0, 1.0
+        if self.design.fit_intercept:
+            u = q * slope if self.s is None else self.s * q * slope
+            excess, positive, negative = dask.compute(u.sum(), da.maximum(u, 0.0).sum(),
+                                                      da.minimum(u, 0.0).sum())
+            side, total = (1.0, float(positive)) if excess > 0.0 else (-1.0, float(negative))
+            if total != 0.0:
+                shrink = max(1.0 - float(excess) / total, 0.0)
+        self.design.passes += 1
+        parts = self._reduce(_dual_block, q, slope, self.s, self.c, loss=self.loss, side=side, shrink=shrink)
+        z = np.sum([p[0] for p in parts], axis=0)
+        value = sum(p[1] for p in parts)
+        excess = np.maximum(np.abs(z) - self.l1, 0.0)
+        return value - float(excess @ excess) / (2.0 * self.l2)
+
+    def dual_ascent(self, theta, max_steps):
+        """Not on the chunked path: returns False (the fit ends with the bound it has)."""
+        return False
+
+    def certify_zero(self, q, tol):
+        """Not on the chunked path: None (``theta = 0`` is not certified by alternating projections)."""
+        return None
