@@ -1,0 +1,120 @@
+"""The Newton solver's chunked path on a Dask ``X`` (:mod:`skrank.solvers.full_batch.newton_chunked`)."""
+
+import numpy as np
+import pytest
+
+from skrank.estimators import RankADMMClassifier, RankADMMRegressor
+from skrank.penalties import Penalty
+from skrank.risks import Superquantile
+from skrank.solvers.full_batch import newton, newton_chunked
+
+dask = pytest.importorskip("dask")
+da = pytest.importorskip("dask.array")
+
+_N, _D, _CHUNK = 20_000, 20, 5_000
+
+
+def _data(task, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((_N, _D))
+    f = X @ (10.0 * np.linspace(-1.0, 1.0, _D) / np.sqrt(_D))
+    if task == "classification":
+        return X, (f + rng.normal(size=_N) > 0.0).astype(int)
+    return X, f + rng.standard_t(3, size=_N)
+
+
+def _estimator(task, **kwargs):
+    Est = RankADMMClassifier if task == "classification" else RankADMMRegressor
+    return Est(risk=Superquantile(q=0.8), alpha=1e-3, **kwargs)
+
+
+@pytest.fixture
+def problems(monkeypatch):
+    """The classes of the problems the fits make."""
+    made = []
+    for cls in (newton._Problem, newton_chunked._ChunkedProblem):
+        init = cls.__init__
+
+        def record(self, *args, _init=init, **kwargs):
+            made.append(type(self))
+            _init(self, *args, **kwargs)
+
+        monkeypatch.setattr(cls, "__init__", record)
+    return made
+
+
+@pytest.fixture
+def large_results(monkeypatch):
+    """Patches ``dask.compute``: the largest array among each call's results, per call."""
+    import dask.base
+
+    original = dask.base.compute
+    largest = []
+
+    def sizes(x):
+        if isinstance(x, np.ndarray):
+            yield x.size
+        elif isinstance(x, (tuple, list)):
+            for item in x:
+                yield from sizes(item)
+
+    def compute(*args, **kwargs):
+        out = original(*args, **kwargs)
+        largest.append(max(sizes(out), default=0))
+        return out
+
+    # dask.compute and the arrays' compute (float(), .compute()) both call dask.base.compute
+    monkeypatch.setattr(dask.base, "compute", compute)
+    monkeypatch.setattr(dask, "compute", compute)
+    return largest
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_chunked_fit_equals_numpy_fit(task, fit_intercept, problems):
+    X, y = _data(task)
+    ref = _estimator(task, fit_intercept=fit_intercept).fit(X, y)
+    with dask.config.set(scheduler="synchronous"):
+        est = _estimator(task, fit_intercept=fit_intercept).fit(da.from_array(X, chunks=(_CHUNK, _D)), y)
+    assert problems == [newton._Problem, newton_chunked._ChunkedProblem]
+    assert est._last_result_info["certified"]
+    assert abs(est.objective_ - ref.objective_) <= 1e-9 * abs(ref.objective_)
+    np.testing.assert_allclose(est.coef_, ref.coef_, atol=1e-5 * np.abs(ref.coef_).max())
+
+
+def test_chunked_fit_brings_no_vector_of_length_n(monkeypatch, large_results, problems):
+    # every result is O(d^2) per chunk or the rank step's last round (at most `bracket` keys)
+    monkeypatch.setattr(newton_chunked._ChunkedProblem, "bracket", 1_000)
+    X, y = _data("classification")
+    with dask.config.set(scheduler="synchronous"):
+        est = _estimator("classification").fit(da.from_array(X, chunks=(_CHUNK, _D)), y)
+    assert problems == [newton_chunked._ChunkedProblem]
+    assert est._last_result_info["certified"]
+    assert len(large_results) > 10
+    assert max(large_results) <= max(1_000, (_D + 1) ** 2) < _CHUNK
+
+
+def test_gather_flag_forces_the_gathered_path(monkeypatch, large_results, problems):
+    monkeypatch.setenv("SKRANK_NEWTON_GATHER", "1")
+    X, y = _data("classification")
+    with dask.config.set(scheduler="synchronous"):
+        est = _estimator("classification").fit(da.from_array(X, chunks=(_CHUNK, _D)), y)
+    assert problems == [newton._Problem]
+    assert est._last_result_info["certified"]
+    assert max(large_results) >= _CHUNK  # the gathered path brings the chunks' scores
+
+
+@pytest.mark.parametrize("case", ["numpy", "weights", "l1", "warm", "risk"])
+def test_unsupported_cases_take_the_gathered_path(case):
+    from skrank.losses import get_loss
+    from skrank.risks import Extremile
+
+    X, _ = _data("classification")
+    Xd = da.from_array(X, chunks=(_CHUNK, _D))
+    args = dict(X=Xd, risk=Superquantile(0.8), loss=get_loss("logistic"), penalty=Penalty(l1=0.0, l2=1e-3), sample_weight=None,
+                coef_init=None, intercept_init=None)
+    assert newton_chunked.chunked_supported(**args)
+    changed = dict(numpy=dict(X=X), weights=dict(sample_weight=np.ones(_N)),
+                   l1=dict(penalty=Penalty(l1=1e-3, l2=1e-3)), warm=dict(coef_init=np.zeros(_D)),
+                   risk=dict(risk=Extremile(2.0)))[case]
+    assert not newton_chunked.chunked_supported(**{**args, **changed})
