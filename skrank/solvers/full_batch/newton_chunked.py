@@ -29,7 +29,6 @@ import numpy as np
 
 from ...backends.dask_design import _weighted_gram, is_dask_array
 from ...backends.dispatch import make_design
-from ...datafits.rank_risk import affine_map
 from ...datafits.smoothed_risk import losses_and_keys
 from ...datafits.threshold_projection import capped_projection, capped_threshold_dask
 from ...losses import LOGISTIC, SQUARED
@@ -133,13 +132,11 @@ class _ChunkedProblem(_Problem):
         self.design = make_design(X, fit_intercept)
         self._block_design = None
         self._rows = self.design.X.chunks[0]
-        s, c = affine_map(y, loss.task)
-        self.n = s.size
-        # classification: s = -y on the workers, c = 0; regression: s = 1, c = -y on the workers
-        vector = s if loss.task == "classification" else c
-        vector = _persist(da.from_array(vector, chunks=(self._rows,)))
+        y = np.asarray(y, dtype=np.float64)
+        self.n = y.size
+        # affine_map: s = -y, c = 0 (classification) or s = 1, c = -y (regression); -y made on the workers
+        vector = _persist(da.from_array(y, chunks=(self._rows,)).map_blocks(np.negative))
         self.s, self.c = (vector, None) if loss.task == "classification" else (None, vector)
-        del s, c
         self.risk, self.mass, self.sigma = risk, None, None
         self.cap, self.total = 1.0 / ((1.0 - float(risk.q)) * self.n), 1.0
         self.loss, self.l1, self.l2 = loss, float(penalty.l1), float(penalty.l2)
