@@ -111,8 +111,8 @@ def test_unsupported_cases_take_the_gathered_path(case):
 
     X, _ = _data("classification")
     Xd = da.from_array(X, chunks=(_CHUNK, _D))
-    args = dict(X=Xd, risk=Superquantile(0.8), loss=get_loss("logistic"), penalty=Penalty(l1=0.0, l2=1e-3), sample_weight=None,
-                coef_init=None, intercept_init=None)
+    args = dict(X=Xd, risk=Superquantile(0.8), loss=get_loss("logistic"), penalty=Penalty(l1=0.0, l2=1e-3),
+                sample_weight=None, coef_init=None, intercept_init=None)
     assert newton_chunked.chunked_supported(**args)
     changed = dict(numpy=dict(X=X), weights=dict(sample_weight=np.ones(_N)),
                    l1=dict(penalty=Penalty(l1=1e-3, l2=1e-3)), warm=dict(coef_init=np.zeros(_D)),

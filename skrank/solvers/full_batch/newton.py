@@ -772,7 +772,7 @@ class _ProximalPoint:
 
 
 def _make_problem(X, y, risk, loss, penalty, datafit, coef_init, intercept_init):
-    """The fit's problem: chunked on the workers where it can be (:mod:`.newton_chunked`), else :class:`_Problem`."""
+    """The fit's problem: on the workers where it can be (:mod:`.newton_chunked`), else :class:`_Problem`."""
     from .newton_chunked import _ChunkedProblem, chunked_supported
 
     if chunked_supported(X, risk, loss, penalty, datafit.sample_weight, coef_init, intercept_init):

@@ -41,7 +41,25 @@ _VALUE_SMOOTHING = 1e-12
 
 
 def chunked_supported(X, risk, loss, penalty, sample_weight, coef_init, intercept_init):
-    """Whether :class:`_ChunkedProblem` fits the problem, and ``SKRANK_NEWTON_GATHER`` does not refuse it."""
+    """Whether :class:`_ChunkedProblem` fits the problem, and ``SKRANK_NEWTON_GATHER`` does not refuse it.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+        The features: a Dask array is needed.
+    risk, loss, penalty
+        The superquantile, a logistic or squared loss, an l2 penalty without l1 part.
+    sample_weight : array-like of shape (n,) or None
+        None is needed.
+    coef_init, intercept_init : ndarray, float or None
+        None is needed (a cold start).
+
+    Returns
+    -------
+    bool
+        True where the chunked path applies and the environment variable
+        ``SKRANK_NEWTON_GATHER`` is unset or ``"0"``.
+    """
     if os.environ.get("SKRANK_NEWTON_GATHER", "") not in ("", "0"):
         return False
     return (is_dask_array(X) and type(risk) is Superquantile and sample_weight is None
@@ -57,7 +75,7 @@ def _persist(*arrays):
 
 
 def _arguments_block(X, *vectors, w, b, scaled, shifted):
-    """``s (X w + b) + c`` on one chunk; ``vectors``: its ``s`` when ``scaled``, then its ``c`` when ``shifted``."""
+    """``s (X w + b) + c`` on one chunk; ``vectors``: its ``s`` if ``scaled``, its ``c`` if ``shifted``."""
     t = np.asarray(X, dtype=np.float64) @ w + b
     if scaled:
         t *= vectors[0]
@@ -96,7 +114,7 @@ def _step_block(X, t, d1, q, s, loss, cap, fit_intercept):
 
 
 def _dual_block(X, q, a, s, c, loss, side, shrink):
-    """One chunk's ``X^T (s q a')`` and ``sum q (a' c - l*(a'))``, ``a'``: ``a`` shrunk by ``shrink`` on ``side``."""
+    """One chunk's ``X^T (s q a')`` and ``sum q (a' c - l*(a'))``; ``a'``: ``a``, ``shrink`` times on ``side``."""
     u0 = q * a if s is None else s * q * a
     a = np.where(np.sign(u0) == side, a * shrink, a)
     u = q * a if s is None else s * q * a
@@ -268,7 +286,7 @@ class _ChunkedProblem(_Problem):
         return F, max(F - self.best_dual, 0.0), estimate
 
     def dual_bound(self, q, slope):
-        """:meth:`_Problem.dual_bound` (l2 part only) in two reductions: the intercept's excess, then one pass."""
+        """:meth:`_Problem.dual_bound` (l2 only) in two reductions: the intercept's excess, then one pass."""
         import dask
         import dask.array as da
 
