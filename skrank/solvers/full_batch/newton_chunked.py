@@ -114,7 +114,7 @@ def _step_block(X, t, d1, q, s, loss, cap, fit_intercept):
 
 
 def _dual_block(X, q, a, s, c, loss, side, shrink):
-    """One chunk's ``X^T (s q a')`` and ``sum q (a' c - l*(a'))``; ``a'``: ``a``, ``shrink`` times on ``side``."""
+    """A chunk's ``X^T (s q a')`` and ``sum q (a' c - l*(a'))``, ``a' = a`` but ``shrink a`` on ``side``."""
     u0 = q * a if s is None else s * q * a
     a = np.where(np.sign(u0) == side, a * shrink, a)
     u = q * a if s is None else s * q * a
