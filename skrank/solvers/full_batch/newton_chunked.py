@@ -74,6 +74,36 @@ def _persist(*arrays):
     return out if len(out) > 1 else out[0]
 
 
+def _chunks_to_workers(v, rows, function):
+    """``function(v)`` as a Dask array chunked by ``rows``, persisted one chunk at a time.
+
+    Each chunk is sent and stored before the next one is made: the
+    driver's copies in flight (the chunk, its serialised task) are
+    ``O(chunk)``, not ``O(n)`` as when the graph of the whole vector is sent.
+    """
+    import dask.array as da
+
+    bounds = np.concatenate(([0], np.cumsum(rows)))
+    pieces = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        piece = _persist(da.from_array(function(v[a:b]), chunks=-1))
+        try:
+            from distributed import futures_of, wait
+        except ImportError:
+            futures_of = None
+        # on a local scheduler persist has computed the chunk: no futures to wait for
+        futures = [] if futures_of is None else futures_of(piece)
+        if futures:
+            wait(futures)
+        pieces.append(piece)
+    return da.concatenate(pieces)
+
+
+def _add(a, b):
+    """Termwise sum of two tuples of arrays or numbers (a chunk's shares of a reduction)."""
+    return tuple(x + y for x, y in zip(a, b))
+
+
 def _arguments_block(X, *vectors, w, b, scaled, shifted):
     """``s (X w + b) + c`` on one chunk; ``vectors``: its ``s`` if ``scaled``, its ``c`` if ``shifted``."""
     t = np.asarray(X, dtype=np.float64) @ w + b
@@ -145,15 +175,13 @@ class _ChunkedProblem(_Problem):
     bracket = 100_000
 
     def __init__(self, X, y, risk, loss, penalty, fit_intercept):
-        import dask.array as da
-
         self.design = make_design(X, fit_intercept)
         self._block_design = None
         self._rows = self.design.X.chunks[0]
         y = np.asarray(y, dtype=np.float64)
         self.n = y.size
-        # affine_map: s = -y, c = 0 (classification) or s = 1, c = -y (regression); -y made on the workers
-        vector = _persist(da.from_array(y, chunks=(self._rows,)).map_blocks(np.negative))
+        # affine_map: s = -y, c = 0 (classification) or s = 1, c = -y (regression)
+        vector = _chunks_to_workers(y, self._rows, np.negative)
         self.s, self.c = (vector, None) if loss.task == "classification" else (None, vector)
         self.risk, self.mass, self.sigma = risk, None, None
         self.cap, self.total = 1.0 / ((1.0 - float(risk.q)) * self.n), 1.0
@@ -171,11 +199,16 @@ class _ChunkedProblem(_Problem):
         return list(zip(*parts))
 
     def _reduce(self, function, *arrays, **kwargs):
-        """``function(X_c, *arrays_c, **kwargs)`` for every chunk ``c``; the results, in chunk order."""
+        """The sum over the chunks ``c`` of ``function(X_c, *arrays_c, **kwargs)`` (tuples, termwise)."""
         import dask
 
         task = dask.delayed(functools.partial(function, **kwargs), pure=True)
-        return dask.compute(*[task(*blocks) for blocks in self._blocks(self.design.X, *arrays)])
+        parts = [task(*blocks) for blocks in self._blocks(self.design.X, *arrays)]
+        add = dask.delayed(_add, pure=True)
+        while len(parts) > 1:  # summed by pairs on the workers: the driver receives one share
+            parts = [add(*parts[i:i + 2]) if i + 1 < len(parts) else parts[i]
+                     for i in range(0, len(parts), 2)]
+        return dask.compute(parts[0])[0]
 
     def arguments(self, theta, shift=True):
         """``s [X, 1] theta + c`` (without ``shift``: ``s [X, 1] theta``), persisted, chunked like ``X``."""
@@ -259,9 +292,9 @@ class _ChunkedProblem(_Problem):
         term comes in the same pass (None when ``|F| < 2``).
         """
         self.design.passes += 1
-        parts = self._reduce(_step_block, state["t"], state["d1"], state["q"], self.s, loss=self.loss,
-                             cap=self.cap, fit_intercept=self.design.fit_intercept)
-        g, H, G_free, S_free = (np.sum(x, axis=0) for x in zip(*parts))
+        g, H, G_free, S_free = self._reduce(_step_block, state["t"], state["d1"], state["q"], self.s,
+                                            loss=self.loss, cap=self.cap,
+                                            fit_intercept=self.design.fit_intercept)
         g += self.reg * theta
         H[np.diag_indices_from(H)] += self.reg
         n_free = state["n_free"]
@@ -299,9 +332,8 @@ class _ChunkedProblem(_Problem):
             if total != 0.0:
                 shrink = max(1.0 - float(excess) / total, 0.0)
         self.design.passes += 1
-        parts = self._reduce(_dual_block, q, slope, self.s, self.c, loss=self.loss, side=side, shrink=shrink)
-        z = np.sum([p[0] for p in parts], axis=0)
-        value = sum(p[1] for p in parts)
+        z, value = self._reduce(_dual_block, q, slope, self.s, self.c, loss=self.loss, side=side,
+                                shrink=shrink)
         excess = np.maximum(np.abs(z) - self.l1, 0.0)
         return value - float(excess @ excess) / (2.0 * self.l2)
 
