@@ -44,9 +44,10 @@ does not see, such as the interpreter's free lists and the scheduler's
 messages); the peak of the summed RSS of the cluster's worker processes
 during the fit, and their summed RSS just before it (``-`` off the
 cluster).  ``X`` is then not held in memory unless a backend needs it
-(``numpy``, ``dask`` or ``cupy``): ``y`` is computed from the lazy array,
-so that ``--backends cluster --driver-memory`` fits sizes beyond this
-machine's memory.
+(``numpy``, ``dask`` or ``cupy``), and the ``cluster`` rows take ``y`` as a
+lazy Dask array that the workers compute from their chunks, so that
+``--backends cluster --driver-memory`` fits sizes beyond this machine's
+memory with neither ``X`` nor ``y`` in the driver.
 
     OMP_NUM_THREADS=1 python benchmarks/scale.py --sizes 1e4,1e5,1e6 [--data regression]
         [--backends numpy,dask,dask-lazy,cluster] [--cluster] [--gpu] [--lazy-only 1e7]
@@ -114,15 +115,20 @@ class _Synthetic:
         return da.random.RandomState(seed).standard_normal(size=(n, _D), chunks=(min(_CHUNK_ROWS, n), _D))
 
     def labels(self, X, seed=0):
+        """The targets of the lazy ``X``, a Dask array computed chunk by chunk (noise seeded per chunk)."""
         # a clear signal: with noisier labels the superquantile at 0.8 drives w to 0 (every loss
         # log 2), a degenerate optimum that is no test of scale
         w = 10.0 * np.linspace(-1.0, 1.0, _D) / np.sqrt(_D)
-        f = X @ w
-        f = f.compute() if hasattr(f, "compute") else f
-        rng = np.random.default_rng(seed)
-        if self.task == "regression":
-            return f + rng.standard_t(3, size=f.shape[0])
-        return (f + rng.normal(size=f.shape[0]) > 0.0).astype(int)
+
+        def block(x, block_info=None):
+            rng = np.random.default_rng([seed, block_info[0]["chunk-location"][0], 2])
+            f = x @ w
+            if self.task == "regression":
+                return f + rng.standard_t(3, size=f.shape[0])
+            return (f + rng.normal(size=f.shape[0]) > 0.0).astype(np.int64)
+
+        dtype = np.float64 if self.task == "regression" else np.int64
+        return X.map_blocks(block, drop_axis=1, dtype=dtype)
 
 
 class _Replicated:
@@ -158,9 +164,12 @@ class _Replicated:
         return da.map_blocks(block, chunks=chunks, dtype=np.float64)
 
     def labels(self, X, seed=0):
-        sizes = X.chunks[0] if hasattr(X, "chunks") else [min(_CHUNK_ROWS, X.shape[0] - a)
-                                                          for a in range(0, X.shape[0], _CHUNK_ROWS)]
-        return np.concatenate([self.target[self._rows(c, size, seed)] for c, size in enumerate(sizes)])
+        """The targets of the lazy ``X``: each generated row's label, a Dask array chunked like ``X``."""
+
+        def block(x, block_info=None):
+            return self.target[self._rows(block_info[0]["chunk-location"][0], x.shape[0], seed)]
+
+        return X.map_blocks(block, drop_axis=1, dtype=self.target.dtype)
 
 
 def _estimator(task):
@@ -327,8 +336,8 @@ def main():
     memory = (lambda: _Memory()) if args.driver_memory else (lambda: None)
     source = _Replicated(args.data[5:]) if args.data.startswith("real:") else _Synthetic(args.data)
     cupy = _gpu() if args.gpu else None
-    warm = source.lazy(2_000).compute()  # kernels compiled before the timings (first_fit.py times that)
-    _fit(_estimator(source.task), warm, source.labels(warm))
+    warm = source.lazy(2_000)  # kernels compiled before the timings (first_fit.py times that)
+    _fit(_estimator(source.task), warm.compute(), source.labels(warm).compute())
     if args.gpu and cupy is None:
         print("(--gpu: no CuPy with a GPU here; the cupy rows are left out)\n")
     split = ("driver RSS growth MiB | workers' peak MiB | workers' RSS before MiB | " if args.driver_memory
@@ -339,12 +348,10 @@ def main():
     in_memory = not args.driver_memory or bool({"numpy", "dask"} & set(backends)) or cupy is not None
     for n in [int(float(s)) for s in args.sizes.split(",") if s]:
         lazy = source.lazy(n)
-        if in_memory:
-            X = lazy.compute()
-            y = source.labels(X)
-        else:  # the driver never holds X
-            with dask.config.set(scheduler="threads"):
-                X, y = None, source.labels(lazy)
+        labels = source.labels(lazy)  # lazy: the cluster's workers compute them from their chunks
+        with dask.config.set(scheduler="threads"):
+            y = labels.compute() if in_memory or "dask-lazy" in backends else None
+        X = lazy.compute() if in_memory else None
         ref = _row(n, "numpy", X, y, source.task, None, memory()).objective_ if "numpy" in backends else None
         if "dask" in backends:
             _row(n, "dask", da.from_array(X, chunks=(min(_CHUNK_ROWS, n), X.shape[1])), y, source.task, ref,
@@ -356,15 +363,15 @@ def main():
             with dask.config.set(scheduler="threads"):
                 _row(n, "dask-lazy", lazy, y, source.task, ref, memory())
         if cluster:
-            _cluster_row(n, lazy, y, source.task, ref, args.driver_memory)
+            _cluster_row(n, lazy, labels, source.task, ref, args.driver_memory)
     for n in [int(float(s)) for s in args.lazy_only.split(",") if s]:
         lazy = source.lazy(n)
-        with dask.config.set(scheduler="threads"):
-            y = source.labels(lazy)
-            if "dask-lazy" in backends:
-                _row(n, "dask-lazy", lazy, y, source.task, None, memory())
+        labels = source.labels(lazy)
+        if "dask-lazy" in backends:
+            with dask.config.set(scheduler="threads"):
+                _row(n, "dask-lazy", lazy, labels.compute(), source.task, None, memory())
         if cluster:
-            _cluster_row(n, lazy, y, source.task, None, args.driver_memory)
+            _cluster_row(n, lazy, labels, source.task, None, args.driver_memory)
     command = (f"OMP_NUM_THREADS=1 python benchmarks/scale.py --sizes '{args.sizes}' --data {args.data} "
                f"--backends {args.backends}")
     command += " --cluster" if args.cluster else ""

@@ -25,7 +25,7 @@ def _data(task, seed=0):
 
 def _estimator(task, **kwargs):
     Est = RankADMMClassifier if task == "classification" else RankADMMRegressor
-    return Est(risk=Superquantile(q=0.8), alpha=1e-3, **kwargs)
+    return Est(**{"risk": Superquantile(q=0.8), "alpha": 1e-3, **kwargs})
 
 
 @pytest.fixture
@@ -118,3 +118,86 @@ def test_unsupported_cases_take_the_gathered_path(case):
                    l1=dict(penalty=Penalty(l1=1e-3, l2=1e-3)), warm=dict(coef_init=np.zeros(_D)),
                    risk=dict(risk=Extremile(2.0)))[case]
     assert not newton_chunked.chunked_supported(**{**args, **changed})
+
+
+def _dask_targets(y):
+    return da.from_array(y, chunks=3_000)  # not aligned with X's chunks: the fit realigns them
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_dask_targets_stay_on_the_workers(task, monkeypatch, large_results, problems):
+    monkeypatch.setattr(newton_chunked._ChunkedProblem, "bracket", 1_000)
+    X, y = _data(task)
+    if task == "classification":
+        y = np.where(y == 1, "yes", "no")  # labels that are not numbers
+    ref = _estimator(task).fit(X, y)
+    with dask.config.set(scheduler="synchronous"):
+        est = _estimator(task).fit(da.from_array(X, chunks=(_CHUNK, _D)), _dask_targets(y))
+    assert problems == [newton._Problem, newton_chunked._ChunkedProblem]
+    assert est._last_result_info["certified"]
+    assert abs(est.objective_ - ref.objective_) <= 1e-9 * abs(ref.objective_)
+    assert max(large_results) <= max(1_000, (_D + 1) ** 2) < _CHUNK
+    if task == "classification":
+        np.testing.assert_array_equal(est.classes_, ["no", "yes"])
+
+
+def test_dask_targets_of_three_classes_fit_one_vs_rest():
+    # two of the three one-vs-rest problems have the optimum theta = 0 (they finish gathered)
+    X, y = _data("classification")
+    y = y + (X[:, 0] > 1.0)  # three classes
+    ref = _estimator("classification").fit(X, y)
+    with dask.config.set(scheduler="synchronous"):
+        est = _estimator("classification").fit(da.from_array(X, chunks=(_CHUNK, _D)), _dask_targets(y))
+    np.testing.assert_array_equal(est.classes_, [0, 1, 2])
+    np.testing.assert_allclose(est.objective_, ref.objective_, rtol=1e-9)
+
+
+def test_dask_targets_are_gathered_for_other_solvers():
+    X, y = _data("classification")
+    kwargs = dict(solver="ipm", loss="hinge")
+    ref = _estimator("classification", **kwargs).fit(X, y)
+    with dask.config.set(scheduler="synchronous"):
+        est = _estimator("classification", **kwargs).fit(da.from_array(X, chunks=(_CHUNK, _D)),
+                                                         _dask_targets(y))
+    np.testing.assert_allclose(est.objective_, ref.objective_, rtol=1e-9)
+
+
+def test_dask_targets_of_a_ranking_classifier_are_gathered():
+    from skrank.estimators import PartialAUCClassifier
+
+    X, y = _data("classification")
+    ref = PartialAUCClassifier().fit(X, y)
+    with dask.config.set(scheduler="synchronous"):
+        est = PartialAUCClassifier().fit(da.from_array(X, chunks=(_CHUNK, _D)), _dask_targets(y))
+    np.testing.assert_allclose(est.objective_, ref.objective_, rtol=1e-9)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda y: y[:-1], "vector of length"),
+    (lambda y: np.where(np.arange(y.size) == 7, np.nan, y), "NaN or infinity"),
+])
+def test_dask_targets_are_checked(change, message):
+    X, y = _data("regression")
+    with pytest.raises(ValueError, match=message):
+        _estimator("regression").fit(da.from_array(X, chunks=(_CHUNK, _D)), _dask_targets(change(y)))
+
+
+def test_dask_targets_of_one_class_are_refused():
+    X, _ = _data("classification")
+    with pytest.raises(ValueError, match="at least two classes"):
+        _estimator("classification").fit(da.from_array(X, chunks=(_CHUNK, _D)), da.zeros(_N, chunks=_CHUNK))
+
+
+def test_zero_optimum_finishes_on_the_gathered_path(problems):
+    # labels unrelated to X and a strong penalty: theta = 0 is optimal, certified by the zero check,
+    # which needs the losses in one place
+    rng = np.random.default_rng(3)
+    X, y = rng.standard_normal((_N, _D)), rng.integers(0, 2, _N)
+    kwargs = dict(alpha=10.0)
+    ref = _estimator("classification", **kwargs).fit(X, y)
+    assert ref._last_result_info["certified"] and not np.any(ref.coef_)
+    with dask.config.set(scheduler="synchronous"):
+        est = _estimator("classification", **kwargs).fit(da.from_array(X, chunks=(_CHUNK, _D)), y)
+    assert problems == [newton._Problem, newton_chunked._ChunkedProblem, newton._Problem]
+    assert est._last_result_info["certified"]
+    assert abs(est.objective_ - ref.objective_) <= 1e-9 * abs(ref.objective_)

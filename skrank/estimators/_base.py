@@ -113,6 +113,33 @@ def _problem_labels(classes):
     return [classes[1]] if classes.shape[0] == 2 else list(classes)
 
 
+def _labels_of(y):
+    """The distinct labels of ``y``, sorted; of a Dask ``y`` by a reduction on its chunks."""
+    if not is_dask_array(y):
+        return np.unique(y)
+    import dask.array as da
+
+    return np.asarray(da.unique(y).compute())
+
+
+def _lazy_targets(y, n, task):
+    """A Dask vector of targets checked where its chunks live: its length ``n``, a regression's finite values.
+
+    Nothing of length ``n`` is gathered: the check of finite values is
+    one reduction; a classifier's labels are checked from their distinct
+    values (:func:`_labels_of`).
+    """
+    if np.isnan(y.shape[0]):
+        raise ValueError("y has unknown chunk sizes (NaN); call y.compute_chunk_sizes() first.")
+    if y.shape[0] != n:
+        raise ValueError(f"y must be a vector of length {n} (the rows of X), got shape {y.shape}.")
+    if task == "regression":
+        y = y.astype(np.float64)
+        if not bool(y.map_blocks(np.isfinite, dtype=bool).all().compute()):
+            raise ValueError("Input y contains NaN or infinity.")
+    return y
+
+
 def _problem_target(y, positive):
     """The targets of one problem: ``y`` for a regression, else +1 for class ``positive``, -1 for the rest."""
     return y if positive is None else np.where(y == positive, 1.0, -1.0)
@@ -134,6 +161,9 @@ class _RankLinearModel(BaseEstimator):
     _accept_sparse = "csr"
     #: whether ``fit`` takes a multi-label indicator ``y`` (one ranking per label)
     _multilabel = False
+    #: whether the targets of a Dask ``X`` may stay a Dask array on the workers (the solvers that
+    #: do not take them so get them gathered, :meth:`_RegisteredSolverModel._solve`)
+    _keeps_dask_targets = False
 
     # --- pieces the subclasses may use -------------------------------------------------
     def _get_risk(self):
@@ -232,6 +262,8 @@ class _RankLinearModel(BaseEstimator):
         self._validate_params()
         self.__dict__.pop("_streams", None)
         X, y = self._validate_fit_data(X, y)
+        if is_dask_array(y) and (sample_weight is not None or getattr(self, "class_weight", None) is not None):
+            y = arrays.to_host(y)  # the weights are checked against the targets in memory
         y = self._check_targets(y)
         sample_weight = self._fit_sample_weight(X, y, sample_weight)
         X, y, sample_weight = self._drop_weightless(X, y, sample_weight)
@@ -503,6 +535,8 @@ class _RankLinearModel(BaseEstimator):
                 X.map_blocks(lambda block: np.all(np.isfinite(block)).reshape(1, 1), chunks=(1, 1),
                              dtype=bool).all().compute()):
             raise ValueError("Input X contains NaN or infinity.")
+        if self._keeps_dask_targets and is_dask_array(X) and is_dask_array(y) and y.ndim == 1:
+            return X, _lazy_targets(y, n, self._task)
         y = arrays.to_host(y)
         if y.ndim == 2 and self._multilabel and y.shape[0] == n:
             return X, y  # a multi-label indicator (or a column), checked by _check_targets
@@ -626,6 +660,7 @@ class _RegisteredSolverModel(_RankLinearModel):
     }
     # the stream's intercept is fitted or not from its first step
     _STREAM_FIXED = ("solver", "fit_intercept")
+    _keeps_dask_targets = True
 
     def _new_stream(self, n_features, coef_init=None, intercept_init=None):
         from ..solvers.stochastic.sgd import SGDStream
@@ -668,6 +703,8 @@ class _RegisteredSolverModel(_RankLinearModel):
                        intercept_init=intercept_init, verbose=self.verbose)
         options.update(self._solver_options().get(info.name, {}))
         options.update(info.options)
+        if is_dask_array(y) and not info.dask_targets:
+            y = arrays.to_host(y)
         datafit = RankRisk(X, y, self._risk, self._loss_obj, fit_intercept=self.fit_intercept,
                            sample_weight=sample_weight)
         return info.load()(datafit, self._penalty_obj, **options)
@@ -700,9 +737,9 @@ class RankLinearClassifierMixin(ClassifierMixin):
                 raise ValueError("class_weight is not supported with a multi-label y; pass per-sample "
                                  "weights as sample_weight.")
             return np.asarray(y)
-        check_classification_targets(y)
+        check_classification_targets(_labels_of(y) if is_dask_array(y) else y)
         if classes is not None:
-            unknown = np.setdiff1d(np.unique(y), classes)
+            unknown = np.setdiff1d(_labels_of(y), classes)
             if unknown.size:
                 raise ValueError(f"y holds labels {unknown.tolist()} that are not in classes.")
         return y
@@ -722,7 +759,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
                                      + (" among the samples of positive weight." if sample_weight is not None
                                         else "."))
             return np.arange(y.shape[1])
-        classes = np.unique(y)
+        classes = _labels_of(y)
         if classes.shape[0] < 2:
             raise ValueError(
                 f"{type(self).__name__} needs samples of at least two classes in y; "
@@ -889,7 +926,7 @@ class RankLinearRegressorMixin(RegressorMixin):
 
     def _check_targets(self, y, classes=None):
         """The targets as floats."""
-        return np.asarray(y, dtype=np.float64)
+        return y if is_dask_array(y) else np.asarray(y, dtype=np.float64)
 
     def _fit_classes(self, y, sample_weight):
         """None: a regression has no classes."""

@@ -84,6 +84,10 @@ class SolverInfo:
         an array of another array-API library such as CuPy (a full-batch
         solver whose products with ``X`` go through the design of
         :func:`skrank.backends.dispatch.make_design`).
+    dask_targets : bool, default=False
+        Whether it takes the targets of a Dask ``X`` as a Dask array (it
+        keeps them on the workers where it can); the others get them
+        gathered.
     sparse : bool, default=True
         Whether it takes a SciPy sparse ``X``.
     stochastic : bool, default=False
@@ -138,6 +142,7 @@ class SolverInfo:
     options: dict = field(default_factory=dict)
     sample_weight: bool = False
     external: bool = False
+    dask_targets: bool = False
     sparse: bool = True
     stochastic: bool = False
     streaming: bool = False
@@ -286,7 +291,7 @@ _OUTER_CHANGE = "the change of the exact ``F`` over one outer iteration, relativ
 _TABLE = (
     SolverInfo("newton", "full_batch.newton:smoothed_newton",
                RANK_ADMM + SPECTRAL_RISK, "convex", losses="smooth",
-               curvature=True, sample_weight=True, external=True, auto=0,
+               curvature=True, sample_weight=True, external=True, dask_targets=True, auto=0,
                unit="one Newton step", tol=_CERTIFIED_GAP),
     SolverInfo("ipm", "full_batch.interior_point:interior_point",
                RANK_ADMM, "one_threshold", losses="piecewise_linear",

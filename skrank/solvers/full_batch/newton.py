@@ -98,6 +98,9 @@ class _Problem:
         #: The largest dual bound found so far (with an l2 part), and its weights ``q``.
         self.best_dual, self.best_dual_weights = -np.inf, None
 
+    #: Whether the fit needs a check this problem cannot make, and finishes on a :class:`_Problem`.
+    gather_to_finish = False
+
     def first_center(self, theta, warm):
         """The first centre and the largest rank weight per unit of mass (:func:`_first_center`)."""
         return _first_center(self, theta, warm)
@@ -832,7 +835,7 @@ def smoothed_newton(datafit, penalty, *, coef_init=None, intercept_init=None, ma
     H = None
     if run.warm and run.from_zero and problem.l2 > 0.0:
         run.check_zero(run.center, tol)  # a warm start at theta = 0, where the losses may tie
-    while not run.certified and run.steps < max_iter and run.outer < max_iter:
+    while not run.certified and run.steps < max_iter and run.outer < max_iter and not problem.gather_to_finish:
         decrease_q = None
         far = run.last_gap > max(_EXACT_DECREMENT * tol, 1e-4) * abs(run.history[-1])
         if reuse and H is not None and far:
@@ -850,4 +853,24 @@ def smoothed_newton(datafit, penalty, *, coef_init=None, intercept_init=None, ma
             break
         elif run.outer_iteration(decrease_q, tol):
             break
-    return run.result(start)
+    result = run.result(start)
+    if problem.gather_to_finish and not result.converged:
+        return _finished_gathered(datafit, penalty, result, max_iter=max_iter, tol=tol, verbose=verbose,
+                                  progress=progress)
+    return result
+
+
+def _finished_gathered(datafit, penalty, result, *, max_iter, tol, verbose, progress):
+    """``result`` of a chunked fit, finished on the gathered :class:`_Problem` from its coefficients.
+
+    The Newton steps, the history and the passes of both fits add up.
+    """
+    progress.note("a check needs the losses in one place: the fit goes on with its vectors gathered")
+    rest = smoothed_newton(datafit, penalty, coef_init=result.coef, intercept_init=result.intercept,
+                           max_iter=max(max_iter - result.n_iter, 1), tol=tol, verbose=verbose)
+    info = dict(rest.info, passes=result.info["passes"] + rest.info["passes"],
+                time=result.info["time"] + rest.info["time"])
+    return SolverResult(
+        coef=rest.coef, intercept=rest.intercept, n_iter=result.n_iter + rest.n_iter,
+        objective_history=np.concatenate([result.objective_history, rest.objective_history]),
+        stop_criterion=rest.stop_criterion, converged=rest.converged, info=info)

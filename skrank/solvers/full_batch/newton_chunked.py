@@ -14,12 +14,14 @@ last one).  The rank step is the threshold form of the capped simplex: no
 sort, no PAVA, no order.  Its free set ``{0 < q < cap}`` is the one pooled
 block whose block term enters the Newton model.
 
-Not available here (the driver refuses or skips them): the check that
-``theta = 0`` is optimal (:func:`skrank.solvers.full_batch.newton._certify_zero`,
-skipped: such a fit ends uncertified), the dual ascent of a stalled fit
-(skipped), warm starts, sample weights, other risks and an l1 part (the
-gathered path, :class:`~skrank.solvers.full_batch.newton._Problem`, fits
-those).  ``SKRANK_NEWTON_GATHER=1`` forces the gathered path.
+Two checks need the losses in one place: that ``theta = 0`` is optimal
+(:func:`skrank.solvers.full_batch.newton._certify_zero`, where no iterate
+beats the start) and the dual ascent of a fit whose steps stall in
+rounding.  Where one of them is needed, the chunked fit stops and the fit
+finishes on the gathered path (:class:`~skrank.solvers.full_batch.newton._Problem`),
+warm-started from the chunked fit's best point, so that it certifies as
+that path does.  Warm starts, sample weights, other risks and an l1 part
+take the gathered path from the start; ``SKRANK_NEWTON_GATHER=1`` forces it.
 """
 
 import functools
@@ -162,7 +164,7 @@ class _ChunkedProblem(_Problem):
     Parameters
     ----------
     X : dask.array.Array of shape (n, d)
-    y : ndarray of shape (n,)
+    y : ndarray or dask.array.Array of shape (n,)
     risk : skrank.risks.Superquantile
     loss : skrank.losses.Loss
         Logistic or squared.
@@ -178,10 +180,12 @@ class _ChunkedProblem(_Problem):
         self.design = make_design(X, fit_intercept)
         self._block_design = None
         self._rows = self.design.X.chunks[0]
-        y = np.asarray(y, dtype=np.float64)
-        self.n = y.size
+        self.n = y.shape[0]
         # affine_map: s = -y, c = 0 (classification) or s = 1, c = -y (regression)
-        vector = _chunks_to_workers(y, self._rows, np.negative)
+        if is_dask_array(y):  # targets kept on the workers by the estimator: -y made there
+            vector = _persist(y.astype(np.float64).rechunk((self._rows,)).map_blocks(np.negative))
+        else:
+            vector = _chunks_to_workers(np.asarray(y, dtype=np.float64), self._rows, np.negative)
         self.s, self.c = (vector, None) if loss.task == "classification" else (None, vector)
         self.risk, self.mass, self.sigma = risk, None, None
         self.cap, self.total = 1.0 / ((1.0 - float(risk.q)) * self.n), 1.0
@@ -199,16 +203,17 @@ class _ChunkedProblem(_Problem):
         return list(zip(*parts))
 
     def _reduce(self, function, *arrays, **kwargs):
-        """The sum over the chunks ``c`` of ``function(X_c, *arrays_c, **kwargs)`` (tuples, termwise)."""
+        """The sum over the chunks ``c`` of ``function(X_c, *arrays_c, **kwargs)`` (tuples, termwise).
+
+        The driver receives one share per chunk (``O(chunks d^2)`` numbers)
+        and adds them: summing by pairs on the workers costs more round
+        trips than it saves.
+        """
         import dask
 
         task = dask.delayed(functools.partial(function, **kwargs), pure=True)
-        parts = [task(*blocks) for blocks in self._blocks(self.design.X, *arrays)]
-        add = dask.delayed(_add, pure=True)
-        while len(parts) > 1:  # summed by pairs on the workers: the driver receives one share
-            parts = [add(*parts[i:i + 2]) if i + 1 < len(parts) else parts[i]
-                     for i in range(0, len(parts), 2)]
-        return dask.compute(parts[0])[0]
+        parts = dask.compute(*[task(*blocks) for blocks in self._blocks(self.design.X, *arrays)])
+        return functools.reduce(_add, parts)
 
     def arguments(self, theta, shift=True):
         """``s [X, 1] theta + c`` (without ``shift``: ``s [X, 1] theta``), persisted, chunked like ``X``."""
@@ -338,9 +343,11 @@ class _ChunkedProblem(_Problem):
         return value - float(excess @ excess) / (2.0 * self.l2)
 
     def dual_ascent(self, theta, max_steps):
-        """Not on the chunked path: returns False (the fit ends with the bound it has)."""
+        """Not on the chunked path: marks the fit to be finished on the gathered path; returns False."""
+        self.gather_to_finish = True
         return False
 
     def certify_zero(self, q, tol):
-        """Not on the chunked path: None (``theta = 0`` is not certified by alternating projections)."""
+        """Not on the chunked path: marks the fit to be finished on the gathered path; returns None."""
+        self.gather_to_finish = True
         return None
