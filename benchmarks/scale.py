@@ -2,8 +2,8 @@
 
 Data (``--data``), ``n`` rows:
 
-* ``classification`` (default): ``n x 100`` synthetic, ``y = 1(x . w + noise > 0)``,
-  ``x`` and the noise standard normal, ``||w|| = 10 sqrt(1/3)``;
+* ``classification`` (default): ``n x 100`` synthetic (``--columns`` other than 100),
+  ``y = 1(x . w + noise > 0)``, ``x`` and the noise standard normal, ``||w|| = 10 sqrt(1/3)``;
 * ``regression``: the same ``x``, ``y = x . w + noise`` with Student-t(3) noise;
 * ``real:NAME``: a curated real table of :mod:`skrank.datasets` (``real:lending_club``,
   9,857 x 114), standardised and replicated to ``n`` rows: each row a random row of
@@ -51,7 +51,7 @@ memory with neither ``X`` nor ``y`` in the driver.
 
     OMP_NUM_THREADS=1 python benchmarks/scale.py --sizes 1e4,1e5,1e6 [--data regression]
         [--backends numpy,dask,dask-lazy,cluster] [--cluster] [--gpu] [--lazy-only 1e7]
-        [--driver-memory]
+        [--driver-memory] [--columns 100]
 """
 
 import os
@@ -105,20 +105,21 @@ for _cls in (Design, DaskDesign, ArrayAPIDesign):
 class _Synthetic:
     """Standard normal rows generated chunk by chunk; labels from a fixed ``w``."""
 
-    def __init__(self, task):
+    def __init__(self, task, columns=_D):
         self.task = task
-        self.columns = _D
+        self.columns = columns
 
     def lazy(self, n, seed=0):
         import dask.array as da
 
-        return da.random.RandomState(seed).standard_normal(size=(n, _D), chunks=(min(_CHUNK_ROWS, n), _D))
+        return da.random.RandomState(seed).standard_normal(size=(n, self.columns),
+                                                          chunks=(min(_CHUNK_ROWS, n), self.columns))
 
     def labels(self, X, seed=0):
         """The targets of the lazy ``X``, a Dask array computed chunk by chunk (noise seeded per chunk)."""
         # a clear signal: with noisier labels the superquantile at 0.8 drives w to 0 (every loss
         # log 2), a degenerate optimum that is no test of scale
-        w = 10.0 * np.linspace(-1.0, 1.0, _D) / np.sqrt(_D)
+        w = 10.0 * np.linspace(-1.0, 1.0, self.columns) / np.sqrt(self.columns)
 
         def block(x, block_info=None):
             rng = np.random.default_rng([seed, block_info[0]["chunk-location"][0], 2])
@@ -188,13 +189,13 @@ def _gpu():
 
 
 def _plain_pass(X):
-    w, r = np.ones(X.shape[1]), np.ones(X.shape[0])
+    w, r = np.ones(X.shape[1]), None if hasattr(X, "compute") else np.ones(X.shape[0])
     start = time.perf_counter()
     if hasattr(X, "compute"):
         import dask
         import dask.array as da
 
-        dask.compute(X @ w, X.T @ da.from_array(r, chunks=X.chunks[0]))
+        dask.compute(X @ w, X.T @ da.ones(X.shape[0], chunks=X.chunks[0]))
     elif isinstance(X, np.ndarray):
         X @ w, X.T @ r
     else:  # CuPy
@@ -318,6 +319,7 @@ def main():
     parser.add_argument("--sizes", default="1e4,1e5,1e6")
     parser.add_argument("--data", default="classification",
                         help="classification, regression or real:NAME (a table of skrank.datasets)")
+    parser.add_argument("--columns", type=int, default=_D, help="features of the synthetic data")
     parser.add_argument("--backends", default="numpy,dask,dask-lazy",
                         help="of numpy, dask, dask-lazy, cluster (numpy is the reference of the gaps)")
     parser.add_argument("--cluster", action="store_true",
@@ -334,7 +336,8 @@ def main():
     backends = args.backends.split(",")
     cluster = args.cluster or "cluster" in backends
     memory = (lambda: _Memory()) if args.driver_memory else (lambda: None)
-    source = _Replicated(args.data[5:]) if args.data.startswith("real:") else _Synthetic(args.data)
+    source = (_Replicated(args.data[5:]) if args.data.startswith("real:")
+              else _Synthetic(args.data, args.columns))
     cupy = _gpu() if args.gpu else None
     warm = source.lazy(2_000)  # kernels compiled before the timings (first_fit.py times that)
     _fit(_estimator(source.task), warm.compute(), source.labels(warm).compute())
@@ -374,6 +377,7 @@ def main():
             _cluster_row(n, lazy, labels, source.task, None, args.driver_memory)
     command = (f"OMP_NUM_THREADS=1 python benchmarks/scale.py --sizes '{args.sizes}' --data {args.data} "
                f"--backends {args.backends}")
+    command += f" --columns {args.columns}" if args.columns != _D else ""
     command += " --cluster" if args.cluster else ""
     command += " --gpu" if args.gpu else ""
     command += f" --lazy-only {args.lazy_only}" if args.lazy_only else ""

@@ -262,7 +262,8 @@ class _RankLinearModel(BaseEstimator):
         self._validate_params()
         self.__dict__.pop("_streams", None)
         X, y = self._validate_fit_data(X, y)
-        if is_dask_array(y) and (sample_weight is not None or getattr(self, "class_weight", None) is not None):
+        weighted = sample_weight is not None or getattr(self, "class_weight", None) is not None
+        if is_dask_array(y) and weighted:
             y = arrays.to_host(y)  # the weights are checked against the targets in memory
         y = self._check_targets(y)
         sample_weight = self._fit_sample_weight(X, y, sample_weight)

@@ -835,7 +835,8 @@ def smoothed_newton(datafit, penalty, *, coef_init=None, intercept_init=None, ma
     H = None
     if run.warm and run.from_zero and problem.l2 > 0.0:
         run.check_zero(run.center, tol)  # a warm start at theta = 0, where the losses may tie
-    while not run.certified and run.steps < max_iter and run.outer < max_iter and not problem.gather_to_finish:
+    while (not run.certified and run.steps < max_iter and run.outer < max_iter
+           and not problem.gather_to_finish):
         decrease_q = None
         far = run.last_gap > max(_EXACT_DECREMENT * tol, 1e-4) * abs(run.history[-1])
         if reuse and H is not None and far:
