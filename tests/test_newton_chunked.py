@@ -24,8 +24,9 @@ def _data(task, seed=0):
 
 
 def _estimator(task, **kwargs):
+    # both fits certified within 1e-10 of the optimum: within 1e-9 of each other, whatever their paths
     Est = RankADMMClassifier if task == "classification" else RankADMMRegressor
-    return Est(**{"risk": Superquantile(q=0.8), "alpha": 1e-3, **kwargs})
+    return Est(**{"risk": Superquantile(q=0.8), "alpha": 1e-3, "tol": 1e-10, **kwargs})
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ import os
 import numpy as np
 
 from ...backends.dask_design import _weighted_gram, is_dask_array
+from ...backends.design import Design
 from ...backends.dispatch import make_design
 from ...datafits.smoothed_risk import losses_and_keys
 from ...datafits.threshold_projection import capped_projection, capped_threshold_dask
@@ -125,24 +126,49 @@ def _losses_block(t, center, code, param, mu):
     return out.T
 
 
-def _step_block(X, t, d1, q, s, loss, cap, fit_intercept):
-    """One chunk's shares of the gradient's data part, the Hessian and the free block's sums.
+def _gram_change(X, delta, fit_intercept):
+    """``[X, 1]^T diag(delta) [X, 1]`` for weights ``delta`` of any sign."""
+    weighted = X * delta[:, None]
+    G = X.T @ weighted
+    if not fit_intercept:
+        return G
+    d = X.shape[1]
+    out = np.empty((d + 1, d + 1))
+    out[:d, :d] = G
+    out[:d, d] = out[d, :d] = weighted.sum(axis=0)
+    out[d, d] = delta.sum()
+    return out
 
-    Returns ``([X, 1]^T (s q l'), [X, 1]^T diag(q l'') [X, 1], sum_F g_i g_i^T, sum_F g_i)``
-    with ``g_i = l'_i s_i [x_i, 1]`` and ``F`` the chunk's members of the free set.
+
+def _step_block(X, t, d1, q, s, kept, loss, cap, slack, fit_intercept):
+    """One chunk's shares of the gradient's data part, the Hessian's change and the free block's sums.
+
+    Returns ``((g, dH, G_F, S_F), h_kept)``: ``g = [X, 1]^T (s q l')``; the
+    Hessian's weights ``h = q l''`` replace the ``kept`` ones only on the
+    rows where they moved by more than ``slack`` (relative; all rows when
+    ``kept`` is None), whose change of ``[X, 1]^T diag(h_kept) [X, 1]`` is
+    ``dH``; ``G_F = sum_F g_i g_i^T`` and ``S_F = sum_F g_i`` with
+    ``g_i = l'_i s_i [x_i, 1]`` and ``F`` the chunk's members of the free set.
     """
     X = np.asarray(X, dtype=np.float64)
     coef = d1 if s is None else d1 * s
     r = q * coef
     g = X.T @ r
-    H = _weighted_gram(X, q * loss.derivatives(t)[2], fit_intercept)
+    h = q * loss.derivatives(t)[2]
+    if kept is None:
+        dH, h_kept = _weighted_gram(X, h, fit_intercept), h
+    else:
+        changed = np.flatnonzero(np.abs(h - kept) > slack * kept)
+        dH = _gram_change(X[changed], h[changed] - kept[changed], fit_intercept)
+        h_kept = kept.copy()
+        h_kept[changed] = h[changed]
     free = (q > 0.0) & (q < cap)
     G_free = _weighted_gram(X, np.where(free, coef * coef, 0.0), fit_intercept)
     coef_free = np.where(free, coef, 0.0)
     S_free = X.T @ coef_free
     if fit_intercept:
         g, S_free = np.append(g, r.sum()), np.append(S_free, coef_free.sum())
-    return g, H, G_free, S_free
+    return (g, dH, G_free, S_free), h_kept
 
 
 def _dual_block(X, q, a, s, c, loss, side, shrink):
@@ -194,6 +220,9 @@ class _ChunkedProblem(_Problem):
         if fit_intercept:
             self.reg[-1] = 0.0
         self.best_dual, self.best_dual_weights = -np.inf, None
+        #: The Hessian's kept weights per row (persisted, chunked like ``X``), their Gram matrix and
+        #: the updates since it was summed afresh (:meth:`derivatives`).
+        self._kept_h, self._kept_gram, self._updates = None, None, 0
         #: ``compute``/``persist`` calls of the rank steps' threshold searches.
         self.threshold_rounds = 0
 
@@ -292,14 +321,29 @@ class _ChunkedProblem(_Problem):
         """Gradient, Hessian and block term of ``F_mu``, summed over the chunks in one pass.
 
         The block term of the free set ``F`` is
-        ``(1/mu) [sum_F g_i g_i^T - S_F S_F^T / |F|]``, ``S_F = sum_F g_i``;
-        the Hessian is exact (no slack).  ``block`` is ignored: the block
-        term comes in the same pass (None when ``|F| < 2``).
+        ``(1/mu) [sum_F g_i g_i^T - S_F S_F^T / |F|]``, ``S_F = sum_F g_i``.
+        ``block`` is ignored: the block term comes in the same pass (None
+        when ``|F| < 2``).  The Hessian
+        is that of :meth:`_Problem.hessian`, within ``_HESSIAN_SLACK``: each
+        chunk adds the change of the rows whose weight moved by more than
+        that, and it is summed afresh every ``Design.max_updates`` steps.
         """
+        import dask
+        import dask.array as da
+
         self.design.passes += 1
-        g, H, G_free, S_free = self._reduce(_step_block, state["t"], state["d1"], state["q"], self.s,
-                                            loss=self.loss, cap=self.cap,
-                                            fit_intercept=self.design.fit_intercept)
+        reset = self._kept_h is None or self._updates >= Design.max_updates
+        kept = [None] * len(self._rows) if reset else list(self._kept_h.to_delayed().ravel())
+        task = dask.delayed(functools.partial(_step_block, loss=self.loss, cap=self.cap, slack=_HESSIAN_SLACK,
+                                              fit_intercept=self.design.fit_intercept), pure=True, nout=2)
+        blocks = self._blocks(self.design.X, state["t"], state["d1"], state["q"], self.s)
+        outputs = dask.persist(*[task(*chunk, h) for chunk, h in zip(blocks, kept)])
+        g, dH, G_free, S_free = functools.reduce(_add, dask.compute(*[out[0] for out in outputs]))
+        self._kept_h = da.concatenate([da.from_delayed(out[1], shape=(rows,), dtype=np.float64)
+                                       for out, rows in zip(outputs, self._rows)])
+        self._kept_gram = dH if reset else self._kept_gram + dH
+        self._updates = 0 if reset else self._updates + 1
+        H = self._kept_gram.copy()
         g += self.reg * theta
         H[np.diag_indices_from(H)] += self.reg
         n_free = state["n_free"]
