@@ -189,16 +189,37 @@ def test_dask_targets_of_one_class_are_refused():
         _estimator("classification").fit(da.from_array(X, chunks=(_CHUNK, _D)), da.zeros(_N, chunks=_CHUNK))
 
 
-def test_zero_optimum_finishes_on_the_gathered_path(problems):
-    # labels unrelated to X and a strong penalty: theta = 0 is optimal, certified by the zero check,
-    # which needs the losses in one place
+def test_zero_optimum_is_certified_on_the_workers(monkeypatch, large_results, problems):
+    # labels unrelated to X and a strong penalty: theta = 0 is optimal, certified by the zero check
+    monkeypatch.setattr(newton_chunked._ChunkedProblem, "bracket", 1_000)
     rng = np.random.default_rng(3)
     X, y = rng.standard_normal((_N, _D)), rng.integers(0, 2, _N)
-    kwargs = dict(alpha=10.0)
-    ref = _estimator("classification", **kwargs).fit(X, y)
+    ref = _estimator("classification", alpha=10.0).fit(X, y)
     assert ref._last_result_info["certified"] and not np.any(ref.coef_)
     with dask.config.set(scheduler="synchronous"):
-        est = _estimator("classification", **kwargs).fit(da.from_array(X, chunks=(_CHUNK, _D)), y)
+        est = _estimator("classification", alpha=10.0).fit(da.from_array(X, chunks=(_CHUNK, _D)), y)
+    assert problems == [newton._Problem, newton_chunked._ChunkedProblem]
+    assert est._last_result_info["certified"] and not np.any(est.coef_)
+    assert abs(est.objective_ - ref.objective_) <= 1e-9 * abs(ref.objective_)
+    assert max(large_results) <= max(1_000, (_D + 1) ** 2) < _CHUNK
+
+
+def test_a_stalled_fit_finishes_on_the_gathered_path(monkeypatch, problems):
+    # the dual ascent needs the losses in one place: the fit goes on gathered from its best point
+    X, y = _data("classification")
+    ref = _estimator("classification").fit(X, y)
+    calls = []
+    original = newton._ProximalPoint.outer_iteration
+
+    def stall_once(self, decrease_q, tol):
+        if isinstance(self.problem, newton_chunked._ChunkedProblem) and not calls:
+            calls.append(1)
+            self.problem.dual_ascent(self.theta, 1)  # as a stalled fit calls it
+        return original(self, decrease_q, tol)
+
+    monkeypatch.setattr(newton._ProximalPoint, "outer_iteration", stall_once)
+    with dask.config.set(scheduler="synchronous"):
+        est = _estimator("classification").fit(da.from_array(X, chunks=(_CHUNK, _D)), y)
     assert problems == [newton._Problem, newton_chunked._ChunkedProblem, newton._Problem]
     assert est._last_result_info["certified"]
     assert abs(est.objective_ - ref.objective_) <= 1e-9 * abs(ref.objective_)

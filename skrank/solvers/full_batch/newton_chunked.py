@@ -14,11 +14,11 @@ last one).  The rank step is the threshold form of the capped simplex: no
 sort, no PAVA, no order.  Its free set ``{0 < q < cap}`` is the one pooled
 block whose block term enters the Newton model.
 
-Two checks need the losses in one place: that ``theta = 0`` is optimal
-(:func:`skrank.solvers.full_batch.newton._certify_zero`, where no iterate
-beats the start) and the dual ascent of a fit whose steps stall in
-rounding.  Where one of them is needed, the chunked fit stops and the fit
-finishes on the gathered path (:class:`~skrank.solvers.full_batch.newton._Problem`),
+The check that ``theta = 0`` is optimal (where no iterate beats the start)
+runs here too (:meth:`_ChunkedProblem.certify_zero`).  The dual ascent of a
+fit whose Newton steps stall in rounding needs the losses in one place:
+where it is needed, the chunked fit stops and the fit finishes on the
+gathered path (:class:`~skrank.solvers.full_batch.newton._Problem`),
 warm-started from the chunked fit's best point, so that it certifies as
 that path does.  Warm starts, sample weights, other risks and an l1 part
 take the gathered path from the start; ``SKRANK_NEWTON_GATHER=1`` forces it.
@@ -28,6 +28,7 @@ import functools
 import os
 
 import numpy as np
+import scipy.linalg
 
 from ...backends.dask_design import _weighted_gram, is_dask_array
 from ...backends.design import Design
@@ -36,7 +37,7 @@ from ...datafits.smoothed_risk import losses_and_keys
 from ...datafits.threshold_projection import capped_projection, capped_threshold_dask
 from ...losses import LOGISTIC, SQUARED
 from ...risks import Superquantile
-from .newton import _HESSIAN_SLACK, _Problem
+from .newton import _HESSIAN_SLACK, _ZERO_SHRINK, _ZERO_STEPS, _ZERO_WINDOW, _Problem
 
 #: The risk value's smoothing ``mu cap``, relative to the losses' spread: its threshold ``tau`` lies
 #: within ``mu cap`` of a minimiser of ``t + cap sum (l - t)_+``, whose slopes are at most ``cap n``.
@@ -169,6 +170,22 @@ def _step_block(X, t, d1, q, s, kept, loss, cap, slack, fit_intercept):
     if fit_intercept:
         g, S_free = np.append(g, r.sum()), np.append(S_free, coef_free.sum())
     return (g, dH, G_free, S_free), h_kept
+
+
+def _gram_block(X, h, fit_intercept):
+    """One chunk's ``[X, 1]^T diag(h) [X, 1]``, as a tuple (:meth:`_ChunkedProblem._reduce`)."""
+    return (_weighted_gram(np.asarray(X, dtype=np.float64), h, fit_intercept),)
+
+
+def _transposed_block(X, v, fit_intercept):
+    """One chunk's ``[X, 1]^T v``, as a tuple."""
+    u = np.asarray(X, dtype=np.float64).T @ v
+    return (np.append(u, v.sum()) if fit_intercept else u,)
+
+
+def _away_block(X, z, sa, w, b):
+    """One chunk's ``z - sa ([X, 1] (w, b))``: the zero check's step toward the null space."""
+    return z - sa * (np.asarray(X, dtype=np.float64) @ w + b)
 
 
 def _dual_block(X, q, a, s, c, loss, side, shrink):
@@ -392,6 +409,64 @@ class _ChunkedProblem(_Problem):
         return False
 
     def certify_zero(self, q, tol):
-        """Not on the chunked path: marks the fit to be finished on the gathered path; returns None."""
-        self.gather_to_finish = True
-        return None
+        """:func:`skrank.solvers.full_batch.newton._certify_zero` with the vectors on the workers.
+
+        The same accelerated alternating projections, with unit masses:
+        the projection onto the capped simplex by its threshold, the
+        products with ``[X, 1]`` by reductions over the chunks.
+        """
+        import dask
+        import dask.array as da
+
+        zero = np.zeros(self.design.p)
+        t = self.arguments(zero)
+        low, high = (float(v) for v in dask.compute(t.min(), t.max()))
+        if self.l2 == 0.0 or low != high:
+            return None
+        F0 = self.objective(zero)
+        slope = float(self.loss.derivatives(np.array([low]))[1][0])
+        ones = da.ones(self.n, chunks=(self._rows,))
+        sa = _persist(slope * (ones if self.s is None else self.s))
+        intercept = self.design.fit_intercept
+        self.design.passes += 1
+        (G,) = self._reduce(_gram_block, sa * sa, fit_intercept=intercept)
+        diagonal = np.diag(G).copy()
+        G[np.diag_indices_from(G)] += np.where(diagonal > 0.0, 1e-12 * diagonal, 1.0)
+        try:
+            factor = scipy.linalg.cho_factor(G, check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            return F0
+
+        def transposed(v):
+            self.design.passes += 1
+            return self._reduce(_transposed_block, sa * v, fit_intercept=intercept)[0]
+
+        z, momentum = q, 1.0
+        u = u_q = transposed(q)
+        best, checkpoint = np.inf, float(u @ u) / (2.0 * self.l2)
+        for k in range(1, _ZERO_STEPS + 1):
+            v = scipy.linalg.cho_solve(factor, u, check_finite=False)
+            w, b = self.design.split(v)
+            self.design.passes += 1
+            keys = _persist(da.blockwise(functools.partial(_away_block, w=w, b=b), "i", self.design.X, "ij",
+                                         z, "i", sa, "i", dtype=np.float64, concatenate=True))
+            q_new = _persist(capped_projection(keys, 1.0, self.cap, self._threshold(keys, 1.0))[0])
+            u_new = transposed(q_new)
+            estimate = float(u_new @ u_new) / (2.0 * self.l2)
+            if estimate <= tol * abs(F0) and estimate < best:
+                bound = self.dual_bound(q_new, slope * ones)
+                if bound > self.best_dual:
+                    self.best_dual, self.best_dual_weights = bound, q_new
+                if F0 - self.best_dual <= tol * abs(F0):
+                    break
+            best = min(best, estimate)
+            if k % _ZERO_WINDOW == 0:
+                if best > _ZERO_SHRINK * checkpoint:
+                    break
+                checkpoint = best
+            next_momentum = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * momentum * momentum))
+            beta = (momentum - 1.0) / next_momentum
+            z = _persist(q_new + beta * (q_new - q))
+            u = u_new + beta * (u_new - u_q)
+            q, u_q, momentum = q_new, u_new, next_momentum
+        return F0
