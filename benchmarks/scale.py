@@ -39,9 +39,10 @@ whether the fit certified its optimality.
 With ``--driver-memory``, three more columns split the memory between the
 driver and the cluster's workers: the growth of this process's resident
 memory during the fit (RSS sampled every 10 ms by a thread, its peak minus
-the RSS just before the fit: the ``peak MiB`` of ``tracemalloc`` plus what it
-does not see, such as the interpreter's free lists and the scheduler's
-messages); the peak of the summed RSS of the cluster's worker processes
+the RSS just before the fit: what ``tracemalloc`` sees plus what it does
+not, such as the interpreter's free lists and the scheduler's messages;
+``tracemalloc`` is then off, its ``peak MiB`` a ``-``, since its records
+of each live allocation would count in the RSS); the peak of the summed RSS of the cluster's worker processes
 during the fit, and their summed RSS just before it (``-`` off the
 cluster).  ``X`` is then not held in memory unless a backend needs it
 (``numpy``, ``dask`` or ``cupy``), and the ``cluster`` rows take ``y`` as a
@@ -264,14 +265,17 @@ def _fit(est, X, y, memory=None):
     import contextlib
 
     with memory if memory is not None else contextlib.nullcontext():
-        est, seconds, peak = _traced_fit(est, X, y)
+        # tracemalloc's own records (one per live allocation) would count in the RSS measured
+        est, seconds, peak = _traced_fit(est, X, y, trace=memory is None)
     return est, seconds, peak
 
 
-def _traced_fit(est, X, y):
+def _traced_fit(est, X, y, trace=True):
+    """``(est, seconds, tracemalloc peak)`` of ``est.fit(X, y)``; the peak None without ``trace``."""
     import sklearn
 
-    tracemalloc.start()
+    if trace:
+        tracemalloc.start()
     _product_seconds[0] = 0.0
     start = time.perf_counter()
     with warnings.catch_warnings(), sklearn.config_context(array_api_dispatch=not hasattr(X, "compute")
@@ -279,6 +283,8 @@ def _traced_fit(est, X, y):
         warnings.simplefilter("ignore")
         est.fit(X, y)
     seconds = time.perf_counter() - start
+    if not trace:
+        return est, seconds, None
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     return est, seconds, peak
@@ -299,7 +305,7 @@ def _row(n, backend, X, y, task, reference, memory=None):
                                                           f"{memory.workers_before / 2**20:.0f}")
         split = f"{(memory.peak - memory.before) / 2**20:.0f} | {workers[0]} | {workers[1]} | "
     print(f"| {n:.0e} | {backend} | {seconds:.2f} | {passes} | {per_pass:.3g} | {per_pass / plain:.2g} | "
-          f"{host:.0%} | {peak / 2**20:.0f} | {split}{n * X.shape[1] * 8 / 2**20:.0f} | {gap} | "
+          f"{host:.0%} | {'-' if peak is None else f'{peak / 2**20:.0f}'} | {split}{n * X.shape[1] * 8 / 2**20:.0f} | {gap} | "
           f"{est.n_iter_} | {certified} |", flush=True)
     return est
 

@@ -93,6 +93,18 @@ class BaseRisk(BaseEstimator):
         """:meth:`weights` for a checked ``n``."""
         raise NotImplementedError
 
+    def check(self, n, sample_weight=None):
+        """Raise the ValueError that :meth:`weights` would raise, making the weights only where needed.
+
+        Parameters
+        ----------
+        n : int
+            Number of losses.
+        sample_weight : array-like of shape (n,), optional
+            Weights of the samples; None for equal weights.
+        """
+        self.weights(n, sample_weight)
+
     def value(self, losses, sample_weight=None):
         """Risk of the loss vector: ``sum_i sigma_i L_(i)``.
 
@@ -196,6 +208,13 @@ class _SpectralRisk(BaseRisk):
         if sample_weight is None:
             return self._equal_weights(n)
         return self._cell_weights(n, sample_weight)
+
+    def check(self, n, sample_weight=None):
+        """:meth:`BaseRisk.check`: without sample weights, ``n`` and the parameters (no vector of ``n``)."""
+        if sample_weight is not None:
+            return super().check(n, sample_weight)
+        _check_n(n)
+        self._validate()
 
     def _equal_weights(self, n):
         """The weights without sample weights (cells ``[(i-1)/n, i/n]``)."""

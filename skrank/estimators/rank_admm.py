@@ -55,7 +55,7 @@ class _RankADMMModel(_RegisteredSolverModel):
         if risk.depends_on_values:
             risk.weight_pieces(n, sample_weight)
         else:
-            risk.weights(n, sample_weight)
+            risk.check(n, sample_weight)
         self._choose_solver(risk, X, sample_weight)
 
     def _solver_options(self):

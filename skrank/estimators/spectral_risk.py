@@ -52,7 +52,7 @@ class _SpectralRiskModel(_RegisteredSolverModel):
                 f"{type(risk).__name__} is not one. Use RankADMMClassifier or RankADMMRegressor "
                 "(skrank.estimators), which handle ranked-range and human-aligned risks."
             )
-        risk.weights(X.shape[0], sample_weight)  # validates the risk's parameters for this n and weights
+        risk.check(X.shape[0], sample_weight)  # the risk's parameters for this n and weights
         if not np.isfinite(self.alpha) or self.alpha < 0:
             raise ValueError(f"alpha must be a nonnegative finite number, got {self.alpha!r}.")
         self._choose_solver(risk, X, sample_weight)
