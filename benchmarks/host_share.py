@@ -67,6 +67,7 @@ os.environ.setdefault("SCIPY_ARRAY_API", "1")  # for scikit-learn's array API di
 import argparse  # noqa: E402
 import functools  # noqa: E402
 import time  # noqa: E402
+import types  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -90,16 +91,32 @@ ESTIMATORS = {
 }
 
 #: The design's methods that read ``X`` in its namespace; those marked True are one pass each.
-_PRODUCTS = {"_times": True, "_transposed_times": True, "weighted_gram": True, "left_product": True,
+_PRODUCTS = {"_times": True, "_transposed_times": True, "_native_times": True,
+             "_native_transposed_times": True, "weighted_gram": True, "left_product": True,
              "class_moments": True, "_squared_column_sums": True, "rows": False}
+#: The products that evaluate the scores ``X w`` (to the host, or kept in ``X``'s namespace).
+_SCORES = ("_times", "_native_times")
+#: The design's methods that move an ``n``-vector between the namespaces (the rank step's keys and weights).
+_MOVES = ("to_host", "to_native")
+#: The functions of ``X``'s library that are conversions, not arithmetic (and its flags and dtypes).
+_NOT_ARITHMETIC = {"asarray", "from_dlpack", "finfo", "iinfo", "isdtype", "can_cast", "result_type",
+                   "broadcast_shapes", "get_array_api_strict_flags", "set_array_api_strict_flags",
+                   "reset_array_api_strict_flags"}
+#: The operators of ``X``'s arrays that compute on their device (not ``__float__``, ``__array__``...).
+_ARRAY_OPERATORS = tuple(
+    f"__{prefix}{op}__" for op in ("add", "sub", "mul", "truediv", "floordiv", "pow", "mod", "matmul", "and",
+                                   "or", "xor", "lshift", "rshift")
+    for prefix in ("", "r", "i")) + ("__neg__", "__pos__", "__abs__", "__invert__", "__eq__", "__ne__",
+                                     "__lt__", "__le__", "__gt__", "__ge__", "__getitem__", "__setitem__")
 #: Other functions that run in ``X``'s namespace.
 _X_FUNCTIONS = ((_arrays, "check_where_it_lives"), (_arrays, "linear_scores"))
 #: The rank step: sorts, PAVAs and the sorted sums of the rank objectives (module, attribute).
 _RANK_FUNCTIONS = ((_newton, "pooled_projection"), (_newton, "resort_scores"),
-                   (_pauc, "range_loss_and_score_gradients"), (_ap, "ap_surrogate_and_score_gradients"))
+                   (_pauc, "range_loss_and_score_gradients"), (_ap, "ap_surrogate_and_score_gradients"),
+                   (_pauc, "region_area"), (_ap, "average_precision"))
 #: The functions of which one call is one rank step (a sort and a PAVA or sorted sums of ``n`` values).
 _RANK_STEPS = ("pooled_projection", "risk_value", "range_loss_and_score_gradients",
-               "ap_surrogate_and_score_gradients")
+               "ap_surrogate_and_score_gradients", "region_area", "average_precision")
 #: The modules whose bindings of the conversions are wrapped.
 _CONVERSION_MODULES = (_aad, _arrays, _base, _platt)
 
@@ -178,6 +195,21 @@ def _timed(category, fn, name, passes=False):
     return run
 
 
+def _in_namespace(fn):
+    """``fn``, an operation of ``X``'s library, with its time charged to ``X``'s namespace."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        ledger = _ledger[0]
+        if ledger is None:
+            return fn(*args, **kwargs)
+        ledger.enter("x")
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            ledger.leave()
+    return run
+
+
 def _conversion(fn, direction):
     @functools.wraps(fn)
     def run(a, *args, **kwargs):
@@ -196,15 +228,17 @@ def _conversion(fn, direction):
     return run
 
 
-def instrument():
-    """Wrap the conversions, the design's products and the rank step (recorded while a ledger is set).
+def instrument(xp=None):
+    """Wrap the conversions, the design's products, the rank step and ``xp`` (recorded while a ledger is set).
 
     The functions are wrapped where they are looked up (module attributes,
-    the design's class), not edited: ``to_numpy`` and ``to_namespace`` in
-    every module that binds them, the methods of
-    :class:`~skrank.backends.array_api_design.ArrayAPIDesign`, and the rank
-    step's functions in the modules that call them.  Returns a function
-    that puts the originals back.
+    the design's class, the class of ``xp``'s arrays), not edited:
+    ``to_numpy`` and ``to_namespace`` in every module that binds them, the
+    methods of :class:`~skrank.backends.array_api_design.ArrayAPIDesign`,
+    the rank step's functions in the modules that call them, and the
+    functions and operators of ``xp`` (the namespace of ``X``) that compute,
+    whose time is ``X``'s namespace's wherever the fit calls them.  Returns a
+    function that puts the originals back.
     """
     saved = []
 
@@ -224,6 +258,17 @@ def instrument():
         wrap(module, name, _timed("x", getattr(module, name), name))
     for module, name in _RANK_FUNCTIONS:
         wrap(module, name, _timed("rank", getattr(module, name), name))
+    for name in _MOVES:
+        wrap(_aad.ArrayAPIDesign, name, _timed("copies", vars(_aad.ArrayAPIDesign)[name], name))
+    if xp is not None:
+        for name, fn in vars(xp).items():
+            computes = not name.startswith("_") and name not in _NOT_ARITHMETIC
+            if isinstance(fn, types.FunctionType) and computes:
+                wrap(xp, name, _in_namespace(fn))
+        array = type(xp.asarray(0.0))
+        for name in _ARRAY_OPERATORS:
+            if name in vars(array):
+                wrap(array, name, _in_namespace(vars(array)[name]))
     wrap(_newton._Problem, "risk_value", _timed("rank", _newton._Problem.risk_value, "risk_value"))
     wrap(_newton._Problem, "direction", _timed("pxp", _newton._Problem.direction, "direction"))
 
@@ -280,7 +325,7 @@ def measure(key, X, y, xp, device):
         del est._run_solver
     # per Newton step; per evaluation of the scores for L-BFGS (whose n_iter_ leaves out the line
     # searches' evaluations and the fits of a start)
-    evaluations = ledger.calls.get("_times", 0)
+    evaluations = sum(ledger.calls.get(name, 0) for name in _SCORES)
     iterations = max(int(np.sum(est.n_iter_)) if est._solver == "newton" else evaluations, 1)
     s = ledger.seconds
     host_n = max(total - sum(s.values()), 0.0)
@@ -343,7 +388,7 @@ def main(argv=None):
     unknown = set(keys) - set(ESTIMATORS)
     if unknown:
         parser.error(f"unknown estimators {sorted(unknown)}; of {sorted(ESTIMATORS)}")
-    restore = instrument()
+    restore = instrument(xp)
     try:
         device = xp.Device("device1")  # not the default device, as in tests/test_array_api.py
         warm_X, warm_y = synthetic(500, d, seed=1)

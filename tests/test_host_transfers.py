@@ -60,9 +60,11 @@ import sklearn
 
 import skrank.backends.array_api_design as aad
 import skrank.backends.arrays as arrays_module
+import skrank.datafits.logistic_anchor as logistic_anchor
 import skrank.estimators._base as base_module
+import skrank.estimators._platt as platt
 import skrank.solvers.full_batch.newton as newton
-from skrank import SpectralRiskClassifier
+from skrank import AveragePrecisionClassifier, PartialAUCClassifier, SpectralRiskClassifier
 from skrank.estimators import RankADMMClassifier
 
 xp = pytest.importorskip("array_api_strict")
@@ -71,7 +73,7 @@ DEVICE = xp.Device("device1")
 N, D = 3000, 8
 #: The design's methods that convert vectors, by the name each conversion is put down to.
 PRODUCTS = ("_times", "_transposed_times", "weighted_gram", "left_product", "rows", "class_moments",
-            "_squared_column_sums")
+            "_squared_column_sums", "_native_times", "_native_transposed_times", "to_host", "to_native")
 #: The solver's phases, by the method that ends each (its name is the phase's).
 PHASES = {"__init__": "start", "newton_step": "step", "outer_iteration": "outer",
           "close_from_dual": "dual ascent", "check_zero": "zero check"}
@@ -283,9 +285,105 @@ def test_host_share_benchmark_runs_quick_and_puts_the_functions_back(capsys):
             # one score vector per step, plus the start's and the outer iterations' (test above)
             assert 1.0 < r["to_host"] < 3.0, r
         else:
-            # L-BFGS: every evaluation brings its scores to the host, and nothing else travels
-            assert ledger.calls["_times"] == r["iterations"] and r["to_host"] >= 1.0, r
+            # L-BFGS: the scores of the logistic start's evaluations stay in X's namespace; those of the
+            # rank term's go to the host and their weights come back (test below), nothing partial
+            assert ledger.calls.get("_times", 0) + ledger.calls["_native_times"] == r["iterations"], r
+            assert 0.0 < r["to_host"] < 1.0 and 0.0 < r["to_device"] < 1.0, r
             assert r["partial"] == 0.0
         # every n-vector sent to X's device is sent by one of the design's products
         assert all(where for direction, kind, _, _, where in ledger.transfers
                    if direction == "device" and kind == "n"), r
+
+
+LBFGS_ESTIMATORS = [PartialAUCClassifier(), PartialAUCClassifier(link="sigmoid"),
+                    AveragePrecisionClassifier()]
+LBFGS_IDS = ["partial_auc", "partial_auc_sigmoid", "average_precision"]
+
+
+@pytest.fixture
+def evaluations(recorder, monkeypatch):
+    """The recorder with each evaluation of the anchored objective and Platt's fit as phases of their own.
+
+    An evaluation's phase is named by its terms: ``"logistic"`` (``rank_weight
+    = 0``: the logistic start), ``"mixed"`` (``0 < rank_weight < 1``) or
+    ``"value"`` (no gradient); ``"between"`` holds what comes before it.
+    """
+    data_term = vars(logistic_anchor.LogisticAnchoredObjective)["_data_term"]
+
+    def evaluation(self, theta, gradient):
+        recorder.events.append(("end", "between"))
+        try:
+            return data_term(self, theta, gradient)
+        finally:
+            kind = "value" if not gradient else "logistic" if self.rank_weight == 0.0 else "mixed"
+            recorder.events.append(("end", kind))
+
+    fit_platt = platt.fit_platt
+
+    def platt_fit(*args, **kwargs):
+        recorder.events.append(("end", "between"))
+        try:
+            return fit_platt(*args, **kwargs)
+        finally:
+            recorder.events.append(("end", "platt"))
+
+    monkeypatch.setattr(logistic_anchor.LogisticAnchoredObjective, "_data_term", evaluation)
+    monkeypatch.setattr(platt, "fit_platt", platt_fit)
+    return recorder
+
+
+def _fit_lbfgs(estimator, rec):
+    X, y = _data()
+    rec.recording = True
+    with sklearn.config_context(array_api_dispatch=True):
+        estimator.fit(xp.asarray(X, device=DEVICE), xp.asarray(y, device=DEVICE))
+    rec.recording = False
+    assert estimator._solver == "lbfgs"
+    return rec.phases()
+
+
+def _check_lbfgs_phases(phases):
+    """The ``n``-vector moves of an anchored L-BFGS fit and its Platt fit, pinned.
+
+    * an evaluation of the logistic start: none (its scores, losses and
+      derivatives stay in ``X``'s namespace);
+    * an evaluation of the mixed objective: the rank step's keys to the
+      host (``to_host``) and their weights back (``to_native``), once each;
+    * Platt's fit: none (the scores stay on ``X``'s device, where the
+      labels are sent once, before it);
+    * between the evaluations: at most three ``n``-vectors each way (the
+      labels and the row weights sent once, the scores of the
+      training-metric rule and of the margin to the host).
+    """
+    kinds = [name for name, _ in phases]
+    assert kinds.count("logistic") >= 3 and kinds.count("mixed") >= 1 and kinds.count("platt") == 1, kinds
+    for name, counts in phases:
+        moved = {key: c for key, c in counts.items() if key[1] == "n"}
+        if name in ("logistic", "platt"):
+            assert moved == {}, (name, counts)
+        elif name == "mixed":
+            assert moved == {("host", "n", "to_host"): 1, ("device", "n", "to_native"): 1}, (name, counts)
+        else:
+            assert _counts(counts, "host", "n") <= 3 and _counts(counts, "device", "n") <= 3, (name, counts)
+        assert _counts(counts, "host", "part") + _counts(counts, "device", "part") == 0, (name, counts)
+
+
+@pytest.mark.parametrize("estimator", LBFGS_ESTIMATORS, ids=LBFGS_IDS)
+def test_lbfgs_fit_moves_only_the_rank_steps_keys_and_weights(estimator, evaluations):
+    """Per evaluation, the ``n``-vectors that cross are those of :func:`_check_lbfgs_phases`."""
+    _check_lbfgs_phases(_fit_lbfgs(estimator, evaluations))
+
+
+def test_lbfgs_transfer_check_fails_on_an_extra_transfer(evaluations, monkeypatch):
+    """A logistic evaluation that brings its derivatives to the host and back fails the check."""
+    terms = logistic_anchor.logistic_terms
+
+    def round_trip(xp_, z, sign, weight, gradient):
+        value, dz = terms(xp_, z, sign, weight, gradient)
+        if dz is not None:
+            dz = aad.to_namespace(aad.to_numpy(dz), xp_, DEVICE)
+        return value, dz
+
+    monkeypatch.setattr(logistic_anchor, "logistic_terms", round_trip)
+    with pytest.raises(AssertionError, match=r"^\('logistic', \{\('host', 'n', 'outside'\): 1"):
+        _check_lbfgs_phases(_fit_lbfgs(PartialAUCClassifier(), evaluations))

@@ -128,6 +128,36 @@ class ArrayAPIDesign(Design):
     def _transposed_times(self, r):
         return to_numpy(self.X.T @ self._on_device(r))
 
+    vectors_on_host = False
+
+    def native_matvec(self, theta):
+        """``[X, 1] theta``, an ``n``-vector of :attr:`xp` on ``X``'s device (nothing comes to the host)."""
+        self.passes += 1
+        theta = np.asarray(theta, dtype=np.float64)
+        f = self._native_times(np.ascontiguousarray(theta[: self.d]))
+        return f + float(theta[self.d]) if self.fit_intercept else f
+
+    def native_rmatvec(self, r):
+        """``[X, 1]^T r`` on the host for an ``n``-vector ``r`` of :attr:`xp`: ``d + 1`` numbers come back."""
+        self.passes += 1
+        g = self._native_transposed_times(r)
+        return np.append(g, float(self.xp.sum(r))) if self.fit_intercept else g
+
+    def _native_times(self, w):
+        return self.X @ self._on_device(w)
+
+    def _native_transposed_times(self, r):
+        return to_numpy(self.X.T @ r)
+
+    def to_host(self, v):
+        return np.require(to_numpy(v), requirements="W")
+
+    def to_native(self, v):
+        return self._on_device(v)
+
+    def sigmoid(self, z):
+        return 1.0 / (1.0 + self.xp.exp(-z))
+
     def _squared_column_sums(self, p):
         self.passes += 1
         xp = self.xp
