@@ -2,11 +2,11 @@
 
 A fit on an array of another array-API library (CuPy on a GPU; here
 ``array_api_strict``, the standard on a CPU, which runs the same code path)
-computes the products with ``X`` in ``X``'s namespace
-(:class:`skrank.backends.array_api_design.ArrayAPIDesign`) and everything
-else, the ``n``-vector arithmetic included, on the host in NumPy: each
-product copies a vector of length ``n`` one way (scores to the host,
-residuals or weights to ``X``'s device).  Per estimator (defaults, on
+computes the products with ``X`` and the arithmetic on vectors of length
+``n`` in ``X``'s namespace
+(:class:`skrank.backends.array_api_design.ArrayAPIDesign`); the rank step
+runs on the host in NumPy (and compiled kernels), its keys going down and
+its weights coming back.  Per estimator (defaults, on
 ``n x d`` synthetic data, ``y = 1(x . w + noise > 0)``):
 
 * ``RankADMMClassifier(risk="superquantile")`` and ``SpectralRiskClassifier()``: the certified
@@ -25,21 +25,26 @@ bytes they move per iteration; and the shares of the fit's CPU time
 (``time.process_time``, exclusive: a wrapped function's time less that of
 the wrapped ones it calls):
 
-* ``X ns``: the products in ``X``'s namespace (the design's methods
-  ``_times``, ``_transposed_times``, ``weighted_gram``, ``left_product``,
-  ``rows``, ``class_moments``, ``_squared_column_sums``), the checks of
-  ``X`` where it lives and the scores of the fitted model;
-* ``copies``: the conversions themselves (``to_numpy``, ``to_namespace``);
+* ``X ns``: the products in ``X``'s namespace (the design's methods in
+  ``_PRODUCTS``), every operation of ``array_api_strict`` that computes
+  (its functions, but not ``asarray`` and ``from_dlpack``, and the
+  arithmetic, comparison and indexing operators of its arrays, but not
+  ``__float__``: a number brought to the host is the caller's), wherever
+  the fit calls it, the checks of ``X`` where it lives and the scores of
+  the fitted model;
+* ``copies``: the conversions themselves (``to_numpy``, ``to_namespace``,
+  and the design's ``to_host``, ``to_native`` and ``take`` around them);
 * ``rank``: the rank step: sorts and PAVAs (``pooled_projection``,
   ``resort_scores``, the risk's value of sorted losses), the pAUC's
   re-sorted range sums and the AP surrogate (a sort and prefix sums,
-  compiled);
+  compiled), and the training metric of the anchored fits (the partial
+  AUC or the average precision of ``n`` scores: a sort and cumulative
+  sums);
 * ``pxp``: the Newton direction (``p x p`` solves, coordinate descent);
-* ``host n``: the rest: the ``n``-vector arithmetic on the host (losses and
-  their derivatives, the keys, line-search trials, residuals, the
-  intercept added to the scores) with the estimator's own work around the
-  solver and Python's overhead (Platt's calibration of the ranking
-  classifiers included); ``host n of non-X``: ``host n`` over the time
+* ``host n``: the rest: what arithmetic on ``n``-vectors is left on the
+  host (the gathers and scatters around the rank step, the block term's
+  weights, the training-metric rule's points) with the estimator's own
+  work around the solver and Python's overhead; ``host n of non-X``: ``host n`` over the time
   outside ``X``'s namespace, what it would weigh once the products are
   fast (a GPU); ``outside solver``: the part of the fit
   spent before and after the estimator's ``_run_solver`` (checks, labels;
@@ -92,12 +97,13 @@ ESTIMATORS = {
 
 #: The design's methods that read ``X`` in its namespace; those marked True are one pass each.
 _PRODUCTS = {"_times": True, "_transposed_times": True, "_native_times": True,
-             "_native_transposed_times": True, "weighted_gram": True, "left_product": True,
-             "class_moments": True, "_squared_column_sums": True, "rows": False}
+             "_native_transposed_times": True, "weighted_gram": False, "_gram_of_roots": True,
+             "left_product": True, "class_moments": True, "_squared_column_sums": True, "rows": False,
+             "_rows_at": False, "native_gram": False}
 #: The products that evaluate the scores ``X w`` (to the host, or kept in ``X``'s namespace).
 _SCORES = ("_times", "_native_times")
 #: The design's methods that move an ``n``-vector between the namespaces (the rank step's keys and weights).
-_MOVES = ("to_host", "to_native")
+_MOVES = ("to_host", "to_native", "take")
 #: The functions of ``X``'s library that are conversions, not arithmetic (and its flags and dtypes).
 _NOT_ARITHMETIC = {"asarray", "from_dlpack", "finfo", "iinfo", "isdtype", "can_cast", "result_type",
                    "broadcast_shapes", "get_array_api_strict_flags", "set_array_api_strict_flags",

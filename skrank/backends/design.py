@@ -76,6 +76,14 @@ class Design:
         """The logistic sigmoid of the ``n``-vector ``z`` of :attr:`xp`, in :attr:`xp`."""
         return expit(z)
 
+    def take(self, v, idx):
+        """The entries ``idx`` (NumPy integers) of the ``n``-vector ``v`` of :attr:`xp`, on the host."""
+        return v[idx]
+
+    def native_gram(self, h, slack=0.0):
+        """:meth:`gram` of the weights ``h``, an ``n``-vector of :attr:`xp` (here :meth:`gram`)."""
+        return self.gram(h, slack)
+
     def _times(self, w):
         """``X w``, a new writable NumPy vector (where ``X`` lives, for the designs of other arrays)."""
         return np.asarray(self.X @ w, dtype=np.float64).ravel()
