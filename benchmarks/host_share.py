@@ -98,8 +98,8 @@ ESTIMATORS = {
 #: The design's methods that read ``X`` in its namespace; those marked True are one pass each.
 _PRODUCTS = {"_times": True, "_transposed_times": True, "_native_times": True,
              "_native_transposed_times": True, "weighted_gram": False, "_gram_of_roots": True,
-             "left_product": True, "class_moments": True, "_squared_column_sums": True, "rows": False,
-             "_rows_at": False, "native_gram": False}
+             "_gram_of_rows": True, "left_product": True, "class_moments": True,
+             "_squared_column_sums": True, "rows": False, "_rows_at": False, "native_gram": False}
 #: The products that evaluate the scores ``X w`` (to the host, or kept in ``X``'s namespace).
 _SCORES = ("_times", "_native_times")
 #: The design's methods that move an ``n``-vector between the namespaces (the rank step's keys and weights).

@@ -31,8 +31,9 @@ and ``n`` rows):
 The residuals ``s q l'`` and the Hessian's weights ``q l''`` never leave
 ``X``'s device.  Partial vectors travel with the block term of the pooled
 members (their indices and slopes, ``take``; their block sums,
-``left_product``; the Gram matrix of their weights, an ``n``-vector when
-recomputed, ``weighted_gram``, or their rows when updated, ``rows``) and
+``left_product``; the Gram matrix of their weights: their indices and
+roots when recomputed, ``_gram_of_rows``, an ``n``-vector when every sample
+is pooled, ``weighted_gram``, or their rows when updated, ``rows``) and
 with the updates of the Hessian's Gram matrix (the rows whose weight moved
 and those weights' changes, ``_rows_at`` and ``native_gram``), at most once
 each per Newton step.
@@ -62,7 +63,7 @@ N, D = 3000, 8
 #: The design's methods that convert vectors, by the name each conversion is put down to.
 PRODUCTS = ("_times", "_transposed_times", "weighted_gram", "left_product", "rows", "class_moments",
             "_squared_column_sums", "_native_times", "_native_transposed_times", "to_host", "to_native",
-            "take", "native_gram", "_rows_at", "_gram_of_roots")
+            "take", "native_gram", "_rows_at", "_gram_of_roots", "_gram_of_rows")
 #: The key under which a phase counts its rank steps (calls of ``_Problem.projection``).
 RANK_STEP = ("rank", "steps", "")
 #: The solver's phases, by the method that ends each (its name is the phase's).
@@ -260,7 +261,8 @@ def test_newton_fit_moves_n_vectors_only_for_the_rank_step_and_the_block_term(es
     phases = recorder.phases()
     # per phase: the most conversions of each (direction, where), n-vectors and partial ones together
     bounds = {
-        "step": {("device", "weighted_gram"): 1, ("device", "left_product"): 2, ("host", "left_product"): 1,
+        "step": {("device", "weighted_gram"): 1, ("device", "_gram_of_rows"): 2,
+                 ("device", "left_product"): 2, ("host", "left_product"): 1,
                  ("device", "take"): 1, ("host", "take"): 1, ("device", "rows"): 1, ("host", "rows"): 1,
                  ("host", "_rows_at"): 1, ("host", "native_gram"): 1},
         "outer": {("host", "_rows_at"): 1, ("host", "native_gram"): 1},

@@ -180,8 +180,33 @@ class ArrayAPIDesign(Design):
         return np.hstack([Xi, np.ones((len(idx), 1))]) if self.fit_intercept else Xi
 
     def weighted_gram(self, h):
-        """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0``, summed over blocks of rows on the device."""
-        return self._gram_of_roots(self._on_device(np.sqrt(np.asarray(h, dtype=np.float64))))
+        """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0``, summed over blocks of rows on the device.
+
+        When some weights are zero (the members of the pooled blocks), only
+        the others' indices and roots go to the device, where their rows are
+        gathered a block at a time.
+        """
+        h = np.asarray(h, dtype=np.float64)
+        rows = np.flatnonzero(h > 0.0)
+        if rows.size == self.n:
+            return self._gram_of_roots(self._on_device(np.sqrt(h)))
+        return self._gram_of_rows(rows, np.sqrt(h[rows]))
+
+    def _gram_of_rows(self, rows, root):
+        """``sum_k root_k^2 [x_k, 1] [x_k, 1]^T`` over the rows ``rows`` (NumPy), gathered on the device."""
+        self.passes += 1
+        xp = self.xp
+        index = to_namespace(rows.astype(np.int64), xp, self.device)
+        root = self._on_device(root)
+        G = xp.zeros((self.p, self.p), dtype=xp.float64, device=self.device)
+        for a in range(0, rows.size, self._step):
+            b = min(a + self._step, rows.size)
+            r = root[a:b]
+            block = xp.take(self.X, index[a:b], axis=0) * r[:, None]
+            if self.fit_intercept:
+                block = xp.concat([block, r[:, None]], axis=1)
+            G = G + block.T @ block
+        return to_numpy(G)
 
     def native_gram(self, h, slack=0.0):
         """:meth:`Design.gram` of weights ``h``, an ``n``-vector of :attr:`xp`: the plan runs on the device.
