@@ -124,6 +124,25 @@ def test_platt_fit_in_the_namespace_equals_the_numpy_fit(weighted):
     assert intercept == calibration[1] == pytest.approx(intercept_ref, rel=1e-12)
 
 
+@pytest.mark.parametrize("name", ["logistic", "squared_hinge", "squared", "huber", "hinge", "absolute"])
+def test_losses_in_the_namespace_equal_the_kernels(name):
+    """The losses, their derivatives and conjugates of the Newton fits, computed on X's device."""
+    from skrank.losses import conjugate_in, derivatives_in, get_loss, values_in
+
+    loss = get_loss(name, epsilon=0.7) if name == "huber" else get_loss(name)
+    t = np.concatenate([np.linspace(-40.0, 40.0, 801), [-1.0, 0.0, 0.7, -0.7, 1.0]])
+    a = np.concatenate([np.linspace(-1.5, 2.5, 401), [0.0, 1.0, -0.7, 0.7]])
+    for got, ref in zip(derivatives_in(xp, loss, _on_device(t)), loss.derivatives(t)):
+        assert _is_on_device(got)
+        assert np.allclose(to_numpy(got), ref, rtol=1e-14, atol=1e-15)
+    assert np.array_equal(to_numpy(values_in(xp, loss, _on_device(t))),
+                          to_numpy(derivatives_in(xp, loss, _on_device(t))[0]))
+    conjugate, ref = to_numpy(conjugate_in(xp, loss, _on_device(a))), loss.conjugate(a)
+    assert np.array_equal(np.isinf(conjugate), np.isinf(ref))
+    finite = np.isfinite(ref)
+    assert np.allclose(conjugate[finite], ref[finite], rtol=1e-14, atol=1e-15)
+
+
 def test_one_vs_rest_string_labels_and_probabilities():
     X, _ = data("classification")
     y = np.digitize(X @ np.linspace(-1.0, 1.0, 6), [-0.5, 0.5])  # three classes

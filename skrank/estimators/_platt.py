@@ -22,7 +22,8 @@ def fit_platt(scores, y, *, sample_weight=None, max_iter=100):
 
     The arithmetic on the ``n`` scores runs in their namespace (NumPy's, or
     that of an array-API library on its device): each Newton step reads
-    five sums of them, and only those numbers come to the host.
+    five sums of them and each trial of its step one, and only those
+    numbers come to the host.
 
     Parameters
     ----------
@@ -148,11 +149,12 @@ def platt_calibrate(result, X, y, sample_weight=None):
     ----------
     result : skrank.solvers.SolverResult
     X : {ndarray, sparse matrix, dask.array.Array, array-API array} of shape (n, d)
-        A Dask array is read chunk by chunk, a CuPy array on its device;
-        the scores come into memory.
-    y, sample_weight
+        A Dask array is read chunk by chunk and its scores come into
+        memory; the scores of a CuPy array stay on its device, where the
+        labels and weights are sent and the fit runs.
+    y, sample_weight : ndarray
         The labels in {-1, +1} and the samples' positive weights (None for
-        unit weights), as in :func:`fit_platt`.
+        unit weights), NumPy arrays, as in :func:`fit_platt`.
 
     Returns
     -------
