@@ -2,11 +2,11 @@
 
 A fit on an array of another array-API library (CuPy on a GPU; here
 ``array_api_strict``, the standard on a CPU, which runs the same code path)
-computes the products with ``X`` in ``X``'s namespace
-(:class:`skrank.backends.array_api_design.ArrayAPIDesign`) and everything
-else, the ``n``-vector arithmetic included, on the host in NumPy: each
-product copies a vector of length ``n`` one way (scores to the host,
-residuals or weights to ``X``'s device).  Per estimator (defaults, on
+computes the products with ``X`` and the arithmetic on vectors of length
+``n`` in ``X``'s namespace
+(:class:`skrank.backends.array_api_design.ArrayAPIDesign`); the rank step
+runs on the host in NumPy (and compiled kernels), its keys going down and
+its weights coming back.  Per estimator (defaults, on
 ``n x d`` synthetic data, ``y = 1(x . w + noise > 0)``):
 
 * ``RankADMMClassifier(risk="superquantile")`` and ``SpectralRiskClassifier()``: the certified
@@ -25,21 +25,26 @@ bytes they move per iteration; and the shares of the fit's CPU time
 (``time.process_time``, exclusive: a wrapped function's time less that of
 the wrapped ones it calls):
 
-* ``X ns``: the products in ``X``'s namespace (the design's methods
-  ``_times``, ``_transposed_times``, ``weighted_gram``, ``left_product``,
-  ``rows``, ``class_moments``, ``_squared_column_sums``), the checks of
-  ``X`` where it lives and the scores of the fitted model;
-* ``copies``: the conversions themselves (``to_numpy``, ``to_namespace``);
+* ``X ns``: the products in ``X``'s namespace (the design's methods in
+  ``_PRODUCTS``), every operation of ``array_api_strict`` that computes
+  (its functions, but not ``asarray`` and ``from_dlpack``, and the
+  arithmetic, comparison and indexing operators of its arrays, but not
+  ``__float__``: a number brought to the host is the caller's), wherever
+  the fit calls it, the checks of ``X`` where it lives and the scores of
+  the fitted model;
+* ``copies``: the conversions themselves (``to_numpy``, ``to_namespace``,
+  and the design's ``to_host``, ``to_native`` and ``take`` around them);
 * ``rank``: the rank step: sorts and PAVAs (``pooled_projection``,
   ``resort_scores``, the risk's value of sorted losses), the pAUC's
   re-sorted range sums and the AP surrogate (a sort and prefix sums,
-  compiled);
+  compiled), and the training metric of the anchored fits (the partial
+  AUC or the average precision of ``n`` scores: a sort and cumulative
+  sums);
 * ``pxp``: the Newton direction (``p x p`` solves, coordinate descent);
-* ``host n``: the rest: the ``n``-vector arithmetic on the host (losses and
-  their derivatives, the keys, line-search trials, residuals, the
-  intercept added to the scores) with the estimator's own work around the
-  solver and Python's overhead (Platt's calibration of the ranking
-  classifiers included); ``host n of non-X``: ``host n`` over the time
+* ``host n``: the rest: what arithmetic on ``n``-vectors is left on the
+  host (the gathers and scatters around the rank step, the block term's
+  weights, the training-metric rule's points) with the estimator's own
+  work around the solver and Python's overhead; ``host n of non-X``: ``host n`` over the time
   outside ``X``'s namespace, what it would weigh once the products are
   fast (a GPU); ``outside solver``: the part of the fit
   spent before and after the estimator's ``_run_solver`` (checks, labels;
@@ -67,6 +72,7 @@ os.environ.setdefault("SCIPY_ARRAY_API", "1")  # for scikit-learn's array API di
 import argparse  # noqa: E402
 import functools  # noqa: E402
 import time  # noqa: E402
+import types  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -90,16 +96,33 @@ ESTIMATORS = {
 }
 
 #: The design's methods that read ``X`` in its namespace; those marked True are one pass each.
-_PRODUCTS = {"_times": True, "_transposed_times": True, "weighted_gram": True, "left_product": True,
-             "class_moments": True, "_squared_column_sums": True, "rows": False}
+_PRODUCTS = {"_times": True, "_transposed_times": True, "_native_times": True,
+             "_native_transposed_times": True, "weighted_gram": False, "_gram_of_roots": True,
+             "_gram_of_rows": True, "left_product": True, "class_moments": True,
+             "_squared_column_sums": True, "rows": False, "_rows_at": False, "native_gram": False}
+#: The products that evaluate the scores ``X w`` (to the host, or kept in ``X``'s namespace).
+_SCORES = ("_times", "_native_times")
+#: The design's methods that move an ``n``-vector between the namespaces (the rank step's keys and weights).
+_MOVES = ("to_host", "to_native", "take")
+#: The functions of ``X``'s library that are conversions, not arithmetic (and its flags and dtypes).
+_NOT_ARITHMETIC = {"asarray", "from_dlpack", "finfo", "iinfo", "isdtype", "can_cast", "result_type",
+                   "broadcast_shapes", "get_array_api_strict_flags", "set_array_api_strict_flags",
+                   "reset_array_api_strict_flags"}
+#: The operators of ``X``'s arrays that compute on their device (not ``__float__``, ``__array__``...).
+_ARRAY_OPERATORS = tuple(
+    f"__{prefix}{op}__" for op in ("add", "sub", "mul", "truediv", "floordiv", "pow", "mod", "matmul", "and",
+                                   "or", "xor", "lshift", "rshift")
+    for prefix in ("", "r", "i")) + ("__neg__", "__pos__", "__abs__", "__invert__", "__eq__", "__ne__",
+                                     "__lt__", "__le__", "__gt__", "__ge__", "__getitem__", "__setitem__")
 #: Other functions that run in ``X``'s namespace.
 _X_FUNCTIONS = ((_arrays, "check_where_it_lives"), (_arrays, "linear_scores"))
 #: The rank step: sorts, PAVAs and the sorted sums of the rank objectives (module, attribute).
 _RANK_FUNCTIONS = ((_newton, "pooled_projection"), (_newton, "resort_scores"),
-                   (_pauc, "range_loss_and_score_gradients"), (_ap, "ap_surrogate_and_score_gradients"))
+                   (_pauc, "range_loss_and_score_gradients"), (_ap, "ap_surrogate_and_score_gradients"),
+                   (_pauc, "region_area"), (_ap, "average_precision"))
 #: The functions of which one call is one rank step (a sort and a PAVA or sorted sums of ``n`` values).
 _RANK_STEPS = ("pooled_projection", "risk_value", "range_loss_and_score_gradients",
-               "ap_surrogate_and_score_gradients")
+               "ap_surrogate_and_score_gradients", "region_area", "average_precision")
 #: The modules whose bindings of the conversions are wrapped.
 _CONVERSION_MODULES = (_aad, _arrays, _base, _platt)
 
@@ -178,6 +201,21 @@ def _timed(category, fn, name, passes=False):
     return run
 
 
+def _in_namespace(fn):
+    """``fn``, an operation of ``X``'s library, with its time charged to ``X``'s namespace."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        ledger = _ledger[0]
+        if ledger is None:
+            return fn(*args, **kwargs)
+        ledger.enter("x")
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            ledger.leave()
+    return run
+
+
 def _conversion(fn, direction):
     @functools.wraps(fn)
     def run(a, *args, **kwargs):
@@ -196,15 +234,17 @@ def _conversion(fn, direction):
     return run
 
 
-def instrument():
-    """Wrap the conversions, the design's products and the rank step (recorded while a ledger is set).
+def instrument(xp=None):
+    """Wrap the conversions, the design's products, the rank step and ``xp`` (recorded while a ledger is set).
 
     The functions are wrapped where they are looked up (module attributes,
-    the design's class), not edited: ``to_numpy`` and ``to_namespace`` in
-    every module that binds them, the methods of
-    :class:`~skrank.backends.array_api_design.ArrayAPIDesign`, and the rank
-    step's functions in the modules that call them.  Returns a function
-    that puts the originals back.
+    the design's class, the class of ``xp``'s arrays), not edited:
+    ``to_numpy`` and ``to_namespace`` in every module that binds them, the
+    methods of :class:`~skrank.backends.array_api_design.ArrayAPIDesign`,
+    the rank step's functions in the modules that call them, and the
+    functions and operators of ``xp`` (the namespace of ``X``) that compute,
+    whose time is ``X``'s namespace's wherever the fit calls them.  Returns a
+    function that puts the originals back.
     """
     saved = []
 
@@ -224,6 +264,17 @@ def instrument():
         wrap(module, name, _timed("x", getattr(module, name), name))
     for module, name in _RANK_FUNCTIONS:
         wrap(module, name, _timed("rank", getattr(module, name), name))
+    for name in _MOVES:
+        wrap(_aad.ArrayAPIDesign, name, _timed("copies", vars(_aad.ArrayAPIDesign)[name], name))
+    if xp is not None:
+        for name, fn in vars(xp).items():
+            computes = not name.startswith("_") and name not in _NOT_ARITHMETIC
+            if isinstance(fn, types.FunctionType) and computes:
+                wrap(xp, name, _in_namespace(fn))
+        array = type(xp.asarray(0.0))
+        for name in _ARRAY_OPERATORS:
+            if name in vars(array):
+                wrap(array, name, _in_namespace(vars(array)[name]))
     wrap(_newton._Problem, "risk_value", _timed("rank", _newton._Problem.risk_value, "risk_value"))
     wrap(_newton._Problem, "direction", _timed("pxp", _newton._Problem.direction, "direction"))
 
@@ -280,7 +331,7 @@ def measure(key, X, y, xp, device):
         del est._run_solver
     # per Newton step; per evaluation of the scores for L-BFGS (whose n_iter_ leaves out the line
     # searches' evaluations and the fits of a start)
-    evaluations = ledger.calls.get("_times", 0)
+    evaluations = sum(ledger.calls.get(name, 0) for name in _SCORES)
     iterations = max(int(np.sum(est.n_iter_)) if est._solver == "newton" else evaluations, 1)
     s = ledger.seconds
     host_n = max(total - sum(s.values()), 0.0)
@@ -343,7 +394,7 @@ def main(argv=None):
     unknown = set(keys) - set(ESTIMATORS)
     if unknown:
         parser.error(f"unknown estimators {sorted(unknown)}; of {sorted(ESTIMATORS)}")
-    restore = instrument()
+    restore = instrument(xp)
     try:
         device = xp.Device("device1")  # not the default device, as in tests/test_array_api.py
         warm_X, warm_y = synthetic(500, d, seed=1)

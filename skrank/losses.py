@@ -554,3 +554,82 @@ def get_loss(name, *, epsilon=1.0):
             raise ValueError(f"The {name} loss's epsilon must be a positive finite number, got {epsilon!r}.")
         spec["param"] = float(epsilon)
     return Loss(name=name, **spec)
+
+
+def values_in(xp, loss, t):
+    """``l(t)`` for an array ``t`` of the namespace ``xp`` (the kernels' formulas, on ``t``'s device).
+
+    Parameters
+    ----------
+    xp : module
+        The array namespace of ``t``.
+    loss : Loss
+    t : array of shape (n,)
+
+    Returns
+    -------
+    array of shape (n,)
+    """
+    return _IN_NAMESPACE[loss.name](xp, t, loss.param)[0]
+
+
+def derivatives_in(xp, loss, t):
+    """``(l(t), l'(t), l''(t))`` for an array ``t`` of the namespace ``xp``, as :meth:`Loss.derivatives`."""
+    return _IN_NAMESPACE[loss.name](xp, t, loss.param)
+
+
+def conjugate_in(xp, loss, a):
+    """``l*(a)`` for an array ``a`` of the namespace ``xp``, as :meth:`Loss.conjugate`."""
+    if loss.name == "logistic":
+        value = _xlogx_in(xp, a) + _xlogx_in(xp, 1.0 - a)
+    elif loss.name == "absolute":
+        value = xp.zeros_like(a)
+    else:
+        value = _CONJUGATES[loss.name](a, loss.param)[0]
+    _, low, high = _CONJUGATES[loss.name](0.0, loss.param)
+    return xp.where((a >= low) & (a <= high), value, xp.inf)
+
+
+def _xlogx_in(xp, a):
+    a = xp.clip(a, 0.0, 1.0)
+    return xp.where(a > 0.0, a * xp.log(xp.where(a > 0.0, a, 1.0)), 0.0)
+
+
+def _indicator(xp, mask):
+    return xp.astype(mask, xp.float64)
+
+
+def _logistic_in(xp, t, param):
+    # one exponential: log(1 + e^t) = max(t, 0) + log1p(e^-|t|), sigmoid(t) stably on both signs
+    e = xp.exp(-xp.abs(t))
+    inv = 1.0 / (1.0 + e)
+    s = xp.where(t >= 0.0, inv, e * inv)
+    return xp.maximum(t, 0.0) + xp.log1p(e), s, s * (1.0 - s)
+
+
+def _squared_hinge_in(xp, t, param):
+    h = xp.maximum(1.0 + t, 0.0)
+    return h * h, 2.0 * h, 2.0 * _indicator(xp, t > -1.0)
+
+
+def _squared_in(xp, t, param):
+    return 0.5 * t * t, t, xp.ones_like(t)
+
+
+def _huber_in(xp, t, param):
+    a = xp.abs(t)
+    value = xp.where(a <= param, 0.5 * t * t, param * (a - 0.5 * param))
+    return value, xp.clip(t, -param, param), _indicator(xp, a < param)
+
+
+def _hinge_in(xp, t, param):
+    return xp.maximum(1.0 + t, 0.0), _indicator(xp, t > -1.0), xp.zeros_like(t)
+
+
+def _absolute_in(xp, t, param):
+    return xp.abs(t), xp.sign(t), xp.zeros_like(t)
+
+
+#: ``(l, l', l'')`` of each loss on the arrays of a namespace: the formulas of the compiled kernels.
+_IN_NAMESPACE = {"logistic": _logistic_in, "squared_hinge": _squared_hinge_in, "squared": _squared_in,
+                 "huber": _huber_in, "hinge": _hinge_in, "absolute": _absolute_in}

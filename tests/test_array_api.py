@@ -13,7 +13,7 @@ import sklearn
 from external_cases import ESTIMATORS, IDS, RANKER_IDS, RANKERS, data
 from sklearn.base import clone
 
-from skrank import PartialAUCClassifier
+from skrank import AveragePrecisionClassifier, PartialAUCClassifier
 from skrank.backends.array_api_design import ArrayAPIDesign, to_numpy
 from skrank.backends.design import Design
 from skrank.estimators import RankADMMClassifier, RankADMMRegressor
@@ -86,6 +86,63 @@ def test_ranking_array_api_fit_equals_the_numpy_fit(estimator, solver):
     assert np.allclose(to_numpy(proba), plain.predict_proba(X), atol=1e-5)
 
 
+ANCHORED = [PartialAUCClassifier(link="sigmoid", tol=1e-10), PartialAUCClassifier(tol=1e-10),
+            AveragePrecisionClassifier(tol=1e-10), AveragePrecisionClassifier(rank_weight=1.0, tol=1e-10)]
+ANCHORED_IDS = ["partial_auc_sigmoid", "partial_auc", "average_precision", "average_precision_alone"]
+
+
+@pytest.mark.parametrize("estimator", ANCHORED, ids=ANCHORED_IDS)
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_anchored_fits_in_the_namespace_equal_the_numpy_fits(estimator, weighted):
+    """The logistic terms, the surrogates' sigmoid and Platt's fit computed in X's namespace."""
+    weights = np.random.default_rng(1).integers(0, 4, size=1003).astype(float) if weighted else None
+    kwargs = {} if weights is None else {"sample_weight": weights}
+    X, y = data("classification")
+    plain = clone(estimator).fit(X, y, **kwargs)
+    placed = clone(estimator).fit(_on_device(X), _on_device(y), **kwargs)
+    assert placed.objective_ == pytest.approx(plain.objective_, rel=1e-9)
+    assert np.allclose(to_numpy(placed.coef_), plain.coef_, atol=1e-6)
+    assert np.allclose(to_numpy(placed.calibration_), plain.calibration_, rtol=1e-7, atol=1e-9)
+    assert np.allclose(to_numpy(placed.intercept_), plain.intercept_, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_platt_fit_in_the_namespace_equals_the_numpy_fit(weighted):
+    from skrank.estimators._platt import fit_platt, platt_threshold
+
+    rng = np.random.default_rng(3)
+    s = rng.normal(size=400)
+    y = np.where(s + rng.normal(size=400) > 0.5, 1.0, -1.0)
+    v = rng.uniform(0.0, 3.0, size=400) if weighted else None
+    placed_v = None if v is None else _on_device(v)
+    assert fit_platt(_on_device(s), _on_device(y), sample_weight=placed_v) == pytest.approx(
+        fit_platt(s, y, sample_weight=v), rel=1e-12)
+    # scores that rank the classes backwards: the threshold puts every score on the majority's side
+    intercept, calibration = platt_threshold(_on_device(-s), _on_device(y), placed_v)
+    intercept_ref, calibration_ref = platt_threshold(-s, y, v)
+    assert calibration[0] == calibration_ref[0] == 1.0
+    assert intercept == calibration[1] == pytest.approx(intercept_ref, rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["logistic", "squared_hinge", "squared", "huber", "hinge", "absolute"])
+def test_losses_in_the_namespace_equal_the_kernels(name):
+    """The losses, their derivatives and conjugates of the Newton fits, computed on X's device."""
+    from skrank.losses import conjugate_in, derivatives_in, get_loss, values_in
+
+    loss = get_loss(name, epsilon=0.7) if name == "huber" else get_loss(name)
+    t = np.concatenate([np.linspace(-40.0, 40.0, 801), [-1.0, 0.0, 0.7, -0.7, 1.0]])
+    a = np.concatenate([np.linspace(-1.5, 2.5, 401), [0.0, 1.0, -0.7, 0.7]])
+    for got, ref in zip(derivatives_in(xp, loss, _on_device(t)), loss.derivatives(t)):
+        assert _is_on_device(got)
+        assert np.allclose(to_numpy(got), ref, rtol=1e-14, atol=1e-15)
+    assert np.array_equal(to_numpy(values_in(xp, loss, _on_device(t))),
+                          to_numpy(derivatives_in(xp, loss, _on_device(t))[0]))
+    conjugate, ref = to_numpy(conjugate_in(xp, loss, _on_device(a))), loss.conjugate(a)
+    assert np.array_equal(np.isinf(conjugate), np.isinf(ref))
+    finite = np.isfinite(ref)
+    assert np.allclose(conjugate[finite], ref[finite], rtol=1e-14, atol=1e-15)
+
+
 def test_one_vs_rest_string_labels_and_probabilities():
     X, _ = data("classification")
     y = np.digitize(X @ np.linspace(-1.0, 1.0, 6), [-0.5, 0.5])  # three classes
@@ -128,12 +185,22 @@ def test_array_api_design_products_equal_numpy_products():
         assert np.allclose(placed.matvec(theta), plain.matvec(theta), rtol=1e-13, atol=1e-13)
         assert np.allclose(placed.rmatvec(r), plain.rmatvec(r), rtol=1e-13, atol=1e-12)
         assert np.allclose(placed.weighted_gram(h), plain.weighted_gram(h), rtol=1e-12, atol=1e-12)
+        members = np.where(np.arange(257) % 3 == 0, h, 0.0)  # some rows weightless: only the others go
+        assert np.allclose(placed.weighted_gram(members), plain.weighted_gram(members), rtol=1e-12,
+                           atol=1e-12)
         idx = np.array([3, 250, 3, 17])
         assert np.array_equal(placed.rows(idx), plain.rows(idx))
         blocks = np.repeat(np.arange(60), rng.integers(1, 8, size=60))[:200]  # segments across blocks
         M = sp.csr_matrix((rng.normal(size=200), (blocks, rng.permutation(257)[:200])),
                           shape=(blocks.max() + 1, 257))
         assert np.allclose(placed.left_product(M), plain.left_product(M), rtol=1e-12, atol=1e-12)
+        # the products whose n-vectors stay in X's namespace, and the moves of n-vectors between them
+        scores = placed.native_matvec(theta)
+        assert _is_on_device(scores)
+        assert np.allclose(placed.to_host(scores), plain.native_matvec(theta), rtol=1e-13, atol=1e-13)
+        assert np.allclose(placed.native_rmatvec(placed.to_native(r)), plain.native_rmatvec(r),
+                           rtol=1e-13, atol=1e-12)
+        assert np.allclose(placed.to_host(placed.sigmoid(placed.to_native(r))), plain.sigmoid(r), rtol=1e-14)
     positive = rng.random(257) < 0.3
     from skrank.datafits.square_auc import two_class_moments
 

@@ -1,57 +1,46 @@
-"""The host transfers of ``n``-vectors in a certified Newton fit of an array-API ``X``, counted.
+"""The host transfers of ``n``-vectors in the fits of an array-API ``X``, counted.
 
 A fit on an array of another array-API library (``array_api_strict`` here,
-CuPy on a GPU) computes the products with ``X`` in ``X``'s namespace
-(:class:`skrank.backends.array_api_design.ArrayAPIDesign`) and the rest on
-the host: every conversion between the namespaces goes through
-``to_numpy`` (to the host) or ``to_namespace`` (to ``X``'s device).  The
-tests wrap those where they are looked up (nothing in ``skrank`` is
-edited), note which product of the design made each conversion, and cut
+CuPy on a GPU) computes the products with ``X`` and the arithmetic on
+vectors of length ``n`` in ``X``'s namespace
+(:class:`skrank.backends.array_api_design.ArrayAPIDesign`); only the rank
+step (sorts, PAVAs, the surrogates' sorted sums) runs on the host.  Every
+conversion between the namespaces goes through ``to_numpy`` (to the host) or
+``to_namespace`` (to ``X``'s device).  The tests wrap those where they are
+looked up (nothing in ``skrank`` is edited), note which method of the design
+made each conversion, count the rank steps (``_Problem.projection``) and cut
 the fit into the solver's phases (:mod:`skrank.solvers.full_batch.newton`):
 the start (``_ProximalPoint.__init__``), each Newton step (one iteration of
 the solver's loop that ends in ``newton_step``: the derivatives, the block
 term and the line search) and each outer iteration (one that ends in
 ``outer_iteration``: the derivatives, the certificate and the new centre).
 
-Today's ``n``-vector transfers, which the counts below pin (an ``n``-vector
-has length ``n``; a partial one has between ``d + 2`` and ``n`` rows):
+The certified Newton method's ``n``-vector transfers, which the counts below
+pin (an ``n``-vector has length ``n``; a partial one has between ``d + 2``
+and ``n`` rows):
 
-To the host, one per evaluation of the scores, ``Design.matvec`` ->
-``ArrayAPIDesign._times`` (the scores ``[X, 1] theta``, for the losses, the
-keys of the PAVA and the line search's trials on the host):
+* each evaluation of ``F_mu`` (a rank step: the start's, each trial of the
+  line search, the new centre's): its keys to the host (``to_host``) and
+  its weights ``q`` back (``to_native``), one each;
+* each certificate: the losses to the host, for the risk's sorted sum;
+* the start: the losses' signs and the first centre to ``X``'s device, and
+  the scores twice to the host (``_times``: the first centre's and the
+  start's objective, each sorted there);
+* before the solver: the labels ``y`` (``arrays.to_host`` in the estimator's ``fit``).
 
-* before the solver: the labels ``y`` (``arrays.to_host`` in the estimator's ``fit``);
-* the start: three, ``_first_center`` (the losses at ``theta``),
-  ``_ProximalPoint.__init__``'s ``objective`` and ``smoothed`` (each
-  evaluates ``s [X, 1] theta + c`` afresh);
-* a Newton step: exactly one, the direction's scores ``dt = s [X, 1] step``
-  of ``_line_search`` (its trials are ``t + alpha dt``, on the host);
-* an outer iteration: exactly one, ``smoothed`` at the new centre (which
-  evaluates the scores at ``theta`` again), none in the one that certifies
-  and stops.
+The residuals ``s q l'`` and the Hessian's weights ``q l''`` never leave
+``X``'s device.  Partial vectors travel with the block term of the pooled
+members (their indices and slopes, ``take``; their block sums,
+``left_product``; the Gram matrix of their weights: their indices and
+roots when recomputed, ``_gram_of_rows``, an ``n``-vector when every sample
+is pooled, ``weighted_gram``, or their rows when updated, ``rows``) and
+with the updates of the Hessian's Gram matrix (the rows whose weight moved
+and those weights' changes, ``_rows_at`` and ``native_gram``), at most once
+each per Newton step.
 
-To ``X``'s device, one per product with a vector of weights:
-
-* ``Design.rmatvec`` -> ``_transposed_times`` (a residual ``s q l'``): the
-  gradient in ``step_products``, the gradient of the test that reuses the
-  last Hessian (``smoothed_newton``) and, per outer iteration, the dual
-  bound's ``X^T (s q a)`` (``_Problem.dual_bound``): at most two per Newton
-  step, three per outer iteration;
-* ``ArrayAPIDesign.weighted_gram`` (``sqrt`` of the Hessian's weights
-  ``q l''``, or of the block term's ``m l'^2``) when ``Design.gram``
-  recomputes the Gram matrix instead of updating it: at most two per Newton
-  step (the Hessian's and the block term's), one per outer iteration;
-* ``ArrayAPIDesign.left_product`` (the block sums of the pooled members):
-  their row indices and weights, one partial vector each (``n``-vectors
-  when every sample is pooled, as from ``theta = 0``), and their rows'
-  cumulative sums back to the host (a partial ``(members + 1) x d`` matrix),
-  per Newton step.
-
-Partial vectors also travel with the Gram updates (``ArrayAPIDesign.rows``:
-the indices of the rows whose weight moved, then those rows back), at most
-once each way per Gram matrix updated.  Nothing else: no ``n``-vector
-crosses between the namespaces outside the design's products while the
-solver runs.
+The L-BFGS fits of the ranking classifiers (the tests at the end) move no
+``n``-vector per evaluation of the logistic start, and one each way (the
+rank step's keys and weights) per evaluation of the rank term.
 """
 
 import numpy as np
@@ -60,9 +49,11 @@ import sklearn
 
 import skrank.backends.array_api_design as aad
 import skrank.backends.arrays as arrays_module
+import skrank.datafits.logistic_anchor as logistic_anchor
 import skrank.estimators._base as base_module
+import skrank.estimators._platt as platt
 import skrank.solvers.full_batch.newton as newton
-from skrank import SpectralRiskClassifier
+from skrank import AveragePrecisionClassifier, PartialAUCClassifier, SpectralRiskClassifier
 from skrank.estimators import RankADMMClassifier
 
 xp = pytest.importorskip("array_api_strict")
@@ -71,7 +62,10 @@ DEVICE = xp.Device("device1")
 N, D = 3000, 8
 #: The design's methods that convert vectors, by the name each conversion is put down to.
 PRODUCTS = ("_times", "_transposed_times", "weighted_gram", "left_product", "rows", "class_moments",
-            "_squared_column_sums")
+            "_squared_column_sums", "_native_times", "_native_transposed_times", "to_host", "to_native",
+            "take", "native_gram", "_rows_at", "_gram_of_roots", "_gram_of_rows")
+#: The key under which a phase counts its rank steps (calls of ``_Problem.projection``).
+RANK_STEP = ("rank", "steps", "")
 #: The solver's phases, by the method that ends each (its name is the phase's).
 PHASES = {"__init__": "start", "newton_step": "step", "outer_iteration": "outer",
           "close_from_dual": "dual ascent", "check_zero": "zero check"}
@@ -110,7 +104,9 @@ class Recorder:
         """
         out, current = [], {}
         for event in self.events:
-            if event[0] == "end":
+            if event[0] == "rank":
+                current[RANK_STEP] = current.get(RANK_STEP, 0) + 1
+            elif event[0] == "end":
                 out.append((event[1], current))
                 current = {}
             else:
@@ -168,6 +164,13 @@ def recorder(monkeypatch):
         return problem(*args, **kwargs)
 
     monkeypatch.setattr(newton._Problem, "__init__", solver_starts)
+    projection = vars(newton._Problem)["projection"]
+
+    def rank_step(*args, **kwargs):
+        rec.events.append(("rank",))
+        return projection(*args, **kwargs)
+
+    monkeypatch.setattr(newton._Problem, "projection", rank_step)
     return rec
 
 
@@ -190,10 +193,32 @@ def _counts(phase_counts, direction, kind=None, where=None):
                if dn == direction and kind in (None, k) and where in (None, w))
 
 
+def _ranks(counts):
+    """The rank steps (sorts and PAVAs of ``n`` keys: calls of ``_Problem.projection``) of a phase."""
+    return counts.get(RANK_STEP, 0)
+
+
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
-def test_newton_fit_moves_one_score_vector_to_the_host_per_step(estimator, recorder):
-    """Per phase of the solver, the ``n``-vectors to the host are exactly those of the module docstring."""
-    est = _fit(estimator, recorder)
+def test_newton_fit_moves_one_n_vector_each_way_per_rank_step(estimator, recorder):
+    """Per phase of the solver, the ``n``-vectors that cross are those of the module docstring."""
+    _check_newton_phases(_fit(estimator, recorder), recorder)
+
+
+def test_newton_transfer_check_fails_on_an_extra_transfer(recorder, monkeypatch):
+    """A gradient whose residuals make a round trip through the host fails the check."""
+    gradient = vars(newton._NativeProblem)["gradient"]
+
+    def round_trip(self, theta, q, d1):
+        q = self.design.to_native(self.design.to_host(q))
+        return gradient(self, theta, q, d1)
+
+    monkeypatch.setattr(newton._NativeProblem, "gradient", round_trip)
+    with pytest.raises(AssertionError, match=r"^\{.*\('host', 'n', 'to_host'\)"):
+        _check_newton_phases(_fit(RankADMMClassifier(risk="superquantile"), recorder), recorder)
+
+
+def _check_newton_phases(est, recorder):
+    """The pins of :func:`test_newton_fit_moves_one_n_vector_each_way_per_rank_step`."""
     info = est._last_result_info
     assert info["certified"]
     phases = recorder.phases()
@@ -204,36 +229,44 @@ def test_newton_fit_moves_one_score_vector_to_the_host_per_step(estimator, recor
     assert steps == est.n_iter_ >= 3 and outers == info["outer"] >= 2
     assert names[:2] == ["before", "start"]
     for name, counts in phases:
-        to_host = _counts(counts, "host", "n")
+        if name == "before":
+            continue
+        ranks, keys = _ranks(counts), counts.get(("host", "n", "to_host"), 0)
+        weights = counts.get(("device", "n", "to_native"), 0)
         if name == "start":
-            assert counts.get(("host", "n", "_times"), 0) == to_host == 3, counts
-            assert _counts(counts, "device") == 0, counts
+            # the losses' signs and the first centre sent once; the scores of the first centre's and
+            # the start's objective (a sort each, on the host); one F_mu
+            assert ranks == 1 and keys == 1 and weights == 3, counts
+            assert counts.get(("host", "n", "_times"), 0) == 2, counts
         elif name == "step":
-            assert counts.get(("host", "n", "_times"), 0) == to_host == 1, counts
+            # each trial of the line search: its keys down, its weights back
+            assert ranks >= 1 and keys == weights == ranks, counts
         elif name == "outer":
-            assert to_host == counts.get(("host", "n", "_times"), 0) <= 1, counts
-        elif name == "after":
+            # the certificate's losses down for the risk's sorted sum, then F_mu at the new centre
+            assert keys == ranks + 1 and weights == ranks, counts
+        else:
             assert _counts(counts, "host") + _counts(counts, "device") == 0, counts
-    # every outer iteration but the last (which certifies and returns) evaluates the scores again
-    outer_host = [_counts(c, "host", "n") for name, c in phases if name == "outer"]
-    assert outer_host == [1] * (outers - 1) + [0]
-    total_host = sum(_counts(c, "host", "n") for name, c in phases if name != "before")
-    assert total_host == 3 + steps + outers - 1
+        if name != "start":
+            assert counts.get(("host", "n", "_times"), 0) == 0, counts
+        # the residuals and the Hessian's weights stay on X's device
+        assert _counts(counts, "device", "n", "_transposed_times") == 0, counts
+    # every outer iteration but the last (which certifies and returns) evaluates F_mu at the new centre
+    assert [_ranks(c) for name, c in phases if name == "outer"] == [1] * (outers - 1) + [0]
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
-def test_newton_fit_moves_n_vectors_only_in_the_design_products(estimator, recorder):
-    """Bounds per phase of each product's conversions to ``X``'s device (module docstring), and none else."""
+def test_newton_fit_moves_n_vectors_only_for_the_rank_step_and_the_block_term(estimator, recorder):
+    """Bounds per phase of every other conversion (module docstring), and none outside the design."""
     est = _fit(estimator, recorder)
     phases = recorder.phases()
     # per phase: the most conversions of each (direction, where), n-vectors and partial ones together
     bounds = {
-        "step": {("host", "_times"): 1, ("device", "_transposed_times"): 2, ("device", "weighted_gram"): 2,
+        "step": {("device", "weighted_gram"): 1, ("device", "_gram_of_rows"): 2,
                  ("device", "left_product"): 2, ("host", "left_product"): 1,
-                 ("device", "rows"): 2, ("host", "rows"): 2},
-        "outer": {("host", "_times"): 1, ("device", "_transposed_times"): 3, ("device", "weighted_gram"): 1,
-                  ("device", "rows"): 1, ("host", "rows"): 1},
-        "start": {("host", "_times"): 3},
+                 ("device", "take"): 1, ("host", "take"): 1, ("device", "rows"): 1, ("host", "rows"): 1,
+                 ("host", "_rows_at"): 1, ("host", "native_gram"): 1},
+        "outer": {("host", "_rows_at"): 1, ("host", "native_gram"): 1},
+        "start": {("host", "_times"): 2},
         "after": {},
     }
     seen = {}
@@ -243,18 +276,17 @@ def test_newton_fit_moves_n_vectors_only_in_the_design_products(estimator, recor
             continue
         merged = {}
         for (direction, kind, where), c in counts.items():
+            if (direction, kind, where) == RANK_STEP or where in ("to_host", "to_native"):
+                continue  # the rank step's keys and weights: the test above
             merged[direction, where] = merged.get((direction, where), 0) + c
             seen[direction, kind, where] = seen.get((direction, kind, where), 0) + c
         for key, c in merged.items():
             assert c <= bounds[name].get(key, 0), (name, key, c, counts)
-    # no n-vector crosses outside the design's products once the solver runs
     assert not any(where == "outside" for (_, _, where) in seen)
-    # each pass over X moves at most one n-vector (a Gram update's rows are not a pass)
-    n_vectors = sum(c for (_, kind, _), c in seen.items() if kind == "n")
-    assert n_vectors <= est._last_result_info["passes"]
-    # and the products that take or return an n-vector move exactly one each way
-    assert seen[("host", "n", "_times")] == 3 + est.n_iter_ + est._last_result_info["outer"] - 1
-    assert seen[("device", "n", "_transposed_times")] >= est.n_iter_
+    # the scores come to the host twice, before the first F_mu; the residuals never
+    assert seen[("host", "n", "_times")] == 2
+    assert not any(where in ("_times", "_transposed_times") for (_, _, where) in seen if where != "_times")
+    assert est._last_result_info["passes"] >= est.n_iter_
 
 
 def test_host_share_benchmark_runs_quick_and_puts_the_functions_back(capsys):
@@ -280,12 +312,111 @@ def test_host_share_benchmark_runs_quick_and_puts_the_functions_back(capsys):
         assert r["rank"] > 0.0 and r["x"] > 0.0 and r["passes"] > 0
         ledger = r["ledger"]
         if r["solver"] == "newton":
-            # one score vector per step, plus the start's and the outer iterations' (test above)
-            assert 1.0 < r["to_host"] < 3.0, r
+            # the keys of each trial of the line search, the certificates' losses, the start's scores
+            # (tests above): n-vectors to the host only for a sort
+            assert 1.0 < r["to_host"] < 5.0, r
+            assert {where for direction, kind, _, _, where in ledger.transfers
+                    if direction == "host" and kind == "n"} <= {"to_host", "_times", "take", ""}, r
         else:
-            # L-BFGS: every evaluation brings its scores to the host, and nothing else travels
-            assert ledger.calls["_times"] == r["iterations"] and r["to_host"] >= 1.0, r
+            # L-BFGS: the scores of the logistic start's evaluations stay in X's namespace; those of the
+            # rank term's go to the host and their weights come back (test below), nothing partial
+            assert ledger.calls.get("_times", 0) + ledger.calls["_native_times"] == r["iterations"], r
+            assert 0.0 < r["to_host"] < 1.0 and 0.0 < r["to_device"] < 1.0, r
             assert r["partial"] == 0.0
         # every n-vector sent to X's device is sent by one of the design's products
         assert all(where for direction, kind, _, _, where in ledger.transfers
                    if direction == "device" and kind == "n"), r
+
+
+LBFGS_ESTIMATORS = [PartialAUCClassifier(), PartialAUCClassifier(link="sigmoid"),
+                    AveragePrecisionClassifier()]
+LBFGS_IDS = ["partial_auc", "partial_auc_sigmoid", "average_precision"]
+
+
+@pytest.fixture
+def evaluations(recorder, monkeypatch):
+    """The recorder with each evaluation of the anchored objective and Platt's fit as phases of their own.
+
+    An evaluation's phase is named by its terms: ``"logistic"`` (``rank_weight
+    = 0``: the logistic start), ``"mixed"`` (``0 < rank_weight < 1``) or
+    ``"value"`` (no gradient); ``"between"`` holds what comes before it.
+    """
+    data_term = vars(logistic_anchor.LogisticAnchoredObjective)["_data_term"]
+
+    def evaluation(self, theta, gradient):
+        recorder.events.append(("end", "between"))
+        try:
+            return data_term(self, theta, gradient)
+        finally:
+            kind = "value" if not gradient else "logistic" if self.rank_weight == 0.0 else "mixed"
+            recorder.events.append(("end", kind))
+
+    fit_platt = platt.fit_platt
+
+    def platt_fit(*args, **kwargs):
+        recorder.events.append(("end", "between"))
+        try:
+            return fit_platt(*args, **kwargs)
+        finally:
+            recorder.events.append(("end", "platt"))
+
+    monkeypatch.setattr(logistic_anchor.LogisticAnchoredObjective, "_data_term", evaluation)
+    monkeypatch.setattr(platt, "fit_platt", platt_fit)
+    return recorder
+
+
+def _fit_lbfgs(estimator, rec):
+    X, y = _data()
+    rec.recording = True
+    with sklearn.config_context(array_api_dispatch=True):
+        estimator.fit(xp.asarray(X, device=DEVICE), xp.asarray(y, device=DEVICE))
+    rec.recording = False
+    assert estimator._solver == "lbfgs"
+    return rec.phases()
+
+
+def _check_lbfgs_phases(phases):
+    """The ``n``-vector moves of an anchored L-BFGS fit and its Platt fit, pinned.
+
+    * an evaluation of the logistic start: none (its scores, losses and
+      derivatives stay in ``X``'s namespace);
+    * an evaluation of the mixed objective: the rank step's keys to the
+      host (``to_host``) and their weights back (``to_native``), once each;
+    * Platt's fit: none (the scores stay on ``X``'s device, where the
+      labels are sent once, before it);
+    * between the evaluations: at most three ``n``-vectors each way (the
+      labels and the row weights sent once, the scores of the
+      training-metric rule and of the margin to the host).
+    """
+    kinds = [name for name, _ in phases]
+    assert kinds.count("logistic") >= 3 and kinds.count("mixed") >= 1 and kinds.count("platt") == 1, kinds
+    for name, counts in phases:
+        moved = {key: c for key, c in counts.items() if key[1] == "n"}
+        if name in ("logistic", "platt"):
+            assert moved == {}, (name, counts)
+        elif name == "mixed":
+            assert moved == {("host", "n", "to_host"): 1, ("device", "n", "to_native"): 1}, (name, counts)
+        else:
+            assert _counts(counts, "host", "n") <= 3 and _counts(counts, "device", "n") <= 3, (name, counts)
+        assert _counts(counts, "host", "part") + _counts(counts, "device", "part") == 0, (name, counts)
+
+
+@pytest.mark.parametrize("estimator", LBFGS_ESTIMATORS, ids=LBFGS_IDS)
+def test_lbfgs_fit_moves_only_the_rank_steps_keys_and_weights(estimator, evaluations):
+    """Per evaluation, the ``n``-vectors that cross are those of :func:`_check_lbfgs_phases`."""
+    _check_lbfgs_phases(_fit_lbfgs(estimator, evaluations))
+
+
+def test_lbfgs_transfer_check_fails_on_an_extra_transfer(evaluations, monkeypatch):
+    """A logistic evaluation that brings its derivatives to the host and back fails the check."""
+    terms = logistic_anchor.logistic_terms
+
+    def round_trip(xp_, z, sign, weight, gradient):
+        value, dz = terms(xp_, z, sign, weight, gradient)
+        if dz is not None:
+            dz = aad.to_namespace(aad.to_numpy(dz), xp_, DEVICE)
+        return value, dz
+
+    monkeypatch.setattr(logistic_anchor, "logistic_terms", round_trip)
+    with pytest.raises(AssertionError, match=r"^\('logistic', \{\('host', 'n', 'outside'\): 1"):
+        _check_lbfgs_phases(_fit_lbfgs(PartialAUCClassifier(), evaluations))

@@ -12,7 +12,7 @@ few vectors of length ``n``.
 
 import numpy as np
 
-from .design import Design
+from .design import _CHUNK_ENTRIES, Design
 
 #: Entries of ``X`` scaled at once when a weighted Gram matrix or block sums are formed.
 _BLOCK_ENTRIES = 1 << 22
@@ -128,6 +128,40 @@ class ArrayAPIDesign(Design):
     def _transposed_times(self, r):
         return to_numpy(self.X.T @ self._on_device(r))
 
+    vectors_on_host = False
+
+    def native_matvec(self, theta):
+        """``[X, 1] theta``, an ``n``-vector of :attr:`xp` on ``X``'s device (nothing comes to the host)."""
+        self.passes += 1
+        theta = np.asarray(theta, dtype=np.float64)
+        f = self._native_times(np.ascontiguousarray(theta[: self.d]))
+        return f + float(theta[self.d]) if self.fit_intercept else f
+
+    def native_rmatvec(self, r):
+        """``[X, 1]^T r`` on the host for an ``n``-vector ``r`` of :attr:`xp`: ``d + 1`` numbers come back."""
+        self.passes += 1
+        g = self._native_transposed_times(r)
+        return np.append(g, float(self.xp.sum(r))) if self.fit_intercept else g
+
+    def _native_times(self, w):
+        return self.X @ self._on_device(w)
+
+    def _native_transposed_times(self, r):
+        return to_numpy(self.X.T @ r)
+
+    def to_host(self, v):
+        return np.require(to_numpy(v), requirements="W")
+
+    def to_native(self, v):
+        return self._on_device(v)
+
+    def sigmoid(self, z):
+        return 1.0 / (1.0 + self.xp.exp(-z))
+
+    def take(self, v, idx):
+        xp = self.xp
+        return to_numpy(xp.take(v, to_namespace(np.asarray(idx, dtype=np.int64), xp, self.device)))
+
     def _squared_column_sums(self, p):
         self.passes += 1
         xp = self.xp
@@ -146,10 +180,82 @@ class ArrayAPIDesign(Design):
         return np.hstack([Xi, np.ones((len(idx), 1))]) if self.fit_intercept else Xi
 
     def weighted_gram(self, h):
-        """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0``, summed over blocks of rows on the device."""
+        """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0``, summed over blocks of rows on the device.
+
+        When some weights are zero (the members of the pooled blocks), only
+        the others' indices and roots go to the device, where their rows are
+        gathered a block at a time.
+        """
+        h = np.asarray(h, dtype=np.float64)
+        rows = np.flatnonzero(h > 0.0)
+        if rows.size == self.n:
+            return self._gram_of_roots(self._on_device(np.sqrt(h)))
+        return self._gram_of_rows(rows, np.sqrt(h[rows]))
+
+    def _gram_of_rows(self, rows, root):
+        """``sum_k root_k^2 [x_k, 1] [x_k, 1]^T`` over the rows ``rows`` (NumPy), gathered on the device."""
         self.passes += 1
         xp = self.xp
-        root = self._on_device(np.sqrt(np.asarray(h, dtype=np.float64)))
+        index = to_namespace(rows.astype(np.int64), xp, self.device)
+        root = self._on_device(root)
+        G = xp.zeros((self.p, self.p), dtype=xp.float64, device=self.device)
+        for a in range(0, rows.size, self._step):
+            b = min(a + self._step, rows.size)
+            r = root[a:b]
+            block = xp.take(self.X, index[a:b], axis=0) * r[:, None]
+            if self.fit_intercept:
+                block = xp.concat([block, r[:, None]], axis=1)
+            G = G + block.T @ block
+        return to_numpy(G)
+
+    def native_gram(self, h, slack=0.0):
+        """:meth:`Design.gram` of weights ``h``, an ``n``-vector of :attr:`xp`: the plan runs on the device.
+
+        The rows whose weight moved by more than ``slack`` (relative) are
+        found on the device; an update gathers them there and brings them
+        and their weights' changes to the host (partial vectors), a
+        recomputation sums the blocks of rows scaled by ``sqrt(h)`` there.
+        The kept weights stay on the device.
+        """
+        xp = self.xp
+        moved = self._native_gram_plan(h, slack)
+        if moved is None:
+            G = self._gram_of_roots(xp.sqrt(h))
+            self._gram, self._h, self._updates = G, h, 0
+            return G.copy()
+        index = xp.nonzero(moved)[0]
+        count = index.shape[0]
+        if count:
+            change = h - self._h
+            step = max(1, _CHUNK_ENTRIES // self.p)  # rows gathered at once, as Design's updates
+            for a in range(0, count, step):
+                part = index[a:min(a + step, count)]
+                rows = self._rows_at(part)
+                self._gram += (rows.T * to_numpy(xp.take(change, part))) @ rows
+            self._h = xp.where(moved, h, self._h)
+            self._updates += 1
+        return self._gram.copy()
+
+    def _native_gram_plan(self, h, slack):
+        """The mask of the rows to update (as :meth:`Design._gram_plan`), None to recompute."""
+        if self._gram is None or self._updates >= self.max_updates:
+            return None
+        xp = self.xp
+        moved = xp.abs(h - self._h) > slack * self._h
+        count = int(xp.count_nonzero(moved))
+        if count <= min(0.25 * max(int(xp.count_nonzero(h)), 1), self.max_update_rows):
+            return moved
+        return None
+
+    def _rows_at(self, index):
+        """The rows of ``[X, 1]`` at the indices ``index`` (an array of :attr:`xp`), on the host."""
+        Xi = to_numpy(self.xp.take(self.X, index, axis=0))
+        return np.hstack([Xi, np.ones((Xi.shape[0], 1))]) if self.fit_intercept else Xi
+
+    def _gram_of_roots(self, root):
+        """``[X, 1]^T diag(root^2) [X, 1]`` for ``root``, an ``n``-vector of :attr:`xp` (one pass)."""
+        self.passes += 1
+        xp = self.xp
         G = xp.zeros((self.p, self.p), dtype=xp.float64, device=self.device)
         for a, b in self._blocks():
             r = root[a:b]

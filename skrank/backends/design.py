@@ -3,6 +3,7 @@
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg.blas import dsyrk
+from scipy.special import expit
 
 #: Entries of ``X`` gathered per block when a weighted Gram matrix is formed.
 _CHUNK_ENTRIES = 1 << 20
@@ -47,6 +48,41 @@ class Design:
         r = np.asarray(r, dtype=np.float64)
         g = self._transposed_times(r)
         return np.append(g, r.sum()) if self.fit_intercept else g
+
+    #: Whether the design's ``n``-vectors (:meth:`native_matvec`, :meth:`native_rmatvec`) are NumPy
+    #: arrays on the host, for which the compiled kernels of the ``n``-vector arithmetic apply; else
+    #: they are arrays of :attr:`xp` on ``X``'s device.
+    vectors_on_host = True
+    #: The namespace of the design's ``n``-vectors (NumPy here).
+    xp = np
+
+    def native_matvec(self, theta):
+        """``[X, 1] theta`` as an ``n``-vector of :attr:`xp`, where ``X`` lives (here :meth:`matvec`)."""
+        return self.matvec(theta)
+
+    def native_rmatvec(self, r):
+        """``[X, 1]^T r`` on the host for an ``n``-vector ``r`` of :attr:`xp` (here :meth:`rmatvec`)."""
+        return self.rmatvec(r)
+
+    def to_host(self, v):
+        """The ``n``-vector ``v`` of :attr:`xp` as a writable NumPy array (here ``v`` itself)."""
+        return v
+
+    def to_native(self, v):
+        """The NumPy vector ``v`` as an ``n``-vector of :attr:`xp` (here ``v`` itself)."""
+        return v
+
+    def sigmoid(self, z):
+        """The logistic sigmoid of the ``n``-vector ``z`` of :attr:`xp`, in :attr:`xp`."""
+        return expit(z)
+
+    def take(self, v, idx):
+        """The entries ``idx`` (NumPy integers) of the ``n``-vector ``v`` of :attr:`xp`, on the host."""
+        return v[idx]
+
+    def native_gram(self, h, slack=0.0):
+        """:meth:`gram` of the weights ``h``, an ``n``-vector of :attr:`xp` (here :meth:`gram`)."""
+        return self.gram(h, slack)
 
     def _times(self, w):
         """``X w``, a new writable NumPy vector (where ``X`` lives, for the designs of other arrays)."""

@@ -223,15 +223,20 @@ class AveragePrecisionObjective(Datafit):
         return expit(self.design.matvec(np.asarray(theta, dtype=np.float64)))
 
     def _data_term(self, theta, gradient):
-        value, g = self.linear_terms(self.design.matvec(np.asarray(theta, dtype=np.float64)))
-        return value, self.design.rmatvec(g) if gradient else None
+        value, g = self.linear_terms(self.design.native_matvec(np.asarray(theta, dtype=np.float64)))
+        return value, self.design.native_rmatvec(g) if gradient else None
 
     def linear_terms(self, z):
-        """``P`` and its derivatives in the linear predictor ``z = X w + b`` (scores ``sigmoid(z)``)."""
-        h = expit(z)
-        value, g = ap_surrogate_and_score_gradients(h, self.y, self.loss, self._units, self._order)
-        g *= h * (1.0 - h)
-        return value, g
+        """``P`` and its derivatives in the linear predictor ``z = X w + b`` (scores ``sigmoid(z)``).
+
+        ``z`` and the derivatives are ``n``-vectors of the design's
+        namespace: for an array-API ``X`` the scores go to the host for the
+        rank step (a sort and prefix sums) and their derivatives come back.
+        """
+        h = self.design.sigmoid(z)
+        value, g = ap_surrogate_and_score_gradients(self.design.to_host(h), self.y, self.loss, self._units,
+                                                    self._order)
+        return value, self.design.to_native(g) * (h * (1.0 - h))
 
     def metric(self, scores):
         """The training average precision at the scores ``scores`` of the samples, with their weights.

@@ -55,6 +55,9 @@ class LogisticAnchoredObjective(Datafit):
             self.row_weight = v / v.sum()
         self.rank_weight = float(rank_weight)
         self.alpha = float(alpha)
+        # the signs and weights as n-vectors of the design's namespace, sent to X's device once
+        self._sign_native = self.design.to_native(self.margin_sign)
+        self._weight_native = self.design.to_native(self.row_weight)
 
     def _rank_part(self, theta, gradient):
         if self.rank_weight == 0.0:
@@ -69,11 +72,17 @@ class LogisticAnchoredObjective(Datafit):
 
     def logistic_value_and_grad(self, theta, gradient=True):
         """The mean logistic loss ``L(w, b)`` and, when asked, its gradient."""
-        value, dz = self._logistic_terms(self.design.matvec(theta), gradient)
-        return value, None if dz is None else self.design.rmatvec(dz)
+        value, dz = self._logistic_terms(self.design.native_matvec(theta), gradient)
+        return value, None if dz is None else self.design.native_rmatvec(dz)
 
     def _logistic_terms(self, z, gradient):
-        """``L`` at the linear predictor ``z = X w + b`` and, when asked, its derivatives in ``z``."""
+        """``L`` at the linear predictor ``z = X w + b`` and, when asked, its derivatives in ``z``.
+
+        ``z`` and the derivatives are ``n``-vectors of the design's
+        namespace: NumPy's (a compiled loop) or ``X``'s (:func:`logistic_terms`).
+        """
+        if not self.design.vectors_on_host:
+            return logistic_terms(self.design.xp, z, self._sign_native, self._weight_native, gradient)
         m = self.margin_sign * z
         # one exponential serves log(1 + exp(-m)) and sigmoid(-m), stably on both signs; in place
         e = np.abs(m)
@@ -92,11 +101,11 @@ class LogisticAnchoredObjective(Datafit):
         r = self.rank_weight
         if gradient and 0.0 < r < 1.0 and hasattr(self.rank_objective, "linear_terms"):
             # one product with [X, 1] each way serves both terms
-            z = self.design.matvec(theta)
+            z = self.design.native_matvec(theta)
             log_value, log_dz = self._logistic_terms(z, True)
             rank_value, rank_dz = self.rank_objective.linear_terms(z)
             value = (1.0 - r) * log_value + r * rank_value
-            return value, self.design.rmatvec((1.0 - r) * log_dz + r * rank_dz)
+            return value, self.design.native_rmatvec((1.0 - r) * log_dz + r * rank_dz)
         if gradient or r < 1.0:
             log_value, log_grad = self.logistic_value_and_grad(theta, gradient)
         else:  # the value alone skips the logistic term, which has no weight
@@ -109,6 +118,38 @@ class LogisticAnchoredObjective(Datafit):
 
     def _scale_row_weight(self):
         return self.row_weight
+
+
+def logistic_terms(xp, z, sign, weight, gradient):
+    """The weighted mean logistic loss of the margins ``sign z`` and its derivatives in ``z``, in ``xp``.
+
+    The arithmetic of :meth:`LogisticAnchoredObjective._logistic_terms` on
+    ``n``-vectors of any array namespace (those of ``X``, on its device):
+    one exponential ``exp(-|m|)`` serves ``log(1 + exp(-m))`` and
+    ``sigmoid(-m)``, stably on both signs.
+
+    Parameters
+    ----------
+    xp : module
+        The namespace of ``z``, ``sign`` and ``weight``.
+    z, sign, weight : arrays of shape (n,)
+        The linear predictor, the labels' signs and the rows' weights (summing to one).
+    gradient : bool
+        Whether to return the derivatives.
+
+    Returns
+    -------
+    value : float
+    dz : array of shape (n,) or None
+        ``-sign weight sigmoid(-sign z)``, in ``xp``.
+    """
+    m = sign * z
+    e = xp.exp(-xp.abs(m))
+    value = float(weight @ (xp.log1p(e) - xp.minimum(m, 0.0)))
+    if not gradient:
+        return value, None
+    inv = 1.0 / (e + 1.0)
+    return value, -(xp.where(m >= 0.0, e * inv, inv) * sign * weight)
 
 
 @njit(cache=True)

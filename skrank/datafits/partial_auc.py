@@ -671,22 +671,27 @@ class PartialAUCObjective(Datafit):
         The pairs ignore a common shift of the scores: the gradient in ``w``
         at ``z = X w + b`` is ``X' dz``.
 
+        ``z`` and ``dz`` are ``n``-vectors of the design's namespace: for an
+        array-API ``X``, ``z`` goes to the host for the rank step (the sorts
+        and sums) and ``dz`` comes back, one ``n``-vector each way.
+
         Parameters
         ----------
-        z : ndarray of shape (n_samples,)
+        z : array of shape (n_samples,)
             The linear predictor.
 
         Returns
         -------
         value : float
-        dz : ndarray of shape (n_samples,)
+        dz : array of shape (n_samples,)
         """
         rows_pos, rows_neg = self._rows
+        z = self.design.to_host(z)
         total, g_pos, g_neg = self._range_sums(z.take(rows_pos), z.take(rows_neg))
         g = np.empty(z.shape[0])
         g[rows_pos] = g_pos
         g[rows_neg] = g_neg
-        return total / self.normaliser, g / self.normaliser
+        return total / self.normaliser, self.design.to_native(g) / self.normaliser
 
     def data_value(self, w):
         """The pAUC surrogate without the penalty, ``F(w) - alpha ||w||^2 / 2``.
@@ -811,8 +816,8 @@ class SigmoidScorePartialAUC:
         return value, self.design.rmatvec(dz)
 
     def linear_terms(self, z):
-        """The surrogate and its derivatives in the linear predictor ``z = X w + b``."""
-        h = expit(z)
+        """The surrogate and its derivatives in ``z = X w + b``, ``n``-vectors of the design's namespace."""
+        h = self.design.sigmoid(z)
         value, g = self.objective.linear_terms(h)
         return value, g * (h * (1.0 - h))
 

@@ -20,15 +20,20 @@ from ..backends.dispatch import make_design
 def fit_platt(scores, y, *, sample_weight=None, max_iter=100):
     """Fit ``sigmoid(A s + B)`` to labels ``y`` in {-1, +1} by Newton's method.
 
+    The arithmetic on the ``n`` scores runs in their namespace (NumPy's, or
+    that of an array-API library on its device): each Newton step reads
+    five sums of them and each trial of its step one, and only those
+    numbers come to the host.
+
     Parameters
     ----------
-    scores : ndarray of shape (n,)
+    scores : array of shape (n,)
         Ranking scores.
-    y : ndarray of shape (n,)
-        Labels in {-1, +1}.
-    sample_weight : ndarray of shape (n,), default=None
-        Positive weights of the samples; None for unit
-        weights.
+    y : array of shape (n,)
+        Labels in {-1, +1}, in the namespace of ``scores``.
+    sample_weight : array of shape (n,), default=None
+        Positive weights of the samples, in the namespace of ``scores``;
+        None for unit weights.
     max_iter : int, default=100
         Newton iterations at most.
 
@@ -38,18 +43,20 @@ def fit_platt(scores, y, *, sample_weight=None, max_iter=100):
         Slope and offset; ``A >= 0`` unless the scores rank the classes
         worse than chance.
     """
-    s = np.asarray(scores, dtype=np.float64)
-    pos = np.asarray(y) > 0
+    xp = _namespace(scores)
+    s = xp.asarray(scores, dtype=xp.float64)
+    pos = xp.asarray(y) > 0
     if sample_weight is None:
         v = 1.0  # the products below are then exact: the unweighted fit
-        n_pos, n_neg = int(pos.sum()), int((~pos).sum())
-        mean, spread = s.mean(), float(np.std(s))
+        n_pos, n_neg = int(xp.count_nonzero(pos)), int(xp.count_nonzero(~pos))
+        mean, spread = float(xp.mean(s)), float(xp.std(s))
     else:
-        v = np.asarray(sample_weight, dtype=np.float64)
-        n_pos, n_neg = float(v[pos].sum()), float(v[~pos].sum())
-        mean = float(np.average(s, weights=v))
-        spread = float(np.sqrt(np.average((s - mean) ** 2, weights=v)))
-    t = np.where(pos, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+        v = xp.asarray(sample_weight, dtype=xp.float64)
+        n_pos, n_neg = float(xp.sum(v[pos])), float(xp.sum(v[~pos]))
+        total = xp.sum(v)
+        mean = float(xp.sum(s * v) / total)
+        spread = float(xp.sqrt(xp.sum((s - mean) ** 2 * v) / total))
+    t = xp.where(pos, xp.full_like(s, (n_pos + 1.0) / (n_pos + 2.0)), 1.0 / (n_neg + 2.0))
     if spread == 0.0:
         # constant scores: only the base rate is left
         rate = (n_pos + 1.0) / (n_pos + n_neg + 2.0)
@@ -58,19 +65,19 @@ def fit_platt(scores, y, *, sample_weight=None, max_iter=100):
     a, b = 0.0, float(np.log((n_pos + 1.0) / (n_neg + 1.0)))
 
     uu = u * u
-    weighted = np.ones_like(u) if sample_weight is None else v
+    weighted = xp.ones_like(u) if sample_weight is None else v
     # one exponential per point serves the likelihood and the next Newton step
-    current, p = _platt_nll(a, b, u, t, weighted)
+    current, p = _platt_nll(xp, a, b, u, t, weighted)
     for _ in range(max_iter):
         r = v * (p - t)
-        g = np.array([r @ u, r.sum()])
+        g = np.array([float(r @ u), float(xp.sum(r))])
         wgt = v * p * (1.0 - p) + 1e-12
-        wu = wgt @ u
-        H = np.array([[wgt @ uu, wu], [wu, wgt.sum()]]) + 1e-10 * np.eye(2)
-        step = np.linalg.solve(H, g)
+        wu = float(wgt @ u)
+        H = np.array([[float(wgt @ uu), wu], [wu, float(xp.sum(wgt))]]) + 1e-10 * np.eye(2)
+        step = [float(c) for c in np.linalg.solve(H, g)]  # Python floats: they scale arrays of any namespace
         size = 1.0
         while size > 1e-10:
-            trial, p_trial = _platt_nll(a - size * step[0], b - size * step[1], u, t, weighted)
+            trial, p_trial = _platt_nll(xp, a - size * step[0], b - size * step[1], u, t, weighted)
             if trial <= current:
                 break
             size *= 0.5
@@ -79,7 +86,7 @@ def fit_platt(scores, y, *, sample_weight=None, max_iter=100):
         if trial <= current:
             current, p = trial, p_trial
         else:  # no decrease down to the smallest step: the step is taken all the same
-            p = _platt_nll(a, b, u, t, weighted)[1]
+            p = _platt_nll(xp, a, b, u, t, weighted)[1]
         if done or np.max(np.abs(g)) <= 1e-10 * max(1, n_pos + n_neg):
             break
     A = a / spread
@@ -87,17 +94,21 @@ def fit_platt(scores, y, *, sample_weight=None, max_iter=100):
     return float(A), float(B)
 
 
-def _platt_nll(a, b, u, t, v):
+def _namespace(a):
+    """NumPy for a NumPy array (or a list), else the array-API namespace of ``a``."""
+    xp = array_api_namespace(a)
+    return np if xp is None else xp
+
+
+def _platt_nll(xp, a, b, u, t, v):
     """Platt's smoothed negative log-likelihood at ``(a, b)`` and ``sigmoid(a u + b)``: one exponential."""
     f = a * u + b
-    e = np.abs(f)
-    np.negative(e, out=e)
-    np.exp(e, out=e)
+    e = xp.exp(-xp.abs(f))
     # t log sigmoid(f) + (1 - t) log sigmoid(-f) = log sigmoid(f) - (1 - t) f
-    log_sigmoid = np.minimum(f, 0.0) - np.log1p(e)
+    log_sigmoid = xp.minimum(f, 0.0) - xp.log1p(e)
     value = -float(v @ (log_sigmoid - (1.0 - t) * f))
     inv = 1.0 / (1.0 + e)
-    return value, np.where(f >= 0.0, inv, e * inv)
+    return value, xp.where(f >= 0.0, inv, e * inv)
 
 
 def platt_threshold(scores, y, sample_weight=None):
@@ -123,7 +134,8 @@ def platt_threshold(scores, y, sample_weight=None):
     A, B = fit_platt(scores, y, sample_weight=sample_weight)
     if A > 0:
         return B / A, (A, B)
-    intercept = (1.0 - scores.min()) if B > 0 else -(1.0 + scores.max())
+    xp = _namespace(scores)
+    intercept = (1.0 - float(xp.min(scores))) if B > 0 else -(1.0 + float(xp.max(scores)))
     return intercept, (1.0, intercept)
 
 
@@ -137,17 +149,23 @@ def platt_calibrate(result, X, y, sample_weight=None):
     ----------
     result : skrank.solvers.SolverResult
     X : {ndarray, sparse matrix, dask.array.Array, array-API array} of shape (n, d)
-        A Dask array is read chunk by chunk, a CuPy array on its device;
-        the scores come into memory.
-    y, sample_weight
+        A Dask array is read chunk by chunk and its scores come into
+        memory; the scores of a CuPy array stay on its device, where the
+        labels and weights are sent and the fit runs.
+    y, sample_weight : ndarray
         The labels in {-1, +1} and the samples' positive weights (None for
-        unit weights), as in :func:`fit_platt`.
+        unit weights), NumPy arrays, as in :func:`fit_platt`.
 
     Returns
     -------
     result
     """
-    scores = make_design(X, fit_intercept=False).matvec(np.asarray(result.coef, dtype=np.float64))
+    design = make_design(X, fit_intercept=False)
+    # the scores stay where X lives; the labels and weights join them there
+    scores = design.native_matvec(np.asarray(result.coef, dtype=np.float64))
+    y = design.to_native(np.asarray(y, dtype=np.float64))
+    if sample_weight is not None:
+        sample_weight = design.to_native(np.asarray(sample_weight, dtype=np.float64))
     result.intercept, result.info["calibration"] = platt_threshold(scores, y, sample_weight)
     return result
 

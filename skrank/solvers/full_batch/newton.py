@@ -23,6 +23,7 @@ from ...datafits.smoothed_risk import (
     pooled_projection,
     relative_weights,
 )
+from ...losses import conjugate_in, derivatives_in, values_in
 from ...risks import ERM
 from ..progress import Progress
 from ..result import SolverResult
@@ -213,13 +214,27 @@ class _Problem:
         q, nb = self.projection(keys, order, mu)
         diff = q - center
         omega = float(q @ value) - 0.5 * mu * float(diff @ (diff if unit else diff / self.m))
-        # the pooled blocks only (first position, size): singletons need no record
-        sizes = np.diff(self._starts[: nb + 1])
-        pooled = np.flatnonzero(sizes > 1)
         # l'' is not computed: only the accepted states need it (:meth:`curvature`)
-        state = dict(t=t, value=value, d1=d1, order=order, q=q,
-                     pooled=(self._starts[pooled], sizes[pooled]))
+        state = dict(t=t, value=value, d1=d1, order=order, q=q, q_host=q, pooled=self._pooled(nb))
         return omega + self.penalty(theta), state
+
+    def _pooled(self, n_blocks):
+        """The pooled blocks only (first position, size) of the last projection: singletons need no record."""
+        sizes = np.diff(self._starts[: n_blocks + 1])
+        pooled = np.flatnonzero(sizes > 1)
+        return self._starts[pooled], sizes[pooled]
+
+    def native_arguments(self, theta, shift=True):
+        """:meth:`arguments` as an ``n``-vector of the design's namespace (here NumPy's)."""
+        return self.arguments(theta, shift)
+
+    def loss_values(self, t):
+        """``l(t)`` for loss arguments ``t`` of the design's namespace."""
+        return self.loss.value(t)
+
+    def loss_derivatives(self, t):
+        """``(l(t), l'(t), l''(t))`` for loss arguments ``t`` of the design's namespace."""
+        return self.loss.derivatives(t)
 
     def curvature(self, state):
         """``l''(t)`` at the state's loss arguments."""
@@ -284,7 +299,7 @@ class _Problem:
         first = np.cumsum(size) - size
         pos = np.arange(size.sum()) - np.repeat(first - block_start, size)
         idx = state["order"][pos]
-        coef = state["d1"][idx] * self.s[idx]
+        coef = self.design.take(state["d1"], idx) * self.s[idx]
         mass = self.m[idx]
         h = np.zeros(self.s.size)
         h[idx] = mass * coef * coef
@@ -316,13 +331,13 @@ class _Problem:
         ``F(theta) - F*`` until the gradient is tiny).
         """
         value = state["value"]
-        omega = self.risk_value(value, state["order"])
+        omega = self.risk_value(self.design.to_host(value), state["order"])  # the sorted losses' risk
         F = omega + self.penalty(theta)
         estimate = max(omega - float(state["q"] @ value), 0.0) + decrease / (1.0 - _HESSIAN_SLACK)
         if self.l2 > 0.0:
             bound = self.dual_bound(state["q"], state["d1"])
             if bound > self.best_dual:
-                self.best_dual, self.best_dual_weights = bound, state["q"]
+                self.best_dual, self.best_dual_weights = bound, state["q_host"]
             return F, max(F - self.best_dual, 0.0), estimate
         return F, estimate, estimate
 
@@ -374,6 +389,110 @@ class _Problem:
             conjugate_penalty = 0.0
         return float(q @ (a * self.c - self.loss.conjugate(a))) - conjugate_penalty
 
+    #: :meth:`dual_bound` of NumPy vectors ``q`` and slopes, whatever the design (the dual ascent's,
+    #: the check of ``theta = 0``'s)
+    host_dual_bound = dual_bound
+
+
+class _NativeProblem(_Problem):
+    """:class:`_Problem` whose ``n``-vectors live in ``X``'s namespace: only the rank step runs on the host.
+
+    The loss arguments, the losses and their derivatives, the keys, the
+    residuals and the Hessian's weights are arrays of the design's namespace
+    on ``X``'s device (an :class:`~skrank.backends.array_api_design.ArrayAPIDesign`).
+    Each evaluation of ``F_mu`` sends its keys to the host, where they are
+    sorted and projected (PAVA), and brings the weights ``q`` back: one
+    ``n``-vector each way; a certificate brings the losses down for the
+    risk's sorted sum.  The dual ascent and the check of ``theta = 0`` run
+    on the host, as in :class:`_Problem`.
+    """
+
+    @classmethod
+    def of(cls, problem):
+        """``problem`` itself when its design keeps its ``n``-vectors on the host, else its native twin."""
+        if problem.design.vectors_on_host:
+            return problem
+        native = cls.__new__(cls)
+        native.__dict__.update(problem.__dict__)
+        design = problem.design
+        native._s = design.to_native(np.ascontiguousarray(problem.s, dtype=np.float64))
+        # classification: c = 0, no shift
+        native._c = None if problem.loss.task == "classification" else design.to_native(problem.c)
+        native._m = None if problem.mass is None else design.to_native(problem.m)
+        return native
+
+    def native_arguments(self, theta, shift=True):
+        t = self.design.native_matvec(theta) * self._s
+        return t + self._c if shift and self._c is not None else t
+
+    def loss_values(self, t):
+        return values_in(self.design.xp, self.loss, t)
+
+    def loss_derivatives(self, t):
+        return derivatives_in(self.design.xp, self.loss, t)
+
+    def smoothed(self, theta, mu, center, t=None):
+        design = self.design
+        if t is None:
+            t = self.native_arguments(theta)
+        value, d1, _ = self.loss_derivatives(t)
+        unit = self.mass is None
+        keys = design.to_host(mu * (center if unit else center / self._m) + value)
+        order = self._order.copy()
+        resort_scores(keys, order)
+        self._order = order
+        q_host, nb = self.projection(keys, order, mu)
+        q = design.to_native(q_host)
+        diff = q - center
+        omega = float(q @ value) - 0.5 * mu * float(diff @ (diff if unit else diff / self._m))
+        state = dict(t=t, value=value, d1=d1, order=order, q=q, q_host=q_host, pooled=self._pooled(nb))
+        return omega + self.penalty(theta), state
+
+    def curvature(self, state):
+        return self.loss_derivatives(state["t"])[2]
+
+    def gradient(self, theta, q, d1):
+        return self.design.native_rmatvec(self._s * q * d1) + self.reg * theta
+
+    def hessian(self, q, d2):
+        H = self.design.native_gram(q * d2, _HESSIAN_SLACK)
+        H[np.diag_indices_from(H)] += self.reg
+        return H
+
+    def derivatives(self, theta, state, mu, block):
+        terms = self._block_terms(state) if block else None
+        g = self.gradient(theta, state["q"], state["d1"])
+        H = self.hessian(state["q"], self.curvature(state))
+        if terms is None:
+            return g, H, None
+        G_block, sums = self.design.weighted_gram(terms[0]), self.design.left_product(terms[1])
+        return g, H, self._scatter(G_block, sums, terms[2], mu)
+
+    def dual_bound(self, q, slope):
+        xp, design = self.design.xp, self.design
+        a = slope
+        u = self._s * q * a
+        if design.fit_intercept:
+            excess = float(xp.sum(u))
+            side = u > 0.0 if excess > 0.0 else u < 0.0
+            total = float(xp.sum(u[side]))
+            if total != 0.0:
+                shrink = max(1.0 - excess / total, 0.0)
+                a = xp.where(side, a * shrink, a)
+                u = xp.where(side, u * shrink, u)
+        z = design.native_rmatvec(u)[: design.d]
+        if self.l2 > 0.0:
+            excess = np.maximum(np.abs(z) - self.l1, 0.0)
+            conjugate_penalty = float(excess @ excess) / (2.0 * self.l2)
+        else:
+            largest = float(np.abs(z).max()) if z.size else 0.0
+            if largest > self.l1:
+                a = a * (self.l1 / largest)
+            conjugate_penalty = 0.0
+        conjugate = conjugate_in(xp, self.loss, a)
+        dual = -conjugate if self._c is None else a * self._c - conjugate
+        return float(q @ dual) - conjugate_penalty
+
 
 def _dual_ascent_impl(problem, theta, max_steps):
     """Projected gradient ascent of the dual bound over the weights ``q``, slopes fixed at ``theta``."""
@@ -398,7 +517,7 @@ def _dual_ascent_impl(problem, theta, max_steps):
         # ascent in the metric of the masses, then the projection onto P in that metric
         keys = (q + step * m * g) / m
         q, _ = problem.projection(keys, np.argsort(keys, kind="stable"), 1.0)
-        bound = problem.dual_bound(q, slope)
+        bound = problem.host_dual_bound(q, slope)
         if bound > problem.best_dual:
             gain = bound - problem.best_dual
             problem.best_dual, problem.best_dual_weights = bound, q
@@ -455,7 +574,7 @@ def _certify_zero(problem, q, tol):
         u_new = design.rmatvec(sa * q_new)
         estimate = float(u_new @ u_new) / (2.0 * problem.l2)
         if estimate <= tol * abs(F0) and estimate < best:
-            bound = problem.dual_bound(q_new, slope)
+            bound = problem.host_dual_bound(q_new, slope)
             if bound > problem.best_dual:
                 problem.best_dual, problem.best_dual_weights = bound, q_new
             if F0 - problem.best_dual <= tol * abs(F0):
@@ -522,7 +641,7 @@ def _line_search(problem, theta, step, F0, state0, mu, center, max_evals=12):
     costs several vectors of length ``n``); the best one is evaluated again
     when it was not the last.
     """
-    dt = problem.arguments(step, shift=False)
+    dt = problem.native_arguments(step, shift=False)
     t0 = state0["t"]
     reg_step = problem.reg * step
 
@@ -583,9 +702,9 @@ def _line_search(problem, theta, step, F0, state0, mu, center, max_evals=12):
 def _newton_fixed_weights(problem, theta, q, rel_tol, max_iter):
     """Newton's method on ``q . l(theta) + penalty(w)`` until the model decrease is ``rel_tol`` relative."""
     steps = 0
-    t = problem.arguments(theta)
+    t = problem.native_arguments(theta)
     while steps < max_iter:
-        value, d1, d2 = problem.loss.derivatives(t)
+        value, d1, d2 = problem.loss_derivatives(t)
         G = float(q @ value) + problem.penalty(theta)
         g = problem.gradient(theta, q, d1)
         step, decrease = problem.direction(problem.hessian(q, d2), g, theta)
@@ -595,8 +714,9 @@ def _newton_fixed_weights(problem, theta, q, rel_tol, max_iter):
         alpha = 1.0
         while alpha >= 1e-10:
             trial = theta + alpha * step
-            t_trial = problem.arguments(trial)
-            if float(q @ problem.loss.value(t_trial)) + problem.penalty(trial) <= G - 1e-4 * alpha * decrease:
+            t_trial = problem.native_arguments(trial)
+            trial_G = float(q @ problem.loss_values(t_trial)) + problem.penalty(trial)
+            if trial_G <= G - 1e-4 * alpha * decrease:
                 break
             alpha *= 0.5
         else:
@@ -668,10 +788,11 @@ class _ProximalPoint:
         self.problem, self.progress = problem, progress
         self.steps = 0
         center, top = problem.first_center(theta, warm)
+        native_center = problem.design.to_native(center)  # the weights where the n-vectors live
         if not warm and isinstance(problem.risk, ERM):
             # the mean risk is the problem (its weights are the centre): Newton's method on it; other risks
             # start at theta = 0, where the smoothing pools the tied losses
-            theta, self.steps = _newton_fixed_weights(problem, theta, center, 1e-1, max_iter)
+            theta, self.steps = _newton_fixed_weights(problem, theta, native_center, 1e-1, max_iter)
         F = problem.objective(theta)
         self.history = [F]
         #: ``(F, theta, bound on F - F*, weights q)`` of the best certificate so far
@@ -683,9 +804,9 @@ class _ProximalPoint:
         self.inner_tol = 1e-2 * abs(F)
         self.last_gap = np.inf
         self.stalled, self.outer_stalls = False, 0
-        self.theta, self.center = theta, center
+        self.theta, self.center = theta, native_center
         self.from_zero = not np.any(theta)
-        self.F_mu, self.state = problem.smoothed(theta, self.mu, center)
+        self.F_mu, self.state = problem.smoothed(theta, self.mu, native_center)
 
     def outer_iteration(self, decrease_q, tol):
         """Certify the point, then move the centre (and maybe lower ``mu``); returns whether certified."""
@@ -698,12 +819,13 @@ class _ProximalPoint:
             # a duality gap: the lowest F found against the largest dual bound found so far; a cold start
             # is a candidate too (theta = 0 is the optimum where every loss ties there)
             if F < self.best[0] or (self.warm and not np.isfinite(self.best[2])):
-                self.best = (F, self.theta.copy(), gap, state["q"])
+                self.best = (F, self.theta.copy(), gap, state["q_host"])
             self.best = _with_dual_gap(problem, self.best)
             if self.outer == 1 and self.from_zero and not self.warm and F >= self.history[0]:
-                self.check_zero(state["q"], tol)  # no iterate beat the start theta = 0: maybe the optimum
+                # no iterate beat the start theta = 0: maybe the optimum
+                self.check_zero(state["q_host"], tol)
         elif gap < self.best[2]:
-            self.best = (F, self.theta.copy(), gap, state["q"])
+            self.best = (F, self.theta.copy(), gap, state["q_host"])
         self.history.append(F)
         self.progress(self.steps, F, gap / max(abs(F), 1e-300),
                       f"outer={self.outer} mu={self.mu:.3g} pooled blocks={state['pooled'][1].size}")
@@ -824,6 +946,7 @@ def smoothed_newton(datafit, penalty, *, coef_init=None, intercept_init=None, ma
     X, y, risk, loss = datafit.problem
     X = supported_input("newton", X, risk, loss, penalty)
     problem = _make_problem(X, y, risk, loss, penalty, datafit, coef_init, intercept_init)
+    problem = _NativeProblem.of(problem)  # n-vectors in X's namespace where X is an array-API array
     design = problem.design
     progress = Progress("newton", verbose, max_iter, unit="Newton step", criterion="certified gap")
     theta = starting_theta(design, coef_init, intercept_init)
@@ -834,7 +957,7 @@ def smoothed_newton(datafit, penalty, *, coef_init=None, intercept_init=None, ma
     reuse = problem.l2 > 0.0 and not design.fuses_products
     H = None
     if run.warm and run.from_zero and problem.l2 > 0.0:
-        run.check_zero(run.center, tol)  # a warm start at theta = 0, where the losses may tie
+        run.check_zero(run.best[3], tol)  # a warm start at theta = 0, where the losses may tie (the centre)
     while (not run.certified and run.steps < max_iter and run.outer < max_iter
            and not problem.gather_to_finish):
         decrease_q = None

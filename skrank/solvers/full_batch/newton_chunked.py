@@ -330,7 +330,7 @@ class _ChunkedProblem(_Problem):
         qv, dd, n_free = dask.compute((q * value).sum(), (diff * diff).sum(), stats["count"])
         omega = float(qv) - 0.5 * mu * float(dd)
         n_free = int(n_free)
-        state = dict(t=t, columns=columns, value=value, d1=d1, q=q, tau=tau, n_free=n_free,
+        state = dict(t=t, columns=columns, value=value, d1=d1, q=q, q_host=q, tau=tau, n_free=n_free,
                      pooled=(None, np.array([n_free] if n_free > 1 else [], dtype=np.int64)))
         return omega + self.penalty(theta), state
 
