@@ -304,8 +304,9 @@ def _row(n, backend, X, y, task, reference, memory=None):
         workers = ("-", "-") if not memory._workers else (f"{memory.workers_peak / 2**20:.0f}",
                                                           f"{memory.workers_before / 2**20:.0f}")
         split = f"{(memory.peak - memory.before) / 2**20:.0f} | {workers[0]} | {workers[1]} | "
+    traced = "-" if peak is None else f"{peak / 2**20:.0f}"
     print(f"| {n:.0e} | {backend} | {seconds:.2f} | {passes} | {per_pass:.3g} | {per_pass / plain:.2g} | "
-          f"{host:.0%} | {'-' if peak is None else f'{peak / 2**20:.0f}'} | {split}{n * X.shape[1] * 8 / 2**20:.0f} | {gap} | "
+          f"{host:.0%} | {traced} | {split}{n * X.shape[1] * 8 / 2**20:.0f} | {gap} | "
           f"{est.n_iter_} | {certified} |", flush=True)
     return est
 
