@@ -103,7 +103,11 @@ class BaseRisk(BaseEstimator):
         sample_weight : array-like of shape (n,), optional
             Weights of the samples; None for equal weights.
         """
-        self.weights(n, sample_weight)
+        self._check(_check_n(n), sample_weight)
+
+    def _check(self, n, sample_weight):
+        """:meth:`check` for a checked ``n``: here by making the weights."""
+        self.weights(n, sample_weight=sample_weight)
 
     def value(self, losses, sample_weight=None):
         """Risk of the loss vector: ``sum_i sigma_i L_(i)``.
@@ -209,11 +213,10 @@ class _SpectralRisk(BaseRisk):
             return self._equal_weights(n)
         return self._cell_weights(n, sample_weight)
 
-    def check(self, n, sample_weight=None):
-        """:meth:`BaseRisk.check`: without sample weights, ``n`` and the parameters (no vector of ``n``)."""
+    def _check(self, n, sample_weight):
+        """Without sample weights, the parameters only: the weights of ``n`` equal cells are valid then."""
         if sample_weight is not None:
-            return super().check(n, sample_weight)
-        _check_n(n)
+            return super()._check(n, sample_weight)
         self._validate()
 
     def _equal_weights(self, n):
@@ -704,6 +707,10 @@ class HumanAligned(BaseRisk):
         wg = _tk_weighting(1.0 - grid, self.gamma)
         sigma_b = wg[:-1] - wg[1:]
         return sigma_a, sigma_b
+
+    def _check(self, n, sample_weight):
+        """:meth:`BaseRisk.check` by :meth:`weight_pieces` (the weights need the losses)."""
+        self.weight_pieces(n, sample_weight)
 
     def weights(self, n, losses=None, sample_weight=None):
         """Effective weights for the given loss values.

@@ -223,3 +223,18 @@ def test_a_stalled_fit_finishes_on_the_gathered_path(monkeypatch, problems):
     assert problems == [newton._Problem, newton_chunked._ChunkedProblem, newton._Problem]
     assert est._last_result_info["certified"]
     assert abs(est.objective_ - ref.objective_) <= 1e-9 * abs(ref.objective_)
+
+
+def test_shares_summed_on_the_workers_by_groups(monkeypatch):
+    # 20 chunks summed 3 at a time, then 3 at a time again: the driver adds 3 shares
+    monkeypatch.setattr(newton_chunked, "_FAN_IN", 3)
+    received = []
+    original = newton_chunked._add_all
+    monkeypatch.setattr(newton_chunked, "_add_all", lambda *shares: received.append(len(shares))
+                        or original(*shares))
+    X, y = _data("regression")
+    ref = _estimator("regression").fit(X, y)
+    with dask.config.set(scheduler="synchronous"):
+        est = _estimator("regression").fit(da.from_array(X, chunks=(1_000, _D)), y)
+    assert abs(est.objective_ - ref.objective_) <= 1e-9 * abs(ref.objective_)
+    assert max(received) == 3

@@ -146,13 +146,16 @@ def test_value_rejects_bad_losses():
 @pytest.mark.parametrize("risk", [
     Superquantile(q=1.5), Superquantile(q=0.5), Extremile(r=0.5), Extremile(r=3.0),
     ExponentialSpectral(rho=-1.0), ExponentialSpectral(rho=2.0), ERM(), TopK(k=50), TopK(k=3),
-    RankedRange(m=2, k=60), RankedRange(m=0.1, k=0.5),
+    RankedRange(m=2, k=60), RankedRange(m=0.1, k=0.5), HumanAligned(), HumanAligned(gamma=2.0),
 ])
 @pytest.mark.parametrize("n, weighted", [(0, False), (40, False), (40, True)])
 def test_check_raises_what_weights_raises(risk, n, weighted):
     sample_weight = np.linspace(0.5, 2.0, n) if weighted else None
     try:
-        risk.weights(n, sample_weight)
+        if risk.depends_on_values:  # its weights need the losses: their pieces are checked
+            risk.weight_pieces(n, sample_weight)
+        else:
+            risk.weights(n, sample_weight)
     except ValueError as error:
         with pytest.raises(ValueError, match=re.escape(str(error))):
             risk.check(n, sample_weight)

@@ -52,10 +52,7 @@ class _RankADMMModel(_RegisteredSolverModel):
         n = X.shape[0]
         # Validate the risk's parameters for this sample count, and for the weights: an integer
         # count of TopK or RankedRange is in units of weight (clear ValueError naming sample_weight).
-        if risk.depends_on_values:
-            risk.weight_pieces(n, sample_weight)
-        else:
-            risk.check(n, sample_weight)
+        risk.check(n, sample_weight)
         self._choose_solver(risk, X, sample_weight)
 
     def _solver_options(self):

@@ -108,6 +108,29 @@ def _add(a, b):
     return tuple(x + y for x, y in zip(a, b))
 
 
+def _add_all(*shares):
+    return functools.reduce(_add, shares)
+
+
+#: The shares summed by one task on the workers, before the driver sums what is left.
+_FAN_IN = 16
+
+
+def _summed(shares):
+    """The termwise sum of the delayed ``shares`` (tuples), computed.
+
+    Groups of ``_FAN_IN`` are summed on the workers until at most that
+    many are left: the driver receives ``O(d^2)`` numbers, not one share
+    per chunk, in the same round trip.
+    """
+    import dask
+
+    add = dask.delayed(_add_all, pure=True)
+    while len(shares) > _FAN_IN:
+        shares = [add(*shares[i:i + _FAN_IN]) for i in range(0, len(shares), _FAN_IN)]
+    return _add_all(*dask.compute(*shares))
+
+
 def _arguments_block(X, *vectors, w, b, scaled, shifted):
     """``s (X w + b) + c`` on one chunk; ``vectors``: its ``s`` if ``scaled``, its ``c`` if ``shifted``."""
     t = np.asarray(X, dtype=np.float64) @ w + b
@@ -249,17 +272,11 @@ class _ChunkedProblem(_Problem):
         return list(zip(*parts))
 
     def _reduce(self, function, *arrays, **kwargs):
-        """The sum over the chunks ``c`` of ``function(X_c, *arrays_c, **kwargs)`` (tuples, termwise).
-
-        The driver receives one share per chunk (``O(chunks d^2)`` numbers)
-        and adds them: summing by pairs on the workers costs more round
-        trips than it saves.
-        """
+        """The sum over the chunks ``c`` of ``function(X_c, *arrays_c, **kwargs)`` (tuples, termwise)."""
         import dask
 
         task = dask.delayed(functools.partial(function, **kwargs), pure=True)
-        parts = dask.compute(*[task(*blocks) for blocks in self._blocks(self.design.X, *arrays)])
-        return functools.reduce(_add, parts)
+        return _summed([task(*blocks) for blocks in self._blocks(self.design.X, *arrays)])
 
     def arguments(self, theta, shift=True):
         """``s [X, 1] theta + c`` (without ``shift``: ``s [X, 1] theta``), persisted, chunked like ``X``."""
@@ -355,7 +372,7 @@ class _ChunkedProblem(_Problem):
                                               fit_intercept=self.design.fit_intercept), pure=True, nout=2)
         blocks = self._blocks(self.design.X, state["t"], state["d1"], state["q"], self.s)
         outputs = dask.persist(*[task(*chunk, h) for chunk, h in zip(blocks, kept)])
-        g, dH, G_free, S_free = functools.reduce(_add, dask.compute(*[out[0] for out in outputs]))
+        g, dH, G_free, S_free = _summed([out[0] for out in outputs])
         self._kept_h = da.concatenate([da.from_delayed(out[1], shape=(rows,), dtype=np.float64)
                                        for out, rows in zip(outputs, self._rows)])
         self._kept_gram = dH if reset else self._kept_gram + dH
