@@ -530,6 +530,38 @@ def _dual_ascent_impl(problem, theta, max_steps):
     return improved
 
 
+def _zero_search(problem, F0, q, u, tol, step, bound):
+    """The accelerated alternating projections of :func:`_certify_zero`, from the weights ``q``.
+
+    ``u = [X, 1]^T (s q l'(0))``; ``step(z, u)`` projects from the
+    extrapolated weights ``z`` and returns ``(q_new, u_new)``;
+    ``bound(q_new)`` is the dual bound of ``q_new``, kept in
+    ``problem.best_dual`` when it is the largest.  Stops once the certified
+    gap is below ``tol F0`` or the estimated one shrinks too slowly.
+    """
+    u_q, z, momentum = u, q, 1.0
+    best, checkpoint = np.inf, float(u @ u) / (2.0 * problem.l2)
+    for k in range(1, _ZERO_STEPS + 1):
+        q_new, u_new = step(z, u)
+        estimate = float(u_new @ u_new) / (2.0 * problem.l2)
+        if estimate <= tol * abs(F0) and estimate < best:
+            value = bound(q_new)
+            if value > problem.best_dual:
+                problem.best_dual, problem.best_dual_weights = value, q_new
+            if F0 - problem.best_dual <= tol * abs(F0):
+                return
+        best = min(best, estimate)
+        if k % _ZERO_WINDOW == 0:
+            if best > _ZERO_SHRINK * checkpoint:
+                return
+            checkpoint = best
+        next_momentum = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * momentum * momentum))
+        beta = (momentum - 1.0) / next_momentum
+        z = q_new + beta * (q_new - q)
+        u = u_new + beta * (u_new - u_q)
+        q, u_q, momentum = q_new, u_new, next_momentum
+
+
 def _certify_zero(problem, q, tol):
     """Raise the dual bound toward ``F(0)`` where every loss ties at ``theta = 0``; returns ``F(0)``.
 
@@ -564,31 +596,16 @@ def _certify_zero(problem, q, tol):
     except (np.linalg.LinAlgError, ValueError):
         return F0
     q = np.array(q, dtype=np.float64)
-    z, order, momentum = q, np.argsort(q / m, kind="stable"), 1.0
-    u = u_q = design.rmatvec(sa * q)
-    best, checkpoint = np.inf, float(u @ u) / (2.0 * problem.l2)
-    for k in range(1, _ZERO_STEPS + 1):
+    order = np.argsort(q / m, kind="stable")
+
+    def step(z, u):
         keys = (z - m * sa * design.matvec(scipy.linalg.cho_solve(factor, u, check_finite=False))) / m
         resort_scores(keys, order)
         q_new, _ = problem.projection(keys, order, 1.0)
-        u_new = design.rmatvec(sa * q_new)
-        estimate = float(u_new @ u_new) / (2.0 * problem.l2)
-        if estimate <= tol * abs(F0) and estimate < best:
-            bound = problem.host_dual_bound(q_new, slope)
-            if bound > problem.best_dual:
-                problem.best_dual, problem.best_dual_weights = bound, q_new
-            if F0 - problem.best_dual <= tol * abs(F0):
-                break
-        best = min(best, estimate)
-        if k % _ZERO_WINDOW == 0:
-            if best > _ZERO_SHRINK * checkpoint:
-                break
-            checkpoint = best
-        next_momentum = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * momentum * momentum))
-        beta = (momentum - 1.0) / next_momentum
-        z = q_new + beta * (q_new - q)
-        u = u_new + beta * (u_new - u_q)
-        q, u_q, momentum = q_new, u_new, next_momentum
+        return q_new, design.rmatvec(sa * q_new)
+
+    _zero_search(problem, F0, q, design.rmatvec(sa * q), tol, step,
+                 lambda q_new: problem.host_dual_bound(q_new, slope))
     return F0
 
 

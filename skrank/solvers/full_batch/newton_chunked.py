@@ -37,7 +37,7 @@ from ...datafits.smoothed_risk import losses_and_keys
 from ...datafits.threshold_projection import capped_projection, capped_threshold_dask
 from ...losses import LOGISTIC, SQUARED
 from ...risks import Superquantile
-from .newton import _HESSIAN_SLACK, _ZERO_SHRINK, _ZERO_STEPS, _ZERO_WINDOW, _Problem
+from .newton import _HESSIAN_SLACK, _Problem, _zero_search
 
 #: The risk value's smoothing ``mu cap``, relative to the losses' spread: its threshold ``tau`` lies
 #: within ``mu cap`` of a minimiser of ``t + cap sum (l - t)_+``, whose slopes are at most ``cap n``.
@@ -458,32 +458,14 @@ class _ChunkedProblem(_Problem):
             self.design.passes += 1
             return self._reduce(_transposed_block, sa * v, fit_intercept=intercept)[0]
 
-        z, momentum = q, 1.0
-        u = u_q = transposed(q)
-        best, checkpoint = np.inf, float(u @ u) / (2.0 * self.l2)
-        for k in range(1, _ZERO_STEPS + 1):
-            v = scipy.linalg.cho_solve(factor, u, check_finite=False)
-            w, b = self.design.split(v)
+        def step(z, u):
+            w, b = self.design.split(scipy.linalg.cho_solve(factor, u, check_finite=False))
             self.design.passes += 1
             keys = _persist(da.blockwise(functools.partial(_away_block, w=w, b=b), "i", self.design.X, "ij",
                                          z, "i", sa, "i", dtype=np.float64, concatenate=True))
             q_new = _persist(capped_projection(keys, 1.0, self.cap, self._threshold(keys, 1.0))[0])
-            u_new = transposed(q_new)
-            estimate = float(u_new @ u_new) / (2.0 * self.l2)
-            if estimate <= tol * abs(F0) and estimate < best:
-                bound = self.dual_bound(q_new, slope * ones)
-                if bound > self.best_dual:
-                    self.best_dual, self.best_dual_weights = bound, q_new
-                if F0 - self.best_dual <= tol * abs(F0):
-                    break
-            best = min(best, estimate)
-            if k % _ZERO_WINDOW == 0:
-                if best > _ZERO_SHRINK * checkpoint:
-                    break
-                checkpoint = best
-            next_momentum = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * momentum * momentum))
-            beta = (momentum - 1.0) / next_momentum
-            z = _persist(q_new + beta * (q_new - q))
-            u = u_new + beta * (u_new - u_q)
-            q, u_q, momentum = q_new, u_new, next_momentum
+            return q_new, transposed(q_new)
+
+        _zero_search(self, F0, q, transposed(q), tol, step,
+                     lambda q_new: self.dual_bound(q_new, slope * ones))
         return F0
