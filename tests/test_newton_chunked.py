@@ -29,6 +29,12 @@ def _estimator(task, **kwargs):
     return Est(**{"risk": Superquantile(q=0.8), "alpha": 1e-3, "tol": 1e-10, **kwargs})
 
 
+@pytest.fixture(autouse=True)
+def chunked(monkeypatch):
+    """The chunked path wherever it fits (by default only on a cluster's workers, beyond a size)."""
+    monkeypatch.setenv("SKRANK_NEWTON_GATHER", "0")
+
+
 @pytest.fixture
 def problems(monkeypatch):
     """The classes of the problems the fits make."""
@@ -238,3 +244,29 @@ def test_shares_summed_on_the_workers_by_groups(monkeypatch):
         est = _estimator("regression").fit(da.from_array(X, chunks=(1_000, _D)), y)
     assert abs(est.objective_ - ref.objective_) <= 1e-9 * abs(ref.objective_)
     assert max(received) == 3
+
+
+@pytest.mark.parametrize("rows, cluster, chunked_path", [(1_000, True, False), (10**6, True, True),
+                                                          (10**6, False, False)])
+def test_the_chunked_path_is_chosen_on_a_cluster_beyond_the_budget(monkeypatch, rows, cluster, chunked_path):
+    from skrank.losses import get_loss
+
+    monkeypatch.delenv("SKRANK_NEWTON_GATHER")
+    monkeypatch.setattr(newton_chunked, "_on_distributed_workers", lambda: cluster)
+    args = dict(risk=Superquantile(0.8), loss=get_loss("logistic"), penalty=Penalty(l1=0.0, l2=1e-3),
+                sample_weight=None, coef_init=None, intercept_init=None)
+    X = da.zeros((rows, 3), chunks=(rows // 4, 3))
+    assert newton_chunked.chunked_supported(X, **args) is chunked_path
+
+
+def test_a_local_scheduler_is_not_a_cluster():
+    with dask.config.set(scheduler="synchronous"):
+        assert not newton_chunked._on_distributed_workers()
+
+
+def test_a_distributed_client_computes_on_its_workers():
+    distributed = pytest.importorskip("distributed")
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0"):
+        assert newton_chunked._on_distributed_workers()
+        with dask.config.set(scheduler="synchronous"):
+            assert not newton_chunked._on_distributed_workers()
