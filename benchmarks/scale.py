@@ -2,7 +2,8 @@
 
 Data (``--data``), ``n`` rows:
 
-* ``classification`` (default): ``n x 100`` synthetic (``--columns`` other than 100),
+* ``classification`` (default): ``n x 100`` synthetic (``--columns`` other than 100; chunks of
+  50,000 rows, 40 MB, or of 40 MB for fewer columns),
   ``y = 1(x . w + noise > 0)``, ``x`` and the noise standard normal, ``||w|| = 10 sqrt(1/3)``;
 * ``regression``: the same ``x``, ``y = x . w + noise`` with Student-t(3) noise;
 * ``real:NAME``: a curated real table of :mod:`skrank.datasets` (``real:lending_club``,
@@ -77,7 +78,7 @@ from skrank.estimators import RankADMMClassifier, RankADMMRegressor  # noqa: E40
 from skrank.risks import Superquantile  # noqa: E402
 
 _D = 100
-_CHUNK_ROWS = 50_000
+_CHUNK_ROWS = 50_000  # 40 MB chunks of 100 columns
 _PRODUCTS = ("matvec", "rmatvec", "weighted_gram", "left_product", "rows", "class_moments", "step_products")
 _product_seconds = [0.0]
 _depth = [0]
@@ -113,8 +114,9 @@ class _Synthetic:
     def lazy(self, n, seed=0):
         import dask.array as da
 
+        rows = min(_CHUNK_ROWS * max(_D // self.columns, 1), n)  # chunks of 40 MB or more
         return da.random.RandomState(seed).standard_normal(size=(n, self.columns),
-                                                          chunks=(min(_CHUNK_ROWS, n), self.columns))
+                                                          chunks=(rows, self.columns))
 
     def labels(self, X, seed=0):
         """The targets of the lazy ``X``, a Dask array computed chunk by chunk (noise seeded per chunk)."""

@@ -270,3 +270,21 @@ def test_a_distributed_client_computes_on_its_workers():
         assert newton_chunked._on_distributed_workers()
         with dask.config.set(scheduler="synchronous"):
             assert not newton_chunked._on_distributed_workers()
+
+
+def test_no_task_of_the_fit_stays_in_the_scheduler_after_it():
+    # a Dask array kept in the result would keep the fit's lineage (its tasks) in the scheduler
+    distributed = pytest.importorskip("distributed")
+    X, y = _data("classification")
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=1,
+                            dashboard_address=":0") as client:
+        Xd, yd = dask.persist(da.from_array(X, chunks=(_CHUNK, _D)), _dask_targets(y))
+        distributed.wait([Xd, yd])
+        held = len(client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.tasks)))
+        est = _estimator("classification").fit(Xd, yd)
+        assert est._last_result_info["certified"] and est._last_result_info["weights"] is None
+        import gc
+
+        gc.collect()
+        left = len(client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.tasks)))
+    assert left == held

@@ -102,6 +102,10 @@ class _Problem:
     #: Whether the fit needs a check this problem cannot make, and finishes on a :class:`_Problem`.
     gather_to_finish = False
 
+    def exported_weights(self, q):
+        """The certificate's weights as the result gives them (here ``q`` itself)."""
+        return q
+
     def first_center(self, theta, warm):
         """The first centre and the largest rank weight per unit of mass (:func:`_first_center`)."""
         return _first_center(self, theta, warm)
@@ -908,7 +912,8 @@ class _ProximalPoint:
             coef=coef.copy(), intercept=intercept, n_iter=self.steps,
             objective_history=np.asarray(self.history), stop_criterion=gap / max(abs(F), 1e-300),
             converged=self.certified,
-            info=dict(certified=self.certified, gap=gap, mu=self.mu, outer=self.outer, weights=weights,
+            info=dict(certified=self.certified, gap=gap, mu=self.mu, outer=self.outer,
+                      weights=problem.exported_weights(weights),
                       passes=design.passes + problem.block_passes, time=time.perf_counter() - start),
         )
 

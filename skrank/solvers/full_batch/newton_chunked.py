@@ -450,6 +450,10 @@ class _ChunkedProblem(_Problem):
         excess = np.maximum(np.abs(z) - self.l1, 0.0)
         return value - float(excess @ excess) / (2.0 * self.l2)
 
+    def exported_weights(self, q):
+        """None: a Dask array of the weights would keep the fit's tasks in the scheduler after the fit."""
+        return None
+
     def dual_ascent(self, theta, max_steps):
         """Not on the chunked path: marks the fit to be finished on the gathered path; returns False."""
         self.gather_to_finish = True
