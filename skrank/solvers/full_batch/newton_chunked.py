@@ -45,7 +45,7 @@ _VALUE_SMOOTHING = 1e-12
 
 
 #: The gathered path's vectors of length ``n`` (about 27 float64 ones in the driving process), in
-#: bytes per row, and the size below which it is chosen on a cluster: there it is faster (1.4 to 3.4
+#: bytes per row, and the size below which it is chosen on a cluster: there it is faster (1.5 to 3.6
 #: times at 10^6 to 10^4 rows on a 2-worker ``LocalCluster``, ``benchmarks/scale.py``) and its memory small.
 _GATHERED_BYTES_PER_ROW = 27 * 8
 _GATHER_BUDGET = 64 * 2**20
