@@ -238,11 +238,12 @@ def test_shares_summed_on_the_workers_by_groups(monkeypatch):
     original = newton_chunked._add_all
     monkeypatch.setattr(newton_chunked, "_add_all", lambda *shares: received.append(len(shares))
                         or original(*shares))
-    X, y = _data("regression")
-    ref = _estimator("regression").fit(X, y)
+    X, y = (v[:4_000] for v in _data("regression"))
+    ref = _estimator("regression", tol=1e-7).fit(X, y)
     with dask.config.set(scheduler="synchronous"):
-        est = _estimator("regression").fit(da.from_array(X, chunks=(1_000, _D)), y)
-    assert abs(est.objective_ - ref.objective_) <= 1e-9 * abs(ref.objective_)
+        est = _estimator("regression", tol=1e-7).fit(da.from_array(X, chunks=(200, _D)), y)
+    assert est._last_result_info["certified"]  # both within 1e-7 of the optimum
+    assert abs(est.objective_ - ref.objective_) <= 2e-7 * abs(ref.objective_)
     assert max(received) == 3
 
 
@@ -275,13 +276,13 @@ def test_a_distributed_client_computes_on_its_workers():
 def test_no_task_of_the_fit_stays_in_the_scheduler_after_it():
     # a Dask array kept in the result would keep the fit's lineage (its tasks) in the scheduler
     distributed = pytest.importorskip("distributed")
-    X, y = _data("classification")
+    X, y = (v[:4_000] for v in _data("classification"))
     with distributed.Client(processes=False, n_workers=1, threads_per_worker=1,
                             dashboard_address=":0") as client:
-        Xd, yd = dask.persist(da.from_array(X, chunks=(_CHUNK, _D)), _dask_targets(y))
+        Xd, yd = dask.persist(da.from_array(X, chunks=(1_000, _D)), da.from_array(y, chunks=1_000))
         distributed.wait([Xd, yd])
         held = len(client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.tasks)))
-        est = _estimator("classification").fit(Xd, yd)
+        est = _estimator("classification", tol=1e-4).fit(Xd, yd)
         assert est._last_result_info["certified"] and est._last_result_info["weights"] is None
         import gc
 
