@@ -174,13 +174,14 @@ def recorder(monkeypatch):
     return rec
 
 
-def _fit(estimator, rec):
+def _fit(estimator, rec, solver="newton"):
+    """``estimator`` fitted on the device data with ``rec`` recording; it must have taken ``solver``."""
     X, y = _data()
     rec.recording = True
     with sklearn.config_context(array_api_dispatch=True):
         estimator.fit(xp.asarray(X, device=DEVICE), xp.asarray(y, device=DEVICE))
     rec.recording = False
-    assert estimator._solver == "newton"
+    assert estimator._solver == solver
     return estimator
 
 
@@ -206,7 +207,7 @@ def test_newton_fit_moves_one_n_vector_each_way_per_rank_step(estimator, recorde
 
 def test_newton_transfer_check_fails_on_an_extra_transfer(recorder, monkeypatch):
     """A gradient whose residuals make a round trip through the host fails the check."""
-    gradient = vars(newton._NativeProblem)["gradient"]
+    gradient = newton._NativeProblem.gradient  # inherited from _Problem, on native vectors
 
     def round_trip(self, theta, q, d1):
         q = self.design.to_native(self.design.to_host(q))
@@ -366,12 +367,7 @@ def evaluations(recorder, monkeypatch):
 
 
 def _fit_lbfgs(estimator, rec):
-    X, y = _data()
-    rec.recording = True
-    with sklearn.config_context(array_api_dispatch=True):
-        estimator.fit(xp.asarray(X, device=DEVICE), xp.asarray(y, device=DEVICE))
-    rec.recording = False
-    assert estimator._solver == "lbfgs"
+    _fit(estimator, rec, solver="lbfgs")
     return rec.phases()
 
 

@@ -89,13 +89,16 @@ def _weighted_gram(block, h, fit_intercept):
     root = np.sqrt(h)
     rows = block * root[:, None]
     gram = rows.T @ rows
-    if not fit_intercept:
-        return gram
-    d = block.shape[1]
+    return _bordered(gram, rows.T @ root, root @ root) if fit_intercept else gram
+
+
+def _bordered(gram, column, corner):
+    """``[[gram, column], [column^T, corner]]``: the Gram matrix of ``[X, 1]`` from that of ``X``."""
+    d = gram.shape[0]
     out = np.empty((d + 1, d + 1))
     out[:d, :d] = gram
-    out[:d, d] = out[d, :d] = rows.T @ root
-    out[d, d] = root @ root
+    out[:d, d] = out[d, :d] = column
+    out[d, d] = corner
     return out
 
 

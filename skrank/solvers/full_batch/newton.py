@@ -76,6 +76,8 @@ class _Problem:
             self.s, self.c = s, np.broadcast_to(0.0, n)
         else:
             self.s, self.c = np.broadcast_to(1.0, n), c
+        #: ``s`` where the design keeps its ``n``-vectors (:class:`_NativeProblem` moves it to ``X``'s device)
+        self._s = self.s
         self.risk = risk
         if sample_weight is None:
             self.mass, self.m = None, np.broadcast_to(1.0, n)
@@ -242,14 +244,15 @@ class _Problem:
 
     def curvature(self, state):
         """``l''(t)`` at the state's loss arguments."""
-        return self.loss.derivatives(state["t"])[2]
+        return self.loss_derivatives(state["t"])[2]
 
     def gradient(self, theta, q, d1):
-        return self.design.rmatvec(self.s * q * d1) + self.reg * theta
+        """``[X, 1]^T (s q l') + reg theta`` from ``n``-vectors of the design's namespace."""
+        return self.design.native_rmatvec(self._s * q * d1) + self.reg * theta
 
     def hessian(self, q, d2):
         """Hessian of the ``q``-weighted problem, within a factor ``1 +- _HESSIAN_SLACK``."""
-        H = self.design.gram(q * d2, _HESSIAN_SLACK)
+        H = self.design.native_gram(q * d2, _HESSIAN_SLACK)
         H[np.diag_indices_from(H)] += self.reg
         return H
 
@@ -382,16 +385,21 @@ class _Problem:
                 shrink = max(1.0 - excess / total, 0.0)
                 a[side] *= shrink
                 u[side] *= shrink
-        z = self.design.rmatvec(u)[: self.design.d]
+        scale, conjugate_penalty = self._penalty_conjugate(self.design.rmatvec(u)[: self.design.d])
+        a *= scale
+        return float(q @ (a * self.c - self.loss.conjugate(a))) - conjugate_penalty
+
+    def _penalty_conjugate(self, z):
+        """``(scale, R*(-z))`` of :meth:`dual_bound`, ``z = X^T u``.
+
+        Without an l2 part the penalty's conjugate is the indicator of
+        ``|z| <= l1``: the slopes are scaled by ``scale`` into it (else 1).
+        """
         if self.l2 > 0.0:
             excess = np.maximum(np.abs(z) - self.l1, 0.0)
-            conjugate_penalty = float(excess @ excess) / (2.0 * self.l2)
-        else:
-            largest = float(np.abs(z).max()) if z.size else 0.0
-            if largest > self.l1:
-                a *= self.l1 / largest
-            conjugate_penalty = 0.0
-        return float(q @ (a * self.c - self.loss.conjugate(a))) - conjugate_penalty
+            return 1.0, float(excess @ excess) / (2.0 * self.l2)
+        largest = float(np.abs(z).max()) if z.size else 0.0
+        return (self.l1 / largest if largest > self.l1 else 1.0), 0.0
 
     #: :meth:`dual_bound` of NumPy vectors ``q`` and slopes, whatever the design (the dual ascent's,
     #: the check of ``theta = 0``'s)
@@ -452,17 +460,6 @@ class _NativeProblem(_Problem):
         state = dict(t=t, value=value, d1=d1, order=order, q=q, q_host=q_host, pooled=self._pooled(nb))
         return omega + self.penalty(theta), state
 
-    def curvature(self, state):
-        return self.loss_derivatives(state["t"])[2]
-
-    def gradient(self, theta, q, d1):
-        return self.design.native_rmatvec(self._s * q * d1) + self.reg * theta
-
-    def hessian(self, q, d2):
-        H = self.design.native_gram(q * d2, _HESSIAN_SLACK)
-        H[np.diag_indices_from(H)] += self.reg
-        return H
-
     def derivatives(self, theta, state, mu, block):
         terms = self._block_terms(state) if block else None
         g = self.gradient(theta, state["q"], state["d1"])
@@ -484,15 +481,8 @@ class _NativeProblem(_Problem):
                 shrink = max(1.0 - excess / total, 0.0)
                 a = xp.where(side, a * shrink, a)
                 u = xp.where(side, u * shrink, u)
-        z = design.native_rmatvec(u)[: design.d]
-        if self.l2 > 0.0:
-            excess = np.maximum(np.abs(z) - self.l1, 0.0)
-            conjugate_penalty = float(excess @ excess) / (2.0 * self.l2)
-        else:
-            largest = float(np.abs(z).max()) if z.size else 0.0
-            if largest > self.l1:
-                a = a * (self.l1 / largest)
-            conjugate_penalty = 0.0
+        scale, conjugate_penalty = self._penalty_conjugate(design.native_rmatvec(u)[: design.d])
+        a = a * scale
         conjugate = conjugate_in(xp, self.loss, a)
         dual = -conjugate if self._c is None else a * self._c - conjugate
         return float(q @ dual) - conjugate_penalty

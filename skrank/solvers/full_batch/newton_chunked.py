@@ -30,7 +30,7 @@ import os
 import numpy as np
 import scipy.linalg
 
-from ...backends.dask_design import _weighted_gram, is_dask_array
+from ...backends.dask_design import _bordered, _weighted_gram, is_dask_array
 from ...backends.design import Design
 from ...backends.dispatch import make_design
 from ...datafits.smoothed_risk import losses_and_keys
@@ -184,14 +184,7 @@ def _gram_change(X, delta, fit_intercept):
     """``[X, 1]^T diag(delta) [X, 1]`` for weights ``delta`` of any sign."""
     weighted = X * delta[:, None]
     G = X.T @ weighted
-    if not fit_intercept:
-        return G
-    d = X.shape[1]
-    out = np.empty((d + 1, d + 1))
-    out[:d, :d] = G
-    out[:d, d] = out[d, :d] = weighted.sum(axis=0)
-    out[d, d] = delta.sum()
-    return out
+    return _bordered(G, weighted.sum(axis=0), delta.sum()) if fit_intercept else G
 
 
 def _step_block(X, t, d1, q, s, kept, loss, cap, slack, fit_intercept):
@@ -447,8 +440,7 @@ class _ChunkedProblem(_Problem):
         self.design.passes += 1
         z, value = self._reduce(_dual_block, q, slope, self.s, self.c, loss=self.loss, side=side,
                                 shrink=shrink)
-        excess = np.maximum(np.abs(z) - self.l1, 0.0)
-        return value - float(excess @ excess) / (2.0 * self.l2)
+        return value - self._penalty_conjugate(z)[1]  # an l2 part: no scale
 
     def exported_weights(self, q):
         """None: a Dask array of the weights would keep the fit's tasks in the scheduler after the fit."""
