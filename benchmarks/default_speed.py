@@ -19,10 +19,19 @@ Usage (from the repository root; one thread per process)::
     OMP_NUM_THREADS=1 python benchmarks/default_speed.py
     OMP_NUM_THREADS=1 python benchmarks/default_speed.py --estimators RankADMMClassifier --per-table
     OMP_NUM_THREADS=1 python benchmarks/default_speed.py --quick --set alpha=None
+    OMP_NUM_THREADS=1 python benchmarks/default_speed.py --write-docs   # the docs' fit-time figures
+
+``--write-docs`` writes the summary of the run for the docs' pages to
+include, one sentence to ``doc/fit_times_sentence.inc`` and a table to
+``doc/fit_times.inc``, and puts the same sentence between the
+``fit-times`` markers of ``README.md``, so that every fit-time figure the
+project states comes from one run.
 """
 
 import argparse
 import functools
+import pathlib
+import re
 import sys
 import time
 import warnings
@@ -83,6 +92,57 @@ def ratios_on(table, names, reference, repeats, max_rows):
                           for name in names}
 
 
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+#: The generated fragments of the docs (the summary sentence; the table) and the README's markers.
+SENTENCE_FRAGMENT = ROOT / "doc" / "fit_times_sentence.inc"
+TABLE_FRAGMENT = ROOT / "doc" / "fit_times.inc"
+README_MARKERS = ("<!-- fit-times: written by benchmarks/default_speed.py --write-docs -->",
+                  "<!-- /fit-times -->")
+
+
+def summary_sentence(worst, tables):
+    """One sentence of the classifiers' median and largest ratios to LogisticRegression's fit time."""
+    rows = {name: rows for name, rows in worst.items() if name in CLASSIFIERS}
+    medians = [float(np.median([r for r, _ in values])) for values in rows.values()]
+    ratio, table, name = max((*max(values), name) for name, values in rows.items())
+    return (f"On the {tables} tables of the imbalanced suite, a default fit of each classifier takes a "
+            f"median {min(medians):.1f} to {max(medians):.1f} times LogisticRegression's time, and at most "
+            f"{ratio:.1f} times ({name} on {table}).")
+
+
+def summary_table(worst, references):
+    """The run's figures as a reStructuredText table: median and largest ratio, tables over 5x."""
+    header = ("estimator", "against", "median ratio", "largest (table)", "tables over 5x")
+    body = []
+    for name, rows in worst.items():
+        values = np.array([r for r, _ in rows])
+        top = max(rows)
+        over = sorted((t for r, t in rows if r > 5.0))
+        over_cell = f"{len(over)}" + (f" ({', '.join(over)})" if over else "")
+        body.append((f"``{name}``", f"``{references[name]}()``", f"{np.median(values):.1f}x",
+                     f"{top[0]:.1f}x (``{top[1]}``)", over_cell))
+    widths = [max(len(row[i]) for row in (header, *body)) for i in range(len(header))]
+    rule = "  ".join("=" * w for w in widths)
+    lines = [rule, "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(), rule]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in body]
+    return "\n".join(lines + [rule])
+
+
+def write_docs(worst, references, tables, command):
+    """Write the run's sentence and table to the docs' fragments and its sentence into the README."""
+    sentence = summary_sentence(worst, tables)
+    SENTENCE_FRAGMENT.write_text(sentence + "\n")
+    TABLE_FRAGMENT.write_text(f"{summary_table(worst, references)}\n\nCommand::\n\n    {command}\n")
+    readme = (ROOT / "README.md").read_text()
+    start, end = README_MARKERS
+    pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), flags=re.S)
+    if not pattern.search(readme):
+        raise SystemExit(f"README.md lacks the markers {start} ... {end}")
+    (ROOT / "README.md").write_text(pattern.sub(lambda _: f"{start}\n{sentence}\n{end}", readme))
+    print(f"wrote {SENTENCE_FRAGMENT.relative_to(ROOT)}, {TABLE_FRAGMENT.relative_to(ROOT)} and README.md's "
+          "fit-time sentence")
+
+
 def _literal(text):
     """``None``, a number or the string itself."""
     if text == "None":
@@ -103,14 +163,18 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="the quick suite, and 5 regression tables")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="a parameter for every estimator, e.g. --set alpha=None (repeatable)")
+    parser.add_argument("--write-docs", action="store_true",
+                        help="write the summary to doc/fit_times.inc and README.md (a full run only)")
     args = parser.parse_args(argv)
     names = args.estimators.split(",")
     params = {key: _literal(value) for key, value in (item.split("=", 1) for item in args.set)}
     if params:
         for name in names:
             setattr(estimators, name, functools.partial(getattr(estimators, name), **params))
+    if args.write_docs and (args.quick or params or set(names) != set(CLASSIFIERS + REGRESSORS)):
+        raise SystemExit("--write-docs summarises a full run of every estimator with its defaults")
     warm_up(names)
-    worst = {}
+    worst, references, counted = {}, {}, 0
     binary = "quick" if args.quick else "imbalanced"
     groups = ((binary, CLASSIFIERS, LogisticRegression), ("regression", REGRESSORS, Ridge))
     for suite, group, reference in groups:
@@ -118,6 +182,9 @@ def main(argv=None):
         if not chosen:
             continue
         tables = load_suite(suite)
+        if group is CLASSIFIERS:
+            counted = len(tables[:5] if args.quick else tables)
+        references.update({name: reference.__name__ for name in chosen})
         for table in tables[:5] if args.quick else tables:
             shape, ref, result = ratios_on(table, chosen, reference, args.repeats, args.max_rows)
             if args.per_table:
@@ -133,7 +200,11 @@ def main(argv=None):
         over = [t for r, t in rows if r > args.goal]
         print(f"{name:<28} {len(rows):>6} {np.median(values):6.1f}x {top[0]:6.1f}x  {top[1]:<16} "
               f"{len(over)} {', '.join(over[:6])}")
-    print("\nreproduce: OMP_NUM_THREADS=1 python benchmarks/default_speed.py " + " ".join(sys.argv[1:]))
+    given = sys.argv[1:] if argv is None else argv
+    command = "OMP_NUM_THREADS=1 python benchmarks/default_speed.py " + " ".join(given)
+    print("\nreproduce: " + command)
+    if args.write_docs:
+        write_docs(worst, references, counted, command.strip())
 
 
 if __name__ == "__main__":

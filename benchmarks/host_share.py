@@ -51,7 +51,7 @@ the wrapped ones it calls):
   Platt's calibration runs within it).
 
 ``host share`` is ``copies + pxp + host n``, the time outside ``X``'s
-namespace less the rank step (the issue's target: under 10%).  ``if moved``
+namespace less the rank step (under 10% leaves little to gain from moving it).  ``if moved``
 estimates what would stay on the host if every ``n``-vector operation ran
 in ``X``'s namespace with only the sort and the PAVA on the host: ``rank +
 pxp`` plus two ``n``-vector copies per rank step (the keys down, the

@@ -2,7 +2,7 @@
 
 Reproduces, at small scale on a 2-core CPU, the experiments of Xiao, Ge, Jiang
 and Yan, "A Unified Framework for Rank-based Loss Minimization" (NeurIPS
-2023; their section 5 and Appendix B), and checks skrank's goals for the ADMM.
+2023; their section 5 and Appendix B), and checks the ADMM against its accuracy and speed targets.
 
 Parts
 -----

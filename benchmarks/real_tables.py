@@ -10,7 +10,7 @@ on the same data: ``LogisticRegression()`` (lbfgs, ``C=1``,
 * Regression: ``SpectralRiskRegressor``, ``RankADMMRegressor``.
 
 The four spectral-risk and RankADMM estimators take ``--risk``
-(default ``Superquantile(q=0.5)``, the issue's convex spectral risk),
+(default ``Superquantile(q=0.5)``, a convex spectral risk),
 ``--alpha`` (default ``1e-3``), ``--loss`` and ``--penalty`` (default: the
 estimator's own); the partial-AUC and average-precision classifiers always
 run with their defaults.  Every estimator that has ``random_state`` gets 0.

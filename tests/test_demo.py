@@ -61,3 +61,26 @@ def test_run_demo_scores_as_scikit_learn_does():
     assert rows[0]["ap"] == pytest.approx(expected, rel=1e-12)
     for r in rows:
         assert 0.0 <= r["pauc"] <= 1.0 and np.isfinite(r["cvar"]) and r["fit_time"] > 0.0
+
+
+def test_no_warning_escapes_the_demo_and_a_cut_short_row_says_so(capsys):
+    import warnings
+
+    models = [entry for entry in demo.MODELS if entry[0] == demo.AGD_SBCD_LABEL]
+    assert models, "the demo keeps its cut-short stochastic row"
+    with warnings.catch_warnings(record=True) as escaped:
+        warnings.simplefilter("always")
+        rows, _ = demo.run_demo(datasets=[("lending_club", "binary")], models=models)
+    assert not escaped, [str(w.message) for w in escaped]
+    (row,) = rows
+    assert row["error"] is None
+    assert any(text.startswith("ConvergenceWarning: ") for text in row["warnings"])
+    (note,) = [line for line in demo.warning_notes(rows) if "ConvergenceWarning" in line]
+    assert note.startswith(f"{demo.AGD_SBCD_LABEL} on lending_club: ConvergenceWarning: ")
+
+
+def test_warning_notes_name_each_models_tables_once():
+    rows = [_row("t", "a"), _row("u", "a"), _row("t", "b")]
+    rows[0]["warnings"] = ["UserWarning: w1"]
+    rows[1]["warnings"] = ["UserWarning: w1", "ConvergenceWarning: w2"]
+    assert demo.warning_notes(rows) == ["a on t, u: UserWarning: w1", "a on u: ConvergenceWarning: w2"]
