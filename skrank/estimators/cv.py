@@ -148,7 +148,7 @@ def _check_training_classes(y_train, classes, sample_weight):
         what = f"both values of label {missing[0]}" if missing else ""
     else:
         absent = np.setdiff1d(classes, np.unique(y_train))
-        what = f"class {absent[0]!r}" if absent.size else ""
+        what = f"class {absent.tolist()[0]!r}" if absent.size else ""
     if what:
         raise ValueError(f"A training part of the cross-validation folds holds no sample of {what}, which "
                          "every fit needs; use fewer folds (cv) or folds that keep every class in each "
