@@ -990,8 +990,9 @@ def build_solvers(draw):
 #: What a ``conventions`` case checks: the linear model of ``decision_function``, several problems
 #: in the CV estimators, folds of small classes, and ``n_iter_`` of every fit.
 CONVENTION_KINDS = ("linear_model", "linear_model", "cv_targets", "small_folds", "n_iter")
-_CONVENTION_CLASSIFIERS = ("PartialAUCClassifier", "AveragePrecisionClassifier", "SpectralRiskClassifier",
-                           "RankADMMClassifier") + CV_ESTIMATORS
+#: The classifiers whose decision function is a Platt fit (the others are linear models by construction,
+#: tests/test_conventions.py).
+_CONVENTION_CLASSIFIERS = _RANKERS + CV_ESTIMATORS
 
 
 def build_conventions(draw):
