@@ -179,8 +179,8 @@ def _refused_weight_checks(estimator):
         "check_class_weight_classifiers")}
 
 
-@parametrize_with_checks([PartialAUCClassifier(),
-                          PartialAUCClassifier(solver="agd-sbcd", max_iter=3, random_state=0)],
+# at the defaults: tests/test_conventions.py; here a stochastic solver, which refuses weights
+@parametrize_with_checks([PartialAUCClassifier(solver="agd-sbcd", max_iter=3, random_state=0)],
                          expected_failed_checks=_refused_weight_checks, xfail_strict=True)
 def test_sklearn_compatible(estimator, check):
     with _quiet():
