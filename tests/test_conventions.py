@@ -228,3 +228,19 @@ def test_spectral_risk_weights_are_repeated_rows_to_a_tighter_tol(name, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         check(name, getattr(skrank, name)(tol=1e-10))
+
+
+@pytest.mark.parametrize("name", ["pauc", "ap"])
+def test_the_changelog_recipe_gives_the_former_attributes(name):
+    # doc/changelog.rst: the former coef_ was ranking_coef_, the former intercept_ the Platt
+    # threshold B / A on the scores, intercept_ / calibration_[:, 0] now
+    from skrank.estimators._platt import platt_threshold
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(200, 4))
+    y = _targets("binary", 200, rng, X)
+    clf = CLASSIFIERS[name]().fit(X, y)
+    threshold, _ = platt_threshold(X @ clf.ranking_coef_[0], np.where(y == 1, 1.0, -1.0))
+    assert clf.intercept_[0] / clf.calibration_[0, 0] == pytest.approx(threshold, rel=1e-12)
+    np.testing.assert_allclose(clf.decision_function(X),
+                               clf.calibration_[0, 0] * (X @ clf.ranking_coef_[0] + threshold), rtol=1e-10)
