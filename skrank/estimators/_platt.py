@@ -198,6 +198,8 @@ PLATT_ATTRIBUTES_DOC = """
 #: The Attributes of a ranking classifier's solver and data (the end of the section).
 FIT_ATTRIBUTES_DOC = """
     n_iter_ : int or ndarray
+        The solver's iterations; for an L-BFGS fit of ``rank_weight < 1``
+        without a warm start, those of its logistic start included.
     objective_ : float or ndarray
         Exact ``F`` at ``(ranking_coef_, score_intercept_)``.
     objective_history_ : ndarray or list of ndarray
