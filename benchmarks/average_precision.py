@@ -114,7 +114,7 @@ def _fit(model, X, y):
 def _theta(model, X):
     """``(w, b)`` of the model's scores ``sigmoid(X w + b)``; None without a ``b``."""
     if isinstance(model, AveragePrecisionClassifier):
-        return np.append(model.coef_[0], model.score_intercept_[0])
+        return np.append(model.ranking_coef_[0], model.score_intercept_[0])
     if isinstance(model, (LogisticRegression, FocalLinear)):
         return np.append(model.coef_[0], model.intercept_[0])
     return None

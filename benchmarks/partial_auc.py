@@ -71,7 +71,8 @@ def _models():
 
 
 def _coef(model):
-    return np.asarray(model.coef_, dtype=np.float64).ravel()
+    """The solver's direction ``w``: ``ranking_coef_`` where ``coef_`` folds in a Platt fit."""
+    return np.asarray(getattr(model, "ranking_coef_", model.coef_), dtype=np.float64).ravel()
 
 
 def _fit(model, X, y):

@@ -52,7 +52,7 @@ import numpy as np
 import scipy.sparse as sp
 
 AREAS = ("nan_inf", "feature_scale", "weight_scale", "degenerate", "input_kind", "determinism", "streams",
-         "solvers")
+         "solvers", "conventions")
 
 #: Relative tolerance on ``objective_`` against an optimum, by kind of solver: the certified
 #: solvers (a duality gap below ``tol``), the deterministic ones (KKT residual or gradient
@@ -987,6 +987,94 @@ def build_solvers(draw):
     return _base_case("solvers", kind, config, data)
 
 
+#: What a ``conventions`` case checks: the linear model of ``decision_function``, several problems
+#: in the CV estimators, folds of small classes, and ``n_iter_`` of every fit.
+CONVENTION_KINDS = ("linear_model", "linear_model", "cv_targets", "small_folds", "n_iter")
+#: The classifiers whose decision function is a Platt fit (the others are linear models by construction,
+#: tests/test_conventions.py).
+_CONVENTION_CLASSIFIERS = _RANKERS + CV_ESTIMATORS
+
+
+def build_conventions(draw):
+    """scikit-learn's conventions of linear classifiers, on drawn classifiers, targets and input kinds."""
+    kind = draw.choice(CONVENTION_KINDS)
+    if kind == "linear_model":
+        estimator = draw.choice(_CONVENTION_CLASSIFIERS)
+    else:
+        estimator = draw.choice(CV_ESTIMATORS if kind != "n_iter" else CV_ESTIMATORS + _RANKERS)
+    multilabel = estimator in _RANKERS + CV_ESTIMATORS
+    target = draw.choice(["binary", "multiclass"] + (["multilabel"] if multilabel else []))
+    if kind == "small_folds":
+        target = "binary"
+    spec = {"task": "classification", "n": draw.integer(*((10, 16) if kind == "small_folds" else (40, 90))),
+            "d": draw.integer(1, 5), "seed": draw.integer(0, 10_000), "positive": draw.choice([0.3, 0.5])}
+    rank_weight = draw.choice([0.0, 0.0, 0.2, 0.5])
+    if estimator in CV_ESTIMATORS:  # a small grid; cv=5 for the folds of small classes
+        folds = 5 if kind == "small_folds" else 3
+        params = {"alphas": 2, "rank_weights": [0.0, rank_weight or 0.2], "cv": folds}
+    else:
+        params = {"rank_weight": rank_weight} if estimator in _RANKERS else {}
+    config = {"estimator": estimator, "solver": "auto", "params": params}
+    return {"area": "conventions", "kind": kind, "config": config, "target": target,
+            "input": draw.choice(["dense", "sparse"]), "data": spec}
+
+
+def _convention_data(case):
+    """``(X, y)``: the case's targets (two or three classes, or two labels) on its Gaussian rows."""
+    spec = case["data"]
+    X, y = make_data(dict(spec, classes=3 if case["target"] == "multiclass" else 2))
+    if case["target"] == "multilabel":
+        other = np.random.default_rng(spec["seed"] + 1).normal(size=spec["n"]) + X[:, -1]
+        y = np.column_stack([y, other > np.median(other)]).astype(np.int64)
+    if case["input"] == "sparse":
+        X = sp.csr_matrix(X)
+    return X, y
+
+
+def _linear_model_mismatch(est, X):
+    """Why ``decision_function`` is not ``X @ coef_.T + intercept_`` (raveled for one column), or None."""
+    got = np.asarray(est.decision_function(X), dtype=np.float64)
+    want = np.asarray(X @ np.asarray(est.coef_).T, dtype=np.float64) + np.asarray(est.intercept_)
+    want = want.ravel() if want.shape[1] == 1 else want
+    if got.shape != want.shape:
+        return f"shape {got.shape} vs X @ coef_.T + intercept_ {want.shape}"
+    scale = max(1.0, float(np.max(np.abs(want))))
+    if not np.allclose(got, want, rtol=1e-10, atol=1e-10 * scale):
+        return f"largest difference {float(np.max(np.abs(got - want))):.3g}"
+    return None
+
+
+def run_conventions(case):
+    """A fit that keeps scikit-learn's conventions, or a clear error where the base estimator refuses too."""
+    X, y = _convention_data(case)
+    fit = run_fit(make_estimator(case["config"]), X, y)
+    name = case["config"]["estimator"]
+    if fit.error is not None:
+        if name in CV_ESTIMATORS:  # the search refuses only what its base estimator refuses
+            import skrank
+
+            base = run_fit(getattr(skrank, name[:-2])(), X, y)
+            if base.error is None:
+                return Outcome("bad", f"{name} refuses a target its base estimator fits",
+                               _first_line(fit.error))
+        return error_outcome(fit, ERROR_PATTERNS["shape"] + r"|cv|fold")
+    est = fit.estimator
+    if fit.runtime_warnings:
+        return Outcome("bad", "a RuntimeWarning reached the user", fit.runtime_warnings[0])
+    mismatch = _linear_model_mismatch(est, X)
+    if mismatch is not None:
+        return Outcome("bad", "decision_function is not X @ coef_.T + intercept_", mismatch)
+    if hasattr(est, "ranking_coef_"):
+        A = np.asarray(est.calibration_)[:, 0]
+        if not (np.all(A > 0) and np.allclose(est.coef_, A[:, None] * est.ranking_coef_, rtol=1e-12)):
+            return Outcome("bad", "coef_ is not the Platt slope times ranking_coef_", str(A))
+    n_iter = np.asarray(est.n_iter_)
+    # a fit that stopped at its start says so with a ConvergenceWarning (a failed first line search)
+    if not np.all(n_iter >= 1) and not fit.convergence_warned:
+        return Outcome("bad", "n_iter_ holds zeros", f"{int(np.sum(n_iter < 1))} of {n_iter.size}")
+    return Outcome("ok", "conventions kept", warned=fit.convergence_warned)
+
+
 BUILDERS = {
     "nan_inf": build_nan_inf,
     "feature_scale": build_feature_scale,
@@ -996,6 +1084,7 @@ BUILDERS = {
     "determinism": build_determinism,
     "streams": build_streams,
     "solvers": build_solvers,
+    "conventions": build_conventions,
 }
 
 
@@ -1620,6 +1709,7 @@ RUNNERS = {
     "determinism": run_determinism,
     "streams": run_streams,
     "solvers": run_solvers,
+    "conventions": run_conventions,
 }
 
 

@@ -209,7 +209,7 @@ def test_estimator_objective_is_the_weighted_surrogate():
     w = np.random.default_rng(10).uniform(0.2, 3.0, size=y.size)
     clf = AveragePrecisionClassifier(alpha=1e-3, rank_weight=1.0).fit(X, y01, sample_weight=w)
     obj = AveragePrecisionObjective(X, y, get_pairwise_loss("squared_hinge", 0.5), 1e-3, sample_weight=w)
-    theta = np.append(clf.coef_[0], clf.score_intercept_[0])
+    theta = np.append(clf.ranking_coef_[0], clf.score_intercept_[0])
     assert clf.objective_ == pytest.approx(obj.value(theta), rel=1e-12)
     assert clf.objective_ < obj.value(obj.start())
     unweighted = AveragePrecisionObjective(X, y, get_pairwise_loss("squared_hinge", 0.5), 1e-3)
@@ -226,7 +226,7 @@ def test_default_objective_is_the_exact_mix_with_the_logistic_loss(params, weigh
     clf = AveragePrecisionClassifier(**params).fit(X, y01, sample_weight=w if weighted else None)
     r = params.get("rank_weight", 0.5)
     alpha = params.get("alpha", 1.0 / w.sum())
-    coef, b = clf.coef_[0], clf.score_intercept_[0]
+    coef, b = clf.ranking_coef_[0], clf.score_intercept_[0]
     f = X @ coef + b
     logistic = np.sum(w * np.log1p(np.exp(-y * f))) / w.sum()
     rank = _brute(1.0 / (1.0 + np.exp(-f)), y, w, params.get("loss", "squared_hinge"))

@@ -8,11 +8,10 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import get_scorer, roc_auc_score
+from sklearn.metrics import average_precision_score, get_scorer, roc_auc_score
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skrank import (
     AveragePrecisionClassifier,
@@ -20,7 +19,7 @@ from skrank import (
     PartialAUCClassifier,
     PartialAUCClassifierCV,
 )
-from skrank.metrics import make_partial_auc_scorer
+from skrank.metrics import make_partial_auc_scorer, partial_auc_score
 
 #: The full range makes the pairwise squared hinge smooth and convex, so that warm-started and cold
 #: fits meet (a partial range has kinks where L-BFGS can stall, see test_partial_range_path_stalls).
@@ -48,6 +47,9 @@ CASES = {
     "ap": (AveragePrecisionClassifierCV, AveragePrecisionClassifier, {},
            get_scorer("average_precision")),
 }
+#: the default scorers' metric of one binary problem
+METRICS = {"pauc": lambda target, scores: partial_auc_score(target, scores, fpr_range=FPR_RANGE),
+           "ap": average_precision_score}
 ALPHAS = [1e-1, 1e-2, 1e-3]
 RANK_WEIGHTS = [0.0, 0.3, 1.0]
 TOL = 1e-8
@@ -88,7 +90,7 @@ def test_path_equals_independent_fits(fitted, data):
         for k, alpha in enumerate(ALPHAS):
             fresh = base_class(alpha=alpha, rank_weight=rank_weight, tol=TOL, **params)
             fresh.fit(X[train], y[train])
-            coef = fresh.coef_.ravel()
+            coef = fresh.ranking_coef_.ravel()
             where = f"rank_weight={rank_weight}, alpha={alpha}"
             assert_allclose(search.coefs_paths_[1, i, k], coef, rtol=1e-3,
                             atol=1e-4 * np.linalg.norm(coef), err_msg=where)
@@ -107,7 +109,7 @@ def test_partial_range_path_equals_a_fresh_fit():
     train, _ = folds[0]
     fresh = PartialAUCClassifier(alpha=1e-2, rank_weight=0.3, tol=TOL, fpr_range=(0.0, 0.5)).fit(X[train],
                                                                                                   y[train])
-    assert_allclose(search.coefs_paths_[0, 0, 1], fresh.coef_.ravel(), rtol=1e-3)
+    assert_allclose(search.coefs_paths_[0, 0, 1], fresh.ranking_coef_.ravel(), rtol=1e-3)
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -118,10 +120,10 @@ def test_each_path_is_warm_started_from_the_previous_alpha(name, data, monkeypat
     fit = base_class.fit
 
     def spy(self, X, y, sample_weight=None):
-        start = self.coef_.copy() if (self.warm_start and hasattr(self, "coef_")) else None
+        start = self.ranking_coef_.copy() if (self.warm_start and hasattr(self, "ranking_coef_")) else None
         starts.append((self.rank_weight, self.alpha, start))
         fit(self, X, y, sample_weight)
-        starts[-1] += (self.coef_.copy(),)
+        starts[-1] += (self.ranking_coef_.copy(),)
         return self
 
     monkeypatch.setattr(base_class, "fit", spy)
@@ -195,24 +197,7 @@ def test_best_cell_and_refit(fitted, data):
 # --------------------------------------------------------------------------------------
 
 
-def _expected_failed_checks(estimator):
-    """The checks that the base estimators fail too, with ``rank_weight=0`` (strict xfail)."""
-    return {"check_non_transformer_estimators_n_iter": (
-        "the base estimator with rank_weight=0 reports n_iter_=0: its start is the logistic fit it "
-        "solves, whose iterations are not counted (PartialAUCClassifier(rank_weight=0.0) and "
-        "AveragePrecisionClassifier(rank_weight=0.0) fail this check)")}
-
-
-# fpr_range=(0, 0.5): the checks' smallest training folds hold two negatives, one in the range;
-# rank_weight 0.2, not 1: the smoothed metric alone is not convex, and its margin is set by a logistic
-# start solved to tol, so weighted and repeated rows end at optima that differ beyond the checks' 1e-7
-@parametrize_with_checks([
-    PartialAUCClassifierCV(alphas=2, rank_weights=(0.0, 0.2), cv=2, fpr_range=(0.0, 0.5)),
-    AveragePrecisionClassifierCV(alphas=2, rank_weights=(0.0, 1.0), cv=2),
-], expected_failed_checks=_expected_failed_checks, xfail_strict=True)
-def test_sklearn_compatible(estimator, check):
-    with _quiet():
-        check(estimator)
+# at the defaults, without exclusions: tests/test_conventions.py::test_sklearn_checks_pass_at_the_defaults
 
 
 # --------------------------------------------------------------------------------------
@@ -227,7 +212,7 @@ def test_rank_weight_zero_ranks_as_logistic_regression(name, data):
     search = cv_class(alphas=[1e-1, 1e-2, 1e-3], rank_weights=(0.0,), cv=3, tol=TOL, **params).fit(X, y)
     assert search.rank_weight_ == 0.0
     lr = LogisticRegression(C=1.0 / (search.alpha_ * X.shape[0]), tol=1e-10, max_iter=10_000).fit(X, y)
-    assert_allclose(search.coef_, lr.coef_, rtol=1e-3, atol=1e-5)
+    assert_allclose(search.ranking_coef_, lr.coef_, rtol=1e-3, atol=1e-5)
     ours, theirs = search.decision_function(X), lr.decision_function(X)
     assert roc_auc_score(y, ours) == pytest.approx(roc_auc_score(y, theirs), abs=1e-12)
     assert np.corrcoef(ours, theirs)[0, 1] > 1 - 1e-8
@@ -275,12 +260,59 @@ def test_bad_parameters_raise(params, data):
         PartialAUCClassifierCV(**params).fit(X, y)
 
 
-def test_more_than_two_classes_raise(data):
-    X, _ = data
-    y = np.arange(X.shape[0]) % 3
-    with pytest.raises(ValueError, match="Only binary classification is supported. The type of the target is "
-                                         "multiclass"):
-        PartialAUCClassifierCV(cv=2).fit(X, y)
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("target", ["multiclass", "multilabel"])
+def test_several_problems_share_one_selection_by_their_mean_score(name, target, data):
+    # one-vs-rest classes, or one problem per label, as the base estimator fits them; each cell's score
+    # is the mean over the problems of the metric of their decision-function columns
+    X, y = data
+    rng = np.random.default_rng(5)
+    if target == "multiclass":
+        y = np.where(X[:, 1] + 0.3 * rng.normal(size=y.shape[0]) > 0.8, 2, y)
+    else:
+        y = np.column_stack([y, (X[:, 2] + 0.3 * rng.normal(size=y.shape[0]) > 0.5).astype(int)])
+    cv_class, base_class, params, scorer = CASES[name]
+    folds = list(StratifiedKFold(3, shuffle=True, random_state=0).split(X, y if y.ndim == 1 else y[:, 0]))
+    search = cv_class(alphas=[1e-1, 1e-2], rank_weights=[0.0, 0.5], cv=folds, tol=TOL, **params).fit(X, y)
+    n_problems = 3 if target == "multiclass" else 2
+    assert search.coefs_paths_.shape == (3, 2, 2, n_problems, X.shape[1])
+    assert search.n_iter_.shape == (3, 2, 2, n_problems) and np.all(search.n_iter_ >= 1)
+    train, test = folds[2]
+    fresh = base_class(alpha=1e-2, rank_weight=0.5, tol=TOL, **params).fit(X[train], y[train])
+    assert_allclose(search.coefs_paths_[2, 1, 1], fresh.ranking_coef_, rtol=1e-3, atol=1e-6)
+    columns = fresh.decision_function(X[test])
+    targets = ([y[test] == c for c in np.unique(y)] if target == "multiclass"
+               else [y[test][:, j] == 1 for j in range(2)])
+    mean = np.mean([METRICS[name](t, columns[:, j]) for j, t in enumerate(targets)])
+    assert search.scores_[2, 1, 1] == pytest.approx(mean, abs=1e-6)
+    refit = base_class(alpha=search.alpha_, rank_weight=search.rank_weight_, tol=TOL, **params).fit(X, y)
+    assert_allclose(search.coef_, refit.coef_)
+    assert_array_equal(search.predict(X), refit.predict(X))
+    assert search.predict_proba(X).shape == (X.shape[0], n_problems)
+
+
+def test_a_training_fold_without_a_class_is_refused(data):
+    X, y = data
+    y = y.copy()
+    y[:3] = 2  # a third class with three samples, all in the first fold's held-out part
+    n = X.shape[0]
+    folds = [(np.arange(3, n), np.arange(3)), (np.arange(n - 3), np.arange(n - 3, n))]
+    with pytest.raises(ValueError, match="holds no sample of class 2.*fewer folds"):
+        PartialAUCClassifierCV(alphas=1, rank_weights=[0.0], cv=folds).fit(X, y)
+
+
+def test_held_out_folds_of_one_class_are_left_out_of_the_mean(data):
+    # a ranking metric is undefined on a held-out part of a single class: that fold is NaN and the
+    # mean is over the others (with a warning), as scikit-learn's check_fit2d_1feature needs at cv=5
+    X, y = data
+    positives, negatives = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    only_negatives = negatives[:10]
+    folds = [(np.setdiff1d(np.arange(y.shape[0]), only_negatives), only_negatives)] + _folds(X, y, 2)
+    with pytest.warns(UserWarning, match="1 of the 3 held-out folds hold a single class"):
+        search = AveragePrecisionClassifierCV(alphas=2, rank_weights=[0.0], cv=folds).fit(X, y)
+    assert np.all(np.isnan(search.scores_[0])) and np.all(np.isfinite(search.scores_[1:]))
+    assert search.best_score_ == pytest.approx(np.max(search.scores_[1:].mean(axis=0)))
+    assert positives.size > 0
 
 
 def test_one_class_of_positive_weight_raises(data):
@@ -313,7 +345,7 @@ def test_sample_weight_goes_to_the_fits_and_the_scorer(name, data):
     train, test = folds[0]
     fresh = base_class(alpha=1e-2, rank_weight=0.3, tol=TOL, **params).fit(X[train], y[train],
                                                                             sample_weight=sw[train])
-    assert_allclose(search.coefs_paths_[0, 0, 0], fresh.coef_.ravel(), rtol=1e-3, atol=1e-6)
+    assert_allclose(search.coefs_paths_[0, 0, 0], fresh.ranking_coef_.ravel(), rtol=1e-3, atol=1e-6)
     expected = scorer(fresh, X[test], y[test], sample_weight=sw[test])
     assert search.scores_[0, 0, 0] == pytest.approx(expected, abs=1e-6)
     assert expected != pytest.approx(scorer(fresh, X[test], y[test]), abs=1e-6)  # the weights matter

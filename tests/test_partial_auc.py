@@ -179,8 +179,8 @@ def _refused_weight_checks(estimator):
         "check_class_weight_classifiers")}
 
 
-@parametrize_with_checks([PartialAUCClassifier(),
-                          PartialAUCClassifier(solver="agd-sbcd", max_iter=3, random_state=0)],
+# at the defaults: tests/test_conventions.py; here a stochastic solver, which refuses weights
+@parametrize_with_checks([PartialAUCClassifier(solver="agd-sbcd", max_iter=3, random_state=0)],
                          expected_failed_checks=_refused_weight_checks, xfail_strict=True)
 def test_sklearn_compatible(estimator, check):
     with _quiet():
@@ -198,7 +198,7 @@ def test_objective_attribute_is_exact_F(solver, loss):
     with _quiet():
         clf = PartialAUCClassifier(solver=solver, loss=loss, max_iter=5, random_state=0, **PAPER).fit(X, y)
     ypm = np.where(y == 1, 1.0, -1.0)
-    ref = _brute_objective(X, ypm, clf.coef_[0], (0.05, 0.5), loss, 1.0, 1e-4)
+    ref = _brute_objective(X, ypm, clf.ranking_coef_[0], (0.05, 0.5), loss, 1.0, 1e-4)
     assert clf.objective_ == pytest.approx(ref, rel=1e-10)
     assert clf.objective_history_[-1] == pytest.approx(ref, rel=1e-10)
 
@@ -214,7 +214,7 @@ def test_default_objective_attribute_is_the_exact_mix_with_the_logistic_loss(par
     if loss != "smooth_step":
         assert margin == 1.0
     alpha = params.get("alpha", 1.0 / len(y))
-    w, b = clf.coef_[0], clf.score_intercept_[0]
+    w, b = clf.ranking_coef_[0], clf.score_intercept_[0]
     ypm = np.where(y == 1, 1.0, -1.0)
     logistic = np.mean(np.log1p(np.exp(-ypm * (X @ w + b))))
     pairs = _brute_objective(X, ypm, w, (0.05, 0.5), loss, margin, 0.0)
@@ -270,17 +270,19 @@ def test_auto_picks_the_closed_form_for_the_full_square_loss():
     assert clf.n_iter_ == 1
     ypm = np.where(y == 1, 1.0, -1.0)
     obj = PartialAUCObjective(X, ypm, (0, 1), get_pairwise_loss("squared"), 1e-4)
-    _, grad = obj.value_and_grad(clf.coef_[0])
+    _, grad = obj.value_and_grad(clf.ranking_coef_[0])
     assert np.max(np.abs(grad)) < 1e-10
 
 
 def test_intercept_and_probabilities_come_from_platt_scaling():
     X, y = _imbalanced(400, seed=5)
     clf = PartialAUCClassifier().fit(X, y)
-    s = X @ clf.coef_[0]
+    s = X @ clf.ranking_coef_[0]
     A, B = clf.calibration_[0]
     assert A > 0
-    assert clf.intercept_[0] == pytest.approx(B / A)
+    # the Platt map folded into the linear model: coef_ = A w, intercept_ = B
+    np.testing.assert_allclose(clf.coef_[0], A * clf.ranking_coef_[0], rtol=1e-15)
+    assert clf.intercept_[0] == B
     np.testing.assert_allclose(clf.decision_function(X), A * s + B)
     np.testing.assert_allclose(clf.predict_proba(X)[:, 1], 1 / (1 + np.exp(-(A * s + B))))
     np.testing.assert_array_equal(clf.predict(X), clf.classes_[(A * s + B > 0).astype(int)])
@@ -401,7 +403,7 @@ def test_default_margin_is_a_quarter_of_the_logistic_scores_spread():
     X, y = _imbalanced(300, seed=4)
     clf = PartialAUCClassifier(fpr_range=(0.0, 0.3)).fit(X, y)
     lr = PartialAUCClassifier(fpr_range=(0.0, 0.3), rank_weight=0.0, tol=1e-10).fit(X, y)
-    assert clf.margin_[0] == pytest.approx(0.25 * np.std(X @ lr.coef_[0]), rel=1e-3)
+    assert clf.margin_[0] == pytest.approx(0.25 * np.std(X @ lr.ranking_coef_[0]), rel=1e-3)
     # it depends on the data and the parameters only: a warm start gives the same objective
     warm = PartialAUCClassifier(fpr_range=(0.0, 0.3), warm_start=True).fit(X, y)
     warm.fit(X, y)

@@ -259,9 +259,9 @@ def test_exact_solver_is_the_weighted_minimum(fit_sparse):
     obj = PartialAUCObjective(X, np.where(y == 1, 1.0, -1.0), (0, 1), get_pairwise_loss("squared"), 1e-3,
                               sample_weight=v)
     ref = lbfgs(obj, coef_init=np.zeros(X.shape[1]), tol=1e-12, max_iter=2000)
-    assert exact.objective_ == pytest.approx(obj.value(exact.coef_[0]), rel=1e-12)
+    assert exact.objective_ == pytest.approx(obj.value(exact.ranking_coef_[0]), rel=1e-12)
     assert exact.objective_ <= ref.objective_history[-1] * (1 + 1e-10)
-    np.testing.assert_allclose(exact.coef_[0], ref.coef, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(exact.ranking_coef_[0], ref.coef, rtol=1e-5, atol=1e-7)
     unweighted = PartialAUCClassifier(solver="exact", loss="squared", fpr_range=(0, 1), alpha=1e-3).fit(X, y)
     assert not np.allclose(unweighted.coef_, exact.coef_, atol=1e-3)  # the weights matter here
 
@@ -291,8 +291,10 @@ def test_binary_class_weight_moves_only_the_threshold():
     plain = PartialAUCClassifier(solver="lbfgs", loss="squared_hinge", **PAPER).fit(X, y)
     heavy = PartialAUCClassifier(solver="lbfgs", loss="squared_hinge", class_weight={0: 10.0, 1: 1.0},
                                  **PAPER).fit(X, y)
-    np.testing.assert_allclose(heavy.coef_, plain.coef_, rtol=1e-9)  # F is the same
-    assert heavy.intercept_[0] < plain.intercept_[0]  # ...but negatives weigh more in the Platt fit
+    np.testing.assert_allclose(heavy.ranking_coef_, plain.ranking_coef_, rtol=1e-9)  # F is the same
+    # ...but negatives weigh more in the Platt fit: the threshold B / A on the scores X w is higher
+    thresholds = [-fit.calibration_[0, 1] / fit.calibration_[0, 0] for fit in (plain, heavy)]
+    assert thresholds[1] > thresholds[0]
     assert heavy.predict(X).mean() < plain.predict(X).mean()
     # the default mixes in the logistic loss, whose weighted mean does weigh the classes (and alpha=None is
     # 1 / total weight): the ranking moves too, not only the threshold
@@ -366,9 +368,9 @@ def test_ppd_draws_the_weighted_sample(solver):
     unweighted = PartialAUCClassifier(**kwargs).fit(X, y)
     objective = PartialAUCObjective(X, np.where(y == 1, 1.0, -1.0), (0, 1), get_pairwise_loss("squared"),
                                     1e-4, sample_weight=counts)
-    assert objective.value(unweighted.coef_[0]) > 1.1 * exact.objective_  # the weights matter here
+    assert objective.value(unweighted.ranking_coef_[0]) > 1.1 * exact.objective_  # the weights matter here
     balanced = PartialAUCClassifier(class_weight="balanced", **kwargs).fit(X, y)
-    np.testing.assert_allclose(balanced.coef_, unweighted.coef_, rtol=0.05, atol=0.02)
+    np.testing.assert_allclose(balanced.ranking_coef_, unweighted.ranking_coef_, rtol=0.05, atol=0.02)
 
 
 def test_auto_keeps_lbfgs_with_weights(monkeypatch):

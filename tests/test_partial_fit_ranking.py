@@ -76,7 +76,7 @@ def test_soap_partial_fit_is_one_epoch_of_fit(optimizer):
     fitted.fit(X, y)
     history = fitted.objective_history_
     assert history[1] < history[0]  # so fit returns its epoch's end, not its start
-    for name in ("coef_", "score_intercept_", "intercept_", "calibration_"):
+    for name in ("coef_", "ranking_coef_", "score_intercept_", "intercept_", "calibration_"):
         np.testing.assert_array_equal(getattr(streamed, name), getattr(fitted, name), err_msg=name)
     assert streamed.n_iter_ == 1
     stream = streamed._streams[0]
@@ -95,10 +95,11 @@ def test_ppd_partial_fit_is_the_first_steps_of_a_stage(solver, function):
     ref = function(_auc_objective(X, y), max_iter=1, inner_iter0=1000 // 32, batch_size=32, tol=0.0,
                    step=1.0, random_state=3)
     assert ref.n_iter == 1 and ref.info["stages_redone"] == 0
-    np.testing.assert_array_equal(streamed.coef_[0], ref.coef)
+    np.testing.assert_array_equal(streamed.ranking_coef_[0], ref.coef)
     platt_calibrate(ref, X, np.where(y == 1, 1.0, -1.0))
-    assert streamed.intercept_[0] == ref.intercept
     np.testing.assert_array_equal(streamed.calibration_[0], ref.info["calibration"])
+    assert streamed.intercept_[0] == ref.info["calibration"][1]
+    np.testing.assert_array_equal(streamed.coef_[0], ref.info["calibration"][0] * ref.coef)
     stream = streamed._streams[0]
     assert (stream.stage, stream.t, stream.passes) == (0, 1000 // 32, 1)
 
@@ -229,11 +230,11 @@ def test_platt_map_is_refitted_on_each_batch():
                 PartialAUCClassifier(solver="ppd-sg", random_state=0, **_FULL_AUC)):
         est.partial_fit(X[:300], y[:300], classes=[0, 1])
         est.partial_fit(X[300:], y[300:], sample_weight=weights[300:])
-        intercept, calibration = platt_threshold(X[300:] @ est.coef_[0], np.where(y[300:] == 1, 1.0, -1.0),
-                                                 weights[300:])
-        assert est.intercept_[0] == intercept
+        _, calibration = platt_threshold(X[300:] @ est.ranking_coef_[0], np.where(y[300:] == 1, 1.0, -1.0),
+                                         weights[300:])
+        assert est.intercept_[0] == calibration[1]
         np.testing.assert_array_equal(est.calibration_[0], calibration)
-        np.testing.assert_allclose(est.decision_function(X), calibration[0] * X @ est.coef_[0]
+        np.testing.assert_allclose(est.decision_function(X), calibration[0] * X @ est.ranking_coef_[0]
                                    + calibration[1], rtol=1e-10, atol=1e-10)
 
 
@@ -250,7 +251,7 @@ def test_repeated_soap_partial_fit_lowers_the_exact_objective():
             est.partial_fit(X[start:start + 500], y[start:start + 500], classes=[0, 1])
             if epoch == 0 and start == 0:
                 first_start = _ap_objective(X[:500], y[:500]).start()
-        values.append(objective.value(np.append(est.coef_[0], est.score_intercept_[0])))
+        values.append(objective.value(np.append(est.ranking_coef_[0], est.score_intercept_[0])))
     assert est.n_iter_ == 32
     assert values[0] < objective.value(first_start)
     assert values[-1] < values[0]
@@ -267,7 +268,7 @@ def test_repeated_ppd_partial_fit_lowers_the_exact_objective(solver):
     for _ in range(8):
         for start in range(0, 2000, 500):
             est.partial_fit(X[start:start + 500], y[start:start + 500], classes=[0, 1])
-        values.append(objective.value(est.coef_[0]))
+        values.append(objective.value(est.ranking_coef_[0]))
     assert est.n_iter_ == 32
     assert values[0] < objective.value(np.zeros(8))  # F(0) = margin^2 = 1, the start
     assert values[-1] < values[0]
@@ -286,7 +287,7 @@ def test_weighted_ppd_partial_fit_draws_the_weighted_sample(solver):
     weighted = PartialAUCObjective(X, np.where(y == 1, 1.0, -1.0), (0, 1), get_pairwise_loss("squared"), 1e-4,
                                    sample_weight=weights)
     best = exact_square_auc(weighted).objective
-    assert weighted.value(est.coef_[0]) <= 1.02 * best
+    assert weighted.value(est.ranking_coef_[0]) <= 1.02 * best
     totals = [weights[y == 1].sum(), weights[y == 0].sum()]
     np.testing.assert_allclose(est._streams[0].totals, 10 * np.array(totals))  # ten passes over each row
 
@@ -339,16 +340,16 @@ def test_partial_fit_continues_a_fit():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ap = AveragePrecisionClassifier(solver="soap", max_iter=3, random_state=0).fit(X, y)
-    stream_start = np.append(ap.coef_[0], ap.score_intercept_[0])
+    stream_start = np.append(ap.ranking_coef_[0], ap.score_intercept_[0])
     ap.partial_fit(X[:200], y[:200])  # classes known from fit
     assert ap._streams[0].t > 0
-    moved = np.append(ap.coef_[0], ap.score_intercept_[0]) - stream_start
+    moved = np.append(ap.ranking_coef_[0], ap.score_intercept_[0]) - stream_start
     assert 0 < np.abs(moved).max() < 0.5 * np.abs(stream_start).max()  # it went on from there
     auc = PartialAUCClassifier(solver="ppd-sg", random_state=0, **_FULL_AUC).fit(X, y)
-    before = auc.coef_.copy()
+    before = auc.ranking_coef_.copy()
     auc.partial_fit(X[:200], y[:200])
-    np.testing.assert_array_equal(auc._streams[0].w_init, before[0])
-    assert 0 < np.abs(auc.coef_ - before).max() < 0.5 * np.abs(before).max()
+    np.testing.assert_array_equal(auc._streams[0].w_init, before[0])  # the ranking direction, not A w
+    assert 0 < np.abs(auc.ranking_coef_ - before).max() < 0.5 * np.abs(before).max()
 
 
 @pytest.mark.parametrize("est", _streaming_estimators(), ids=["soap", "ppd-sg", "ppd-adagrad"])

@@ -7,7 +7,6 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skrank.datafits.rank_risk import rank_objective
 from skrank.estimators.rank_admm import RankADMMClassifier, RankADMMRegressor
@@ -15,12 +14,7 @@ from skrank.losses import get_loss
 from skrank.penalties import get_penalty
 from skrank.risks import HumanAligned, RankedRange, Superquantile
 
-
-@parametrize_with_checks([RankADMMClassifier(max_iter=200, tol=1e-5),
-                          RankADMMRegressor(max_iter=200, tol=1e-5)])
-def test_sklearn_compatible(estimator, check):
-    with _quiet():
-        check(estimator)
+# scikit-learn's estimator checks, at the defaults: tests/test_conventions.py
 
 
 class _quiet:

@@ -59,7 +59,7 @@ def test_objective_is_the_exact_two_way_objective(problem):
     X, y = problem
     est = _estimator(solver="sota-s").fit(X, y)
     objective = _objective(X, y)
-    assert est.objective_ == pytest.approx(objective.value(est.coef_.ravel()), rel=1e-12)
+    assert est.objective_ == pytest.approx(objective.value(est.ranking_coef_.ravel()), rel=1e-12)
     assert est.objective_history_[-1] == est.objective_
 
 

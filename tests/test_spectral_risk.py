@@ -4,12 +4,10 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.base import clone
 from sklearn.datasets import load_diabetes
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skrank.estimators.spectral_risk import SpectralRiskClassifier, SpectralRiskRegressor
 from skrank.risks import ERM, ExponentialSpectral, Extremile, HumanAligned, RankedRange, Superquantile, TopK
@@ -71,30 +69,7 @@ def test_classifier_matches_cvxpy(loss, risk, referee):
     assert abs(clf.objective_ - f_star) <= 1e-6 * abs(f_star)
 
 
-#: The checks that compare the predictions of two fits to rtol 1e-7.  ``tol`` bounds the certified
-#: relative gap of ``F``, not the predictions: the fit with integer weights and the fit of the
-#: repeated rows reach the same optimum along different paths (the smoothing is measured per unit
-#: of mass, test_integer_weights_agree_with_repeated_rows_to_the_tolerance), and at the default
-#: tol=1e-7 their predictions differ by about 1e-8 (3e-6 relative on a score near zero).  As in
-#: scikit-learn's own suite, these checks run the estimator at a tolerance that bounds the
-#: predictions to their accuracy.
-_PREDICTION_CHECKS = {"check_sample_weight_equivalence_on_dense_data",
-                      "check_sample_weight_equivalence_on_sparse_data"}
-
-
-def _check_name(check):
-    return getattr(check, "func", check).__name__
-
-
-# run at their defaults (at tol=1e-10, rounding moved the last Newton steps of the array API
-# fit, and check_array_api_input saw objective_history_'s length differ from the NumPy fit's)
-@parametrize_with_checks([SpectralRiskRegressor(), SpectralRiskClassifier()])
-def test_sklearn_compatible(estimator, check):
-    if _check_name(check) in _PREDICTION_CHECKS:
-        estimator = clone(estimator).set_params(tol=1e-10)  # the other checks share the instance
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        check(estimator)
+# scikit-learn's estimator checks: tests/test_conventions.py::test_sklearn_checks_pass_at_the_defaults
 
 
 @pytest.mark.parametrize("Estimator", [SpectralRiskRegressor, SpectralRiskClassifier])

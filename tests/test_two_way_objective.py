@@ -78,13 +78,13 @@ def test_tpr_min_zero_is_the_one_way_objective():
 
 
 def test_the_estimator_reports_the_exact_two_way_objective():
-    # rank_weight=1 with lbfgs fits the surrogate alone; objective_ is its exact value at coef_
+    # rank_weight=1 with lbfgs fits the surrogate alone; objective_ is its exact value at ranking_coef_
     X, y, _, _ = _case(2, False)
     from skrank import PartialAUCClassifier
 
     clf = PartialAUCClassifier(fpr_range=(0.0, 0.4), tpr_min=0.6, loss="squared_hinge", margin=1.0,
                                rank_weight=1.0, alpha=0.05, solver="lbfgs").fit(X, y)
-    expected = _double_loop(X, np.where(y > 0, 1.0, -1.0), clf.coef_.ravel(), (0.0, 0.4), 0.6,
+    expected = _double_loop(X, np.where(y > 0, 1.0, -1.0), clf.ranking_coef_.ravel(), (0.0, 0.4), 0.6,
                             get_pairwise_loss("squared_hinge", 1.0), 0.05, np.ones(len(y)))
     assert clf.objective_ == pytest.approx(expected, rel=1e-10)
 
@@ -138,9 +138,9 @@ def test_two_way_fits_on_dask_and_with_weights_as_repeated_rows():
                   alpha=0.05, solver="lbfgs", tol=1e-10)
     numpy_fit = PartialAUCClassifier(**params).fit(X, y)
     dask_fit = PartialAUCClassifier(**params).fit(da.from_array(X, chunks=(20, X.shape[1])), y)
-    np.testing.assert_allclose(dask_fit.coef_, numpy_fit.coef_, atol=1e-12)
+    np.testing.assert_allclose(dask_fit.ranking_coef_, numpy_fit.ranking_coef_, atol=1e-12)
     counts = np.random.default_rng(0).integers(1, 4, size=len(y))
     weighted = PartialAUCClassifier(**params).fit(X, y, sample_weight=counts)
     repeated = PartialAUCClassifier(**params).fit(np.repeat(X, counts, 0), np.repeat(y, counts))
     assert weighted.objective_ == pytest.approx(repeated.objective_, rel=1e-8)
-    np.testing.assert_allclose(weighted.coef_, repeated.coef_, atol=1e-5)
+    np.testing.assert_allclose(weighted.ranking_coef_, repeated.ranking_coef_, atol=1e-5)

@@ -79,7 +79,8 @@ def fit_anchored(rank_objective, X, y, estimator, rank_weight, coef_init, interc
     Returns
     -------
     skrank.solvers.SolverResult
-        ``coef`` is ``w``; ``info["score_intercept"]`` is ``b``;
+        ``coef`` is ``w``; ``info["score_intercept"]`` is ``b``; ``n_iter``
+        counts, for a cold fit, the iterations of its logistic start too;
         ``info["margin"]`` the rank loss's margin.
     """
     from ..solvers.full_batch.lbfgs import lbfgs
@@ -88,9 +89,9 @@ def fit_anchored(rank_objective, X, y, estimator, rank_weight, coef_init, interc
                                           resolve_alpha(estimator.alpha, y, sample_weight), sample_weight)
     max_iter = 500 if estimator.max_iter is None else estimator.max_iter
     # the logistic regression of this alpha: the start of a cold fit and the ranking the fit must match
-    logistic = None
+    logistic, start_iterations = None, 0
     if coef_init is None or rank_weight > 0.0 or relative_margin is not None:
-        logistic = _logistic_start(objective, estimator.tol, max_iter)
+        logistic, start_iterations = _logistic_start(objective, estimator.tol, max_iter)
     if relative_margin is not None:
         spread = _weighted_std(rank_objective.ranked_scores(logistic), objective.row_weight)
         rank_objective.set_margin(relative_margin * spread if spread > 0 else 1.0)
@@ -100,6 +101,8 @@ def fit_anchored(rank_objective, X, y, estimator, rank_weight, coef_init, interc
                            0.0 if intercept_init is None else float(intercept_init))
     result = lbfgs(objective, coef_init=theta0, tol=estimator.tol, max_iter=max_iter,
                    verbose=estimator.verbose)
+    if coef_init is None:
+        result.n_iter += start_iterations  # a cold fit's way from zero runs through its start
     theta = result.coef if rank_weight == 0.0 else _ranking_kept(objective, logistic, result)
     if "kept_fraction" in result.info:
         fraction = result.info["kept_fraction"]
@@ -148,11 +151,14 @@ def _weighted_std(values, weights):
 
 
 def _logistic_start(objective, tol, max_iter):
-    """The minimiser of ``objective`` at ``rank_weight = 0`` (logistic regression), by L-BFGS from zero."""
+    """The minimiser of ``objective`` at ``rank_weight = 0`` (logistic regression), by L-BFGS from zero.
+
+    Returns it and the iterations it took.
+    """
     from ..solvers.full_batch.lbfgs import lbfgs
 
     objective.variable_scale()  # computed once, shared with the copy
     plain = copy.copy(objective)
     plain.rank_weight = 0.0
     result = lbfgs(plain, coef_init=np.zeros(objective.X.shape[1] + 1), tol=tol, max_iter=max_iter)
-    return np.asarray(result.coef, dtype=np.float64)
+    return np.asarray(result.coef, dtype=np.float64), int(result.n_iter)

@@ -293,10 +293,15 @@ class _RankLinearModel(BaseEstimator):
         The fitted coefficients are a start when ``warm`` and they are of
         the same problems and features.
         """
-        coef = np.atleast_2d(to_numpy(self.coef_)) if warm and hasattr(self, "coef_") else None
+        coef = self._warm_start_coef() if warm else None
+        coef = None if coef is None else np.atleast_2d(to_numpy(coef))
         if coef is None or coef.shape != (n_problems, n_features):
             return [(None, None)] * n_problems
         return [(coef[j].copy(), self._warm_start_intercept(j)) for j in range(n_problems)]
+
+    def _warm_start_coef(self):
+        """Hook: the fitted coefficients a warm start (or ``partial_fit``) goes on from; None before a fit."""
+        return getattr(self, "coef_", None)
 
     def _warm_start_intercept(self, j):
         """Hook: the solver's starting intercept of problem ``j`` on a warm start (or ``partial_fit``)."""

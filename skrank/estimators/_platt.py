@@ -1,20 +1,21 @@
 """Platt scaling: a one-dimensional logistic regression of the labels on ranking scores.
 
 The pairwise objectives fit no intercept; the estimators then fit
-``P(y = 1 | s) = sigmoid(A s + B)`` on the training scores (Platt 1999,
-"Probabilistic outputs for support vector machines and comparisons to
-regularized likelihood methods", with his smoothed targets), which gives the
-intercept ``B / A`` and leaves the ranking unchanged.  Sample weights weigh
+``P(y = 1 | s) = sigmoid(A s + B)`` on the training scores ``s = X w``
+(Platt 1999, "Probabilistic outputs for support vector machines and
+comparisons to regularized likelihood methods", with his smoothed targets),
+and fold it into the linear model ``coef_ = A w``, ``intercept_ = B``, which
+leaves the ranking unchanged (``A > 0``).  Sample weights weigh
 the log-likelihood terms and Platt's class counts (user guide,
 :doc:`partial_auc` and :doc:`sample_weights`).
 """
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted
 
 from ..backends import arrays
-from ..backends.array_api_design import array_api_namespace, device_of, to_namespace, to_numpy
+from ..backends.array_api_design import array_api_namespace
 from ..backends.dispatch import make_design
+from ._base import samples_method_doc
 
 
 def fit_platt(scores, y, *, sample_weight=None, max_iter=100):
@@ -180,19 +181,27 @@ PLATT_ATTRIBUTES_DOC = """
         Whether ``fit`` was given a multi-label indicator ``y`` (one ranking
         per label; ``predict`` then returns an indicator matrix).
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
-        The ranking direction ``w`` (one row per one-vs-rest problem or
-        label).
+        The coefficients of the decision function, ``A ranking_coef_`` (one
+        row per one-vs-rest problem or label): ``decision_function`` is
+        ``X @ coef_.T + intercept_``, as for every linear classifier.
     intercept_ : ndarray of shape (1,) or (n_classes,)
-        The decision threshold ``B / A`` of the Platt fit (see Notes).
+        The offset ``B`` of the Platt fit (see Notes).
+    ranking_coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+        The ranking direction ``w`` that the solver fits (and a warm start
+        or ``partial_fit`` continues from); ``coef_`` is it times the
+        positive Platt slope ``A``, so both rank the samples alike.
     calibration_ : ndarray of shape (n_problems, 2)
-        The Platt coefficients ``(A, B)``: ``decision_function`` is
-        ``A X coef_ + B`` and ``predict_proba`` its sigmoid."""
+        The Platt coefficients ``(A, B)``: ``coef_ = A ranking_coef_`` and
+        ``intercept_ = B``, so that ``decision_function`` is the Platt logit
+        ``A X ranking_coef_ + B`` and ``predict_proba`` its sigmoid."""
 
 #: The Attributes of a ranking classifier's solver and data (the end of the section).
 FIT_ATTRIBUTES_DOC = """
     n_iter_ : int or ndarray
+        The solver's iterations; for an L-BFGS fit of ``rank_weight < 1``
+        without a warm start, those of its logistic start included.
     objective_ : float or ndarray
-        Exact ``F`` at ``(coef_, score_intercept_)``.
+        Exact ``F`` at ``(ranking_coef_, score_intercept_)``.
     objective_history_ : ndarray or list of ndarray
         ``F`` after each iteration of the solver.
     n_features_in_ : int
@@ -201,19 +210,33 @@ FIT_ATTRIBUTES_DOC = """
 
 
 class PlattRankingMixin:
-    """Prediction for ranking classifiers whose intercept is a Platt fit.
+    """Prediction for ranking classifiers whose decision function is a Platt fit.
 
     The estimator's ``_solve`` ends with :func:`platt_calibrate`; this mixin
-    keeps the Platt coefficients as ``calibration_`` and makes
-    ``decision_function`` the Platt logit, ``predict_proba`` its sigmoid.
-    After each ``partial_fit`` call the Platt map is refitted on that
-    call's batch.
+    keeps the solver's direction as ``ranking_coef_``, the Platt
+    coefficients as ``calibration_``, and folds them into the linear model
+    ``coef_ = A ranking_coef_``, ``intercept_ = B``, so that
+    ``decision_function`` is ``X @ coef_.T + intercept_`` (the Platt logit)
+    and ``predict_proba`` its sigmoid.  After each ``partial_fit`` call the
+    Platt map is refitted on that call's batch.
     """
 
     def _store_results(self, results):
-        self.calibration_ = np.array([r.info["calibration"] for r in results], dtype=np.float64)
+        self._fold_platt(self.coef_, [r.info["calibration"] for r in results])
         self.score_intercept_ = np.array([r.info["score_intercept"] for r in results], dtype=np.float64)
         self._solver_info = [r.info for r in results]
+
+    def _fold_platt(self, directions, calibration):
+        """``ranking_coef_``, ``calibration_``, and the linear model ``coef_ = A w``, ``intercept_ = B``."""
+        self.ranking_coef_ = np.array(directions, dtype=np.float64, ndmin=2)
+        self.calibration_ = np.array(calibration, dtype=np.float64, ndmin=2)
+        slope, offset = self.calibration_[:, 0], self.calibration_[:, 1]
+        self.coef_ = slope[:, None] * self.ranking_coef_
+        self.intercept_ = offset.copy()
+
+    def _warm_start_coef(self):
+        # the solver goes on from its own direction, not from the Platt-scaled coef_
+        return getattr(self, "ranking_coef_", None)
 
     def _warm_start_intercept(self, j):
         # the objective's own offset of the scores (the Platt intercept is refitted after)
@@ -223,34 +246,20 @@ class PlattRankingMixin:
     def _after_partial_fit(self, X, y, sample_weight):
         # partial_fit: the Platt map is refitted on the batch's scores, the only data at hand
         targets = [self.classes_[1]] if self.classes_.shape[0] == 2 else list(self.classes_)
-        fits = [platt_threshold(np.asarray(X @ self.coef_[j], dtype=np.float64).ravel(),
+        directions = np.atleast_2d(self.coef_)  # the streams' coefficients, before the fold
+        fits = [platt_threshold(np.asarray(X @ directions[j], dtype=np.float64).ravel(),
                                 np.where(y == positive, 1.0, -1.0), sample_weight)
                 for j, positive in enumerate(targets)]
-        self.intercept_ = np.array([intercept for intercept, _ in fits], dtype=np.float64)
-        self.calibration_ = np.array([calibration for _, calibration in fits], dtype=np.float64)
+        self._fold_platt(directions, [calibration for _, calibration in fits])
 
+    @samples_method_doc("Platt logits: positive means ``classes_[1]`` (binary).",
+                        "ndarray of shape (n_samples,) or (n_samples, n_classes)",
+                        "``X @ coef_.T + intercept_``, that is ``A X @ ranking_coef_.T + B``:\n"
+                        "every column ranks the samples as ``X @ ranking_coef_.T`` does.\n"
+                        "One column for two classes; a lazy Dask array for a Dask ``X``,\n"
+                        "an array of ``X``'s namespace and device for an array-API ``X``.")
     def decision_function(self, X):
-        """Platt logits ``A (X coef_ + intercept_)``: the ranking scores, positively rescaled.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, dask.array.Array, array-API array} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) or (n_samples, n_classes)
-            Positive means ``classes_[1]`` (binary); every column ranks the
-            samples as ``X @ coef_.T`` does.  A lazy Dask array for a Dask
-            ``X``, an array of ``X``'s namespace and device for an array-API
-            ``X``.
-        """
-        check_is_fitted(self)
-        scores = self._linear_predict(X, "decision_function")
-        slope = to_numpy(self.calibration_)[:, 0]
-        xp = array_api_namespace(scores)
-        if xp is not None:
-            slope = to_namespace(slope, xp, device_of(scores))
-        return arrays.one_column_flat(scores * slope)
+        return arrays.one_column_flat(self._linear_predict(X, "decision_function"))
 
     def _has_proba(self):
         # sigmoid(decision_function) is the Platt probability

@@ -89,7 +89,7 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
     random_state : int, RandomState instance or None, default=None
         Seed of SOAP's sampler.
     warm_start : bool, default=False
-        Start from the previous ``coef_`` when refitting.
+        Start from the previous ``ranking_coef_`` when refitting.
     verbose : int, default=0
         Print the objective after each iteration (L-BFGS) or epoch (SOAP).
 """ + PLATT_ATTRIBUTES_DOC + """
@@ -99,13 +99,16 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
     -----
     The objective is not convex: every solver returns a stationary point.
     ``objective_`` is the exact full-data objective at the returned
-    coefficients whatever the solver, so fits compare.
+    ``(ranking_coef_, score_intercept_)`` whatever the solver, so fits
+    compare.
 
-    The ranking is ``X coef_``; ``score_intercept_`` only places the scores
-    on the sigmoid.  A one-dimensional logistic regression of the labels on
-    ``X coef_`` (Platt scaling) gives ``decision_function``,
-    ``predict_proba``, ``predict`` and ``intercept_``, and leaves the
-    ranking unchanged.  ``score`` is accuracy, as for every scikit-learn
+    The ranking is ``X ranking_coef_``; ``score_intercept_`` only places
+    the scores on the sigmoid.  A one-dimensional logistic regression
+    ``sigmoid(A s + B)`` of the labels on ``s = X ranking_coef_`` (Platt
+    scaling) gives ``coef_ = A ranking_coef_`` and ``intercept_ = B``:
+    ``decision_function`` is ``X coef_ + intercept_`` as for every linear
+    classifier, ``predict_proba`` its sigmoid, and the ranking is unchanged
+    (``A > 0``).  ``score`` is accuracy, as for every scikit-learn
     classifier; tune with ``scoring="average_precision"``.
 
     With ``solver="soap"``, ``partial_fit`` runs one SOAP epoch on each

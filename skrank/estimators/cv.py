@@ -4,23 +4,27 @@ In the manner of :class:`sklearn.linear_model.LogisticRegressionCV`: for
 each fold and each ``rank_weight`` the penalties ``alphas`` are fitted as a
 path, from the largest to the smallest, each fit starting from the
 coefficients of the previous one; the pair ``(alpha, rank_weight)`` of best
-mean held-out score is then refitted on all the data.
+mean held-out score is then refitted on all the data.  Several classes are
+one-vs-rest problems and a multi-label ``y`` one problem per label, as in
+the base estimators; one pair is chosen for all of them, by the mean over
+the problems of their held-out scores.
 """
 
+import warnings
 from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.metrics import average_precision_score, check_scoring, get_scorer_names, make_scorer
+from sklearn.metrics import average_precision_score, check_scoring, get_scorer_names
 from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.multiclass import check_classification_targets, type_of_target, unique_labels
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ..metrics import make_partial_auc_scorer, make_two_way_partial_auc_scorer
+from ..metrics import partial_auc_score, two_way_partial_auc_score
 from ..solvers.registry import solvers_for
 from ._base import samples_method_doc
 from ._params import keyword_init, options_doc, parameter_defaults
@@ -68,29 +72,87 @@ def _check_rank_weights(rank_weights):
     return np.unique(values)
 
 
-def _fit_path(estimator, X, y, sample_weight, train, test, alphas, scorer):
+class _ProblemMeanScorer:
+    """The mean over the binary problems of a ranking metric of the decision function's columns.
+
+    Two classes are one problem (``classes[1]`` positive), more classes one
+    one-vs-rest problem each, a multi-label indicator one problem per
+    label: the problems the estimator fits.  A problem whose held-out
+    samples hold a single class has no ranking to score and is left out;
+    with none left the score is NaN (the fold then does not count in the
+    mean over the folds).
+
+    Parameters
+    ----------
+    metric : callable
+        ``metric(y_true, y_score, sample_weight=...)`` with ``y_true``
+        boolean, greater is better.
+    classes : ndarray
+        The classes of ``y`` (the labels' indices for a multi-label ``y``).
+    """
+
+    def __init__(self, metric, classes):
+        self.metric = metric
+        self.classes = classes
+
+    def _problems(self, y, scores):
+        if np.ndim(y) == 2:
+            return [(y[:, j] == 1, scores[:, j]) for j in range(y.shape[1])]
+        if self.classes.shape[0] == 2:
+            return [(y == self.classes[1], np.ravel(scores))]
+        return [(y == label, scores[:, j]) for j, label in enumerate(self.classes)]
+
+    def __call__(self, estimator, X, y, sample_weight=None):
+        scores = np.asarray(estimator.decision_function(X), dtype=np.float64)
+        values = []
+        for target, column in self._problems(y, scores):
+            present = target if sample_weight is None else target[sample_weight > 0]
+            if present.all() or not present.any():
+                continue  # one class held out: no ranking to score
+            values.append(self.metric(target, column, sample_weight=sample_weight))
+        return float(np.mean(values)) if values else np.nan
+
+
+def _fit_path(estimator, X, y, sample_weight, train, test, alphas, scorer, classes):
     """Fit ``estimator`` (warm started) along ``alphas`` on ``train``; score each fit on ``test``.
 
     Returns the held-out scores, shape ``(n_alphas,)``, the ranking
-    coefficients, shape ``(n_alphas, n_features)``, and the solver's
-    iterations, shape ``(n_alphas,)``.
+    coefficients ``ranking_coef_``, shape ``(n_alphas, n_problems,
+    n_features)``, and the solver's iterations, shape ``(n_alphas,
+    n_problems)``.  ``classes`` are those of the whole ``y``: a training
+    part without one of them is refused (ValueError naming ``cv``).
     """
     X_train, y_train = _safe_indexing(X, train), y[train]
+    _check_training_classes(y_train, classes, None if sample_weight is None else sample_weight[train])
     X_test, y_test = _safe_indexing(X, test), y[test]
     fit_params, score_params = {}, {}
     if sample_weight is not None:
         fit_params["sample_weight"] = sample_weight[train]
         score_params["sample_weight"] = sample_weight[test]
-    scores = np.empty(alphas.shape[0])
-    coefs = np.empty((alphas.shape[0], X.shape[1]))
-    n_iter = np.empty(alphas.shape[0], dtype=np.int64)
-    for k, alpha in enumerate(alphas):
+    scores, coefs, n_iter = [], [], []
+    for alpha in alphas:
         estimator.set_params(alpha=float(alpha))
         estimator.fit(X_train, y_train, **fit_params)
-        scores[k] = scorer(estimator, X_test, y_test, **score_params)
-        coefs[k] = np.asarray(estimator.coef_, dtype=np.float64).ravel()
-        n_iter[k] = estimator.n_iter_
-    return scores, coefs, n_iter
+        scores.append(scorer(estimator, X_test, y_test, **score_params))
+        coefs.append(np.atleast_2d(np.asarray(estimator.ranking_coef_, dtype=np.float64)))
+        n_iter.append(np.atleast_1d(estimator.n_iter_))
+    return np.asarray(scores, dtype=np.float64), np.asarray(coefs), np.asarray(n_iter, dtype=np.int64)
+
+
+def _check_training_classes(y_train, classes, sample_weight):
+    """Raise a ValueError naming ``cv`` when a fold's training part misses a class (or a label's value)."""
+    if sample_weight is not None:
+        y_train = y_train[sample_weight > 0]
+    if np.ndim(y_train) == 2:
+        missing = [j for j in range(y_train.shape[1]) if np.unique(y_train[:, j]).shape[0] < 2]
+        what = f"both values of label {missing[0]}" if missing else ""
+    else:
+        absent = np.setdiff1d(classes, np.unique(y_train))
+        what = f"class {absent.tolist()[0]!r}" if absent.size else ""
+    if what:
+        raise ValueError(f"A training part of the cross-validation folds holds no sample of {what}, which "
+                         "every fit needs; use fewer folds (cv) or folds that keep every class in each "
+                         "training part.")
 
 
 def _refitted(cv_estimator):
@@ -152,7 +214,8 @@ class _RankClassifierCVMixin(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
-        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.multi_label = True
+        tags.target_tags.multi_output = True
         return tags
 
     def fit(self, X, y, sample_weight=None):
@@ -162,14 +225,18 @@ class _RankClassifierCVMixin(ClassifierMixin, BaseEstimator):
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training data.
-        y : array-like of shape (n_samples,)
-            Class labels, of two classes.
+        y : array-like of shape (n_samples,) or (n_samples, n_labels)
+            Class labels (more than two classes are one-vs-rest problems),
+            or a multi-label indicator matrix of 0 and 1 (one problem per
+            label), as for the base estimator.
         sample_weight : array-like of shape (n_samples,), default=None
             Nonnegative weights of the samples.  Each fold's fits take the
             weights of its training part, and its held-out part is scored
             with its weights (``scoring(estimator, X, y, sample_weight=...)``,
             so a callable scorer must then accept them); the final refit
-            takes them all.
+            takes them all.  With ``scoring=None``, a held-out fold that
+            holds a single class of every problem has no ranking to score
+            and is left out of the mean, with a warning.
 
         Returns
         -------
@@ -179,7 +246,9 @@ class _RankClassifierCVMixin(ClassifierMixin, BaseEstimator):
         self._validate_params()
         X_given = X
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
-                             ensure_min_samples=2)
+                             ensure_min_samples=2, multi_output=True)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y.ravel()
         check_classification_targets(y)
         rank_weights = _check_rank_weights(self.rank_weights)
         if sample_weight is not None:
@@ -188,16 +257,15 @@ class _RankClassifierCVMixin(ClassifierMixin, BaseEstimator):
         # weights count as repeated rows, as in the estimators' alpha=None
         alphas = _check_alphas(self.alphas, X.shape[0] if sample_weight is None else sample_weight.sum())
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
-        if y_type != "binary":
-            raise ValueError(f"Only binary classification is supported. The type of the target is {y_type}. "
-                             f"For more classes, tune {self._base_class.__name__} (one-vs-rest) with "
-                             "sklearn.model_selection.GridSearchCV.")
+        if y_type not in ("binary", "multiclass", "multilabel-indicator"):
+            raise ValueError(f"{type(self).__name__} takes class labels or a multi-label indicator matrix; "
+                             f"the type of the target is {y_type}.")
         weighted = "" if sample_weight is None else " among the samples of positive weight"
-        present = np.unique(y if sample_weight is None else y[sample_weight > 0])
-        if present.shape[0] < 2:
+        present = unique_labels(y if sample_weight is None else y[sample_weight > 0])
+        if y.ndim == 1 and present.shape[0] < 2:
             raise ValueError(f"{type(self).__name__} needs samples of two classes in y{weighted}; got "
                              f"{'only class ' + repr(present[0]) if present.shape[0] else 'none'}.")
-        self.classes_ = np.unique(y)
+        self.classes_ = np.arange(y.shape[1]) if y.ndim == 2 else np.unique(y)
 
         cv = check_cv(self.cv, y, classifier=True)
         folds = list(cv.split(X, y))
@@ -206,19 +274,23 @@ class _RankClassifierCVMixin(ClassifierMixin, BaseEstimator):
         base = self._base_estimator()
         paths = Parallel(n_jobs=self.n_jobs)(
             delayed(_fit_path)(clone(base).set_params(rank_weight=float(rank_weight)), X, y,
-                               sample_weight, train, test, alphas, scorer)
+                               sample_weight, train, test, alphas, scorer, self.classes_)
             for train, test in folds for rank_weight in rank_weights
         )
         n_folds, n_rw, n_alphas = len(folds), rank_weights.shape[0], alphas.shape[0]
+        n_problems = paths[0][1].shape[1]
+        # one problem (two classes) keeps the shapes of a single ranking
+        problems = () if n_problems == 1 else (n_problems,)
         self.scores_ = np.array([scores for scores, _, _ in paths]).reshape(n_folds, n_rw, n_alphas)
-        self.coefs_paths_ = np.array([coefs for _, coefs, _ in paths]).reshape(n_folds, n_rw, n_alphas,
-                                                                                 X.shape[1])
-        self.n_iter_ = np.array([n_iter for _, _, n_iter in paths]).reshape(n_folds, n_rw, n_alphas)
+        self.coefs_paths_ = np.array([coefs for _, coefs, _ in paths]).reshape(
+            n_folds, n_rw, n_alphas, *problems, X.shape[1])
+        self.n_iter_ = np.array([n_iter for _, _, n_iter in paths]).reshape(n_folds, n_rw, n_alphas,
+                                                                            *problems)
         self.alphas_ = alphas
         self.rank_weights_ = rank_weights
 
         # alpha-major, rank_weight-minor: the first best is the largest alpha, then the smallest weight
-        mean = self.scores_.mean(axis=0).T.ravel()
+        mean = self._mean_over_folds()
         if not np.any(np.isfinite(mean)):
             raise ValueError("Every (alpha, rank_weight) has a non-finite mean score over the folds.")
         best = int(np.argmax(np.where(np.isfinite(mean), mean, -np.inf)))
@@ -234,21 +306,44 @@ class _RankClassifierCVMixin(ClassifierMixin, BaseEstimator):
             self.classes_ = self.best_estimator_.classes_
             self.coef_ = self.best_estimator_.coef_
             self.intercept_ = self.best_estimator_.intercept_
+            self.ranking_coef_ = self.best_estimator_.ranking_coef_
+            self.calibration_ = self.best_estimator_.calibration_
         return self
+
+    def _mean_over_folds(self):
+        """The mean held-out score of each grid cell, alpha-major, over the folds that could be scored.
+
+        A fold whose held-out part leaves every problem with a single class
+        scores NaN (:class:`_ProblemMeanScorer`) and is left out of the
+        mean, with a warning; a cell that no fold could score is NaN.
+        """
+        unscored = np.isnan(self.scores_).all(axis=(1, 2))
+        if unscored.any() and not unscored.all():
+            warnings.warn(f"{int(unscored.sum())} of the {unscored.shape[0]} held-out folds hold a single "
+                          "class for every problem and cannot be scored by a ranking metric; the mean "
+                          "score is that of the other folds. Use fewer folds (cv) for a score on each.",
+                          UserWarning, stacklevel=3)
+        scored = self.scores_[~unscored] if not unscored.all() else self.scores_
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a cell that no fold scored is NaN
+            return np.nanmean(scored, axis=0).T.ravel()
 
     decision_function = _refitted_method(
         "decision_function", "Decision function of ``best_estimator_``: positive means ``classes_[1]``.",
-        "ndarray of shape (n_samples,)",
-        "The Platt logits of ``best_estimator_``, which rank the samples\nas ``X @ coef_.T`` does.")
+        "ndarray of shape (n_samples,) or (n_samples, n_classes)",
+        "``X @ coef_.T + intercept_``, the Platt logits of ``best_estimator_``.")
     predict = _refitted_method(
         "predict", "Predicted class labels of ``best_estimator_``.",
-        "ndarray of shape (n_samples,)", "The class of each sample among ``classes_``.")
+        "ndarray of shape (n_samples,) or (n_samples, n_labels)",
+        "The class of each sample among ``classes_`` (an indicator matrix for a\nmulti-label fit).")
     predict_proba = _refitted_method(
         "predict_proba", "Class probabilities of ``best_estimator_`` (its Platt fit).",
-        "ndarray of shape (n_samples, 2)", "The probability of each class, in the order of ``classes_``.")
+        "ndarray of shape (n_samples, n_classes)",
+        "The probability of each class, in the order of ``classes_``.")
     predict_log_proba = _refitted_method(
         "predict_log_proba", "Logarithm of :meth:`predict_proba`.",
-        "ndarray of shape (n_samples, 2)", "The log-probability of each class, in the order of ``classes_``.")
+        "ndarray of shape (n_samples, n_classes)",
+        "The log-probability of each class, in the order of ``classes_``.")
 
 
 _GRID_DOC_TEMPLATE = """
@@ -303,7 +398,10 @@ def _selection_doc(base, caveat):
     return f"""    Each fold fits a warm-started path of penalties for every rank weight,
     and the pair of best mean held-out score (on ties the largest ``alpha``,
     then the smallest ``rank_weight``) is refitted on all the data
-    (``best_estimator_``).  Only two classes are supported.
+    (``best_estimator_``).  More than two classes are one-vs-rest problems
+    and a multi-label ``y`` one problem per label, as for {base}; one pair
+    is chosen for them all, by the mean over the problems of their held-out
+    scores.
 {caveat}"""
 
 
@@ -322,21 +420,29 @@ def _search_doc(base):
     rank_weights_ : ndarray of shape (n_rank_weights,)
         The rank weights tried, increasing.
     scores_ : ndarray of shape (n_folds, n_rank_weights, n_alphas)
-        The held-out score of every fold and grid cell.
-    coefs_paths_ : ndarray of shape (n_folds, n_rank_weights, n_alphas, n_features)
-        The ranking coefficients ``coef_.ravel()`` of every fold's fits.
-    n_iter_ : ndarray of shape (n_folds, n_rank_weights, n_alphas)
+        The held-out score of every fold and grid cell (NaN for a fold
+        that the default scoring cannot score, see ``fit``).
+    coefs_paths_ : ndarray of shape (n_folds, n_rank_weights, n_alphas[, n_problems], n_features)
+        The ranking coefficients ``ranking_coef_`` of every fold's fits,
+        the path the warm starts follow (the axis ``n_problems`` for more
+        than one problem only).
+    n_iter_ : ndarray of shape (n_folds, n_rank_weights, n_alphas[, n_problems])
         The solver's iterations in every fold's fits (warm-started fits
         take fewer).
     best_estimator_ : {base}
         The fit of ``(alpha_, rank_weight_)`` on all the data (with
         ``refit=True``).
-    classes_ : ndarray of shape (2,)
-        The class labels.
-    coef_ : ndarray of shape (1, n_features)
-        ``best_estimator_.coef_``, the ranking direction.
-    intercept_ : ndarray of shape (1,)
+    classes_ : ndarray of shape (n_classes,)
+        The class labels; for a multi-label ``y``, the labels' indices.
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+        ``best_estimator_.coef_``: ``decision_function`` is
+        ``X @ coef_.T + intercept_``.
+    intercept_ : ndarray of shape (1,) or (n_classes,)
         ``best_estimator_.intercept_``.
+    ranking_coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+        ``best_estimator_.ranking_coef_``, the ranking direction.
+    calibration_ : ndarray of shape (n_problems, 2)
+        ``best_estimator_.calibration_``, the Platt coefficients ``(A, B)``.
     n_features_in_ : int
         Number of features seen during ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -375,9 +481,11 @@ class PartialAUCClassifierCV(_RankClassifierCVMixin):
         The held-out score, greater is better: a scorer name of
         :func:`sklearn.metrics.get_scorer_names` or a callable
         ``scorer(estimator, X, y)``.  None means the partial AUC over
-        ``fpr_range``, :func:`skrank.metrics.make_partial_auc_scorer` (the
-        two-way partial AUC, :func:`skrank.metrics.make_two_way_partial_auc_scorer`,
-        when ``tpr_min > 0``).
+        ``fpr_range`` of the decision function,
+        :func:`skrank.metrics.partial_auc_score` (the two-way partial AUC,
+        :func:`skrank.metrics.two_way_partial_auc_score`, when
+        ``tpr_min > 0``), averaged over the one-vs-rest problems or labels
+        when there are several.
     fpr_range : tuple of two floats, default=(0.05, 0.5)
         ``(fpr_min, fpr_max)`` of the partial AUC, fitted and (with
         ``scoring=None``) scored.  Every training fold must hold at least
@@ -420,9 +528,15 @@ class PartialAUCClassifierCV(_RankClassifierCVMixin):
 
     def _default_scorer(self, classes):
         if self.tpr_min > 0.0:
-            return make_two_way_partial_auc_scorer(tpr_min=self.tpr_min, fpr_max=self.fpr_range[1],
-                                                   pos_label=classes[1])
-        return make_partial_auc_scorer(self.fpr_range, pos_label=classes[1])
+            def metric(target, scores, sample_weight=None):
+                return two_way_partial_auc_score(target, scores, tpr_min=self.tpr_min,
+                                                 fpr_max=self.fpr_range[1], sample_weight=sample_weight,
+                                                 pos_label=True)
+        else:
+            def metric(target, scores, sample_weight=None):
+                return partial_auc_score(target, scores, fpr_range=self.fpr_range,
+                                         sample_weight=sample_weight, pos_label=True)
+        return _ProblemMeanScorer(metric, classes)
 
 
 class AveragePrecisionClassifierCV(_RankClassifierCVMixin):
@@ -437,7 +551,10 @@ class AveragePrecisionClassifierCV(_RankClassifierCVMixin):
     ----------{_grid_doc('(0.0, 0.2, 0.5)')}    scoring : str, callable or None, default=None
         The held-out score, greater is better: a scorer name of
         :func:`sklearn.metrics.get_scorer_names` or a callable
-        ``scorer(estimator, X, y)``.  None means ``"average_precision"``.
+        ``scorer(estimator, X, y)``.  None means the average precision of
+        the decision function (:func:`sklearn.metrics.average_precision_score`),
+        averaged over the one-vs-rest problems or labels when there are
+        several.
     loss : {{"squared_hinge", "logistic", "sigmoid"}}, default="squared_hinge"
         The surrogate of the precision's indicator.
     class_weight : dict, "balanced" or None, default=None
@@ -474,6 +591,8 @@ class AveragePrecisionClassifierCV(_RankClassifierCVMixin):
     __init__ = _search_init(AveragePrecisionClassifier, rank_weights=(0.0, 0.2, 0.5))
 
     def _default_scorer(self, classes):
-        # scikit-learn's "average_precision" scorer, with classes_[1] the positive class
-        return make_scorer(average_precision_score, response_method=("decision_function", "predict_proba"),
-                           pos_label=classes[1])
+        # scikit-learn's average precision of each problem's decision function
+        def metric(target, scores, sample_weight=None):
+            return average_precision_score(target, scores, sample_weight=sample_weight, pos_label=True)
+
+        return _ProblemMeanScorer(metric, classes)

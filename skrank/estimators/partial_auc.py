@@ -113,7 +113,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     random_state : int, RandomState instance or None, default=None
         Seed of the stochastic solvers.
     warm_start : bool, default=False
-        Start from the previous ``coef_`` when refitting.
+        Start from the previous ``ranking_coef_`` when refitting.
     verbose : int, default=0
         Print progress when positive.
 """ + PLATT_ATTRIBUTES_DOC + """
@@ -126,12 +126,15 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     -----
     The objective is not convex when ``fpr_min > 0``: every solver returns
     a stationary point.  ``objective_`` is the exact full-data objective at
-    the returned coefficients whatever the solver, so fits compare.
+    the returned ``(ranking_coef_, score_intercept_)`` whatever the solver,
+    so fits compare.
 
     The pairwise surrogate fits no intercept.  A one-dimensional logistic
-    regression of the labels on the scores ``X coef_`` (Platt scaling) gives
-    ``decision_function``, ``predict_proba``, ``predict`` and
-    ``intercept_``, and leaves the ranking unchanged.  ``score`` is
+    regression ``sigmoid(A s + B)`` of the labels on the scores
+    ``s = X ranking_coef_`` (Platt scaling) gives ``coef_ = A ranking_coef_``
+    and ``intercept_ = B``: ``decision_function`` is ``X coef_ + intercept_``
+    as for every linear classifier, ``predict_proba`` its sigmoid, and the
+    ranking is unchanged (``A > 0``).  ``score`` is
     accuracy, as for every scikit-learn classifier; tune with
     ``scoring=skrank.metrics.make_partial_auc_scorer(fpr_range)``.
 
