@@ -64,6 +64,18 @@ class _SpectralRiskModel(_RegisteredSolverModel):
             stochastic["batch_size"] = self.batch_size
         return {name: stochastic for name in ("sorel", "sgd", "lsvrg", "prospect")}
 
+    def _constant_optimum_advice(self):
+        """What to change when the fit is the constant classifier (:class:`skrank.exceptions.ConstantOptimumWarning`)."""
+        return CONSTANT_OPTIMUM_ADVICE
+
+
+#: The advice of the classifiers' ConstantOptimumWarning.
+CONSTANT_OPTIMUM_ADVICE = (
+    "To rank and classify, lower the risk's level (e.g. Superquantile(q=0.5)) or use a risk that weighs "
+    "every loss: risk='extremile' (Extremile(r=2), SpectralRiskClassifier's default) or risk='erm' (the "
+    "mean loss, as LogisticRegression); a smaller alpha also helps."
+)
+
 
 #: The parameters the two estimators share, after their risk and loss ones, with their defaults.
 _SHARED_DEFAULTS = dict(alpha=1e-3, fit_intercept=True, solver="auto", max_iter=1000, tol=1e-7,
@@ -174,6 +186,9 @@ class SpectralRiskRegressor(RankLinearRegressorMixin, _SpectralRiskModel):
 
     __init__ = keyword_init(risk="superquantile", loss="squared", epsilon=1.0, **_SHARED_DEFAULTS)
 
+    def _constant_optimum_advice(self):
+        return None
+
 
 class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
     __doc__ = (
@@ -232,7 +247,7 @@ class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
         "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
-    __init__ = keyword_init(risk="superquantile", loss="logistic", class_weight=None, **_SHARED_DEFAULTS)
+    __init__ = keyword_init(risk="extremile", loss="logistic", class_weight=None, **_SHARED_DEFAULTS)
 
 
 __all__ = ["SpectralRiskRegressor", "SpectralRiskClassifier"]
