@@ -72,8 +72,8 @@ class _SpectralRiskModel(_RegisteredSolverModel):
 #: The advice of the classifiers' ConstantOptimumWarning.
 CONSTANT_OPTIMUM_ADVICE = (
     "To rank and classify, lower the risk's level (e.g. Superquantile(q=0.5)) or use a risk that weighs "
-    "every loss: risk='extremile' (Extremile(r=2), SpectralRiskClassifier's default) or risk='erm' (the "
-    "mean loss, as LogisticRegression); a smaller alpha also helps."
+    "every loss: risk='exponential' (ExponentialSpectral(rho=1), SpectralRiskClassifier's default) or "
+    "risk='erm' (the mean loss, as LogisticRegression); a smaller alpha also helps."
 )
 
 
@@ -247,7 +247,7 @@ class SpectralRiskClassifier(RankLinearClassifierMixin, _SpectralRiskModel):
         "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
-    __init__ = keyword_init(risk="extremile", loss="logistic", class_weight=None, **_SHARED_DEFAULTS)
+    __init__ = keyword_init(risk="exponential", loss="logistic", class_weight=None, **_SHARED_DEFAULTS)
 
 
 __all__ = ["SpectralRiskRegressor", "SpectralRiskClassifier"]
