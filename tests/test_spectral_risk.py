@@ -77,7 +77,9 @@ def test_classifier_matches_cvxpy(loss, risk, referee):
 #: of mass, test_integer_weights_agree_with_repeated_rows_to_the_tolerance), and at the default
 #: tol=1e-7 their predictions differ by about 1e-8 (3e-6 relative on a score near zero).  As in
 #: scikit-learn's own suite, these checks run the estimator at a tolerance that bounds the
-#: predictions to their accuracy.
+#: predictions to their accuracy: 1e-14 for the classifier's default ExponentialSpectral(rho=1),
+#: whose smooth weights leave F flatter at its optimum than the superquantile's kink (at 1e-10
+#: and 1e-12 its probabilities differed by 1.4e-7 and 1.9e-8; both fits certify 1e-14, unwarned).
 _PREDICTION_CHECKS = {"check_sample_weight_equivalence_on_dense_data",
                       "check_sample_weight_equivalence_on_sparse_data"}
 
@@ -91,14 +93,22 @@ def _check_name(check):
 @parametrize_with_checks([SpectralRiskRegressor(), SpectralRiskClassifier()])
 def test_sklearn_compatible(estimator, check):
     if _check_name(check) in _PREDICTION_CHECKS:
-        estimator = clone(estimator).set_params(tol=1e-10)  # the other checks share the instance
+        estimator = clone(estimator).set_params(tol=1e-14)  # the other checks share the instance
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check(estimator)
 
 
-@pytest.mark.parametrize("Estimator", [SpectralRiskRegressor, SpectralRiskClassifier])
-def test_integer_weights_agree_with_repeated_rows_to_the_tolerance(Estimator):
+#: The superquantile's kinked optimum pins the predictions to 1e-8 at tol=1e-10; the smooth weights of
+#: the classifier's default ExponentialSpectral(rho=1), with 30 features for 15 rows, leave F flat
+#: there: strong convexity alpha = 1e-3 bounds the coefficients' error only by
+#: sqrt(2 tol |F| / alpha) (8e-5 at tol=1e-10; 7e-6 apart in the scores, measured).
+@pytest.mark.parametrize("Estimator, params, close", [
+    (SpectralRiskRegressor, {}, 1e-8),
+    (SpectralRiskClassifier, {"risk": "superquantile"}, 1e-8),
+    (SpectralRiskClassifier, {}, 1e-4),
+], ids=["regressor", "classifier-superquantile", "classifier-default"])
+def test_integer_weights_agree_with_repeated_rows_to_the_tolerance(Estimator, params, close):
     # the data of scikit-learn's check_sample_weight_equivalence: 15 rows, 30 features,
     # integer weights with zeros
     rng = np.random.RandomState(42)
@@ -109,8 +119,8 @@ def test_integer_weights_agree_with_repeated_rows_to_the_tolerance(Estimator):
     if Estimator is SpectralRiskRegressor:
         y, y_rep = y.astype(float), y_rep.astype(float)
     for tol in (1e-7, 1e-10):
-        weighted = Estimator(tol=tol).fit(X, y, sample_weight=counts)
-        repeated = Estimator(tol=tol).fit(X_rep, y_rep)
+        weighted = Estimator(tol=tol, **params).fit(X, y, sample_weight=counts)
+        repeated = Estimator(tol=tol, **params).fit(X_rep, y_rep)
         # both certified within tol of the same optimum: the objectives agree to the tolerance
         objectives = np.atleast_1d(weighted.objective_), np.atleast_1d(repeated.objective_)
         np.testing.assert_allclose(*objectives, rtol=2 * tol)
@@ -118,9 +128,9 @@ def test_integer_weights_agree_with_repeated_rows_to_the_tolerance(Estimator):
         gap = np.max(np.abs(getattr(weighted, score)(X) - getattr(repeated, score)(X)))
         if tol == 1e-10:
             # not a weights bug: at a tolerance that bounds them, the predictions agree
-            assert gap < 1e-8
+            assert gap < close
         else:
-            assert gap < 1e-5  # about sqrt(tol |F|): two paths to one optimum
+            assert gap < max(1e-5, 10 * close)  # about sqrt(tol |F|): two paths to one optimum
 
 
 def test_pipeline_grid_search():

@@ -167,7 +167,10 @@ class RankADMMClassifier(RankLinearClassifierMixin, _RankADMMModel):
     ----------
     risk : str or skrank.risks risk object, default="erm"
         The rank weights, e.g. ``Superquantile(q=0.8)``; a name means that
-        risk with its defaults.
+        risk with its defaults.  A tail risk at a high level may have the
+        constant classifier (``coef_ = 0``) as its optimum where the
+        classes overlap: the fit then warns with a
+        :class:`skrank.exceptions.ConstantOptimumWarning`.
     loss : {"""
         + _CLASSIFICATION_LOSSES_DOC
         + """}, default="logistic"
