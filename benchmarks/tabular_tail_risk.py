@@ -48,8 +48,8 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import log_expit
 from scipy import stats
+from scipy.special import log_expit
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit

@@ -121,9 +121,11 @@ def test_warning_names_the_constant_class():
     assert (f"for class {constant[0]!r}" if len(constant) == 1 else f"for the classes {constant}") in message
 
 
-@pytest.mark.parametrize("estimator", [SpectralRiskClassifier(), SpectralRiskClassifier(risk=Superquantile(0.5)),
-                                       RankADMMClassifier(), RankADMMClassifier(risk="exponential")],
-                         ids=repr)
+RANKING = [SpectralRiskClassifier(), SpectralRiskClassifier(risk=Superquantile(0.5)), RankADMMClassifier(),
+           RankADMMClassifier(risk="exponential")]
+
+
+@pytest.mark.parametrize("estimator", RANKING, ids=repr)
 def test_no_warning_on_fits_that_rank(estimator):
     X, y = _overlapping(1)
     with warnings.catch_warnings():
@@ -138,7 +140,9 @@ def test_no_warning_without_convergence_or_for_regressors():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConstantOptimumWarning)
         warnings.simplefilter("ignore", UserWarning)
-        SpectralRiskClassifier(risk=Superquantile(q=0.8), solver="sorel", max_iter=2, random_state=0).fit(X, y)
+        unconverged = SpectralRiskClassifier(risk=Superquantile(q=0.8), solver="sorel", max_iter=2,
+                                             random_state=0)
+        unconverged.fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConstantOptimumWarning)
         SpectralRiskRegressor(alpha=1e6).fit(np.zeros((20, 2)), np.arange(20.0))

@@ -210,8 +210,9 @@ class RankADMMClassifier(RankLinearClassifierMixin, _RankADMMModel):
     __init__ = keyword_init(risk="erm", loss="logistic", class_weight=None, **_SHARED_DEFAULTS)
 
     def _constant_optimum_advice(self):
-        """What to change when the fit is the constant classifier (:class:`skrank.exceptions.ConstantOptimumWarning`)."""
-        advice = CONSTANT_OPTIMUM_ADVICE.replace("SpectralRiskClassifier's default", "as SpectralRiskClassifier's default")
+        """What to change when the fit's optimum is the constant classifier (``ConstantOptimumWarning``)."""
+        advice = CONSTANT_OPTIMUM_ADVICE.replace("SpectralRiskClassifier's default",
+                                                 "as SpectralRiskClassifier's default")
         if self.penalty in ("l1", "elasticnet") and self.alpha > 0:
             advice += f" The penalty={self.penalty!r} sets coefficients to zero: a smaller alpha keeps some."
         return advice

@@ -65,7 +65,7 @@ class _SpectralRiskModel(_RegisteredSolverModel):
         return {name: stochastic for name in ("sorel", "sgd", "lsvrg", "prospect")}
 
     def _constant_optimum_advice(self):
-        """What to change when the fit is the constant classifier (:class:`skrank.exceptions.ConstantOptimumWarning`)."""
+        """What to change when the fit's optimum is the constant classifier (``ConstantOptimumWarning``)."""
         return CONSTANT_OPTIMUM_ADVICE
 
 
