@@ -585,13 +585,18 @@ class _RankLinearModel(BaseEstimator):
                     if result.converged and _scores_constant(X, result.coef)]
         if not constant:
             return
-        which = (f"for class {constant[0]!r}" if len(constant) == 1 and len(results) > 1 else
-                 f"for the classes {constant}" if len(results) > 1 else "")
+        if len(results) == 1:
+            what = "coef_ is zero, so every sample gets the same score and predict returns one class"
+        else:
+            which = f"class {constant[0]!r}" if len(constant) == 1 else f"the classes {constant}"
+            what = (f"coef_ is zero for {which} (one-vs-rest), so every sample gets the same score for "
+                    f"{'it' if len(constant) == 1 else 'them'}")
+        risk = self._risk
+        params = ", ".join(f"{name}={value!r}" for name, value in risk.get_params().items())
         warnings.warn(
             f"{type(self).__name__}: the optimum of the objective is the constant classifier on this data: "
-            f"coef_ is zero{' ' + which if which else ''}, so every sample gets the same score, nothing is "
-            f"ranked and predict returns one class. The fit is exact (more iterations do not change it): "
-            f"the risk {self._risk!r} with the {self.loss} loss is minimised by not ranking these samples, "
+            f"{what}; nothing is ranked. The fit is exact (more iterations do not change it): the risk "
+            f"{type(risk).__name__}({params}) of the {self.loss} losses is smallest without a ranking here, "
             f"as a tail risk at a high level is where the classes overlap. {advice}",
             ConstantOptimumWarning,
         )
