@@ -9,7 +9,8 @@ runs on the host in NumPy (and compiled kernels), its keys going down and
 its weights coming back.  Per estimator (defaults, on
 ``n x d`` synthetic data, ``y = 1(x . w + noise > 0)``):
 
-* ``RankADMMClassifier(risk="superquantile")`` and ``SpectralRiskClassifier()``: the certified
+* ``RankADMMClassifier(risk="superquantile")`` and
+  ``SpectralRiskClassifier(risk="superquantile")``: the certified
   Newton method (:mod:`skrank.solvers.full_batch.newton`);
 * ``PartialAUCClassifier()`` and ``AveragePrecisionClassifier()``: L-BFGS on their datafits.
 
@@ -90,7 +91,8 @@ from skrank.estimators import RankADMMClassifier  # noqa: E402
 ESTIMATORS = {
     "rank_admm": ("RankADMMClassifier(risk='superquantile')",
                   lambda: RankADMMClassifier(risk="superquantile")),
-    "spectral": ("SpectralRiskClassifier()", SpectralRiskClassifier),
+    "spectral": ("SpectralRiskClassifier(risk='superquantile')",
+                 lambda: SpectralRiskClassifier(risk="superquantile")),
     "partial_auc": ("PartialAUCClassifier()", PartialAUCClassifier),
     "average_precision": ("AveragePrecisionClassifier()", AveragePrecisionClassifier),
 }

@@ -34,6 +34,11 @@ The references (:data:`AREAS` lists the areas):
   for integer weights;
 - the fit without the column for a constant feature (with an intercept);
 - the dense float64 fit for the other input kinds (sparse, Dask, ...);
+- for the classifiers of spectral risks on overlapping, imbalanced classes
+  (``constant_model``): a fit whose optimum is the constant classifier
+  (the scores ``X coef_`` of a problem constant) warns with a
+  ``ConstantOptimumWarning`` naming the class and what to change, a fit
+  that ranks does not, and the default ``SpectralRiskClassifier()`` ranks;
 - CLARABEL (cvxpy) on the convex rank-risk problems, scikit-learn's
   logistic regression for ``rank_weight=0``, the closed form for the
   full-AUC square loss.
@@ -52,7 +57,7 @@ import numpy as np
 import scipy.sparse as sp
 
 AREAS = ("nan_inf", "feature_scale", "weight_scale", "degenerate", "input_kind", "determinism", "streams",
-         "solvers", "conventions")
+         "solvers", "conventions", "constant_model")
 
 #: Relative tolerance on ``objective_`` against an optimum, by kind of solver: the certified
 #: solvers (a duality gap below ``tol``), the deterministic ones (KKT residual or gradient
@@ -1075,6 +1080,26 @@ def run_conventions(case):
     return Outcome("ok", "conventions kept", warned=fit.convergence_warned)
 
 
+def build_constant_model(draw):
+    """A spectral-risk classifier on overlapping classes, 5-45% positives: the default or a tail risk."""
+    kind = draw.choice(["default", "tail", "tail", "rank_admm", "multiclass"])
+    if kind == "default":
+        risk = None
+    elif draw.boolean():
+        risk = {"name": "Superquantile", "q": round(draw.uniform(0.8, 0.95), 3)}
+    else:
+        risk = {"name": "TopK", "k": round(draw.uniform(0.05, 0.2), 3)}
+    solver, loss = "auto", "logistic"
+    if kind == "rank_admm":
+        solver = draw.choice(["auto", "admm"])
+        loss = draw.choice(["logistic", "hinge"]) if solver == "auto" else "logistic"
+    n = draw.integer(60, 200)
+    data = {"task": "classification", "n": n, "d": draw.integer(2, 6), "seed": draw.integer(0, 10_000),
+            "classes": 3 if kind == "multiclass" else 2, "positive": round(draw.uniform(0.05, 0.45), 3)}
+    return {"area": "constant_model", "kind": kind, "risk": risk, "solver": solver, "loss": loss,
+            "data": data}
+
+
 BUILDERS = {
     "nan_inf": build_nan_inf,
     "feature_scale": build_feature_scale,
@@ -1085,6 +1110,7 @@ BUILDERS = {
     "streams": build_streams,
     "solvers": build_solvers,
     "conventions": build_conventions,
+    "constant_model": build_constant_model,
 }
 
 
@@ -1700,6 +1726,46 @@ def run_solvers(case):
                   optimum=True, label="optimum")
 
 
+def _constant_problems(estimator, X):
+    """The labels of the problems whose scores ``X coef`` are constant (to 1e-6, a margin no loss sees)."""
+    coef = np.atleast_2d(estimator.coef_)
+    labels = estimator.classes_ if coef.shape[0] == len(estimator.classes_) else estimator.classes_[1:]
+    return [label.item() for j, label in enumerate(labels) if np.ptp(X @ coef[j]) <= 1e-6]
+
+
+def run_constant_model(case):
+    """A constant optimum warns (naming the class and the fix), a ranking fit does not, the default ranks."""
+    from skrank.estimators import RankADMMClassifier, SpectralRiskClassifier
+
+    X, y = make_data(case["data"])
+    params = {} if case["risk"] is None else {"risk": make_risk(case["risk"])}
+    if case["kind"] == "rank_admm":
+        estimator = RankADMMClassifier(solver=case["solver"], loss=case["loss"], **params)
+    else:
+        estimator = SpectralRiskClassifier(**params)
+    fit = run_fit(estimator, X, y)
+    if fit.error is not None:
+        return error_outcome(fit, ERROR_PATTERNS["shape"])
+    constant = _constant_problems(estimator, X)
+    warned = [str(w.message) for w in fit.warnings if w.category.__name__ == "ConstantOptimumWarning"]
+    detail = f"constant problems {constant}; warnings {warned}"
+    if fit.convergence_warned:
+        return Outcome("ok", "not converged (ConvergenceWarning)", detail, True)
+    if constant and not warned:
+        return Outcome("bad", "silent constant classifier: coef_ zero without a warning", detail)
+    if warned and not constant:
+        return Outcome("bad", "constant-optimum warning on a fit that ranks", detail)
+    if warned:
+        message = warned[0]
+        named = len(constant) == len(np.atleast_2d(estimator.coef_)) or all(
+            repr(label) in message for label in constant)
+        if not (named and "risk='exponential'" in message and "q=" in message):
+            return Outcome("bad", "constant-optimum warning without the class or the fix", detail)
+    if case["kind"] == "default" and constant:
+        return Outcome("ok", "the default's optimum is constant here, and it warns", detail)
+    return Outcome("ok", "constant, warned" if constant else "ranks", detail)
+
+
 RUNNERS = {
     "nan_inf": run_nan_inf,
     "feature_scale": run_feature_scale,
@@ -1710,6 +1776,7 @@ RUNNERS = {
     "streams": run_streams,
     "solvers": run_solvers,
     "conventions": run_conventions,
+    "constant_model": run_constant_model,
 }
 
 

@@ -59,3 +59,25 @@ def test_tail_risk_quick(capsys):
         assert s["cvar_ratio"] > 0 and s["mean_ratio"] > 0
     assert summary["binary q=0.5"]["tables"] == 5 and summary["regression q=0.5"]["tables"] == 3
     assert "CVaR ratio" in capsys.readouterr().out
+
+
+def test_tail_risk_classifiers_quick(tmp_path, capsys):
+    """--classifiers: the default ranks on every quick table, the superquantile at 0.8 does not."""
+    bench = _load("tabular_tail_risk")
+    out = tmp_path / "classifiers.json"
+    summary = bench.main(["--classifiers", "--quick", "--splits", "2", "--models", "default,cvar0.8",
+                          "--json", str(out)])
+    assert list(summary) == ["default", "cvar0.8"]
+    for s in summary.values():
+        assert s["tables"] == 5 and s["cvar_ratio"] > 0
+        for metric in ("auc", "acc"):
+            m = summary["default"][metric]
+            assert m["low"] <= m["gain"] <= m["high"] and m["wins"] + m["ties"] + m["losses"] == 5
+    assert summary["default"]["constant"] == []
+    assert len(summary["cvar0.8"]["constant"]) >= 3
+    assert summary["default"]["auc"]["gain"] > summary["cvar0.8"]["auc"]["gain"]
+    rows = json.loads(out.read_text())["rows"]
+    assert len(rows) == 2 * 5 * 2  # models x tables x splits
+    printed = capsys.readouterr().out
+    assert "AUC - LR [95% CI]" in printed and "command: OMP_NUM_THREADS=1 python" in printed
+    assert "cvar0.8: constant classifier on" in printed

@@ -185,7 +185,10 @@ def _fit(estimator, rec, solver="newton"):
     return estimator
 
 
-ESTIMATORS = [RankADMMClassifier(risk="superquantile"), SpectralRiskClassifier()]
+#: The superquantile, whose pooled blocks of tied losses these counts were written for (the
+#: classifier's default ExponentialSpectral(rho=1) pools other blocks, with up to 4 partial products
+#: per step on this data).
+ESTIMATORS = [RankADMMClassifier(risk="superquantile"), SpectralRiskClassifier(risk="superquantile")]
 IDS = ["rank_admm_superquantile", "spectral_risk"]
 
 

@@ -72,8 +72,16 @@ def test_classifier_matches_cvxpy(loss, risk, referee):
 # scikit-learn's estimator checks: tests/test_conventions.py::test_sklearn_checks_pass_at_the_defaults
 
 
-@pytest.mark.parametrize("Estimator", [SpectralRiskRegressor, SpectralRiskClassifier])
-def test_integer_weights_agree_with_repeated_rows_to_the_tolerance(Estimator):
+#: The superquantile's kinked optimum pins the predictions to 1e-8 at tol=1e-10; the smooth weights of
+#: the classifier's default ExponentialSpectral(rho=1), with 30 features for 15 rows, leave F flat
+#: there: strong convexity alpha = 1e-3 bounds the coefficients' error only by
+#: sqrt(2 tol |F| / alpha) (8e-5 at tol=1e-10; 7e-6 apart in the scores, measured).
+@pytest.mark.parametrize("Estimator, params, close", [
+    (SpectralRiskRegressor, {}, 1e-8),
+    (SpectralRiskClassifier, {"risk": "superquantile"}, 1e-8),
+    (SpectralRiskClassifier, {}, 1e-4),
+], ids=["regressor", "classifier-superquantile", "classifier-default"])
+def test_integer_weights_agree_with_repeated_rows_to_the_tolerance(Estimator, params, close):
     # the data of scikit-learn's check_sample_weight_equivalence: 15 rows, 30 features,
     # integer weights with zeros
     rng = np.random.RandomState(42)
@@ -84,8 +92,8 @@ def test_integer_weights_agree_with_repeated_rows_to_the_tolerance(Estimator):
     if Estimator is SpectralRiskRegressor:
         y, y_rep = y.astype(float), y_rep.astype(float)
     for tol in (1e-7, 1e-10):
-        weighted = Estimator(tol=tol).fit(X, y, sample_weight=counts)
-        repeated = Estimator(tol=tol).fit(X_rep, y_rep)
+        weighted = Estimator(tol=tol, **params).fit(X, y, sample_weight=counts)
+        repeated = Estimator(tol=tol, **params).fit(X_rep, y_rep)
         # both certified within tol of the same optimum: the objectives agree to the tolerance
         objectives = np.atleast_1d(weighted.objective_), np.atleast_1d(repeated.objective_)
         np.testing.assert_allclose(*objectives, rtol=2 * tol)
@@ -93,9 +101,9 @@ def test_integer_weights_agree_with_repeated_rows_to_the_tolerance(Estimator):
         gap = np.max(np.abs(getattr(weighted, score)(X) - getattr(repeated, score)(X)))
         if tol == 1e-10:
             # not a weights bug: at a tolerance that bounds them, the predictions agree
-            assert gap < 1e-8
+            assert gap < close
         else:
-            assert gap < 1e-5  # about sqrt(tol |F|): two paths to one optimum
+            assert gap < max(1e-5, 10 * close)  # about sqrt(tol |F|): two paths to one optimum
 
 
 def test_pipeline_grid_search():

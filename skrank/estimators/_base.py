@@ -33,6 +33,7 @@ from ..backends.array_api_design import (
 from ..backends.dask_design import is_dask_array
 from ..backends.dispatch import external_kind
 from ..datafits.rank_risk import RankRisk
+from ..exceptions import ConstantOptimumWarning
 from ..losses import get_loss
 from ..penalties import get_penalty
 from ..risks import _RISKS, BaseRisk, check_risk
@@ -101,6 +102,17 @@ def samples_method_doc(summary, returns, description):
         return method
 
     return decorate
+
+
+def _scores_constant(X, coef):
+    """Whether ``X @ coef`` is constant: ``coef`` zero, or the scores of an in-memory ``X`` within 1e-6."""
+    coef = np.asarray(to_numpy(coef), dtype=np.float64).ravel()
+    if not np.any(coef):
+        return True
+    if np.max(np.abs(coef)) > 1e-6 or external_kind(X) is not None:
+        return False
+    scores = np.asarray(X @ coef).ravel()
+    return bool(np.ptp(scores) <= 1e-6)
 
 
 def _problem_labels(classes):
@@ -277,6 +289,7 @@ class _RankLinearModel(BaseEstimator):
         if classes is not None:
             self.classes_ = classes
         self._set_coefficients([result.coef for result in results], [result.intercept for result in results])
+        self._warn_if_constant(X, results, classes)
         self._set_solver_summary(results)
         self._store_results(results)
         self._place_fitted(X)
@@ -555,6 +568,43 @@ class _RankLinearModel(BaseEstimator):
             if not np.all(np.isfinite(y)):
                 raise ValueError("Input y contains NaN or infinity.")
         return X, y
+
+    def _constant_optimum_advice(self):
+        """Hook: what to change when a fit's optimum is the constant classifier, or None (no warning)."""
+        return None
+
+    def _warn_if_constant(self, X, results, classes):
+        """A ConstantOptimumWarning when a converged problem's optimum is the constant classifier.
+
+        A problem's coefficients are constant when they are zero, or, for
+        the solvers that stop near a zero optimum without reaching it
+        (the ADMM), when its scores ``X coef`` on an in-memory ``X`` differ
+        by at most ``1e-6`` (a margin no loss tells apart).  Unconverged
+        problems already have their ConvergenceWarning.
+        """
+        advice = self._constant_optimum_advice()
+        if advice is None or classes is None:
+            return
+        labels = classes if len(results) == len(classes) else classes[1:]
+        constant = [np.asarray(label).tolist() for result, label in zip(results, labels)
+                    if result.converged and _scores_constant(X, result.coef)]
+        if not constant:
+            return
+        if len(results) == 1:
+            what = "coef_ is zero, so every sample gets the same score and predict returns one class"
+        else:
+            which = f"class {constant[0]!r}" if len(constant) == 1 else f"the classes {constant}"
+            what = (f"coef_ is zero for {which} (one-vs-rest), so every sample gets the same score for "
+                    f"{'it' if len(constant) == 1 else 'them'}")
+        risk = self._risk
+        params = ", ".join(f"{name}={value!r}" for name, value in risk.get_params().items())
+        warnings.warn(
+            f"{type(self).__name__}: the optimum of the objective is the constant classifier on this data: "
+            f"{what}; nothing is ranked. The fit is exact (more iterations do not change it): the risk "
+            f"{type(risk).__name__}({params}) of the {self.loss} losses is smallest without a ranking here, "
+            f"as a tail risk at a high level is where the classes overlap. {advice}",
+            ConstantOptimumWarning,
+        )
 
     def _warn_if_not_converged(self, result):
         if not result.converged:

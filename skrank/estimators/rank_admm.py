@@ -8,6 +8,7 @@ from ..losses import loss_names
 from ..solvers.registry import RANK_ADMM, auto_preference, renamed_for, solvers_for, streaming_solvers
 from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RegisteredSolverModel
 from ._params import keyword_init, options_doc
+from .spectral_risk import CONSTANT_OPTIMUM_ADVICE
 
 #: The losses of the estimators: every loss of :mod:`skrank.losses` of their task.
 _CLASSIFICATION_LOSSES = loss_names("classification")
@@ -166,7 +167,10 @@ class RankADMMClassifier(RankLinearClassifierMixin, _RankADMMModel):
     ----------
     risk : str or skrank.risks risk object, default="erm"
         The rank weights, e.g. ``Superquantile(q=0.8)``; a name means that
-        risk with its defaults.
+        risk with its defaults.  A tail risk at a high level may have the
+        constant classifier (``coef_ = 0``) as its optimum where the
+        classes overlap: the fit then warns with a
+        :class:`skrank.exceptions.ConstantOptimumWarning`.
     loss : {"""
         + _CLASSIFICATION_LOSSES_DOC
         + """}, default="logistic"
@@ -204,6 +208,14 @@ class RankADMMClassifier(RankLinearClassifierMixin, _RankADMMModel):
     }
 
     __init__ = keyword_init(risk="erm", loss="logistic", class_weight=None, **_SHARED_DEFAULTS)
+
+    def _constant_optimum_advice(self):
+        """What to change when the fit's optimum is the constant classifier (``ConstantOptimumWarning``)."""
+        advice = CONSTANT_OPTIMUM_ADVICE.replace("SpectralRiskClassifier's default",
+                                                 "as SpectralRiskClassifier's default")
+        if self.penalty in ("l1", "elasticnet") and self.alpha > 0:
+            advice += f" The penalty={self.penalty!r} sets coefficients to zero: a smaller alpha keeps some."
+        return advice
 
 
 class RankADMMRegressor(RankLinearRegressorMixin, _RankADMMModel):
