@@ -2,6 +2,9 @@
 
 * ``objective_`` is the exact objective at the returned coefficients, even
   where the scores are tiny next to the intercept.
+* SOTA-s's streams take a new range between ``partial_fit`` calls, and its
+  fit never returns a point above its start (and warns when it keeps the
+  start).
 """
 
 import warnings
@@ -75,3 +78,74 @@ def test_the_reported_objective_is_the_objective_at_the_returned_coefficients(ma
         check = LogisticAnchoredObjective(rank, X, ypm, estimator._rank_weight, 1.0 / X.shape[0])
         theta = np.append(result.coef, result.info["score_intercept"])
         assert result.objective == pytest.approx(check.value(theta), rel=1e-12, abs=1e-15)
+
+
+# --- SOTA-s: a new range between partial_fit calls, and a fit that ends above its start -----------------
+
+def _sota_stream(X, y, change=None):
+    estimator = PartialAUCClassifier(solver="sota-s", fpr_range=(0, 0.3), tpr_min=0.5, random_state=0)
+    estimator.partial_fit(X[:200], y[:200], classes=[0, 1])
+    if change:
+        estimator.set_params(**change)
+    return _quiet_fit_partial(estimator, X[200:], y[200:])
+
+
+def _quiet_fit_partial(estimator, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return estimator.partial_fit(X, y)
+
+
+@pytest.mark.parametrize("change, fpr_max, tpr_min", [({"tpr_min": 0.0}, 0.3, 0.0),
+                                                      ({"fpr_range": (0, 1.0)}, 1.0, 0.5),
+                                                      ({"fpr_range": (0, 0.1), "tpr_min": 0.8}, 0.1, 0.8)])
+def test_sota_stream_takes_a_new_range(change, fpr_max, tpr_min):
+    # the stream's temperatures stood for the first call's range: a new one changed nothing, bit for bit
+    from skrank.solvers.stochastic.sota import default_temperature
+
+    X, y = make_classification(400, 5, weights=[0.7], random_state=0)
+    kept, changed = _sota_stream(X, y), _sota_stream(X, y, change)
+    stream = changed._streams[0]
+    loss = stream.loss
+    assert stream.lam_n == default_temperature(fpr_max, loss)
+    assert stream.lam_p == default_temperature(1.0 - tpr_min, loss)
+    assert not np.array_equal(changed._streams[0].v, kept._streams[0].v)
+
+
+def test_sota_stream_refuses_a_range_it_cannot_fit_naming_it():
+    X, y = make_classification(400, 5, weights=[0.7], random_state=0)
+    with pytest.raises(ValueError, match="fpr_range"):
+        _sota_stream(X, y, {"fpr_range": (0.1, 0.3), "tpr_min": 0.0})
+
+
+def _noise(seed):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((400, 5)), np.where(rng.random(400) < 0.3, 1.0, -1.0)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sota_never_returns_a_point_above_its_start(seed):
+    # labels independent of X: no direction beats w = 0 (F = l(0) = 1); the epochs ended at 1.05-1.06
+    from skrank.solvers.stochastic.sota import sota_s
+
+    X, y = _noise(seed)
+    loss = get_pairwise_loss("squared_hinge", 1.0)
+    objective = PartialAUCObjective(X, y, (0, 0.3), loss, 1e-4, tpr_min=0.5)
+    start = objective.value(np.zeros(X.shape[1]))
+    result = sota_s(objective, random_state=seed)
+    assert objective.value(result.coef) <= start
+    assert result.objective == objective.value(result.coef)
+    if result.info["kept_start"]:
+        assert not result.converged  # which the estimators report with a ConvergenceWarning
+        assert np.max(result.objective_history[1:-1]) > start
+
+
+def test_an_estimator_whose_sota_fit_ends_above_its_start_warns(monkeypatch):
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = _noise(0)
+    monkeypatch.setattr(PartialAUCClassifier, "_start", lambda self, objective, init: np.zeros(X.shape[1]))
+    estimator = PartialAUCClassifier(solver="sota-s", fpr_range=(0, 0.3), tpr_min=0.5, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="ended above its starting point, which it returned"):
+        estimator.fit(X, y)
+    assert estimator.objective_ == pytest.approx(1.0, abs=1e-12)  # l(0), that of every tied pair

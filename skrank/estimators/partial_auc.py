@@ -228,7 +228,8 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     def _update_stream(self, stream):
         alpha = STREAM_ALPHA if self.alpha is None else self.alpha
         if self._solver == "sota-s":
-            stream.update(alpha=alpha, loss=self._pair_loss, batch_size=self.batch_size)
+            stream.update(alpha=alpha, loss=self._pair_loss, batch_size=self.batch_size,
+                          fpr_max=self._fpr_range[1], tpr_min=self.tpr_min)
             return
         stream.update(alpha=alpha, margin=self._pair_loss.margin, batch_size=self.batch_size)
 
