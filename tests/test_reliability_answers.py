@@ -9,7 +9,8 @@
   where the scores are tiny next to the intercept.
 * SOTA-s's streams take a new range between ``partial_fit`` calls, and its
   fit never returns a point above its start (and warns when it keeps the
-  start).
+  start); a stream whose coefficients score worse than its start on a
+  batch says so.
 """
 
 import warnings
@@ -190,3 +191,35 @@ def test_a_fit_without_warning_matches_a_tight_fit_when_the_penalty_sets_the_uni
         assert fit.objective_ <= tight.objective_ + 1e-4 * max(1.0, abs(tight.objective_))
         assert fit.score(X, y) >= tight.score(X, y) - 0.02
         assert np.ptp(fit.decision_function(X)) > 0.0
+
+
+def test_a_sota_stream_above_its_start_on_a_batch_warns():
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = _noise(0)
+    labels = (y > 0).astype(int)
+    estimator = PartialAUCClassifier(solver="sota-s", fpr_range=(0, 0.3), tpr_min=0.5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimator.partial_fit(X[:200], labels[:200], classes=[0, 1])
+    batch, batch_y = X[200:], labels[200:]
+    with pytest.warns(ConvergenceWarning, match="above that at its starting point"):
+        estimator.partial_fit(batch, batch_y)
+    # the warning's comparison, recomputed: the exact objective on the batch at coef_ and at zero
+    objective = PartialAUCObjective(batch, y[200:], (0, 0.3), estimator._streams[0].loss,
+                                    estimator._streams[0].alpha, tpr_min=0.5)
+    assert objective.value(estimator._streams[0].coef) > objective.value(np.zeros(X.shape[1]))
+
+
+@pytest.mark.parametrize("Est", [PartialAUCClassifier, AveragePrecisionClassifier])
+@pytest.mark.parametrize("scale", [1e-8, 1e-2, 1e2, 1e8])
+def test_x_and_alpha_rescaled_together_give_the_fit_and_it_is_near_a_tight_fit(Est, scale):
+    # X c with alpha c^2 is the same problem in other units (user guide): the same F, and the gradient
+    # test, read per unit root mean square of the features, stops as near the optimum at every c
+    X, y = _binary()
+    alpha = 1.0 / X.shape[0]
+    base = Est(alpha=alpha).fit(X, y)
+    scaled = Est(alpha=alpha * scale**2).fit(X * scale, y)
+    tight = _quiet_fit(Est(alpha=alpha, tol=1e-10, max_iter=5000), X, y)
+    assert scaled.objective_ == pytest.approx(base.objective_, rel=1e-7, abs=1e-9)
+    assert scaled.objective_ <= tight.objective_ + 1e-4 * max(1.0, abs(tight.objective_))

@@ -109,9 +109,9 @@ def lbfgs(objective, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0,
     given = scale is not None
     scale = _checked_scale(objective, w0, scale)
     test = scale if given else _test_scale(objective, scale)
-    # Where the penalty sets the units (scale above test), the gradient in u is kappa times smaller
-    # and F moves kappa^2 times less: scipy's gradient test of kappa tol implies ours,
-    # max |dF/dw| / test <= tol, and its decrease test takes kappa^2 tol.
+    # Where the penalty sets the units (scale above test), the gradient in u is kappa times smaller:
+    # scipy's gradient test of kappa tol implies ours, max |dF/dw| / test <= tol.  Its decrease test
+    # stays: the first steps from w = 0 already point along the minimiser there (w ~ -grad / alpha).
     kappa = float(np.min(test / scale, initial=1.0))
     fun = _ScaledObjective(objective, scale, w0)
     u0 = w0 * scale
@@ -124,7 +124,7 @@ def lbfgs(objective, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0,
 
     res = minimize(
         fun, u0, jac=True, method="L-BFGS-B", callback=callback,
-        options=dict(maxiter=max_iter, gtol=tol * kappa, ftol=tol * 1e-3 * kappa**2, maxcor=memory),
+        options=dict(maxiter=max_iter, gtol=tol * kappa, ftol=tol * 1e-3, maxcor=memory),
     )
     u = np.asarray(res.x, dtype=np.float64)
     # no step accepted: scipy may count an iteration of no decrease (which meets its decrease test)
