@@ -57,7 +57,7 @@ import numpy as np
 import scipy.sparse as sp
 
 AREAS = ("nan_inf", "feature_scale", "weight_scale", "degenerate", "input_kind", "determinism", "streams",
-         "solvers", "conventions", "constant_model")
+         "solvers", "conventions", "constant_model", "silent_wrong")
 
 #: Relative tolerance on ``objective_`` against an optimum, by kind of solver: the certified
 #: solvers (a duality gap below ``tol``), the deterministic ones (KKT residual or gradient
@@ -1100,6 +1100,25 @@ def build_constant_model(draw):
             "data": data}
 
 
+def build_silent_wrong(draw):
+    """Answers that were wrong without a word: tiny features with ``alpha=None``, ``objective_`` at
+    tiny scores, SOTA-s's range between ``partial_fit`` calls, and SOTA-s ending above its start."""
+    kind = draw.choice(["tiny_features", "objective_at_coef", "sota_new_range", "sota_above_start"])
+    case = {"area": "silent_wrong", "kind": kind, "seed": draw.integer(0, 10_000),
+            "config": {"estimator": draw.choice(["PartialAUCClassifier", "AveragePrecisionClassifier"]),
+                       "solver": "auto", "params": {}}}
+    if kind == "tiny_features":
+        case["scale"] = 10.0 ** draw.integer(-8, -5)
+    if kind == "objective_at_coef":
+        case["config"]["estimator"] = "PartialAUCClassifier"  # a rank term that ignores the intercept
+        case["scale"] = 10.0 ** draw.integer(-12, -4)
+    if kind.startswith("sota"):
+        case["config"] = {"estimator": "PartialAUCClassifier", "solver": "sota-s",
+                          "params": {"solver": "sota-s", "fpr_range": [0, 0.3], "tpr_min": 0.5}}
+        case["change"] = draw.choice([{"tpr_min": 0.0}, {"fpr_range": [0, 1.0]}, {"tpr_min": 0.8}])
+    return case
+
+
 BUILDERS = {
     "nan_inf": build_nan_inf,
     "feature_scale": build_feature_scale,
@@ -1111,6 +1130,7 @@ BUILDERS = {
     "solvers": build_solvers,
     "conventions": build_conventions,
     "constant_model": build_constant_model,
+    "silent_wrong": build_silent_wrong,
 }
 
 
@@ -1766,6 +1786,104 @@ def run_constant_model(case):
     return Outcome("ok", "constant, warned" if constant else "ranks", detail)
 
 
+def _silent_wrong_data(seed, informative=True):
+    from sklearn.datasets import make_classification
+
+    if informative:
+        # balanced classes (no flipped labels): the intercept's gradient is 0 at w = 0
+        return make_classification(200, 5, n_informative=3, n_redundant=0, n_clusters_per_class=1,
+                                   class_sep=2.0, flip_y=0.0, random_state=seed)
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((300, 5)), (rng.random(300) < 0.3).astype(int)
+
+
+def _quiet(call):
+    """``call()`` and whether it raised a ConvergenceWarning."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = call()
+    return out, any(issubclass(w.category, ConvergenceWarning) for w in caught)
+
+
+def run_silent_wrong(case):
+    """OK when the answer is right or says it is not (a ConvergenceWarning or a clear error)."""
+    import skrank
+
+    kind, seed = case["kind"], case["seed"]
+    Est = getattr(skrank, case["config"]["estimator"])
+    if kind == "tiny_features":
+        # rank_weight=0 is LogisticRegression(C=1), which scikit-learn fits independently
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.metrics import roc_auc_score
+
+        X, y = _silent_wrong_data(seed)
+        X = X * case["scale"]
+        fit, warned = _quiet(lambda: Est(rank_weight=0.0).fit(X, y))
+        reference = LogisticRegression(C=1.0, tol=1e-14, max_iter=100_000).fit(X, y)
+        # the ranking X coef_ (the Platt map's offset would round scores of 1e-16 to ties)
+        auc, expected = (roc_auc_score(y, X @ np.ravel(model.coef_)) for model in (fit, reference))
+        if warned or abs(auc - expected) <= 1e-3:
+            return Outcome("ok", "ranks as scikit-learn's fit, or warned", f"AUC {auc:.6f}", warned=warned)
+        return Outcome("bad", "stopped short of the optimum silently",
+                       f"training AUC {auc:.6f} against {expected:.6f} (scikit-learn)")
+    if kind == "objective_at_coef":
+        from skrank.datafits.logistic_anchor import LogisticAnchoredObjective
+
+        X, y = _silent_wrong_data(seed)
+        X = X * case["scale"]
+        rng = np.random.default_rng(seed)
+        theta = np.append(rng.standard_normal(X.shape[1]) * 1e-10, 0.2 + rng.random())
+        ypm = np.where(y == 1, 1.0, -1.0)
+        if Est is skrank.PartialAUCClassifier:
+            rank = skrank.datafits.partial_auc.PartialAUCObjective(
+                X, ypm, (0.05, 0.5), skrank.pairwise_losses.get_pairwise_loss("smooth_step", 1e-21), 0.0)
+        else:
+            rank = skrank.datafits.average_precision.AveragePrecisionObjective(
+                X, ypm, skrank.pairwise_losses.get_pairwise_loss("squared_hinge", 0.5), 0.0)
+        objective = LogisticAnchoredObjective(rank, X, ypm, 0.05, 5e-3)
+        reported, value = objective.value_and_grad(theta)[0], objective.value(theta)
+        if abs(reported - value) <= REEVALUATION_RTOL * max(1.0, abs(value)):
+            return Outcome("ok", "the solver's F is F at its point")
+        return Outcome("bad", "reported objective is not F at the coefficients",
+                       f"{reported} against {value}")
+    if kind == "sota_new_range":
+        X, y = _silent_wrong_data(seed)
+        change = {k: tuple(v) if isinstance(v, list) else v for k, v in case["change"].items()}
+        coefs = []
+        for changed in (False, True):
+            params = dict(case["config"]["params"], random_state=seed)
+            est = make_estimator(dict(case["config"], params=params))
+            _quiet(lambda: est.partial_fit(X[:100], y[:100], classes=[0, 1]))
+            if changed:
+                est.set_params(**change)
+            try:
+                _quiet(lambda: est.partial_fit(X[100:], y[100:]))
+            except ValueError as exc:
+                if any(name in str(exc) for name in change):
+                    return Outcome("error", "clear error naming the parameter", str(exc))
+                return Outcome("bad", "error not naming the changed parameter", str(exc))
+            coefs.append(np.asarray(est.coef_).copy())
+        if np.array_equal(coefs[0], coefs[1]):
+            return Outcome("bad", "the stream ignored the new range", repr(change))
+        return Outcome("ok", "the stream took the new range")
+    # sota_above_start: labels independent of X, from w = 0
+    from skrank.solvers.stochastic.sota import sota_s
+
+    X, y = _silent_wrong_data(seed, informative=False)
+    loss = skrank.pairwise_losses.get_pairwise_loss("squared_hinge", 1.0)
+    ypm = np.where(y == 1, 1.0, -1.0)
+    objective = skrank.datafits.partial_auc.PartialAUCObjective(X, ypm, (0, 0.3), loss, 1e-4, tpr_min=0.5)
+    start = objective.value(np.zeros(X.shape[1]))
+    result = sota_s(objective, random_state=seed, max_iter=30)
+    end = objective.value(result.coef)
+    if end <= start * (1 + 1e-12) and (result.converged or result.info.get("kept_start") or end < start):
+        return Outcome("ok", "at or below the start", f"F {end:.6g}, start {start:.6g}",
+                       warned=not result.converged)
+    return Outcome("bad", "ended above its start", f"F {end:.6g} against {start:.6g} at the start")
+
+
 RUNNERS = {
     "nan_inf": run_nan_inf,
     "feature_scale": run_feature_scale,
@@ -1777,6 +1895,7 @@ RUNNERS = {
     "solvers": run_solvers,
     "conventions": run_conventions,
     "constant_model": run_constant_model,
+    "silent_wrong": run_silent_wrong,
 }
 
 

@@ -22,7 +22,7 @@ term ``D`` of a subclass and states what a solver may ask of it:
 
 import numpy as np
 
-from .scale import linear_model_scale
+from .scale import gradient_test_scale, linear_model_scale
 
 
 class Datafit:
@@ -154,5 +154,22 @@ class Datafit:
         ndarray of shape (n_params,)
         """
         if getattr(self, "_variable_scale", None) is None:
-            self._variable_scale = linear_model_scale(self.design, self._scale_row_weight(), self.alpha)
+            rms = self.design.column_rms(self._scale_row_weight())
+            self._variable_scale = linear_model_scale(self.design, alpha=self.alpha, rms=rms)
+            self._gradient_scale = gradient_test_scale(self._variable_scale, rms, self.design.fit_intercept)
         return self._variable_scale
+
+    def gradient_scale(self):
+        """The units in which :func:`skrank.solvers.full_batch.lbfgs.lbfgs` tests the gradient.
+
+        :func:`skrank.datafits.scale.gradient_test_scale`: the columns' root
+        mean squares, which :meth:`variable_scale` raises to
+        ``sqrt(alpha / 0.25)`` where the penalty dominates the curvature.
+        Computed with :meth:`variable_scale`, in the same pass.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+        """
+        self.variable_scale()
+        return self._gradient_scale

@@ -101,9 +101,12 @@ class LogisticAnchoredObjective(Datafit):
         r = self.rank_weight
         if gradient and 0.0 < r < 1.0 and hasattr(self.rank_objective, "linear_terms"):
             # one product with [X, 1] each way serves both terms
-            z = self.design.native_matvec(theta)
+            scores = self.design.native_matvec(np.append(theta[:-1], 0.0))
+            z = scores + float(theta[-1])
             log_value, log_dz = self._logistic_terms(z, True)
-            rank_value, rank_dz = self.rank_objective.linear_terms(z)
+            # a rank term that ignores b ranks X w itself: adding b first can round small scores to ties
+            rank_value, rank_dz = self.rank_objective.linear_terms(
+                z if self.rank_objective.fits_intercept else scores)
             value = (1.0 - r) * log_value + r * rank_value
             return value, self.design.native_rmatvec((1.0 - r) * log_dz + r * rank_dz)
         if gradient or r < 1.0:

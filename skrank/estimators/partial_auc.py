@@ -1,8 +1,10 @@
 """Linear classifier that maximises the partial AUC over a false-positive-rate range (Yao et al. 2022)."""
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..backends.dispatch import external_kind
@@ -140,7 +142,9 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
 
     With ``solver="ppd-sg"``, ``"ppd-adagrad"`` or ``"sota-s"``, ``partial_fit`` runs one
     pass of steps on each batch and carries the solver's state from call to
-    call; the Platt map is refitted on the latest batch.  See the user guide.
+    call; the Platt map is refitted on the latest batch.  With ``"sota-s"``
+    a ConvergenceWarning says when the exact objective on the batch is
+    above that at the stream's start.  See the user guide.
 
     Examples
     --------
@@ -231,9 +235,44 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     def _update_stream(self, stream):
         alpha = STREAM_ALPHA if self.alpha is None else self.alpha
         if self._solver == "sota-s":
-            stream.update(alpha=alpha, loss=self._pair_loss, batch_size=self.batch_size)
+            stream.update(alpha=alpha, loss=self._pair_loss, batch_size=self.batch_size,
+                          fpr_max=self._fpr_range[1], tpr_min=self.tpr_min)
             return
         stream.update(alpha=alpha, margin=self._pair_loss.margin, batch_size=self.batch_size)
+
+    def _after_partial_fit(self, X, y, sample_weight):
+        super()._after_partial_fit(X, y, sample_weight)
+        if self._solver == "sota-s":
+            self._warn_if_stream_above_start(X, y)
+
+    def _warn_if_stream_above_start(self, X, y):
+        """Warn when a SOTA-s stream's coefficients score worse than its start on the batch just passed.
+
+        A stream cannot go back to a better point as the fit does (it has
+        no exact objective of the whole data): one ConvergenceWarning names
+        the problems whose exact objective on the batch is above that of
+        the stream's start.
+        """
+        targets = [self.classes_[1]] if self.classes_.shape[0] == 2 else list(self.classes_)
+        above = []
+        for stream, positive in zip(self._streams, targets):
+            ypm = np.where(y == positive, 1.0, -1.0)
+            try:
+                objective = PartialAUCObjective(X, ypm, (0.0, self._fpr_range[1]), stream.loss, stream.alpha,
+                                                tpr_min=self.tpr_min)
+            except ValueError:
+                continue  # a batch too small for the range: nothing to judge by
+            now, start = objective.value(stream.coef), objective.value(stream.w_init)
+            if now > start:
+                above.append(f"{now:.4g} against {start:.4g} for class {np.asarray(positive).tolist()!r}")
+        if above:
+            warnings.warn(
+                f"{type(self).__name__}.partial_fit: on this batch the objective at the stream's "
+                f"coefficients is above that at its starting point ({', '.join(above)}): the steps have "
+                "not improved on the start yet. Pass more batches (or the same ones again), standardise "
+                "the features, or fit the whole data with fit.",
+                ConvergenceWarning,
+            )
 
     def _start(self, objective, coef_init):
         entry = self._solvers[self._solver]

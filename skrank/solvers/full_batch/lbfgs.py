@@ -26,6 +26,16 @@ def _checked_scale(objective, w0, scale):
     return scale
 
 
+def _test_scale(objective, scale):
+    """The units of the gradient test: ``objective.gradient_scale()`` (at most ``scale``), else ``scale``."""
+    if not hasattr(objective, "gradient_scale"):
+        return scale
+    test = np.asarray(objective.gradient_scale(), dtype=np.float64)
+    if test.shape != scale.shape or not np.all(np.isfinite(test) & (test > 0)):
+        return scale
+    return np.minimum(test, scale)
+
+
 class _ScaledObjective:
     """``u -> (F, dF/du)`` for scipy with ``w = u / scale``, the last evaluation kept.
 
@@ -62,7 +72,10 @@ def lbfgs(objective, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0,
     ----------
     objective : object
         With ``value_and_grad(w) -> (float, ndarray)`` and ``value(w)``;
-        optionally ``variable_scale() -> ndarray``, the default ``scale``.
+        optionally ``variable_scale() -> ndarray``, the default ``scale``,
+        and ``gradient_scale() -> ndarray``, the units of the gradient test
+        (at most ``scale``; ``scale`` itself when absent or when ``scale``
+        is given).
     coef_init : ndarray of shape (d,)
         Starting point.
     max_iter : int, default=500
@@ -83,7 +96,9 @@ def lbfgs(objective, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0,
     SolverResult
         ``objective_history`` holds ``F`` after each iteration (its last
         entry is ``F`` at the returned coefficients); ``stop_criterion`` is
-        the largest entry of the gradient in ``u`` at the returned point;
+        the largest entry of the gradient divided by the units of the
+        gradient test (the gradient in ``u`` where those are ``scale``) at
+        the returned point;
         ``converged`` is True when that criterion is at most ``tol``, or
         when scipy reports convergence (one of the two tests) after moving
         from the start.  ``info`` has ``passes`` (value-and-gradient
@@ -91,32 +106,37 @@ def lbfgs(objective, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0,
     """
     start = time.perf_counter()
     w0 = np.array(coef_init, dtype=np.float64)
+    given = scale is not None
     scale = _checked_scale(objective, w0, scale)
+    test = scale if given else _test_scale(objective, scale)
+    # Where the penalty sets the units (scale above test), the gradient in u is kappa times smaller:
+    # scipy's gradient test of kappa tol implies ours, max |dF/dw| / test <= tol.  Its decrease test
+    # stays: the first steps from w = 0 already point along the minimiser there (w ~ -grad / alpha).
+    kappa = float(np.min(test / scale, initial=1.0))
     fun = _ScaledObjective(objective, scale, w0)
     u0 = w0 * scale
     history = []
-    progress = Progress("lbfgs", verbose, max_iter, criterion="|g_u|_inf")
+    progress = Progress("lbfgs", verbose, max_iter, criterion="|g / units|_inf")
 
     def callback(intermediate_result):
         history.append(float(intermediate_result.fun))
-        progress(len(history), history[-1], float(np.max(np.abs(fun.g / scale), initial=0.0)))
+        progress(len(history), history[-1], float(np.max(np.abs(fun.g / test), initial=0.0)))
 
     res = minimize(
         fun, u0, jac=True, method="L-BFGS-B", callback=callback,
-        options=dict(maxiter=max_iter, gtol=tol, ftol=tol * 1e-3, maxcor=memory),
+        options=dict(maxiter=max_iter, gtol=tol * kappa, ftol=tol * 1e-3, maxcor=memory),
     )
     u = np.asarray(res.x, dtype=np.float64)
     # no step accepted: scipy may count an iteration of no decrease (which meets its decrease test)
     at_start = bool(np.array_equal(u, u0))
     if at_start:
-        w, F, g0 = fun.start
-        g_u = g0 / scale
+        w, F, g = fun.start
     else:
-        F, g_u = fun(u)
-        w = fun.w
+        fun(u)
+        w, F, g = fun.w, fun.F, fun.g
     if not history or history[-1] != F:
         history.append(float(F))
-    crit = float(np.max(np.abs(g_u))) if g_u.size else 0.0
+    crit = float(np.max(np.abs(g / test))) if g.size else 0.0
     return SolverResult(
         coef=np.array(w, dtype=np.float64),
         intercept=0.0,

@@ -135,17 +135,18 @@ class SOTAStream(EpochStream):
             raise ValueError("SOTA-s needs 0 <= momentum < 1, 0 < gamma <= 1 and step > 0.")
         self.loss, self.w_init = loss, w
         self.step, self.momentum, self.gamma = float(step), float(momentum), float(gamma)
-        self.lam_n = default_temperature(fpr_max, loss) if lam_n is None else float(lam_n)
-        self.lam_p = default_temperature(1.0 - tpr_min, loss) if lam_p is None else float(lam_p)
-        self.update(alpha=alpha, loss=loss, batch_size=batch_size)
-        self.reseed(random_state)
-        #: FeatureUnits of the first data with both classes; the internal point v and its momentum
-        self.units, self.v, self.m = None, None, np.zeros(d)
+        #: the temperatures given, which a new range leaves as they are (None: from the range)
+        self._given_temperatures = (lam_n, lam_p)
         #: log of the moving average of the outer mean (nan before the first step)
         self.log_v = np.nan
         #: log of each positive's moving average of ``mean_j exp(l_ij / lam_n)`` (nan before its first
         #: draw), and the entry of each positive row's content
         self.log_u, self._index = np.zeros(0), {}
+        self.lam_n = self.lam_p = None
+        self.update(alpha=alpha, loss=loss, batch_size=batch_size, fpr_max=fpr_max, tpr_min=tpr_min)
+        self.reseed(random_state)
+        #: FeatureUnits of the first data with both classes; the internal point v and its momentum
+        self.units, self.v, self.m = None, None, np.zeros(d)
         self.passes, self.samples, self.steps = 0, 0, 0
         #: the factor of ``step / L`` in the epochs' steps
         self.rate = 1.0
@@ -153,11 +154,26 @@ class SOTAStream(EpochStream):
     def _seed_kernel(self, rng):
         """No compiled kernel: the steps draw from ``rng`` itself."""
 
-    def update(self, *, alpha, loss, batch_size):
-        """Take the estimator's current l2 strength, loss and batch size for the next steps."""
+    def update(self, *, alpha, loss, batch_size, fpr_max, tpr_min):
+        """Take the estimator's current l2 strength, loss, batch size and range for the next steps.
+
+        A new range sets the temperatures that stand for it again (those
+        not given at construction); the moving averages ``u_i`` and ``v``,
+        means of exponentials at the old temperatures, then start again from
+        their next estimates, while the point and its momentum go on.
+        """
         if int(batch_size) < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
+        if not (0.0 < float(fpr_max) <= 1.0 and 0.0 <= float(tpr_min) < 1.0):
+            raise ValueError(f"SOTA-s needs 0 < fpr_max <= 1 and 0 <= tpr_min < 1; got fpr_max={fpr_max} "
+                             f"and tpr_min={tpr_min}.")
         self.alpha, self.loss, self.batch = float(alpha), loss, int(batch_size)
+        lam_n, lam_p = self._given_temperatures
+        lam_n = default_temperature(float(fpr_max), loss) if lam_n is None else float(lam_n)
+        lam_p = default_temperature(1.0 - float(tpr_min), loss) if lam_p is None else float(lam_p)
+        if (lam_n, lam_p) != (self.lam_n, self.lam_p):
+            self.lam_n, self.lam_p = lam_n, lam_p
+            self.log_u[:], self.log_v = np.nan, np.nan
 
     def prepare(self, X, y, sample_weight=None):
         """The data of an epoch, in the steps' units (the first data with both classes set them)."""
@@ -284,9 +300,11 @@ def sota_s(objective, *, coef_init=None, max_iter=100, tol=1e-4, batch_size=64, 
         form the steps follow) at the start and after every epoch, at the
         point kept (non-increasing after the first epoch: an undone epoch
         repeats the last value); ``coef`` is the point of lowest ``F``
-        after an epoch.  ``info``: ``times``,
-        ``passes``, ``lam_n``, ``lam_p``, ``steps`` and ``rate`` (the final
-        factor of ``step / L``).
+        after an epoch, or the start when every epoch ended above it (then
+        the last entry of the history is the start's ``F``, ``converged`` is
+        False and ``info["kept_start"]`` True).  ``info``: ``times``,
+        ``passes``, ``lam_n``, ``lam_p``, ``steps``, ``rate`` (the final
+        factor of ``step / L``) and ``kept_start``.
     """
     if objective.fpr_range[0] > 0.0:
         raise ValueError(f"solver='sota-s' needs fpr_range=(0, fpr_max); got {objective.fpr_range}.")
@@ -301,8 +319,10 @@ def sota_s(objective, *, coef_init=None, max_iter=100, tol=1e-4, batch_size=64, 
     data = stream.prepare(X, y)
     log = EpochLog(objective.value(stream.coef), "SOTA-s", verbose, max_iter)
 
-    # the lowest F after an epoch so far and its point (internal units); not the start's F: at w = 0
-    # every pair ties, a point the first steps rarely improve on in the exact F
+    # the lowest F after an epoch so far and its point (internal units); not the start's F while the
+    # epochs run (at w = 0 every pair ties, a point the first steps rarely improve on in the exact F),
+    # but the start is kept at the end when no epoch got below it
+    start_F, start_v = log.history[0], stream.v.copy()
     best = [np.inf, stream.v.copy()]
 
     def epoch(k):
@@ -321,5 +341,10 @@ def sota_s(objective, *, coef_init=None, max_iter=100, tol=1e-4, batch_size=64, 
         return F, seconds, (stream.samples - samples) / data.n
 
     criterion, converged = run_epochs(log, epoch, int(max_iter), tol)
+    kept_start = bool(best[0] > start_F)
+    if kept_start:
+        # no epoch ended below the start: the start is the point kept, and the fit did not converge
+        stream.v, log.history[-1], converged = start_v, start_F, False
+        log.progress.note(f"F ended at {best[0]:.6g}, above the start's {start_F:.6g}: kept the start")
     return log.result(stream.coef, 0.0, False, criterion, converged, lam_n=stream.lam_n,
-                      lam_p=stream.lam_p, steps=stream.steps, rate=stream.rate)
+                      lam_p=stream.lam_p, steps=stream.steps, rate=stream.rate, kept_start=kept_start)
