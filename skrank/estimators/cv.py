@@ -25,7 +25,7 @@ from ..solvers.registry import solvers_for
 from ._base import samples_method_doc
 from ._params import keyword_init, options_doc, parameter_defaults
 from .average_precision import AveragePrecisionClassifier
-from .partial_auc import PartialAUCClassifier
+from .partial_auc import PartialAUCClassifier, _fitted_region
 
 __all__ = ["PartialAUCClassifierCV", "AveragePrecisionClassifierCV"]
 
@@ -378,14 +378,18 @@ class PartialAUCClassifierCV(_RankClassifierCVMixin):
         ``fpr_range``, :func:`skrank.metrics.make_partial_auc_scorer` (the
         two-way partial AUC, :func:`skrank.metrics.make_two_way_partial_auc_scorer`,
         when ``tpr_min > 0``).
-    fpr_range : tuple of two floats, default=(0.05, 0.5)
+    fpr_range : tuple of two floats or None, default=None
         ``(fpr_min, fpr_max)`` of the partial AUC, fitted and (with
-        ``scoring=None``) scored.  Every training fold must hold at least
-        one negative in the range.
+        ``scoring=None``) scored.  None means ``(0, fpr_max)`` when
+        ``fpr_max`` is given, else ``(0.05, 0.5)``, or ``(0, 0.5)`` when
+        ``tpr_min > 0``.  Every training fold must hold at least one
+        negative in the range.
+    fpr_max : float or None, default=None
+        The false-positive-rate ceiling, for the range ``(0, fpr_max)``;
+        given with ``fpr_range``, it must be its upper end.
     tpr_min : float, default=0.0
-        True-positive-rate floor of a two-way range (with
-        ``fpr_range=(0, fpr_max)``), fitted and (with ``scoring=None``)
-        scored.
+        True-positive-rate floor of a two-way range (``fpr_max=b`` or
+        ``fpr_range=(0, b)``), fitted and (with ``scoring=None``) scored.
     loss : {{"smooth_step", "squared_hinge", "logistic", "squared"}} or None, default=None
         Loss of the pairwise margin of the rank surrogate; None chooses by
         the solver (``"smooth_step"`` for ``"auto"`` and ``"lbfgs"``).
@@ -419,10 +423,10 @@ class PartialAUCClassifierCV(_RankClassifierCVMixin):
     __init__ = _search_init(PartialAUCClassifier, rank_weights=(0.0, 0.05, 0.2))
 
     def _default_scorer(self, classes):
-        if self.tpr_min > 0.0:
-            return make_two_way_partial_auc_scorer(tpr_min=self.tpr_min, fpr_max=self.fpr_range[1],
-                                                   pos_label=classes[1])
-        return make_partial_auc_scorer(self.fpr_range, pos_label=classes[1])
+        fpr_range, tpr_min = _fitted_region(self.fpr_range, self.fpr_max, self.tpr_min)
+        if tpr_min > 0.0:
+            return make_two_way_partial_auc_scorer(tpr_min=tpr_min, fpr_range=fpr_range, pos_label=classes[1])
+        return make_partial_auc_scorer(fpr_range, pos_label=classes[1])
 
 
 class AveragePrecisionClassifierCV(_RankClassifierCVMixin):
