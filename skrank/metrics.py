@@ -16,6 +16,7 @@
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.metrics import make_scorer
 from sklearn.utils import check_consistent_length, column_or_1d
 from sklearn.utils.multiclass import type_of_target
@@ -136,6 +137,7 @@ def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=No
     0.5
     """
     alpha, beta = _check_fpr_range(fpr_range)
+    y_true = _dense(y_true)
     if _is_multilabel(y_true):
         return _over_labels(partial_auc_score, y_true, y_score, sample_weight, average, fpr_range=fpr_range)
     y_true, y_score = _check_scores(y_true, y_score, sample_weight)
@@ -388,6 +390,7 @@ def two_way_partial_auc_score(y_true, y_score, *, tpr_min, fpr_max=None, fpr_ran
     0.5
     """
     fpr_range, tpr_min = _check_roc_region(tpr_min, fpr_range, fpr_max)
+    y_true = _dense(y_true)
     if _is_multilabel(y_true):
         return _over_labels(two_way_partial_auc_score, y_true, y_score, sample_weight, average,
                             tpr_min=tpr_min, fpr_range=fpr_range)
@@ -474,10 +477,48 @@ def _over_labels(score, y_true, y_score, sample_weight, average, **region):
     return per_label if average is None else float(per_label.mean())
 
 
+def _check_label_types(y, name):
+    """Raise a ValueError naming ``name`` when the labels ``y`` mix strings with numbers.
+
+    Only labels held as Python objects (a list, an object array, a pandas
+    column of dtype object) can mix; NumPy turns a list of both into
+    strings, so they are read before any conversion.
+    """
+    dtype = getattr(y, "dtype", None)
+    if dtype is not None and getattr(dtype, "kind", None) != "O":
+        return  # numbers, or NumPy strings: one type (an array-API dtype has no kind, and no strings)
+    values = np.asarray(y, dtype=object).ravel()
+    is_str = np.fromiter((isinstance(v, str) for v in values), dtype=bool, count=values.shape[0])
+    if is_str.any() and not is_str.all():
+        raise ValueError(
+            f"{name} mixes label types (string and number), for example {values[is_str][0]!r} and "
+            f"{values[~is_str][0]!r}: the labels of a classification must all be strings or all be "
+            f"numbers. Convert them to one type, for example with np.asarray({name}).astype(str)."
+        )
+
+
+def _dense(y):
+    """``y`` as a dense array where it is a SciPy sparse matrix (a multi-label indicator), else as given."""
+    return y.toarray() if sp.issparse(y) else y
+
+
+def _one_per_sample(values, name, hint="."):
+    """``values`` as a 1-D array, or a ValueError naming ``name`` when it has columns."""
+    if np.ndim(values) > 2 or (np.ndim(values) == 2 and np.shape(values)[1] != 1):
+        raise ValueError(f"{name} has shape {np.shape(values)}; it must hold one value per sample, of shape "
+                         f"(n_samples,){hint}")
+    return column_or_1d(values)
+
+
+_ONE_SCORE = (": the output of decision_function, or the positive class's column of predict_proba "
+              "(y_score[:, 1]). A multi-label y_true is a matrix of y_score's shape.")
+
+
 def _check_scores(y_true, y_score, sample_weight):
     """``y_true`` and ``y_score`` as 1-D arrays of one length, the scores finite float64."""
+    _check_label_types(y_true, "y_true")
     y_true = column_or_1d(y_true)
-    y_score = column_or_1d(y_score)
+    y_score = _one_per_sample(y_score, "y_score", _ONE_SCORE)
     check_consistent_length(y_true, y_score, sample_weight)
     if y_true.shape[0] == 0:
         raise ValueError("y_true is empty; partial AUC needs samples of both classes.")
@@ -625,8 +666,11 @@ def rank_risk_score(y_true, y_pred, *, risk="superquantile", loss="squared", sam
     """
     risk = _resolve_risk(risk)
     loss = _resolve_loss(loss)
-    y_true = column_or_1d(y_true)
-    y_pred = column_or_1d(y_pred).astype(np.float64)
+    if loss.task == "classification":
+        _check_label_types(y_true, "y_true")
+    y_true = _one_per_sample(y_true, "y_true")
+    y_pred = _one_per_sample(y_pred, "y_pred")
+    y_pred = y_pred.astype(np.float64)
     check_consistent_length(y_true, y_pred)
     if y_pred.shape[0] == 0:
         raise ValueError("rank_risk_score needs at least one sample.")

@@ -20,7 +20,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ..metrics import make_partial_auc_scorer, make_two_way_partial_auc_scorer
+from ..metrics import _check_label_types, make_partial_auc_scorer, make_two_way_partial_auc_scorer
 from ..solvers.registry import solvers_for
 from ._base import samples_method_doc
 from ._params import keyword_init, options_doc, parameter_defaults
@@ -178,6 +178,7 @@ class _RankClassifierCVMixin(ClassifierMixin, BaseEstimator):
         """
         self._validate_params()
         X_given = X
+        _check_label_types(y, "y")
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              ensure_min_samples=2)
         check_classification_targets(y)
