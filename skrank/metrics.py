@@ -102,7 +102,7 @@ def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=No
         ``classes_[1]`` of scikit-learn classifiers).
     average : {"macro", "micro"} or None, default="macro"
         For a multi-label indicator ``y_true`` of shape (n_samples,
-        n_labels) with scores of the same shape: the mean of the labels'
+        n_labels), dense or SciPy sparse, with scores of the same shape: the mean of the labels'
         scores ("macro"), the score of all (sample, label) pairs pooled
         ("micro", each pair with its sample's weight), or the array of the
         labels' scores (None), as in :func:`sklearn.metrics.roc_auc_score`.
@@ -117,9 +117,10 @@ def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=No
     Raises
     ------
     ValueError
-        If ``y_true`` is not binary or holds a single class, if ``y_score``
-        holds NaN or infinity, if the lengths disagree, or if ``fpr_range``
-        is not a valid range.
+        If ``y_true`` is not binary or holds a single class, if its labels
+        mix strings and numbers, if ``y_score`` holds NaN or infinity or
+        has columns for a binary ``y_true``, if the lengths disagree, or if
+        ``fpr_range`` is not a valid range.
 
     See Also
     --------
@@ -357,7 +358,7 @@ def two_way_partial_auc_score(y_true, y_score, *, tpr_min, fpr_max=None, fpr_ran
         Label of the positive class; None means the larger label.
     average : {"macro", "micro"} or None, default="macro"
         For a multi-label indicator ``y_true`` of shape (n_samples,
-        n_labels) with scores of the same shape: the mean of the labels'
+        n_labels), dense or SciPy sparse, with scores of the same shape: the mean of the labels'
         scores ("macro"), the score of all (sample, label) pairs pooled
         ("micro", each pair with its sample's weight), or the array of the
         labels' scores (None), as in :func:`sklearn.metrics.roc_auc_score`.
@@ -371,8 +372,9 @@ def two_way_partial_auc_score(y_true, y_score, *, tpr_min, fpr_max=None, fpr_ran
     Raises
     ------
     ValueError
-        If ``y_true`` is not binary or holds a single class, if ``y_score``
-        holds NaN or infinity, if the lengths disagree, if ``tpr_min`` or
+        If ``y_true`` is not binary or holds a single class, if its labels
+        mix strings and numbers, if ``y_score`` holds NaN or infinity or
+        has columns for a binary ``y_true``, if the lengths disagree, if ``tpr_min`` or
         ``fpr_max`` is out of range, if neither ``fpr_max`` nor
         ``fpr_range`` is given, if they disagree, or if ``tpr_min > 0`` and
         ``fpr_range`` does not start at 0.

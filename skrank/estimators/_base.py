@@ -814,8 +814,9 @@ class RankLinearClassifierMixin(ClassifierMixin):
     @staticmethod
     def _problem_targets(y, classes):
         """One binary problem per class beyond two (one-vs-rest), or per label of a multi-label ``y``."""
-        if y.ndim == 2:  # the larger of the indicator's two values marks a label that is on
-            return [np.where(y[:, j] == np.max(y), 1.0, -1.0) for j in range(y.shape[1])]
+        if y.ndim == 2:
+            on = np.max(y)  # the larger of the indicator's two values marks a label that is on
+            return [np.where(y[:, j] == on, 1.0, -1.0) for j in range(y.shape[1])]
         return [_problem_target(y, positive) for positive in _problem_labels(classes)]
 
     def _is_multilabel_fit(self):
