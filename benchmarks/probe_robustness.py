@@ -43,7 +43,7 @@ import robustness_cases as rc  # noqa: E402
 #: Cases of each area in the full sweep (at least 1,000 in all).
 FULL_COUNTS = {"nan_inf": 600, "feature_scale": 600, "weight_scale": 500, "degenerate": 500,
                "input_kind": 400, "determinism": 240, "streams": 360, "solvers": 500, "conventions": 120,
-               "constant_model": 120, "silent_wrong": 40}
+               "constant_model": 120, "silent_wrong": 40, "messages": 160}
 #: ``--quick`` runs every QUICK_STRIDE-th case of the full sweep.
 QUICK_STRIDE = 16
 

@@ -16,6 +16,7 @@
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.metrics import make_scorer
 from sklearn.utils import check_consistent_length, column_or_1d
 from sklearn.utils.multiclass import type_of_target
@@ -101,7 +102,7 @@ def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=No
         ``classes_[1]`` of scikit-learn classifiers).
     average : {"macro", "micro"} or None, default="macro"
         For a multi-label indicator ``y_true`` of shape (n_samples,
-        n_labels) with scores of the same shape: the mean of the labels'
+        n_labels), dense or SciPy sparse, with scores of the same shape: the mean of the labels'
         scores ("macro"), the score of all (sample, label) pairs pooled
         ("micro", each pair with its sample's weight), or the array of the
         labels' scores (None), as in :func:`sklearn.metrics.roc_auc_score`.
@@ -116,9 +117,10 @@ def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=No
     Raises
     ------
     ValueError
-        If ``y_true`` is not binary or holds a single class, if ``y_score``
-        holds NaN or infinity, if the lengths disagree, or if ``fpr_range``
-        is not a valid range.
+        If ``y_true`` is not binary or holds a single class, if its labels
+        mix strings and numbers, if ``y_score`` holds NaN or infinity or
+        has columns for a binary ``y_true``, if the lengths disagree, or if
+        ``fpr_range`` is not a valid range.
 
     See Also
     --------
@@ -136,6 +138,7 @@ def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=No
     0.5
     """
     alpha, beta = _check_fpr_range(fpr_range)
+    y_true = _dense(y_true)
     if _is_multilabel(y_true):
         return _over_labels(partial_auc_score, y_true, y_score, sample_weight, average, fpr_range=fpr_range)
     y_true, y_score = _check_scores(y_true, y_score, sample_weight)
@@ -230,17 +233,76 @@ def average_precision(is_pos, y_score, sample_weight=None):
     return float(recall_steps @ precision)
 
 
-def _check_two_way(tpr_min, fpr_max):
-    """Validate the two-way region and return it as two floats."""
-    for name, v in (("tpr_min", tpr_min), ("fpr_max", fpr_max)):
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v):
-            raise ValueError(f"{name} must be a finite real number, got {v!r}.")
-    tpr_min, fpr_max = float(tpr_min), float(fpr_max)
+def _check_real(name, value):
+    """``value`` as a float, or a ValueError naming ``name`` when it is not a finite real number."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number, got {value!r}.")
+    return float(value)
+
+
+def _check_roc_region(tpr_min=0.0, fpr_range=None, fpr_max=None, *, default=None):
+    """The ROC region of a partial AUC, from the names its metrics, scorers and estimators share.
+
+    The false-positive rates are ``fpr_range=(fpr_min, fpr_max)``, or
+    ``fpr_max=b`` alone for the range ``(0, b)``; both may be given when
+    ``fpr_max`` is the upper end of ``fpr_range``.  A positive ``tpr_min``
+    makes the region two-way, ``TPR >= tpr_min`` and ``FPR <= fpr_max``,
+    whose range starts at 0.
+
+    Parameters
+    ----------
+    tpr_min : float, default=0.0
+        The true-positive-rate floor, in ``[0, 1)``.
+    fpr_range : tuple of two floats or None, default=None
+        ``(fpr_min, fpr_max)`` with ``0 <= fpr_min < fpr_max <= 1``.
+    fpr_max : float or None, default=None
+        The false-positive-rate ceiling, in ``(0, 1]``.
+    default : tuple of two floats or None, default=None
+        The range when neither ``fpr_range`` nor ``fpr_max`` is given; None
+        makes one of them required.
+
+    Returns
+    -------
+    fpr_range : tuple of two floats
+        ``(fpr_min, fpr_max)``.
+    tpr_min : float
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter: a value out of range, ``fpr_range`` and
+        ``fpr_max`` that disagree, a positive ``tpr_min`` with a range that
+        does not start at 0, or no range without a default.
+    """
+    tpr_min = _check_real("tpr_min", tpr_min)
     if not 0.0 <= tpr_min < 1.0:
         raise ValueError(f"tpr_min must lie in [0, 1), got {tpr_min!r}.")
-    if not 0.0 < fpr_max <= 1.0:
-        raise ValueError(f"fpr_max must lie in (0, 1], got {fpr_max!r}.")
-    return tpr_min, fpr_max
+    if fpr_max is not None:
+        fpr_max = _check_real("fpr_max", fpr_max)
+        if not 0.0 < fpr_max <= 1.0:
+            raise ValueError(f"fpr_max must lie in (0, 1], got {fpr_max!r}.")
+    if fpr_range is not None:
+        fpr_range = _check_fpr_range(fpr_range)
+        if fpr_max is not None and fpr_max != fpr_range[1]:
+            raise ValueError(
+                f"fpr_range={fpr_range} and fpr_max={fpr_max!r} disagree: fpr_max is the upper end of "
+                f"fpr_range. Pass one of them, fpr_range=({fpr_range[0]!r}, {fpr_max!r}) or fpr_max="
+                f"{fpr_max!r} (the range (0, {fpr_max!r}))."
+            )
+    elif fpr_max is not None:
+        fpr_range = (0.0, fpr_max)
+    elif default is not None:
+        fpr_range = _check_fpr_range(default)
+    else:
+        raise ValueError("Neither fpr_max nor fpr_range is given: pass the false-positive-rate ceiling as "
+                         "fpr_max=b, or fpr_range=(0, b).")
+    if tpr_min > 0.0 and fpr_range[0] > 0.0:
+        raise ValueError(
+            f"tpr_min={tpr_min:g} asks for the two-way region TPR >= tpr_min and FPR <= fpr_max, whose "
+            f"false-positive rates start at 0; got fpr_range={fpr_range}. Pass fpr_max={fpr_range[1]!r} "
+            f"or fpr_range=(0, {fpr_range[1]!r})."
+        )
+    return fpr_range, tpr_min
 
 
 def _excess_over(x, y, level):
@@ -256,8 +318,8 @@ def _excess_over(x, y, level):
     return x, np.maximum(y - level, 0.0)
 
 
-def two_way_partial_auc_score(y_true, y_score, *, tpr_min, fpr_max, sample_weight=None, pos_label=None,
-                              average="macro"):
+def two_way_partial_auc_score(y_true, y_score, *, tpr_min, fpr_max=None, fpr_range=None, sample_weight=None,
+                              pos_label=None, average="macro"):
     """Normalised two-way partial AUC: the ROC area where TPR >= ``tpr_min`` and FPR <= ``fpr_max``.
 
     The ROC curve is that of :func:`sklearn.metrics.roc_curve` with
@@ -270,6 +332,12 @@ def two_way_partial_auc_score(y_true, y_score, *, tpr_min, fpr_max, sample_weigh
     is :func:`partial_auc_score` over ``fpr_range=(0, fpr_max)``.  The user
     guide relates it to other libraries' definitions.
 
+    The ceiling is ``fpr_max=b`` or, in the words of
+    :class:`~skrank.estimators.PartialAUCClassifier`, ``fpr_range=(0, b)``;
+    give either, or both when they agree.  With ``tpr_min=0``, a range
+    ``fpr_range=(a, b)`` that starts above 0 gives
+    :func:`partial_auc_score` over that range.
+
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
@@ -278,15 +346,19 @@ def two_way_partial_auc_score(y_true, y_score, *, tpr_min, fpr_max, sample_weigh
         Scores, larger meaning more likely positive.
     tpr_min : float
         The true-positive-rate floor, in ``[0, 1)``.
-    fpr_max : float
-        The false-positive-rate ceiling, in ``(0, 1]``.
+    fpr_max : float or None, default=None
+        The false-positive-rate ceiling, in ``(0, 1]``; None reads it from
+        ``fpr_range``, and one of the two is required.
+    fpr_range : tuple of two floats or None, default=None
+        The false-positive rates ``(0, fpr_max)``, as the estimators take
+        them; it must start at 0 when ``tpr_min > 0``.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
     pos_label : int, float, bool or str, default=None
         Label of the positive class; None means the larger label.
     average : {"macro", "micro"} or None, default="macro"
         For a multi-label indicator ``y_true`` of shape (n_samples,
-        n_labels) with scores of the same shape: the mean of the labels'
+        n_labels), dense or SciPy sparse, with scores of the same shape: the mean of the labels'
         scores ("macro"), the score of all (sample, label) pairs pooled
         ("micro", each pair with its sample's weight), or the array of the
         labels' scores (None), as in :func:`sklearn.metrics.roc_auc_score`.
@@ -300,9 +372,12 @@ def two_way_partial_auc_score(y_true, y_score, *, tpr_min, fpr_max, sample_weigh
     Raises
     ------
     ValueError
-        If ``y_true`` is not binary or holds a single class, if ``y_score``
-        holds NaN or infinity, if the lengths disagree, or if ``tpr_min`` or
-        ``fpr_max`` is out of range.
+        If ``y_true`` is not binary or holds a single class, if its labels
+        mix strings and numbers, if ``y_score`` holds NaN or infinity or
+        has columns for a binary ``y_true``, if the lengths disagree, if ``tpr_min`` or
+        ``fpr_max`` is out of range, if neither ``fpr_max`` nor
+        ``fpr_range`` is given, if they disagree, or if ``tpr_min > 0`` and
+        ``fpr_range`` does not start at 0.
 
     Examples
     --------
@@ -313,30 +388,40 @@ def two_way_partial_auc_score(y_true, y_score, *, tpr_min, fpr_max, sample_weigh
     0.0
     >>> two_way_partial_auc_score(y, s, tpr_min=0.5, fpr_max=1.0)
     0.5
+    >>> two_way_partial_auc_score(y, s, tpr_min=0.5, fpr_range=(0.0, 1.0))
+    0.5
     """
-    tpr_min, fpr_max = _check_two_way(tpr_min, fpr_max)
+    fpr_range, tpr_min = _check_roc_region(tpr_min, fpr_range, fpr_max)
+    y_true = _dense(y_true)
     if _is_multilabel(y_true):
         return _over_labels(two_way_partial_auc_score, y_true, y_score, sample_weight, average,
-                            tpr_min=tpr_min, fpr_max=fpr_max)
+                            tpr_min=tpr_min, fpr_range=fpr_range)
     y_true, y_score = _check_scores(y_true, y_score, sample_weight)
     pos_label = _check_binary_labels(y_true, pos_label)
     if sample_weight is not None:
         sample_weight = _check_class_weights(sample_weight, y_true == pos_label)
-    return region_area(y_true == pos_label, y_score, sample_weight, fpr_range=(0.0, fpr_max), tpr_min=tpr_min)
+    return region_area(y_true == pos_label, y_score, sample_weight, fpr_range=fpr_range, tpr_min=tpr_min)
 
 
-def make_two_way_partial_auc_scorer(*, tpr_min, fpr_max, pos_label=None):
+def make_two_way_partial_auc_scorer(*, tpr_min, fpr_max=None, fpr_range=None, pos_label=None):
     """Scorer for :func:`two_way_partial_auc_score`, for ``GridSearchCV(scoring=...)``.
 
     The scorer uses the estimator's ``decision_function`` when it has one,
-    and the positive-class column of ``predict_proba`` otherwise.
+    and the positive-class column of ``predict_proba`` otherwise.  The
+    region takes the names of the metric and of
+    :class:`~skrank.estimators.PartialAUCClassifier`: ``tpr_min`` with
+    ``fpr_max=b`` or ``fpr_range=(0, b)``.
 
     Parameters
     ----------
     tpr_min : float
         The true-positive-rate floor, in ``[0, 1)``.
-    fpr_max : float
-        The false-positive-rate ceiling, in ``(0, 1]``.
+    fpr_max : float or None, default=None
+        The false-positive-rate ceiling, in ``(0, 1]``; None reads it from
+        ``fpr_range``, and one of the two is required.
+    fpr_range : tuple of two floats or None, default=None
+        The false-positive rates ``(0, fpr_max)``; it must start at 0 when
+        ``tpr_min > 0``.
     pos_label : int, float, bool or str, default=None
         Label of the positive class; None means the larger label.
 
@@ -344,9 +429,23 @@ def make_two_way_partial_auc_scorer(*, tpr_min, fpr_max, pos_label=None):
     -------
     scorer : callable
         ``scorer(estimator, X, y)``; greater is better.
+
+    Raises
+    ------
+    ValueError
+        If the region is not valid, as :func:`two_way_partial_auc_score`
+        says.
+
+    Examples
+    --------
+    >>> from skrank.estimators import PartialAUCClassifier
+    >>> from skrank.metrics import make_two_way_partial_auc_scorer
+    >>> region = dict(tpr_min=0.5, fpr_range=(0.0, 0.3))
+    >>> clf = PartialAUCClassifier(**region)
+    >>> scorer = make_two_way_partial_auc_scorer(**region)
     """
-    tpr_min, fpr_max = _check_two_way(tpr_min, fpr_max)
-    kwargs = {"tpr_min": tpr_min, "fpr_max": fpr_max}
+    fpr_range, tpr_min = _check_roc_region(tpr_min, fpr_range, fpr_max)
+    kwargs = {"tpr_min": tpr_min, "fpr_range": fpr_range}
     if pos_label is not None:
         kwargs["pos_label"] = pos_label
     return make_scorer(two_way_partial_auc_score, response_method=("decision_function", "predict_proba"),
@@ -380,10 +479,48 @@ def _over_labels(score, y_true, y_score, sample_weight, average, **region):
     return per_label if average is None else float(per_label.mean())
 
 
+def _check_label_types(y, name):
+    """Raise a ValueError naming ``name`` when the labels ``y`` mix strings with numbers.
+
+    Only labels held as Python objects (a list, an object array, a pandas
+    column of dtype object) can mix; NumPy turns a list of both into
+    strings, so they are read before any conversion.
+    """
+    dtype = getattr(y, "dtype", None)
+    if dtype is not None and getattr(dtype, "kind", None) != "O":
+        return  # numbers, or NumPy strings: one type (an array-API dtype has no kind, and no strings)
+    values = np.asarray(y, dtype=object).ravel()
+    is_str = np.fromiter((isinstance(v, str) for v in values), dtype=bool, count=values.shape[0])
+    if is_str.any() and not is_str.all():
+        raise ValueError(
+            f"{name} mixes label types (string and number), for example {values[is_str][0]!r} and "
+            f"{values[~is_str][0]!r}: the labels of a classification must all be strings or all be "
+            f"numbers. Convert them to one type, for example with np.asarray({name}).astype(str)."
+        )
+
+
+def _dense(y):
+    """``y`` as a dense array where it is a SciPy sparse matrix (a multi-label indicator), else as given."""
+    return y.toarray() if sp.issparse(y) else y
+
+
+def _one_per_sample(values, name, hint="."):
+    """``values`` as a 1-D array, or a ValueError naming ``name`` when it has columns."""
+    if np.ndim(values) > 2 or (np.ndim(values) == 2 and np.shape(values)[1] != 1):
+        raise ValueError(f"{name} has shape {np.shape(values)}; it must hold one value per sample, of shape "
+                         f"(n_samples,){hint}")
+    return column_or_1d(values)
+
+
+_ONE_SCORE = (": the output of decision_function, or the positive class's column of predict_proba "
+              "(y_score[:, 1]). A multi-label y_true is a matrix of y_score's shape.")
+
+
 def _check_scores(y_true, y_score, sample_weight):
     """``y_true`` and ``y_score`` as 1-D arrays of one length, the scores finite float64."""
+    _check_label_types(y_true, "y_true")
     y_true = column_or_1d(y_true)
-    y_score = column_or_1d(y_score)
+    y_score = _one_per_sample(y_score, "y_score", _ONE_SCORE)
     check_consistent_length(y_true, y_score, sample_weight)
     if y_true.shape[0] == 0:
         raise ValueError("y_true is empty; partial AUC needs samples of both classes.")
@@ -531,8 +668,11 @@ def rank_risk_score(y_true, y_pred, *, risk="superquantile", loss="squared", sam
     """
     risk = _resolve_risk(risk)
     loss = _resolve_loss(loss)
-    y_true = column_or_1d(y_true)
-    y_pred = column_or_1d(y_pred).astype(np.float64)
+    if loss.task == "classification":
+        _check_label_types(y_true, "y_true")
+    y_true = _one_per_sample(y_true, "y_true")
+    y_pred = _one_per_sample(y_pred, "y_pred")
+    y_pred = y_pred.astype(np.float64)
     check_consistent_length(y_true, y_pred)
     if y_pred.shape[0] == 0:
         raise ValueError("rank_risk_score needs at least one sample.")

@@ -41,7 +41,14 @@ The references (:data:`AREAS` lists the areas):
   that ranks does not, and the default ``SpectralRiskClassifier()`` ranks;
 - CLARABEL (cvxpy) on the convex rank-risk problems, scikit-learn's
   logistic regression for ``rank_weight=0``, the closed form for the
-  full-AUC square loss.
+  full-AUC square loss;
+- for the ``messages`` area, the same request in other words: a two-way
+  region as ``fpr_max`` or ``fpr_range`` (the metric, its scorer and the
+  estimators against their ``fpr_range=(0, b)`` or ``fpr_max=b`` form), a
+  multi-label ``y`` sparse or of two other values against the dense
+  indicator of 0 and 1; and the errors of labels mixing strings and
+  numbers, of a score matrix for binary labels and of a region whose names
+  disagree, each of which must name its input.
 """
 
 import hashlib
@@ -57,7 +64,7 @@ import numpy as np
 import scipy.sparse as sp
 
 AREAS = ("nan_inf", "feature_scale", "weight_scale", "degenerate", "input_kind", "determinism", "streams",
-         "solvers", "conventions", "constant_model", "silent_wrong")
+         "solvers", "conventions", "constant_model", "silent_wrong", "messages")
 
 #: Relative tolerance on ``objective_`` against an optimum, by kind of solver: the certified
 #: solvers (a duality gap below ``tol``), the deterministic ones (KKT residual or gradient
@@ -1119,6 +1126,47 @@ def build_silent_wrong(draw):
     return case
 
 
+MESSAGE_KINDS = ("mixed_labels", "mixed_labels_metric", "sparse_multilabel", "sparse_multilabel_metric",
+                 "two_valued_multilabel", "score_matrix_metric", "region_metric", "region_estimator")
+#: The ways of naming a two-way region: each alone, both agreeing, both disagreeing, a range that starts
+#: above 0 (refused with a floor, the one-way partial AUC without), neither.
+REGION_MODES = ("fpr_max", "fpr_range", "both", "disagree", "shifted", "neither")
+_METRICS = ("partial_auc_score", "two_way_partial_auc_score", "rank_risk_score")
+_SPARSE = {"csr": sp.csr_matrix, "csc": sp.csc_matrix, "coo": sp.coo_matrix, "csr_array": sp.csr_array}
+
+
+def build_messages(draw):
+    """Labels mixing strings and numbers, sparse or -1/+1 multi-label ``y``, a score matrix, region names."""
+    kind = draw.choice(MESSAGE_KINDS)
+    data = {"task": "classification", "n": draw.integer(30, 60), "d": draw.integer(2, 4),
+            "seed": draw.integer(0, 10_000), "classes": 2, "positive": draw.choice([0.3, 0.5]),
+            "labels": draw.integer(2, 3)}
+    extra = {"container": draw.choice(["list", "object", "series"]), "number": draw.choice([0, 1, -1, 2.5]),
+             "string": draw.choice(["a", "yes", "1"]), "sparse": draw.choice(sorted(_SPARSE)),
+             "values": draw.choice([[-1, 1], [-1.0, 1.0], [0, 2], [1, 2]]), "columns": draw.integer(2, 3),
+             "average": draw.choice(["macro", "micro", None]), "mode": draw.choice(REGION_MODES),
+             "tpr_min": draw.choice([0.0, 0.3, 0.5]), "fpr_max": draw.choice([0.2, 0.5, 1.0]),
+             "scorer": draw.boolean()}
+    if kind == "mixed_labels":
+        classifiers = tuple(e for e in ESTIMATORS if task_of(e) == "classification") + CV_ESTIMATORS
+        estimator = draw.choice(classifiers)
+        config = {"estimator": estimator, "solver": "auto",
+                  "params": _draw_params(draw, estimator, "auto", ()) if estimator in CV_ESTIMATORS else {}}
+    elif kind in ("sparse_multilabel", "two_valued_multilabel"):
+        config = draw_config(draw, estimators=_RANKERS)
+    elif kind == "region_estimator":
+        estimator = draw.choice(("PartialAUCClassifier", "PartialAUCClassifier", "PartialAUCClassifierCV"))
+        params = ({"alphas": 2, "rank_weights": [0.05], "cv": 2} if estimator in CV_ESTIMATORS
+                  else {"alpha": draw.choice([0.01, 0.05])})
+        config = {"estimator": estimator, "solver": "auto", "params": params}
+    else:
+        metrics = _METRICS if kind in ("mixed_labels_metric", "score_matrix_metric") else _METRICS[:2]
+        if kind == "region_metric":
+            metrics = _METRICS[1:2]
+        config = {"estimator": draw.choice(metrics), "solver": "n/a", "params": {}}
+    return _base_case("messages", kind, config, data, **extra)
+
+
 BUILDERS = {
     "nan_inf": build_nan_inf,
     "feature_scale": build_feature_scale,
@@ -1131,6 +1179,7 @@ BUILDERS = {
     "conventions": build_conventions,
     "constant_model": build_constant_model,
     "silent_wrong": build_silent_wrong,
+    "messages": build_messages,
 }
 
 
@@ -1884,6 +1933,211 @@ def run_silent_wrong(case):
     return Outcome("bad", "ended above its start", f"F {end:.6g} against {start:.6g} at the start")
 
 
+def make_multilabel(spec):
+    """``(X, Y)``: rows as :func:`make_data`, an indicator of 0 and 1 with ``spec["labels"]`` columns.
+
+    Each column thresholds its own noisy linear score; the first two rows
+    are all 0 and all 1, so that every label holds both values.
+    """
+    rng = np.random.default_rng(spec["seed"])
+    X = rng.normal(size=(spec["n"], spec["d"]))
+    scores = X @ rng.normal(size=(spec["d"], spec["labels"])) + rng.normal(size=(spec["n"], spec["labels"]))
+    Y = (scores > np.quantile(scores, 1.0 - spec["positive"], axis=0)).astype(np.int64)
+    Y[:2] = [[0] * spec["labels"], [1] * spec["labels"]]
+    return X, Y
+
+
+def _attempt(function, *args, **kwargs):
+    """``function(*args, **kwargs)`` as a :class:`Fit`: its value (as ``estimator``), error, warnings."""
+    fit = Fit()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            fit.estimator = function(*args, **kwargs)
+        except TimeoutError:
+            raise
+        except Exception as exc:  # the verdict classifies it
+            fit.error = exc
+            fit.error_text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-4:])
+    fit.warnings = list(caught)
+    return fit
+
+
+def _mixed(y, case):
+    """The binary labels ``y`` with 0 as ``case["number"]`` and 1 as ``case["string"]``, in its container."""
+    labels = [case["number"] if v == 0 else case["string"] for v in y]
+    if case["container"] == "list":
+        return labels
+    if case["container"] == "series":
+        import pandas as pd
+
+        return pd.Series(labels, dtype=object)
+    return np.array(labels, dtype=object)
+
+
+def _metric_call(name, y, s, **kwargs):
+    from skrank import metrics
+
+    if name == "rank_risk_score":
+        return metrics.rank_risk_score(y, s, loss="logistic", **kwargs)
+    if name == "two_way_partial_auc_score":
+        kwargs.setdefault("tpr_min", 0.3)
+        kwargs.setdefault("fpr_max", 0.5)
+    return getattr(metrics, name)(y, s, **kwargs)
+
+
+def _region_kwargs(case):
+    """The region of ``case`` in the words of its mode, and whether it is valid."""
+    a, b, mode = case["tpr_min"], case["fpr_max"], case["mode"]
+    start = 0.1 if b > 0.1 else 0.0
+    words = {"fpr_max": {"fpr_max": b}, "fpr_range": {"fpr_range": (0.0, b)},
+             "both": {"fpr_max": b, "fpr_range": (0.0, b)},
+             "disagree": {"fpr_max": b, "fpr_range": (0.0, b / 2)},
+             "shifted": {"fpr_range": (start, b)}, "neither": {}}[mode]
+    return dict(words, tpr_min=a)
+
+
+def _region_pattern(case):
+    """What the error of an invalid region must name, or None for a valid one (for the metric)."""
+    mode = case["mode"]
+    if mode == "disagree":
+        return r"fpr_range.*fpr_max.*disagree"
+    if mode == "shifted" and case["tpr_min"] > 0.0:
+        return r"tpr_min.*fpr_range"
+    if mode == "neither":
+        return r"fpr_max.*fpr_range"
+    return None
+
+
+def _refused(fit, pattern):
+    """A clear error matching ``pattern``, or bad: an unclear error, or the invalid input accepted."""
+    if fit.error is None:
+        return Outcome("bad", "invalid input accepted", f"returned {fit.estimator!r}"[:300])
+    return error_outcome(fit, pattern)
+
+
+def _same_outcome(fit, expected, label):
+    if fit.error is not None:
+        return Outcome("bad", f"refused a valid {label}", f"{type(fit.error).__name__}: {fit.error}")
+    if fit.runtime_warnings:
+        return Outcome("bad", "RuntimeWarning leaked", "; ".join(fit.runtime_warnings)[:500])
+    got = fit.estimator
+    if not np.array_equal(np.asarray(got), np.asarray(expected)):
+        return Outcome("bad", f"{label} differs from its reference", f"{got!r} vs {expected!r}"[:500])
+    return Outcome("ok", f"{label} as its reference")
+
+
+def _fitted(config, X, y, **overrides):
+    """The fit of ``config`` on ``(X, y)`` (all warnings recorded), as a :class:`Fit`."""
+    return _attempt(lambda: make_estimator(config, **overrides).fit(X, y))
+
+
+def _predictions_of(fit, X):
+    est = fit.estimator
+    return np.concatenate([np.asarray(est.coef_).ravel(), np.asarray(est.decision_function(X)).ravel()])
+
+
+def run_messages(case):
+    """The case's input: a clear error that names it, or the same answer as its plainer form."""
+    kind, config, spec = case["kind"], case["config"], case["data"]
+    if kind in ("mixed_labels", "mixed_labels_metric", "score_matrix_metric"):
+        X, y = make_data(spec)
+        if kind == "mixed_labels":
+            fit = _fitted(config, X, _mixed(y, case))
+            pattern = r"\by\b.*mix.*string.*number"
+        elif kind == "mixed_labels_metric":
+            fit = _attempt(_metric_call, config["estimator"], _mixed(y, case), X[:, 0])
+            pattern = r"\by_true\b.*mix.*string.*number"
+        else:
+            scores = np.column_stack([X[:, j % X.shape[1]] for j in range(case["columns"])])
+            fit = _attempt(_metric_call, config["estimator"], y, scores)
+            name = "y_pred" if config["estimator"] == "rank_risk_score" else "y_score"
+            pattern = rf"\b{name}\b.*shape"
+        return _refused(fit, pattern)
+    if kind in ("sparse_multilabel", "two_valued_multilabel", "sparse_multilabel_metric"):
+        X, Y = make_multilabel(spec)
+        if kind == "sparse_multilabel_metric":
+            S = X @ np.random.default_rng(spec["seed"]).normal(size=(spec["d"], spec["labels"]))
+            expected = _attempt(_metric_call, config["estimator"], Y, S, average=case["average"])
+            fit = _attempt(_metric_call, config["estimator"], _SPARSE[case["sparse"]](Y), S,
+                           average=case["average"])
+            if expected.error is not None:
+                return Outcome("bad", "probe failure: the dense reference failed", str(expected.error))
+            return _same_outcome(fit, expected.estimator, "score of a sparse y_true")
+        low, high = case["values"]
+        given = _SPARSE[case["sparse"]](Y) if kind == "sparse_multilabel" else np.where(Y == 1, high, low)
+        reference, fit = _fitted(config, X, Y), _fitted(config, X, given)
+        if reference.error is not None:  # a refusal of the configuration: the other form must refuse it too
+            if fit.error is None or str(fit.error) != str(reference.error):
+                return Outcome("bad", "refused as an indicator of 0 and 1 only", str(reference.error)[:300])
+            return error_outcome(reference, r".")
+        if kind == "sparse_multilabel":
+            if fit.error is not None:  # a refusal must ask for a dense y
+                return error_outcome(fit, r"dense|toarray")
+            same = np.array_equal(_predictions_of(fit, X), _predictions_of(reference, X)) and np.array_equal(
+                fit.estimator.predict(X), reference.estimator.predict(X))
+            return Outcome("ok", "the dense fit") if same else Outcome("bad", "a sparse y fits otherwise")
+        if fit.error is not None:
+            return error_outcome(fit, r"\by\b.*(0 and 1|indicator)")
+        predicted = fit.estimator.predict(X)
+        expected = np.where(reference.estimator.predict(X) == 1, high, low)
+        if not np.array_equal(_predictions_of(fit, X), _predictions_of(reference, X)):
+            return Outcome("bad", "another indicator fits otherwise")
+        if not np.array_equal(predicted, expected) or predicted.dtype != given.dtype:
+            return Outcome("bad", "predict answers outside y's values",
+                           f"predict gave {np.unique(predicted).tolist()} ({predicted.dtype}) for y of "
+                           f"{[low, high]}")
+        if fit.estimator.score(X, given) != reference.estimator.score(X, Y):
+            return Outcome("bad", "score differs from the indicator's")
+        return Outcome("ok", "predicts in y's values")
+    # the region in other words
+    X, y = make_data(spec)
+    region = _region_kwargs(case)
+    pattern = _region_pattern(case)
+    a, b = case["tpr_min"], case["fpr_max"]
+    if kind == "region_metric":
+        s = X @ np.random.default_rng(spec["seed"]).normal(size=spec["d"])
+        if case["scorer"]:
+            from sklearn.linear_model import LogisticRegression
+
+            from skrank.metrics import make_two_way_partial_auc_scorer
+
+            model = LogisticRegression().fit(X, y)
+            s = model.decision_function(X)
+            fit = _attempt(lambda: make_two_way_partial_auc_scorer(**region)(model, X, y))
+        else:
+            from skrank.metrics import two_way_partial_auc_score
+
+            fit = _attempt(two_way_partial_auc_score, y, s, **region)
+        if pattern is not None:
+            return _refused(fit, pattern)
+        if case["mode"] == "shifted":  # no floor: the one-way partial AUC over the range
+            expected = _metric_call("partial_auc_score", y, s, fpr_range=region["fpr_range"])
+        else:
+            expected = _metric_call("two_way_partial_auc_score", y, s, tpr_min=a, fpr_max=b)
+        return _same_outcome(fit, expected, "score of the region")
+    # the estimator: its plain form is fpr_range=(0, b) (the default range when the mode names neither)
+    if pattern is not None and case["mode"] != "neither":
+        return _refused(_fitted(config, X, y, **region), pattern)
+    if case["mode"] == "neither":
+        plain = {"tpr_min": a, "fpr_range": (0.0, 0.5) if a > 0.0 else (0.05, 0.5)}
+    elif case["mode"] == "shifted":
+        plain = {"tpr_min": a, "fpr_range": region["fpr_range"]}
+    else:
+        plain = {"tpr_min": a, "fpr_range": (0.0, b)}
+    reference = _fitted(config, X, y, **plain)
+    fit = _fitted(config, X, y, **region)
+    if reference.error is not None:
+        if fit.error is None or str(fit.error) != str(reference.error):
+            return Outcome("bad", "refused in one form only", f"{reference.error} / {fit.error}"[:300])
+        return error_outcome(fit, ERROR_PATTERNS["shape"])
+    if fit.error is not None:
+        return Outcome("bad", "refused a valid region", f"{type(fit.error).__name__}: {fit.error}")
+    if not np.array_equal(_predictions_of(fit, X), _predictions_of(reference, X)):
+        return Outcome("bad", "the region in other words fits otherwise")
+    return Outcome("ok", "the fit of fpr_range=(0, fpr_max)")
+
+
 RUNNERS = {
     "nan_inf": run_nan_inf,
     "feature_scale": run_feature_scale,
@@ -1896,6 +2150,7 @@ RUNNERS = {
     "conventions": run_conventions,
     "constant_model": run_constant_model,
     "silent_wrong": run_silent_wrong,
+    "messages": run_messages,
 }
 
 

@@ -333,3 +333,72 @@ def test_a_narrow_band_does_not_round_above_one():
     assert value <= 1.0
     value = partial_auc_score([0, 0, 1], [-1.0, -2.0, 0.0], fpr_range=(0.0, 1.3099027131335344e-09))
     assert 0.0 <= value <= 1.0
+
+
+# --------------------------------------------------------------------------
+# inputs that name their problem
+# --------------------------------------------------------------------------
+def _two_way(y, s, **kw):
+    from skrank.metrics import two_way_partial_auc_score
+
+    return two_way_partial_auc_score(y, s, tpr_min=0.3, fpr_max=0.5, **kw)
+
+
+def _rank_risk_labels(y, s, **kw):
+    return rank_risk_score(y, s, loss="logistic", **kw)
+
+
+@pytest.mark.parametrize("metric", [partial_auc_score, _two_way, _rank_risk_labels])
+@pytest.mark.parametrize("as_objects", [False, True])
+def test_labels_mixing_strings_and_numbers_are_refused_by_name(metric, as_objects):
+    mixed = [1, "a"] * 5  # NumPy would read the list as the strings '1' and 'a'
+    y = np.array(mixed, dtype=object) if as_objects else mixed
+    with pytest.raises(ValueError, match=r"y_true mixes label types \(string and number\)"):
+        metric(y, np.linspace(0.0, 1.0, 10))
+    # one type is fine, as it was
+    assert np.isfinite(metric(np.array(["b", "a"] * 5, dtype=object), np.linspace(0.0, 1.0, 10)))
+
+
+@pytest.mark.parametrize("metric", [partial_auc_score, _two_way])
+def test_a_score_matrix_for_binary_labels_names_y_score(metric):
+    y = np.array([0, 1] * 10)
+    scores = np.random.default_rng(0).normal(size=(20, 2))
+    with pytest.raises(ValueError, match=r"y_score has shape \(20, 2\); .* \(y_score\[:, 1\]\)"):
+        metric(y, scores)
+    # a column is one score per sample
+    assert metric(y, scores[:, [1]]) == metric(y, scores[:, 1])
+
+
+def test_rank_risk_score_names_the_argument_with_columns():
+    y = np.arange(10.0)
+    with pytest.raises(ValueError, match=r"y_pred has shape \(10, 2\)"):
+        rank_risk_score(y, np.c_[y, y])
+    with pytest.raises(ValueError, match=r"y_true has shape \(10, 2\)"):
+        rank_risk_score(np.c_[y, y], y)
+
+
+@pytest.mark.parametrize("metric", [partial_auc_score, _two_way])
+@pytest.mark.parametrize("average", ["macro", "micro", None])
+def test_a_sparse_multilabel_y_true_scores_as_the_dense_one(metric, average):
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(3)
+    Y = (rng.random((60, 3)) < 0.4).astype(int)
+    Y[:2] = [[0, 0, 0], [1, 1, 1]]
+    S = rng.normal(size=(60, 3)) + Y
+    np.testing.assert_array_equal(metric(sp.csr_matrix(Y), S, average=average), metric(Y, S, average=average))
+    if metric is partial_auc_score:  # and both agree with scikit-learn's dense full area
+        np.testing.assert_allclose(metric(sp.csr_matrix(Y), S, average=average),
+                                   roc_auc_score(Y, S, average=average), atol=1e-12)
+
+
+def test_a_multilabel_y_true_of_minus_one_and_one_scores_as_sklearn():
+    rng = np.random.default_rng(4)
+    Y = (rng.random((60, 3)) < 0.4).astype(int)
+    Y[:2] = [[0, 0, 0], [1, 1, 1]]
+    S = rng.normal(size=(60, 3)) + Y
+    for average in ("macro", "micro", None):
+        np.testing.assert_allclose(partial_auc_score(2 * Y - 1, S, average=average),
+                                   roc_auc_score(2 * Y - 1, S, average=average), atol=1e-12)
+        np.testing.assert_array_equal(_two_way(2 * Y - 1, S, average=average),
+                                      _two_way(Y, S, average=average))

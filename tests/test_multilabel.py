@@ -2,14 +2,21 @@
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 import sklearn
 from scipy.special import expit
 from sklearn.base import clone
 from sklearn.datasets import make_multilabel_classification
 from sklearn.model_selection import GridSearchCV
+from sklearn.multioutput import MultiOutputClassifier
 
 from skrank import AveragePrecisionClassifier, PartialAUCClassifier
-from skrank.estimators import SpectralRiskClassifier
+from skrank.estimators import (
+    AveragePrecisionClassifierCV,
+    PartialAUCClassifierCV,
+    RankADMMClassifier,
+    SpectralRiskClassifier,
+)
 from skrank.metrics import make_partial_auc_scorer, partial_auc_score
 
 ESTIMATORS = [PartialAUCClassifier, AveragePrecisionClassifier]
@@ -62,6 +69,52 @@ def test_multilabel_misuse_is_refused_with_the_reason(Estimator, labelled):
     three_valued[0, 0] = 2
     with pytest.raises(ValueError, match="multi-label indicator"):
         Estimator().fit(X, three_valued)
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+def test_a_sparse_indicator_fits_as_the_dense_one(Estimator, labelled):
+    X, Y = labelled
+    dense = Estimator().fit(X, Y)
+    for sparse in (sp.csr_matrix(Y), sp.csc_matrix(Y), sp.csr_array(Y)):
+        fitted = Estimator().fit(X, sparse)
+        assert fitted.multilabel_
+        np.testing.assert_array_equal(fitted.coef_, dense.coef_)
+        np.testing.assert_array_equal(fitted.predict(X), dense.predict(X))
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+@pytest.mark.parametrize("values", [(-1, 1), (-1.0, 1.0), (0, 2)])
+def test_an_indicator_of_other_values_predicts_in_them(Estimator, values, labelled):
+    # as scikit-learn's MultiOutputClassifier does (OneVsRestClassifier answers 0 and 1, so that its
+    # score against the y it was given is wrong): the larger value is "on", and predict says it
+    X, Y = labelled
+    low, high = values
+    given = np.where(Y == 1, high, low)
+    indicator = Estimator().fit(X, Y)
+    fitted = Estimator().fit(X, given)
+    np.testing.assert_array_equal(fitted.coef_, indicator.coef_)
+    predicted = fitted.predict(X)
+    assert predicted.dtype == given.dtype
+    np.testing.assert_array_equal(predicted, np.where(indicator.predict(X) == 1, high, low))
+    assert fitted.score(X, given) == indicator.score(X, Y) > 0.5
+    reference = MultiOutputClassifier(Estimator()).fit(X, given)
+    np.testing.assert_array_equal(predicted, reference.predict(X))
+
+
+def test_labels_mixing_strings_and_numbers_are_refused_by_every_classifier(labelled):
+    X, _ = labelled
+    mixed = [0, "a"] * (X.shape[0] // 2)  # NumPy would read the list as the strings '0' and 'a'
+    for estimator in (PartialAUCClassifier(), AveragePrecisionClassifier(), SpectralRiskClassifier(),
+                      RankADMMClassifier(), PartialAUCClassifierCV(alphas=2, rank_weights=(0.05,), cv=2),
+                      AveragePrecisionClassifierCV(alphas=2, rank_weights=(0.2,), cv=2)):
+        for y in (mixed, np.array(mixed, dtype=object)):
+            with pytest.raises(ValueError, match=r"y mixes label types \(string and number\), .* 'a' and 0"):
+                clone(estimator).fit(X, y)
+    stream = PartialAUCClassifier(solver="ppd-sg", fpr_range=(0.0, 1.0), loss="squared")
+    with pytest.raises(ValueError, match=r"classes mixes label types"):
+        clone(stream).partial_fit(X, np.array(mixed, dtype=object), classes=np.array([0, "a"], dtype=object))
+    with pytest.raises(ValueError, match=r"y mixes label types"):
+        clone(stream).partial_fit(X, np.array(mixed, dtype=object), classes=["0", "a"])
 
 
 def test_a_stream_takes_class_labels_only(labelled):
@@ -168,3 +221,28 @@ def test_an_external_x_refuses_a_multilabel_y_of_the_wrong_rows_or_values(labell
         PartialAUCClassifier(class_weight="balanced").fit(Xd, Y)
     with pytest.raises(ValueError, match="y must be a vector of length 240"):  # single-label estimators
         SpectralRiskClassifier().fit(Xd, Y)
+
+
+def test_an_external_x_takes_a_sparse_or_a_minus_one_indicator(labelled):
+    da = pytest.importorskip("dask.array")
+    xp = pytest.importorskip("array_api_strict")
+    from skrank.backends.array_api_design import to_numpy
+
+    X, Y = labelled
+    given = 2 * Y - 1
+    plain = PartialAUCClassifier(solver="lbfgs", tol=1e-10).fit(X, given)
+    scores = plain.decision_function(X)
+    clear = np.abs(scores) > 1e-6  # a score at zero may fall either way
+    Xd = da.from_array(X, chunks=(97, X.shape[1]))
+    for y in (given, da.from_array(given, chunks=(97, 3))):
+        predicted = clone(plain).fit(Xd, y).predict(Xd)
+        assert isinstance(predicted, da.Array)
+        np.testing.assert_array_equal(predicted.compute()[clear], plain.predict(X)[clear])
+    from_sparse = clone(plain).fit(Xd, sp.csr_matrix(Y)).predict(Xd).compute()
+    np.testing.assert_array_equal(from_sparse[clear], (scores > 0).astype(int)[clear])
+    device = xp.Device("device1")
+    with sklearn.config_context(array_api_dispatch=True):
+        placed = clone(plain).fit(xp.asarray(X, device=device), xp.asarray(given, device=device))
+        predicted = placed.predict(xp.asarray(X, device=device))
+        assert predicted.device == device and predicted.dtype == xp.int64
+        np.testing.assert_array_equal(to_numpy(predicted)[clear], plain.predict(X)[clear])

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 #: cases are the slowest draw fewer in the fast subset.
 FAST_EXAMPLES = {"nan_inf": 50, "feature_scale": 25, "weight_scale": 25, "degenerate": 50, "input_kind": 20,
                  "determinism": 25, "streams": 50, "solvers": 25, "conventions": 10, "constant_model": 20,
-                 "silent_wrong": 8}
+                 "silent_wrong": 8, "messages": 25}
 FULL_EXAMPLES = 400
 #: Seconds before a case counts as a hang (checked between Python bytecodes).
 CASE_TIMEOUT = 60

@@ -136,6 +136,39 @@ def test_invalid_regions_are_refused_by_name(kwargs, message):
         make_two_way_partial_auc_scorer(**kwargs)
 
 
+def test_the_range_takes_the_estimators_names_too():
+    y, s, w = _case(11, 90, True, True)
+    by_max = two_way_partial_auc_score(y, s, tpr_min=0.4, fpr_max=0.3, sample_weight=w)
+    for region in (dict(fpr_range=(0.0, 0.3)), dict(fpr_range=(0.0, 0.3), fpr_max=0.3)):
+        assert two_way_partial_auc_score(y, s, tpr_min=0.4, sample_weight=w, **region) == by_max
+    # without a floor, a range above 0 is the one-way partial AUC
+    assert two_way_partial_auc_score(y, s, tpr_min=0.0, fpr_range=(0.1, 0.4)) == pytest.approx(
+        partial_auc_score(y, s, fpr_range=(0.1, 0.4)), abs=1e-12)
+    X = np.c_[s, np.random.default_rng(0).normal(size=90)]
+    model = LogisticRegression().fit(X, y)
+    scorer = make_two_way_partial_auc_scorer(tpr_min=0.4, fpr_range=(0.0, 0.3))
+    assert scorer(model, X, y) == two_way_partial_auc_score(y, model.decision_function(X), tpr_min=0.4,
+                                                            fpr_max=0.3)
+    Y, S, _ = _labels(3)
+    np.testing.assert_array_equal(
+        two_way_partial_auc_score(Y, S, tpr_min=0.5, fpr_range=(0.0, 0.3), average=None),
+        two_way_partial_auc_score(Y, S, tpr_min=0.5, fpr_max=0.3, average=None))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(tpr_min=0.5, fpr_range=(0.0, 0.3), fpr_max=0.4), r"\(0.0, 0.3\) and fpr_max=0.4 disagree"),
+    (dict(tpr_min=0.5, fpr_range=(0.1, 0.3)), r"tpr_min=0.5 .* start at 0; got fpr_range=\(0.1, 0.3\)"),
+    (dict(tpr_min=0.5, fpr_range=(0.1, 0.3), fpr_max=0.3), r"start at 0; got fpr_range=\(0.1, 0.3\)"),
+    (dict(tpr_min=0.5), "Neither fpr_max nor fpr_range is given"),
+    (dict(tpr_min=0.5, fpr_range=(0.3, 0.1)), "fpr_range must satisfy"),
+])
+def test_a_mix_of_the_names_that_disagree_is_refused_by_name(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        two_way_partial_auc_score([0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4], **kwargs)
+    with pytest.raises(ValueError, match=message):
+        make_two_way_partial_auc_scorer(**kwargs)
+
+
 def test_scorer_in_a_grid_search():
     y, s, _ = _case(5, 120, False, False)
     X = np.c_[s, np.random.default_rng(0).normal(size=120)]

@@ -111,8 +111,51 @@ def test_a_two_way_range_starts_at_fpr_zero():
     from skrank import PartialAUCClassifier
 
     X, y, _, _ = _case(6, False)
-    with pytest.raises(ValueError, match=r"needs fpr_range=\(0, fpr_max\)"):
-        PartialAUCClassifier(tpr_min=0.5).fit(X, y)  # the default fpr_range starts at 0.05
+    with pytest.raises(ValueError, match=r"tpr_min=0.5 asks for the two-way region .*fpr_range=\(0.05, 0.5\)"
+                                         r"\. Pass fpr_max=0.5 or fpr_range=\(0, 0.5\)"):
+        PartialAUCClassifier(tpr_min=0.5, fpr_range=(0.05, 0.5)).fit(X, y)
+    # without a range, a two-way region keeps the default ceiling 0.5 and starts at 0
+    default = PartialAUCClassifier(tpr_min=0.5).fit(X, y)
+    explicit = PartialAUCClassifier(tpr_min=0.5, fpr_range=(0.0, 0.5)).fit(X, y)
+    np.testing.assert_array_equal(default.coef_, explicit.coef_)
+
+
+def test_the_estimator_takes_the_metrics_names_for_the_range():
+    from sklearn.base import clone
+
+    from skrank import PartialAUCClassifier
+    from skrank.metrics import two_way_partial_auc_score
+
+    X, y, _, _ = _case(8, False)
+    by_range = PartialAUCClassifier(tpr_min=0.5, fpr_range=(0.0, 0.3)).fit(X, y)
+    for region in (dict(fpr_max=0.3), dict(fpr_max=0.3, fpr_range=(0.0, 0.3))):
+        other = PartialAUCClassifier(tpr_min=0.5, **region)
+        assert clone(other).get_params()["fpr_max"] == 0.3  # stored as given, validated in fit
+        np.testing.assert_array_equal(other.fit(X, y).coef_, by_range.coef_)
+    one_way = PartialAUCClassifier(fpr_max=0.3).fit(X, y)
+    np.testing.assert_array_equal(one_way.coef_, PartialAUCClassifier(fpr_range=(0.0, 0.3)).fit(X, y).coef_)
+    # the metric and the estimator read the same words
+    s = by_range.decision_function(X)
+    assert two_way_partial_auc_score(y, s, tpr_min=0.5, fpr_range=(0.0, 0.3)) == two_way_partial_auc_score(
+        y, s, tpr_min=0.5, fpr_max=0.3)
+    moved = PartialAUCClassifier(tpr_min=0.5, fpr_range=(0.0, 0.3)).set_params(fpr_range=None, fpr_max=0.3)
+    np.testing.assert_array_equal(moved.fit(X, y).coef_, by_range.coef_)
+
+
+@pytest.mark.parametrize("region, message", [
+    (dict(fpr_range=(0.0, 0.3), fpr_max=0.4), r"fpr_range=\(0.0, 0.3\) and fpr_max=0.4 disagree"),
+    (dict(fpr_range=(0.1, 0.3), fpr_max=0.3, tpr_min=0.5), r"tpr_min=0.5 .* start at 0; got fpr_range"),
+    (dict(fpr_max=1.5), "fpr_max"),
+])
+def test_the_estimator_refuses_a_mix_of_the_names_that_disagree(region, message):
+    from skrank import PartialAUCClassifier
+    from skrank.estimators import PartialAUCClassifierCV
+
+    X, y, _, _ = _case(9, False)
+    with pytest.raises(ValueError, match=message):
+        PartialAUCClassifier(**region).fit(X, y)
+    with pytest.raises(ValueError, match=message):
+        PartialAUCClassifierCV(alphas=2, rank_weights=(0.05,), cv=2, **region).fit(X, y)
 
 
 def test_the_cv_variant_scores_the_two_way_range():
@@ -120,13 +163,14 @@ def test_the_cv_variant_scores_the_two_way_range():
     from skrank.metrics import two_way_partial_auc_score
 
     X, y, _, _ = _case(7, False)
-    search = PartialAUCClassifierCV(fpr_range=(0.0, 0.5), tpr_min=0.5, alphas=(1e-2, 1e-1),
-                                    rank_weights=(0.05,), cv=3).fit(X, y)
-    assert search.best_estimator_.tpr_min == 0.5
-    scorer = search._default_scorer(search.classes_)
-    labels = np.where(y > 0, 1, -1)
-    assert scorer(search.best_estimator_, X, labels) == pytest.approx(two_way_partial_auc_score(
-        labels, search.best_estimator_.decision_function(X), tpr_min=0.5, fpr_max=0.5))
+    for region in (dict(fpr_range=(0.0, 0.5)), dict(fpr_max=0.5)):
+        search = PartialAUCClassifierCV(tpr_min=0.5, alphas=(1e-2, 1e-1), rank_weights=(0.05,), cv=3,
+                                        **region).fit(X, y)
+        assert search.best_estimator_.tpr_min == 0.5
+        scorer = search._default_scorer(search.classes_)
+        labels = np.where(y > 0, 1, -1)
+        assert scorer(search.best_estimator_, X, labels) == pytest.approx(two_way_partial_auc_score(
+            labels, search.best_estimator_.decision_function(X), tpr_min=0.5, fpr_max=0.5))
 
 
 def test_two_way_fits_on_dask_and_with_weights_as_repeated_rows():

@@ -155,6 +155,31 @@ def indicator(scores):
     return xp.astype(scores > 0, xp.int64)
 
 
+def two_valued(scores, values):
+    """``values[1]`` where a score is positive, else ``values[0]``: an indicator in a ``y``'s own two values.
+
+    Where ``scores`` lives, as :func:`indicator`.
+
+    Parameters
+    ----------
+    scores : array of any shape
+    values : ndarray of shape (2,)
+        The value of a nonpositive score, then of a positive one (NumPy).
+
+    Returns
+    -------
+    array of the shape of ``scores``, of the dtype of ``values``
+    """
+    if is_dask_array(scores):
+        return scores.map_blocks(two_valued, values=values, dtype=values.dtype)
+    positive = indicator(scores)
+    if isinstance(scores, np.ndarray):
+        return values[positive]
+    xp = namespace(scores)
+    flat = xp.take(to_namespace(values, xp, device_of(scores)), xp.reshape(positive, (-1,)), axis=0)
+    return xp.reshape(flat, positive.shape)
+
+
 def log(values):
     """The natural logarithm of ``values`` where they live (lazily for Dask)."""
     if is_dask_array(values):

@@ -35,6 +35,7 @@ from ..backends.dispatch import external_kind
 from ..datafits.rank_risk import RankRisk
 from ..exceptions import ConstantOptimumWarning
 from ..losses import get_loss
+from ..metrics import _check_label_types, _dense
 from ..penalties import get_penalty
 from ..risks import _RISKS, BaseRisk, check_risk
 from ..solvers.registry import choose_solver
@@ -256,9 +257,12 @@ class _RankLinearModel(BaseEstimator):
             Targets of a regressor; class labels of a classifier, where two
             classes give one binary problem and more give one-vs-rest
             problems.  PartialAUCClassifier and AveragePrecisionClassifier
-            also take a multi-label indicator matrix of 0 and 1: one ranking
-            per label (``classes_`` then holds ``[0, 1]`` per label, and
-            ``predict`` returns an indicator matrix).
+            also take a multi-label indicator matrix, dense or SciPy sparse,
+            of 0 and 1 (or of two other values, such as -1 and 1, the larger
+            meaning the label is on): one ranking per label (``classes_``
+            then holds the labels' indices, and ``predict`` returns a matrix
+            of the same two values).  Labels must be all strings or all
+            numbers.
         sample_weight : array-like of shape (n_samples,), default=None
             Nonnegative weights of the samples: the risk becomes that of the
             weighted empirical distribution (integer weights fit as repeated
@@ -780,8 +784,18 @@ class RankLinearClassifierMixin(ClassifierMixin):
             tags.target_tags.multi_output = True
         return tags
 
+    def _validate_fit_data(self, X, y, reset=True):
+        _check_label_types(y, "y")  # before NumPy turns numbers mixed with strings into strings
+        if self._multilabel:
+            y = _dense(y)  # a sparse multi-label indicator: n_samples x n_labels numbers
+        return super()._validate_fit_data(X, y, reset)
+
     def _check_targets(self, y, classes=None):
-        """Class labels; with a stream's ``classes``, all among them."""
+        """Class labels; with a stream's ``classes``, all among them.
+
+        A multi-label indicator ``y`` may hold any two values, 0 and 1 or
+        -1 and 1, the larger one meaning the label is on.
+        """
         if np.ndim(y) == 2 and np.shape(y)[1] == 1:
             y = column_or_1d(y, warn=True)
         if np.ndim(y) == 2:
@@ -789,8 +803,9 @@ class RankLinearClassifierMixin(ClassifierMixin):
                 raise ValueError(f"{type(self).__name__}.partial_fit takes class labels of shape "
                                  "(n_samples,); fit a multi-label y with fit.")
             if type_of_target(y, input_name="y") != "multilabel-indicator":
-                raise ValueError("A 2-D y must be a multi-label indicator matrix of 0 and 1 with at least "
-                                 f"two columns; got {type_of_target(y, input_name='y')!r} targets.")
+                raise ValueError("A 2-D y must be a multi-label indicator matrix of two values (0 and 1, or "
+                                 "-1 and 1) with at least two columns; got "
+                                 f"{type_of_target(y, input_name='y')!r} targets.")
             if getattr(self, "class_weight", None) is not None:
                 raise ValueError("class_weight is not supported with a multi-label y; pass per-sample "
                                  "weights as sample_weight.")
@@ -806,7 +821,8 @@ class RankLinearClassifierMixin(ClassifierMixin):
         """The classes of ``y``, at least two (``y`` holds the samples of positive weight).
 
         A multi-label ``y`` gives the labels' indices, as in scikit-learn's
-        ``OneVsRestClassifier``; ``multilabel_`` records which.
+        ``OneVsRestClassifier``; ``multilabel_`` records which, and
+        ``_label_values`` the two values of ``y``, which ``predict`` returns.
         """
         self.multilabel_ = y.ndim == 2
         if self.multilabel_:
@@ -816,6 +832,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
                                      f"holds only {y[0, j]!r}"
                                      + (" among the samples of positive weight." if sample_weight is not None
                                         else "."))
+            self._label_values = np.unique(y)
             return np.arange(y.shape[1])
         classes = _labels_of(y)
         if classes.shape[0] < 2:
@@ -835,6 +852,8 @@ class RankLinearClassifierMixin(ClassifierMixin):
             if not hasattr(self, "classes_"):
                 raise ValueError("classes must be passed on the first call to partial_fit.")
             classes = self.classes_
+        if classes is not None:
+            _check_label_types(classes, "classes")
         classes_given = None if classes is None else np.unique(np.asarray(classes))
         if not reset:
             if classes_given is not None and not np.array_equal(classes_given, self.classes_):
@@ -853,7 +872,8 @@ class RankLinearClassifierMixin(ClassifierMixin):
     def _problem_targets(y, classes):
         """One binary problem per class beyond two (one-vs-rest), or per label of a multi-label ``y``."""
         if y.ndim == 2:
-            return [np.where(y[:, j] == 1, 1.0, -1.0) for j in range(y.shape[1])]
+            on = np.max(y)  # the larger of the indicator's two values marks a label that is on
+            return [np.where(y[:, j] == on, 1.0, -1.0) for j in range(y.shape[1])]
         return [_problem_target(y, positive) for positive in _problem_labels(classes)]
 
     def _is_multilabel_fit(self):
@@ -930,7 +950,10 @@ class RankLinearClassifierMixin(ClassifierMixin):
     def predict(self, X):
         self._check_fitted_namespace(X, "predict")
         if self._is_multilabel_fit():
-            return arrays.indicator(self.decision_function(X))
+            values = getattr(self, "_label_values", np.arange(2))
+            if values.tolist() == [0, 1]:
+                return arrays.indicator(self.decision_function(X))
+            return arrays.two_valued(self.decision_function(X), values)
         return arrays.labels(self.decision_function(X), to_numpy(self.classes_))
 
     def _has_proba(self):

@@ -24,12 +24,12 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ..metrics import partial_auc_score, two_way_partial_auc_score
+from ..metrics import _check_label_types, partial_auc_score, two_way_partial_auc_score
 from ..solvers.registry import solvers_for
 from ._base import samples_method_doc
 from ._params import keyword_init, options_doc, parameter_defaults
 from .average_precision import AveragePrecisionClassifier
-from .partial_auc import PartialAUCClassifier
+from .partial_auc import PartialAUCClassifier, _fitted_region
 
 __all__ = ["PartialAUCClassifierCV", "AveragePrecisionClassifierCV"]
 
@@ -245,6 +245,7 @@ class _RankClassifierCVMixin(ClassifierMixin, BaseEstimator):
         """
         self._validate_params()
         X_given = X
+        _check_label_types(y, "y")
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              ensure_min_samples=2, multi_output=True)
         if y.ndim == 2 and y.shape[1] == 1:
@@ -486,14 +487,18 @@ class PartialAUCClassifierCV(_RankClassifierCVMixin):
         :func:`skrank.metrics.two_way_partial_auc_score`, when
         ``tpr_min > 0``), averaged over the one-vs-rest problems or labels
         when there are several.
-    fpr_range : tuple of two floats, default=(0.05, 0.5)
+    fpr_range : tuple of two floats or None, default=None
         ``(fpr_min, fpr_max)`` of the partial AUC, fitted and (with
-        ``scoring=None``) scored.  Every training fold must hold at least
-        one negative in the range.
+        ``scoring=None``) scored.  None means ``(0, fpr_max)`` when
+        ``fpr_max`` is given, else ``(0.05, 0.5)``, or ``(0, 0.5)`` when
+        ``tpr_min > 0``.  Every training fold must hold at least one
+        negative in the range.
+    fpr_max : float or None, default=None
+        The false-positive-rate ceiling, for the range ``(0, fpr_max)``;
+        given with ``fpr_range``, it must be its upper end.
     tpr_min : float, default=0.0
-        True-positive-rate floor of a two-way range (with
-        ``fpr_range=(0, fpr_max)``), fitted and (with ``scoring=None``)
-        scored.
+        True-positive-rate floor of a two-way range (``fpr_max=b`` or
+        ``fpr_range=(0, b)``), fitted and (with ``scoring=None``) scored.
     loss : {{"smooth_step", "squared_hinge", "logistic", "squared"}} or None, default=None
         Loss of the pairwise margin of the rank surrogate; None chooses by
         the solver (``"smooth_step"`` for ``"auto"`` and ``"lbfgs"``).
@@ -527,14 +532,14 @@ class PartialAUCClassifierCV(_RankClassifierCVMixin):
     __init__ = _search_init(PartialAUCClassifier, rank_weights=(0.0, 0.05, 0.2))
 
     def _default_scorer(self, classes):
-        if self.tpr_min > 0.0:
+        fpr_range, tpr_min = _fitted_region(self.fpr_range, self.fpr_max, self.tpr_min)
+        if tpr_min > 0.0:
             def metric(target, scores, sample_weight=None):
-                return two_way_partial_auc_score(target, scores, tpr_min=self.tpr_min,
-                                                 fpr_max=self.fpr_range[1], sample_weight=sample_weight,
-                                                 pos_label=True)
+                return two_way_partial_auc_score(target, scores, tpr_min=tpr_min, fpr_range=fpr_range,
+                                                 sample_weight=sample_weight, pos_label=True)
         else:
             def metric(target, scores, sample_weight=None):
-                return partial_auc_score(target, scores, fpr_range=self.fpr_range,
+                return partial_auc_score(target, scores, fpr_range=fpr_range,
                                          sample_weight=sample_weight, pos_label=True)
         return _ProblemMeanScorer(metric, classes)
 

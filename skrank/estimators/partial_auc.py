@@ -9,7 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..backends.dispatch import external_kind
 from ..datafits.partial_auc import PartialAUCObjective, SigmoidScorePartialAUC
-from ..metrics import _check_fpr_range
+from ..metrics import _check_roc_region
 from ..pairwise_losses import PARTIAL_AUC_LOSSES, get_pairwise_loss
 from ..solvers.registry import auto_preference, solvers_for, streaming_solvers
 from ._anchored import STREAM_ALPHA, fit_anchored, resolve_alpha
@@ -29,6 +29,20 @@ _CLOSED_FORM_START_MAX_FEATURES = 2000
 #: L-BFGS on the logistic loss (whose exact pass costs ``O(N+ R)``); above it
 #: AGD-SBCD, whose steps cost the same whatever the size.
 _AUTO_MAX_LOGISTIC_PAIRS = 50_000_000
+#: The false-positive rates of ``fpr_range=None`` without ``fpr_max``; a two-way region
+#: (``tpr_min > 0``) starts them at 0.
+_DEFAULT_FPR_RANGE = (0.05, 0.5)
+
+
+def _fitted_region(fpr_range, fpr_max, tpr_min):
+    """The region that PartialAUCClassifier's parameters ask for: ``((fpr_min, fpr_max), tpr_min)``.
+
+    ``fpr_range=(a, b)``, or ``fpr_max=b`` for ``(0, b)``, or both when they
+    agree; neither means ``_DEFAULT_FPR_RANGE``, from 0 when ``tpr_min > 0``
+    (:func:`skrank.metrics._check_roc_region` says what it refuses).
+    """
+    default = (0.0, _DEFAULT_FPR_RANGE[1]) if tpr_min > 0.0 else _DEFAULT_FPR_RANGE
+    return _check_roc_region(tpr_min, fpr_range, fpr_max, default=default)
 
 
 class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLinearModel):
@@ -46,14 +60,21 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
 
     Parameters
     ----------
-    fpr_range : tuple of two floats, default=(0.05, 0.5)
+    fpr_range : tuple of two floats or None, default=None
         ``(fpr_min, fpr_max)`` with ``0 <= fpr_min < fpr_max <= 1``;
-        ``(0, 1)`` is the full AUC.  The training set must hold at least one
-        negative in the range, ``N- (fpr_max - fpr_min) >= 1``.
+        ``(0, 1)`` is the full AUC.  None means ``(0, fpr_max)`` when
+        ``fpr_max`` is given, else ``(0.05, 0.5)``, or ``(0, 0.5)`` when
+        ``tpr_min > 0``.  The training set must hold at least one negative
+        in the range, ``N- (fpr_max - fpr_min) >= 1``.
+    fpr_max : float or None, default=None
+        The false-positive-rate ceiling in ``(0, 1]``, for the range
+        ``(0, fpr_max)``: the name :func:`skrank.metrics.two_way_partial_auc_score`
+        takes.  Given with ``fpr_range``, it must be its upper end.
     tpr_min : float, default=0.0
         True-positive-rate floor in ``[0, 1)``.  Above 0, the objective is
         the two-way partial AUC over the region ``TPR >= tpr_min`` and
-        ``FPR <= fpr_max``, with ``fpr_range=(0, fpr_max)``: only the positives ranked in the bottom
+        ``FPR <= fpr_max``, whose range starts at 0 (``fpr_max=b`` or
+        ``fpr_range=(0, b)``): only the positives ranked in the bottom
         ``1 - tpr_min`` of the positives take part (Yang, Xu, Bao, Cao and
         Huang 2021, "When All We Need is a Piece of the Pie: A Generic
         Framework for Optimizing Two-way Partial AUC"); fitted by
@@ -160,7 +181,8 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
     _multilabel = True
 
     _parameter_constraints = {
-        "fpr_range": ["array-like"],
+        "fpr_range": ["array-like", None],
+        "fpr_max": [Interval(Real, 0, 1, closed="right"), None],
         "tpr_min": [Interval(Real, 0, 1, closed="left")],
         "loss": [StrOptions(set(PARTIAL_AUC_LOSSES)), None],
         "margin": [Interval(Real, 0, None, closed="neither"), None],
@@ -177,9 +199,10 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         "verbose": ["verbose"],
     }
 
-    __init__ = keyword_init(fpr_range=(0.05, 0.5), tpr_min=0.0, loss=None, margin=None, rank_weight=None,
-                            link="identity", alpha=None, class_weight=None, solver="auto", max_iter=None,
-                            tol=1e-4, batch_size=64, random_state=None, warm_start=False, verbose=0)
+    __init__ = keyword_init(fpr_range=None, fpr_max=None, tpr_min=0.0, loss=None, margin=None,
+                            rank_weight=None, link="identity", alpha=None, class_weight=None, solver="auto",
+                            max_iter=None, tol=1e-4, batch_size=64, random_state=None, warm_start=False,
+                            verbose=0)
 
     # --- checks --------------------------------------------------------------------------
     _solvers = _SOLVERS
@@ -200,10 +223,7 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         return loss, margin, rank_weight, relative_margin
 
     def _check_before_solve(self, X, sample_weight=None):
-        self._fpr_range = _check_fpr_range(self.fpr_range)
-        if self.tpr_min > 0.0 and self._fpr_range[0] > 0.0:
-            raise ValueError(f"tpr_min={self.tpr_min:g} asks for a two-way range, TPR >= tpr_min and FPR <= "
-                             f"fpr_max, which needs fpr_range=(0, fpr_max); got fpr_range={self._fpr_range}.")
+        self._fpr_range, _ = _fitted_region(self.fpr_range, self.fpr_max, self.tpr_min)
         self._loss, margin, self._rank_weight, self._relative_margin = self._resolve_defaults()
         self._pair_loss = get_pairwise_loss(self._loss, margin)
         self._problem = dict(risk=None, loss=self._pair_loss, penalty=None,
