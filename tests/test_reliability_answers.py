@@ -152,9 +152,29 @@ def test_an_estimator_whose_sota_fit_ends_above_its_start_warns(monkeypatch):
     X, y = _noise(0)
     monkeypatch.setattr(PartialAUCClassifier, "_start", lambda self, objective, init: np.zeros(X.shape[1]))
     estimator = PartialAUCClassifier(solver="sota-s", fpr_range=(0, 0.3), tpr_min=0.5, random_state=0)
-    with pytest.warns(ConvergenceWarning, match="ended above its starting point, which it returned"):
+    with pytest.warns(ConvergenceWarning, match="ended above its starting point"):
         estimator.fit(X, y)
     assert estimator.objective_ == pytest.approx(1.0, abs=1e-12)  # l(0), that of every tied pair
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_estimators_sota_fit_from_its_own_start_never_ends_above_w_zero(seed):
+    # the estimator starts SOTA-s from the square-AUC closed form (F 1.5-1.6 on noise labels); its epochs
+    # ended at F 1.05-1.10, below that start but above w = 0's 1.0, converged and unwarned
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = _noise(seed)
+    estimator = PartialAUCClassifier(solver="sota-s", fpr_range=(0, 0.3), tpr_min=0.5, random_state=seed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        estimator.fit(X, y)
+    # F at w = 0: every pair tied, no penalty (alpha plays no part)
+    objective = PartialAUCObjective(X, y, (0, 0.3), estimator._pair_loss, 0.0, tpr_min=0.5)
+    zero = objective.value(np.zeros(X.shape[1]))
+    assert estimator.objective_ <= zero * (1 + 1e-12)
+    if estimator.objective_ >= zero * (1 - 1e-12):  # w = 0 kept: the fit says so
+        assert any(issubclass(w.category, ConvergenceWarning) and "ended above" in str(w.message)
+                   for w in caught)
 
 
 # --- L-BFGS: the gradient test does not depend on which of X and alpha sets the units --------------------

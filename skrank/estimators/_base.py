@@ -615,7 +615,8 @@ class _RankLinearModel(BaseEstimator):
             # a solver that could not move from its start says so: its coefficients are the start's
             at_start = " (it stopped at its starting point)" if result.n_iter == 0 else ""
             if result.info.get("kept_start"):
-                at_start = " (every iterate ended above its starting point, which it returned)"
+                at_start = (" (every iterate ended above its starting point, or above w = 0 where that is "
+                            "lower, which it returned)")
             warnings.warn(
                 f"{type(self).__name__} did not converge after {result.n_iter} iterations{at_start} "
                 f"(stopping criterion {result.stop_criterion:.3g} > tol={self.tol}); "

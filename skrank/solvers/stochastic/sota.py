@@ -300,9 +300,10 @@ def sota_s(objective, *, coef_init=None, max_iter=100, tol=1e-4, batch_size=64, 
         form the steps follow) at the start and after every epoch, at the
         point kept (non-increasing after the first epoch: an undone epoch
         repeats the last value); ``coef`` is the point of lowest ``F``
-        after an epoch, or the start when every epoch ended above it (then
-        the last entry of the history is the start's ``F``, ``converged`` is
-        False and ``info["kept_start"]`` True).  ``info``: ``times``,
+        after an epoch, or the start (``w = 0`` where its ``F`` is lower)
+        when every epoch ended above it (then the last entry of the history
+        is that point's ``F``, ``converged`` is False and
+        ``info["kept_start"]`` True).  ``info``: ``times``,
         ``passes``, ``lam_n``, ``lam_p``, ``steps``, ``rate`` (the final
         factor of ``step / L``) and ``kept_start``.
     """
@@ -321,8 +322,12 @@ def sota_s(objective, *, coef_init=None, max_iter=100, tol=1e-4, batch_size=64, 
 
     # the lowest F after an epoch so far and its point (internal units); not the start's F while the
     # epochs run (at w = 0 every pair ties, a point the first steps rarely improve on in the exact F),
-    # but the start is kept at the end when no epoch got below it
+    # but the start, or w = 0 where it is lower, is kept at the end when no epoch got below it
     start_F, start_v = log.history[0], stream.v.copy()
+    if np.any(start_v):
+        zero_F = objective.value(np.zeros_like(stream.coef))
+        if zero_F < start_F:
+            start_F, start_v = zero_F, np.zeros_like(start_v)
     best = [np.inf, stream.v.copy()]
 
     def epoch(k):
@@ -345,6 +350,6 @@ def sota_s(objective, *, coef_init=None, max_iter=100, tol=1e-4, batch_size=64, 
     if kept_start:
         # no epoch ended below the start: the start is the point kept, and the fit did not converge
         stream.v, log.history[-1], converged = start_v, start_F, False
-        log.progress.note(f"F ended at {best[0]:.6g}, above the start's {start_F:.6g}: kept the start")
+        log.progress.note(f"F ended at {best[0]:.6g}, above the start's {start_F:.6g} (or w = 0's): kept it")
     return log.result(stream.coef, 0.0, False, criterion, converged, lam_n=stream.lam_n,
                       lam_p=stream.lam_p, steps=stream.steps, rate=stream.rate, kept_start=kept_start)
