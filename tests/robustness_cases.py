@@ -1634,7 +1634,9 @@ def _stream(config, batches, classes, weights=None, est=None):
         if step.error is not None:
             fit.error, fit.error_text = step.error, step.error_text
             return fit, coefs
-        coefs.append(np.array(est.coef_, dtype=np.float64, copy=True))
+        # the stream's solution: the ranking direction where a Platt slope is folded into coef_ (that
+        # slope is refitted on each batch, and Platt's smoothed targets depend on the batch's total weight)
+        coefs.append(np.array(getattr(est, "ranking_coef_", est.coef_), dtype=np.float64, copy=True))
     return fit, coefs
 
 
@@ -1748,9 +1750,10 @@ def run_streams(case):
             if step.error is not None:
                 return Outcome("bad", f"stream: partial_fit fails after a rejected batch: "
                                f"{type(step.error).__name__}", _first_line(step.error))
-        if not np.array_equal(np.asarray(est.coef_), coefs[-1]):
+        solution = np.asarray(getattr(est, "ranking_coef_", est.coef_))  # as _stream records it
+        if not np.array_equal(solution, coefs[-1]):
             return Outcome("bad", "stream: a rejected batch changed the stream's state",
-                           f"{np.ravel(est.coef_)[:3]} vs {np.ravel(coefs[-1])[:3]}")
+                           f"{np.ravel(solution)[:3]} vs {np.ravel(coefs[-1])[:3]}")
         return outcome
     if kind == "no_classes":
         est = make_estimator(config)
