@@ -166,6 +166,7 @@ def _run_table(name, X, y, estimators, params, n_splits):
 
 
 def _interval(d):
+    """Mean and 95% t interval of ``d`` (the mean three times when it has one value or no spread)."""
     d = np.asarray(d, dtype=np.float64)
     if d.size < 2 or np.all(d == d[0]):
         return float(d.mean()), float(d.mean()), float(d.mean())

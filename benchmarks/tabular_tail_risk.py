@@ -42,13 +42,13 @@ Usage (from the repository root)::
 
 import argparse
 import json
+import os
 import sys
 import time
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from scipy import stats
 from scipy.special import log_expit
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.metrics import roc_auc_score
@@ -58,6 +58,9 @@ from sklearn.preprocessing import MaxAbsScaler, StandardScaler
 from skrank.datasets import load_suite
 from skrank.estimators import SpectralRiskClassifier, SpectralRiskRegressor
 from skrank.risks import ERM, ExponentialSpectral, Extremile, Superquantile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tabular_suite import _interval  # noqa: E402  (the paired intervals of the suite's tables)
 
 #: The classifiers of ``--classifiers``: the risk each ``SpectralRiskClassifier`` minimises.
 CLASSIFIERS = {
@@ -143,15 +146,6 @@ def run_classifiers(table, models, splits, tail, max_rows):
                              ref_auc=float(ref_auc), acc=float(model.score(X_test, y_test)),
                              ref_acc=float(ref_acc)))
     return rows
-
-
-def _interval(d):
-    """Mean and 95% t interval of ``d`` (the mean three times when it has one value or no spread)."""
-    d = np.asarray(d, dtype=np.float64)
-    if d.size < 2 or np.all(d == d[0]):
-        return float(d.mean()), float(d.mean()), float(d.mean())
-    half = stats.t.ppf(0.975, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size)
-    return float(d.mean()), float(d.mean() - half), float(d.mean() + half)
 
 
 def _paired(rows, tables, metric):
