@@ -8,11 +8,18 @@ Both tests read the syntax trees of ``skrank/`` (nothing is imported):
 * outside the modules that define them, no code compares a risk's class
   (``isinstance`` with a concrete risk class, ``type(x) is ...``) or a loss's
   code (``x.code`` or a code constant of :mod:`skrank.losses` in a
-  comparison): a solver asks the risk or the loss for what it declares.
+  comparison): a solver asks the risk or the loss for what it declares;
+  and what a risk or a loss declares holds of its weights or derivatives.
 """
 
 import ast
 import pathlib
+
+import numpy as np
+import pytest
+
+from skrank.losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, get_loss
+from skrank.risks import ERM, ExponentialSpectral, Extremile, RankedRange, Superquantile, TopK
 
 _ROOT = pathlib.Path(__file__).parents[1] / "skrank"
 _FULL_BATCH = "skrank.solvers.full_batch"
@@ -140,3 +147,33 @@ def test_no_code_branches_on_a_risk_class_or_a_loss_code_outside_their_modules()
         branches += [f"{path.relative_to(_ROOT.parent)}:{line}: {text}"
                      for line, text in _class_branches(ast.parse(path.read_text()))]
     assert not branches, "ask the risk or the loss what it declares:\n" + "\n".join(branches)
+
+
+_RISKS = [ERM(), Superquantile(q=0.0), Superquantile(q=0.3), Superquantile(q=0.95), Extremile(r=2.0),
+          ExponentialSpectral(rho=3.0), TopK(k=5), TopK(k=0.3), RankedRange(m=2, k=9)]
+
+
+@pytest.mark.parametrize("risk", _RISKS, ids=repr)
+def test_a_risk_declares_only_what_its_weights_are(risk):
+    """``is_mean``: the samples' shares of the weight; ``threshold_rank_step``: the capped simplex."""
+    rng = np.random.default_rng(0)
+    for n in (10, 41, 100):
+        v = rng.uniform(0.1, 2.0, n)
+        if risk.is_mean:
+            np.testing.assert_allclose(risk.weights(n, v), v / v.sum(), rtol=1e-13)
+        if risk.threshold_rank_step:
+            assert risk.one_threshold
+            w, cap = risk.weights(n), risk.threshold_level(n) / n
+            # the weights of the sorted losses: 0 below the quantile, cap above, one in between
+            assert abs(w.sum() - 1.0) <= 1e-12 and w.min() >= 0.0 and w.max() <= cap * (1.0 + 1e-12)
+            assert np.count_nonzero((w > 1e-15) & (w < cap * (1.0 - 1e-12))) <= 1
+            assert np.all(np.diff(w) >= -1e-15)
+
+
+@pytest.mark.parametrize("name", CLASSIFICATION_LOSSES + REGRESSION_LOSSES)
+def test_a_loss_is_twice_differentiable_exactly_where_its_derivatives_do_not_jump(name):
+    loss = get_loss(name)
+    t = np.linspace(-3.0, 3.0, 600_001)  # steps of 1e-5 across every kink (at -1, 0 and +-epsilon = 1)
+    _, first, second = loss.derivatives(t)
+    largest_jump = max(np.abs(np.diff(first)).max(), np.abs(np.diff(second)).max())
+    assert (largest_jump < 1e-3) == loss.twice_differentiable, largest_jump
