@@ -85,6 +85,7 @@ import skrank.datafits.partial_auc as _pauc  # noqa: E402
 import skrank.estimators._base as _base  # noqa: E402
 import skrank.estimators._platt as _platt  # noqa: E402
 import skrank.solvers.full_batch.newton as _newton  # noqa: E402
+import skrank.solvers.full_batch.newton_base as _newton_base  # noqa: E402
 from skrank import AveragePrecisionClassifier, PartialAUCClassifier, SpectralRiskClassifier  # noqa: E402
 from skrank.estimators import RankADMMClassifier  # noqa: E402
 
@@ -278,7 +279,8 @@ def instrument(xp=None):
             if name in vars(array):
                 wrap(array, name, _in_namespace(vars(array)[name]))
     wrap(_newton._Problem, "risk_value", _timed("rank", _newton._Problem.risk_value, "risk_value"))
-    wrap(_newton._Problem, "direction", _timed("pxp", _newton._Problem.direction, "direction"))
+    base = _newton_base.ProblemBase
+    wrap(base, "direction", _timed("pxp", base.direction, "direction"))
 
     def restore():
         for owner, name, original in reversed(saved):

@@ -293,6 +293,9 @@ class Loss:
         For the piecewise-linear losses, the slopes left and right of the
         kink, so that ``l(t) = max(a (t - kink) for a in slopes)``; empty
         for the others.
+    twice_differentiable : bool
+        Whether ``l''`` exists and is continuous everywhere (logistic,
+        squared): the Newton solver's chunked Dask path takes only these.
     """
 
     name: str
@@ -304,6 +307,7 @@ class Loss:
     param: float = 0.0
     kink: float = np.nan
     slopes: tuple = ()
+    twice_differentiable: bool = False
 
     def value(self, t):
         """Return the loss values ``l(t)``.
@@ -436,13 +440,13 @@ class Loss:
 
 _LOSSES = {
     "logistic": dict(code=LOGISTIC, task="classification", smooth=True, smoothness=0.25,
-                     linear_pieces=False),
+                     linear_pieces=False, twice_differentiable=True),
     "hinge": dict(code=HINGE, task="classification", smooth=False, smoothness=np.inf,
                   linear_pieces=True, kink=-1.0, slopes=(0.0, 1.0)),
     "squared_hinge": dict(code=SQUARED_HINGE, task="classification", smooth=True, smoothness=2.0,
                           linear_pieces=False),
     "squared": dict(code=SQUARED, task="regression", smooth=True, smoothness=1.0,
-                    linear_pieces=False),
+                    linear_pieces=False, twice_differentiable=True),
     "absolute": dict(code=ABSOLUTE, task="regression", smooth=False, smoothness=np.inf,
                      linear_pieces=True, kink=0.0, slopes=(-1.0, 1.0)),
     "huber": dict(code=HUBER, task="regression", smooth=True, smoothness=1.0, linear_pieces=True,

@@ -60,6 +60,12 @@ class BaseRisk(BaseEstimator):
     #: interior-point solver uses.  These risks define
     #: ``threshold_level(total, sample_weight)``, the level ``c`` per unit of weight.
     one_threshold = False
+    #: True when the weights are the samples' shares of the weight in any order (ERM): a mean loss.
+    is_mean = False
+    #: True when, without sample weights, the weights' permutations for any ``n`` span the capped simplex
+    #: ``{0 <= q_i <= threshold_level(n) / n, sum q = 1}``, no count checked against ``n`` (superquantile):
+    #: the chunked Newton path projects onto it by a threshold search, without a sort.
+    threshold_rank_step = False
 
     def weights(self, n, sample_weight=None):
         """Return the weights ``sigma_1..sigma_n`` of the ascending order statistics.
@@ -262,6 +268,8 @@ class _TailMean(_SpectralRisk):
 class ERM(_TailMean):
     """Empirical risk: the mean loss, ``sigma_i = 1/n`` (with sample weights ``v_i / sum v``)."""
 
+    is_mean = True
+
     def _validate(self):
         pass
 
@@ -291,6 +299,8 @@ class Superquantile(_TailMean):
     q : float, default=0.8
         Level in ``[0, 1)``; ``q = 0`` is the mean, ``q -> 1`` the maximum.
     """
+
+    threshold_rank_step = True
 
     def __init__(self, q=0.8):
         self.q = q

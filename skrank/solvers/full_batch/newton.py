@@ -18,15 +18,15 @@ from ...backends.dispatch import make_design
 from ...datafits.partial_auc import resort_scores
 from ...datafits.rank_risk import affine_map
 from ...datafits.smoothed_risk import (
-    l1_newton_direction,
     losses_and_keys,
     pooled_projection,
     relative_weights,
 )
 from ...losses import conjugate_in, derivatives_in, values_in
-from ...risks import ERM
 from ..progress import Progress
 from ..result import SolverResult
+from .newton_base import HESSIAN_SLACK, ProblemBase, zero_search
+from .newton_chunked import _ChunkedProblem, chunked_supported
 from .setup import starting_theta, supported_input
 
 #: ``mu`` at the start, in units of (objective at the start) / (n max sigma).
@@ -37,32 +37,21 @@ _MU_WARM = 1e-3
 #: than the factor ``_SLOW_OUTER``.
 _MU_DECREASE = 0.2
 _SLOW_OUTER = 0.3
-#: Rows of the weighted Gram matrix are recomputed when their weight moved by more than
-#: this fraction (the certificate accounts for it).
-_HESSIAN_SLACK = 0.05
 #: Relative ridge of a Newton model without curvature in some direction.
 _RIDGE = 1e-6
 #: Smallest share of the total mass a sample's mass is given (:class:`_Problem`).
 _SMALLEST_SHARE = 2.0 ** -52
-#: Coordinate-descent sweeps of one l1 Newton direction.
-_CD_SWEEPS = 100
 #: An inner solve ends when its model decrease is this fraction of the last certified gap.
 _INNER_FRACTION = 0.1
 #: Most projected-gradient steps on the dual weights when the Newton steps stall uncertified,
 #: and the steps without a gain of a thousandth of the gap after which they stop.
 _DUAL_ASCENT_STEPS = 300
 _DUAL_ASCENT_PATIENCE = 20
-#: Most accelerated alternating projections of the check that ``theta = 0`` is optimal
-#: (:func:`_certify_zero`), and the factor by which the estimated gap must shrink every
-#: ``_ZERO_WINDOW`` of them for the check to go on.
-_ZERO_STEPS = 50
-_ZERO_WINDOW = 10
-_ZERO_SHRINK = 0.1
 #: The decrement is computed exactly once the estimated gap is below this many times the tolerance.
 _EXACT_DECREMENT = 100.0
 
 
-class _Problem:
+class _Problem(ProblemBase):
     """Data, weights and loss of one fit; evaluates ``F``, ``F_mu`` and their derivatives."""
 
     def __init__(self, X, y, risk, loss, penalty, fit_intercept, sample_weight=None):
@@ -92,29 +81,79 @@ class _Problem:
             # unit of mass.  Such masses (zero ones included) are raised to that share.
             self.m = np.maximum(v * (n / v.sum()), n * _SMALLEST_SHARE)
             self.sigma = None
-        self.loss, self.l1, self.l2 = loss, float(penalty.l1), float(penalty.l2)
-        self.reg = np.ones(self.design.p) * self.l2
-        if fit_intercept:
-            self.reg[-1] = 0.0
+        self._set_penalty(loss, penalty)
         self._order = np.arange(n)
         self._starts = np.empty(n + 1, dtype=np.int64)
-        #: The largest dual bound found so far (with an l2 part), and its weights ``q``.
-        self.best_dual, self.best_dual_weights = -np.inf, None
-
-    #: Whether the fit needs a check this problem cannot make, and finishes on a :class:`_Problem`.
-    gather_to_finish = False
 
     def exported_weights(self, q):
         """The certificate's weights as the result gives them (here ``q`` itself)."""
         return q
 
     def first_center(self, theta, warm):
-        """The first centre and the largest rank weight per unit of mass (:func:`_first_center`)."""
-        return _first_center(self, theta, warm)
+        """The centre of the first smoothing and the largest rank weight per unit of mass, at ``theta``.
+
+        The centre is the mean weight (the weights of the mean risk) or, from a
+        warm start, the rank weights of the losses at ``theta``, tied losses
+        sharing their weights in proportion to their masses.
+        """
+        losses = self.loss.value(self.arguments(theta))
+        order = np.argsort(losses, kind="stable")
+        sigma = self.rank_weights(order)
+        if warm:
+            first = np.flatnonzero(np.r_[True, np.diff(losses[order]) != 0.0])
+            mass = self.m[order]
+            share = np.add.reduceat(sigma, first) / np.add.reduceat(mass, first)
+            center = np.empty(order.size)
+            center[order] = mass * np.repeat(share, np.diff(np.r_[first, order.size]))
+        else:
+            center = self.m * (sigma.sum() / order.size)
+        return center, float(np.max(sigma / self.m[order]))
 
     def certify_zero(self, q, tol):
-        """``F(0)`` once the dual bound was raised toward it (:func:`_certify_zero`), or None."""
-        return _certify_zero(self, q, tol)
+        """Raise the dual bound toward ``F(0)`` where every loss ties at ``theta = 0``; returns ``F(0)``.
+
+        At ``theta = 0`` the risk's subdifferential is all of ``P(sigma)``:
+        ``F(theta) >= F(0) + g(q).theta + R(w)`` for each ``q`` in it, with
+        ``g(q) = [X, 1]^T (s q l'(0))``, so that ``F(0) - F* <= R*(-g_w(q))``
+        when ``g_b(q) = 0`` (:meth:`_Problem.dual_bound`).  ``theta = 0`` is
+        optimal exactly when ``P(sigma)`` meets the null space of
+        ``A = [X, 1]^T diag(s l'(0))``: a point of both is sought by
+        accelerated alternating projections (projected gradient steps of
+        ``||A q||^2`` in the metric of ``(A diag(m) A^T)^-1``, one weighted
+        Gram matrix, then two products with ``X``, one sort and one PAVA a
+        step), from the weights ``q``.  It stops when the certified gap is
+        below ``tol F(0)``, or when the estimated one ``||g||^2 / (2 l2)`` (the
+        intercept's slope too, which must vanish) shrinks too slowly (``theta =
+        0`` is not optimal).  None when the losses do not tie at 0 or the
+        penalty has no l2 part.
+        """
+        design, m = self.design, self.m
+        t = self.arguments(np.zeros(design.p))
+        if self.l2 == 0.0 or np.ptp(t) != 0.0:
+            return None
+        F0 = self.objective(np.zeros(design.p))
+        _, slope, _ = self.loss.derivatives(t)
+        sa = self.s * slope
+        try:
+            G = np.array(design.weighted_gram(m * sa * sa), dtype=np.float64)  # a copy, the ridge added below
+            # a ridge relative to each column's own scale, so that X * c (alpha c^2) takes the same steps
+            diagonal = np.diag(G).copy()
+            G[np.diag_indices_from(G)] += np.where(diagonal > 0.0, 1e-12 * diagonal, 1.0)
+            factor = scipy.linalg.cho_factor(G, check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            return F0
+        q = np.array(q, dtype=np.float64)
+        order = np.argsort(q / m, kind="stable")
+
+        def step(z, u):
+            keys = (z - m * sa * design.matvec(scipy.linalg.cho_solve(factor, u, check_finite=False))) / m
+            resort_scores(keys, order)
+            q_new, _ = self.projection(keys, order, 1.0)
+            return q_new, design.rmatvec(sa * q_new)
+
+        zero_search(self, F0, q, design.rmatvec(sa * q), tol, step,
+                    lambda q_new: self.host_dual_bound(q_new, slope))
+        return F0
 
     def rank_weights(self, order):
         """The risk's weights of the losses sorted by ``order`` (ascending)."""
@@ -148,59 +187,6 @@ class _Problem:
             t += self.c
         return t
 
-    def penalty(self, theta):
-        w = theta[: self.design.d]
-        return self.l1 * float(np.abs(w).sum()) + 0.5 * self.l2 * float(w @ w)
-
-    def direction(self, K, g, theta):
-        """Newton direction of the smooth part's model ``K``, ``g`` plus the l1 term.
-
-        Returns ``(d, decrease)``: the minimiser of
-        ``g.d + d^T K d / 2 + l1 (||w + d||_1 - ||w||_1)`` and minus its
-        minimum (for ``l1 = 0``: ``d = -K^{-1} g``, the decrease is half the
-        Newton decrement).
-        """
-        if self.l1 == 0.0:
-            d = -_solve_spd(K, g)
-            return d, -0.5 * float(g @ d)
-        d, model = l1_newton_direction(K, g, theta, self.l1, self.design.d, _CD_SWEEPS, 1e-10)
-        if np.isfinite(model):
-            d, model = self._refine_l1_direction(K, g, theta, d, model)
-        return d, -model
-
-    def _refine_l1_direction(self, K, g, theta, d, model):
-        """Solve the l1 model exactly on the sign pattern of coordinate descent's ``d``.
-
-        Coordinate descent converges slowly on an ill-conditioned model (a
-        block term of curvature ``1/mu``); with the zero set and the signs
-        of ``w + d`` fixed, the model is a quadratic whose minimiser is one
-        linear solve.  It is kept when its signs agree, the zero
-        coordinates satisfy ``|g + K d| <= l1`` and the model is lower.
-        """
-        n_pen = self.design.d
-        x = theta + d
-        penalised = np.arange(theta.size) < n_pen
-        zero = penalised & (x == 0.0)
-        free = ~zero
-        sign = np.where(penalised, np.sign(x), 0.0)
-        trial = d.copy()
-        trial[zero] = -theta[zero]
-        rhs = -(g[free] + K[np.ix_(free, zero)] @ trial[zero] + self.l1 * sign[free])
-        try:
-            trial[free] = np.linalg.solve(K[np.ix_(free, free)], rhs)
-        except np.linalg.LinAlgError:
-            return d, model
-        x_new = theta + trial
-        if np.any(np.sign(x_new[free & penalised]) != sign[free & penalised]):
-            return d, model
-        slope = g + K @ trial
-        if np.any(np.abs(slope[zero]) > self.l1 * (1.0 + 1e-12)):
-            return d, model
-        w_old, w_new = theta[:n_pen], x_new[:n_pen]
-        trial_model = (float(g @ trial) + 0.5 * float(trial @ (K @ trial))
-                       + self.l1 * float(np.abs(w_new).sum() - np.abs(w_old).sum()))
-        return (trial, trial_model) if trial_model <= model else (d, model)
-
     def objective(self, theta):
         return self.risk_value(self.loss.value(self.arguments(theta))) + self.penalty(theta)
 
@@ -230,10 +216,6 @@ class _Problem:
         pooled = np.flatnonzero(sizes > 1)
         return self._starts[pooled], sizes[pooled]
 
-    def native_arguments(self, theta, shift=True):
-        """:meth:`arguments` as an ``n``-vector of the design's namespace (here NumPy's)."""
-        return self.arguments(theta, shift)
-
     def loss_values(self, t):
         """``l(t)`` for loss arguments ``t`` of the design's namespace."""
         return self.loss.value(t)
@@ -251,8 +233,8 @@ class _Problem:
         return self.design.native_rmatvec(self._s * q * d1) + self.reg * theta
 
     def hessian(self, q, d2):
-        """Hessian of the ``q``-weighted problem, within a factor ``1 +- _HESSIAN_SLACK``."""
-        H = self.design.native_gram(q * d2, _HESSIAN_SLACK)
+        """Hessian of the ``q``-weighted problem, within a factor ``1 +- HESSIAN_SLACK``."""
+        H = self.design.native_gram(q * d2, HESSIAN_SLACK)
         H[np.diag_indices_from(H)] += self.reg
         return H
 
@@ -266,7 +248,7 @@ class _Problem:
         terms = self._block_terms(state) if block else None
         q = state["q"]
         g, H, G_block, sums = self.design.step_products(
-            self.s * q * state["d1"], q * self.curvature(state), _HESSIAN_SLACK,
+            self.s * q * state["d1"], q * self.curvature(state), HESSIAN_SLACK,
             None if terms is None else terms[:2])
         g += self.reg * theta
         H[np.diag_indices_from(H)] += self.reg
@@ -340,7 +322,7 @@ class _Problem:
         value = state["value"]
         omega = self.risk_value(self.design.to_host(value), state["order"])  # the sorted losses' risk
         F = omega + self.penalty(theta)
-        estimate = max(omega - float(state["q"] @ value), 0.0) + decrease / (1.0 - _HESSIAN_SLACK)
+        estimate = max(omega - float(state["q"] @ value), 0.0) + decrease / (1.0 - HESSIAN_SLACK)
         if self.l2 > 0.0:
             bound = self.dual_bound(state["q"], state["d1"])
             if bound > self.best_dual:
@@ -361,7 +343,38 @@ class _Problem:
         """
         if self.best_dual_weights is None:
             return False
-        return _dual_ascent_impl(self, theta, max_steps)
+        design = self.design
+        _, slope, _ = self.loss.derivatives(self.arguments(theta))
+        e = slope * self.c - self.loss.conjugate(slope)
+        sa = self.s * slope
+        step = _dual_ascent_step(self, sa)
+        if step is None:
+            return False
+        m = self.m
+        q = np.array(self.best_dual_weights, dtype=np.float64)
+        improved, since = False, 0
+        F_theta = self.objective(theta)
+        for _ in range(max_steps):
+            z = design.rmatvec(sa * q)[: design.d]
+            y = -z
+            grad_conj = np.sign(y) * np.maximum(np.abs(y) - self.l1, 0.0) / self.l2
+            coef = np.zeros(design.p)
+            coef[: design.d] = grad_conj
+            g = e + sa * design.matvec(coef)
+            # ascent in the metric of the masses, then the projection onto P in that metric
+            keys = (q + step * m * g) / m
+            q, _ = self.projection(keys, np.argsort(keys, kind="stable"), 1.0)
+            bound = self.host_dual_bound(q, slope)
+            if bound > self.best_dual:
+                gain = bound - self.best_dual
+                self.best_dual, self.best_dual_weights = bound, q
+                improved = True
+                since = 0 if gain > 1e-3 * max(F_theta - self.best_dual, 1e-300) else since + 1
+            else:
+                since += 1
+            if since >= _DUAL_ASCENT_PATIENCE:
+                break  # no step closed a thousandth of the gap for a while
+        return improved
 
     def dual_bound(self, q, slope):
         """A lower bound on ``F*`` from the weights ``q`` in ``P(sigma)`` and the slopes ``a``.
@@ -388,18 +401,6 @@ class _Problem:
         scale, conjugate_penalty = self._penalty_conjugate(self.design.rmatvec(u)[: self.design.d])
         a *= scale
         return float(q @ (a * self.c - self.loss.conjugate(a))) - conjugate_penalty
-
-    def _penalty_conjugate(self, z):
-        """``(scale, R*(-z))`` of :meth:`dual_bound`, ``z = X^T u``.
-
-        Without an l2 part the penalty's conjugate is the indicator of
-        ``|z| <= l1``: the slopes are scaled by ``scale`` into it (else 1).
-        """
-        if self.l2 > 0.0:
-            excess = np.maximum(np.abs(z) - self.l1, 0.0)
-            return 1.0, float(excess @ excess) / (2.0 * self.l2)
-        largest = float(np.abs(z).max()) if z.size else 0.0
-        return (self.l1 / largest if largest > self.l1 else 1.0), 0.0
 
     #: :meth:`dual_bound` of NumPy vectors ``q`` and slopes, whatever the design (the dual ascent's,
     #: the check of ``theta = 0``'s)
@@ -488,123 +489,8 @@ class _NativeProblem(_Problem):
         return float(q @ dual) - conjugate_penalty
 
 
-def _dual_ascent_impl(problem, theta, max_steps):
-    """Projected gradient ascent of the dual bound over the weights ``q``, slopes fixed at ``theta``."""
-    design = problem.design
-    _, slope, _ = problem.loss.derivatives(problem.arguments(theta))
-    e = slope * problem.c - problem.loss.conjugate(slope)
-    sa = problem.s * slope
-    step = _dual_ascent_step(problem, sa)
-    if step is None:
-        return False
-    m = problem.m
-    q = np.array(problem.best_dual_weights, dtype=np.float64)
-    improved, since = False, 0
-    F_theta = problem.objective(theta)
-    for _ in range(max_steps):
-        z = design.rmatvec(sa * q)[: design.d]
-        y = -z
-        grad_conj = np.sign(y) * np.maximum(np.abs(y) - problem.l1, 0.0) / problem.l2
-        coef = np.zeros(design.p)
-        coef[: design.d] = grad_conj
-        g = e + sa * design.matvec(coef)
-        # ascent in the metric of the masses, then the projection onto P in that metric
-        keys = (q + step * m * g) / m
-        q, _ = problem.projection(keys, np.argsort(keys, kind="stable"), 1.0)
-        bound = problem.host_dual_bound(q, slope)
-        if bound > problem.best_dual:
-            gain = bound - problem.best_dual
-            problem.best_dual, problem.best_dual_weights = bound, q
-            improved = True
-            since = 0 if gain > 1e-3 * max(F_theta - problem.best_dual, 1e-300) else since + 1
-        else:
-            since += 1
-        if since >= _DUAL_ASCENT_PATIENCE:
-            break  # no step closed a thousandth of the gap for a while
-    return improved
-
-
-def _zero_search(problem, F0, q, u, tol, step, bound):
-    """The accelerated alternating projections of :func:`_certify_zero`, from the weights ``q``.
-
-    ``u = [X, 1]^T (s q l'(0))``; ``step(z, u)`` projects from the
-    extrapolated weights ``z`` and returns ``(q_new, u_new)``;
-    ``bound(q_new)`` is the dual bound of ``q_new``, kept in
-    ``problem.best_dual`` when it is the largest.  Stops once the certified
-    gap is below ``tol F0`` or the estimated one shrinks too slowly.
-    """
-    u_q, z, momentum = u, q, 1.0
-    best, checkpoint = np.inf, float(u @ u) / (2.0 * problem.l2)
-    for k in range(1, _ZERO_STEPS + 1):
-        q_new, u_new = step(z, u)
-        estimate = float(u_new @ u_new) / (2.0 * problem.l2)
-        if estimate <= tol * abs(F0) and estimate < best:
-            value = bound(q_new)
-            if value > problem.best_dual:
-                problem.best_dual, problem.best_dual_weights = value, q_new
-            if F0 - problem.best_dual <= tol * abs(F0):
-                return
-        best = min(best, estimate)
-        if k % _ZERO_WINDOW == 0:
-            if best > _ZERO_SHRINK * checkpoint:
-                return
-            checkpoint = best
-        next_momentum = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * momentum * momentum))
-        beta = (momentum - 1.0) / next_momentum
-        z = q_new + beta * (q_new - q)
-        u = u_new + beta * (u_new - u_q)
-        q, u_q, momentum = q_new, u_new, next_momentum
-
-
-def _certify_zero(problem, q, tol):
-    """Raise the dual bound toward ``F(0)`` where every loss ties at ``theta = 0``; returns ``F(0)``.
-
-    At ``theta = 0`` the risk's subdifferential is all of ``P(sigma)``:
-    ``F(theta) >= F(0) + g(q).theta + R(w)`` for each ``q`` in it, with
-    ``g(q) = [X, 1]^T (s q l'(0))``, so that ``F(0) - F* <= R*(-g_w(q))``
-    when ``g_b(q) = 0`` (:meth:`_Problem.dual_bound`).  ``theta = 0`` is
-    optimal exactly when ``P(sigma)`` meets the null space of
-    ``A = [X, 1]^T diag(s l'(0))``: a point of both is sought by
-    accelerated alternating projections (projected gradient steps of
-    ``||A q||^2`` in the metric of ``(A diag(m) A^T)^-1``, one weighted
-    Gram matrix, then two products with ``X``, one sort and one PAVA a
-    step), from the weights ``q``.  It stops when the certified gap is
-    below ``tol F(0)``, or when the estimated one ``||g||^2 / (2 l2)`` (the
-    intercept's slope too, which must vanish) shrinks too slowly (``theta =
-    0`` is not optimal).  None when the losses do not tie at 0 or the
-    penalty has no l2 part.
-    """
-    design, m = problem.design, problem.m
-    t = problem.arguments(np.zeros(design.p))
-    if problem.l2 == 0.0 or np.ptp(t) != 0.0:
-        return None
-    F0 = problem.objective(np.zeros(design.p))
-    _, slope, _ = problem.loss.derivatives(t)
-    sa = problem.s * slope
-    try:
-        G = np.array(design.weighted_gram(m * sa * sa), dtype=np.float64)  # a copy, the ridge added below
-        # a ridge relative to each column's own scale, so that X * c (alpha c^2) takes the same steps
-        diagonal = np.diag(G).copy()
-        G[np.diag_indices_from(G)] += np.where(diagonal > 0.0, 1e-12 * diagonal, 1.0)
-        factor = scipy.linalg.cho_factor(G, check_finite=False)
-    except (np.linalg.LinAlgError, ValueError):
-        return F0
-    q = np.array(q, dtype=np.float64)
-    order = np.argsort(q / m, kind="stable")
-
-    def step(z, u):
-        keys = (z - m * sa * design.matvec(scipy.linalg.cho_solve(factor, u, check_finite=False))) / m
-        resort_scores(keys, order)
-        q_new, _ = problem.projection(keys, order, 1.0)
-        return q_new, design.rmatvec(sa * q_new)
-
-    _zero_search(problem, F0, q, design.rmatvec(sa * q), tol, step,
-                 lambda q_new: problem.host_dual_bound(q_new, slope))
-    return F0
-
-
 def _dual_ascent_step(problem, sa):
-    """The step ``1/L`` of :func:`_dual_ascent_impl` (``sa = s a``), None when ``L = 0``.
+    """The step ``1/L`` of :meth:`_Problem.dual_ascent` (``sa = s a``), None when ``L = 0``.
 
     ``L`` is the largest eigenvalue of ``diag(m)^(1/2) A A^T diag(m)^(1/2) / l2``,
     ``A = diag(s a) X``, by 20 power iterations.
@@ -626,16 +512,6 @@ def _dual_ascent_step(problem, sa):
             return None
         v /= norm
     return problem.l2 / max(norm, 1e-300)
-
-
-def _solve_spd(H, g):
-    """``H^{-1} g`` for a symmetric positive semidefinite ``H`` (ridged if singular)."""
-    try:
-        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, check_finite=False), g,
-                                      check_finite=False)
-    except (np.linalg.LinAlgError, ValueError):
-        ridge = 1e-12 * max(float(np.trace(H)), 1e-300) + 1e-300
-        return np.linalg.lstsq(H + ridge * np.eye(H.shape[0]), g, rcond=None)[0]
 
 
 def _line_search(problem, theta, step, F0, state0, mu, center, max_evals=12):
@@ -738,27 +614,6 @@ def _newton_fixed_weights(problem, theta, q, rel_tol, max_iter):
     return theta, steps
 
 
-def _first_center(problem, theta, warm):
-    """The centre of the first smoothing and the largest rank weight per unit of mass, at ``theta``.
-
-    The centre is the mean weight (the weights of the mean risk) or, from a
-    warm start, the rank weights of the losses at ``theta``, tied losses
-    sharing their weights in proportion to their masses.
-    """
-    losses = problem.loss.value(problem.arguments(theta))
-    order = np.argsort(losses, kind="stable")
-    sigma = problem.rank_weights(order)
-    if warm:
-        first = np.flatnonzero(np.r_[True, np.diff(losses[order]) != 0.0])
-        mass = problem.m[order]
-        share = np.add.reduceat(sigma, first) / np.add.reduceat(mass, first)
-        center = np.empty(order.size)
-        center[order] = mass * np.repeat(share, np.diff(np.r_[first, order.size]))
-    else:
-        center = problem.m * (sigma.sum() / order.size)
-    return center, float(np.max(sigma / problem.m[order]))
-
-
 def _zero_small_coefficients(problem, theta, F):
     """Set the coefficients below ``1e-5 (1 + max |w|)`` to zero when ``F`` does not rise.
 
@@ -800,7 +655,7 @@ class _ProximalPoint:
         self.steps = 0
         center, top = problem.first_center(theta, warm)
         native_center = problem.design.to_native(center)  # the weights where the n-vectors live
-        if not warm and isinstance(problem.risk, ERM):
+        if not warm and problem.risk.is_mean:
             # the mean risk is the problem (its weights are the centre): Newton's method on it; other risks
             # start at theta = 0, where the smoothing pools the tied losses
             theta, self.steps = _newton_fixed_weights(problem, theta, native_center, 1e-1, max_iter)
@@ -852,7 +707,7 @@ class _ProximalPoint:
         return False
 
     def check_zero(self, q, tol):
-        """Certify ``theta = 0`` (:func:`_certify_zero`) from the weights ``q``; returns whether certified."""
+        """Certify ``theta = 0`` (the problem's ``certify_zero``) from ``q``; returns whether certified."""
         problem = self.problem
         F0 = problem.certify_zero(q, tol)
         if F0 is not None and F0 <= self.best[0]:
@@ -908,15 +763,6 @@ class _ProximalPoint:
         )
 
 
-def _make_problem(X, y, risk, loss, penalty, datafit, coef_init, intercept_init):
-    """The fit's problem: on the workers where it can be (:mod:`.newton_chunked`), else :class:`_Problem`."""
-    from .newton_chunked import _ChunkedProblem, chunked_supported
-
-    if chunked_supported(X, risk, loss, penalty, datafit.sample_weight, coef_init, intercept_init):
-        return _ChunkedProblem(X, y, risk, loss, penalty, datafit.fit_intercept)
-    return _Problem(X, y, risk, loss, penalty, datafit.fit_intercept, datafit.sample_weight)
-
-
 def smoothed_newton(datafit, penalty, *, coef_init=None, intercept_init=None, max_iter=200, tol=1e-9,
                     verbose=0):
     """Minimise a convex spectral risk with a smooth loss and a penalty, certified.
@@ -957,7 +803,11 @@ def smoothed_newton(datafit, penalty, *, coef_init=None, intercept_init=None, ma
     start = time.perf_counter()
     X, y, risk, loss = datafit.problem
     X = supported_input("newton", X, risk, loss, penalty)
-    problem = _make_problem(X, y, risk, loss, penalty, datafit, coef_init, intercept_init)
+    # the vectors of length n on the workers where they can be (:mod:`.newton_chunked`), else gathered
+    if chunked_supported(X, risk, loss, penalty, datafit.sample_weight, coef_init, intercept_init):
+        problem = _ChunkedProblem(X, y, risk, loss, penalty, datafit.fit_intercept)
+    else:
+        problem = _Problem(X, y, risk, loss, penalty, datafit.fit_intercept, datafit.sample_weight)
     problem = _NativeProblem.of(problem)  # n-vectors in X's namespace where X is an array-API array
     design = problem.design
     progress = Progress("newton", verbose, max_iter, unit="Newton step", criterion="certified gap")

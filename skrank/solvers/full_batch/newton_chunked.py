@@ -1,18 +1,16 @@
 """The certified Newton solver on a Dask ``X`` whose vectors of length ``n`` stay on the workers.
 
-:class:`_ChunkedProblem` is :class:`skrank.solvers.full_batch.newton._Problem`
-for a Dask array ``X`` chunked by rows, in the case of the superquantile
-without sample weights, a smooth loss (logistic or squared) and an l2
-penalty.  Every vector of length ``n`` (loss arguments, losses, slopes,
-keys, rank weights ``q``, the centre) is a Dask array chunked like ``X``'s
-rows and persisted where the chunks are computed (the workers of a
-``dask.distributed`` cluster); the process that drives the fit receives
-only reductions: ``O(d^2)`` numbers per chunk, and the rank step's
-counting reductions (:func:`skrank.datafits.threshold_projection.capped_threshold_dask`:
-``O(chunks x candidates)`` per round and at most ``bracket`` keys in its
-last one).  The rank step is the threshold form of the capped simplex: no
-sort, no PAVA, no order.  Its free set ``{0 < q < cap}`` is the one pooled
-block whose block term enters the Newton model.
+:class:`_ChunkedProblem` is :class:`skrank.solvers.full_batch.newton._Problem`'s twin for a Dask
+array ``X`` chunked by rows, for a risk with ``threshold_rank_step`` (the superquantile) without
+sample weights, a loss with ``twice_differentiable`` (logistic or squared) and an l2 penalty.  Every
+vector of length ``n`` (loss arguments, losses, slopes, keys, rank weights ``q``, the centre) is a
+Dask array chunked like ``X``'s rows and persisted where the chunks are computed (the workers of a
+``dask.distributed`` cluster); the process that drives the fit receives only reductions: ``O(d^2)``
+numbers per chunk, and the rank step's counting reductions
+(:func:`skrank.datafits.threshold_projection.capped_threshold_dask`: ``O(chunks x candidates)`` per
+round and at most ``bracket`` keys in its last one).  The rank step is the threshold form of the
+capped simplex: no sort, no PAVA, no order.  Its free set ``{0 < q < cap}`` is the one pooled block
+whose block term enters the Newton model.
 
 The check that ``theta = 0`` is optimal (where no iterate beats the start)
 runs here too (:meth:`_ChunkedProblem.certify_zero`).  The dual ascent of a
@@ -35,9 +33,7 @@ from ...backends.design import Design
 from ...backends.dispatch import make_design
 from ...datafits.smoothed_risk import losses_and_keys
 from ...datafits.threshold_projection import capped_projection, capped_threshold_dask
-from ...losses import LOGISTIC, SQUARED
-from ...risks import Superquantile
-from .newton import _HESSIAN_SLACK, _Problem, _zero_search
+from .newton_base import HESSIAN_SLACK, ProblemBase, zero_search
 
 #: The risk value's smoothing ``mu cap``, relative to the losses' spread: its threshold ``tau`` lies
 #: within ``mu cap`` of a minimiser of ``t + cap sum (l - t)_+``, whose slopes are at most ``cap n``.
@@ -79,7 +75,7 @@ def chunked_supported(X, risk, loss, penalty, sample_weight, coef_init, intercep
     X : array-like of shape (n, d)
         The features: a Dask array is needed.
     risk, loss, penalty
-        The superquantile, a logistic or squared loss, an l2 penalty without l1 part.
+        A risk with ``threshold_rank_step``, a ``twice_differentiable`` loss, an l2 penalty alone.
     sample_weight : array-like of shape (n,) or None
         None is needed.
     coef_init, intercept_init : ndarray, float or None
@@ -93,8 +89,8 @@ def chunked_supported(X, risk, loss, penalty, sample_weight, coef_init, intercep
     forced = os.environ.get("SKRANK_NEWTON_GATHER", "")
     if forced not in ("", "0"):
         return False
-    fits = (is_dask_array(X) and type(risk) is Superquantile and sample_weight is None
-            and loss.code in (LOGISTIC, SQUARED) and float(penalty.l1) == 0.0 and float(penalty.l2) > 0.0
+    fits = (is_dask_array(X) and risk.threshold_rank_step and sample_weight is None
+            and loss.twice_differentiable and float(penalty.l1) == 0.0 and float(penalty.l2) > 0.0
             and coef_init is None and intercept_init is None)
     if not fits or forced == "0":
         return fits
@@ -243,8 +239,8 @@ def _dual_block(X, q, a, s, c, loss, side, shrink):
     return np.asarray(X, dtype=np.float64).T @ u, float(value)
 
 
-class _ChunkedProblem(_Problem):
-    """:class:`_Problem` whose vectors of length ``n`` are Dask arrays persisted on the workers.
+class _ChunkedProblem(ProblemBase):
+    """The Newton problem whose vectors of length ``n`` are Dask arrays persisted on the workers.
 
     See the module docstring for the case it covers.  The states of
     :meth:`smoothed` hold persisted arrays and the threshold ``tau``
@@ -254,9 +250,10 @@ class _ChunkedProblem(_Problem):
     ----------
     X : dask.array.Array of shape (n, d)
     y : ndarray or dask.array.Array of shape (n,)
-    risk : skrank.risks.Superquantile
+    risk : skrank.risks.BaseRisk
+        With ``threshold_rank_step`` (the superquantile).
     loss : skrank.losses.Loss
-        Logistic or squared.
+        With ``twice_differentiable`` (logistic or squared).
     penalty : skrank.penalties.Penalty
         l2 only.
     fit_intercept : bool
@@ -267,7 +264,6 @@ class _ChunkedProblem(_Problem):
 
     def __init__(self, X, y, risk, loss, penalty, fit_intercept):
         self.design = make_design(X, fit_intercept)
-        self._block_design = None
         self._rows = self.design.X.chunks[0]
         self.n = y.shape[0]
         # affine_map: s = -y, c = 0 (classification) or s = 1, c = -y (regression)
@@ -277,12 +273,8 @@ class _ChunkedProblem(_Problem):
             vector = _chunks_to_workers(np.asarray(y, dtype=np.float64), self._rows, np.negative)
         self.s, self.c = (vector, None) if loss.task == "classification" else (None, vector)
         self.risk, self.mass, self.sigma = risk, None, None
-        self.cap, self.total = 1.0 / ((1.0 - float(risk.q)) * self.n), 1.0
-        self.loss, self.l1, self.l2 = loss, float(penalty.l1), float(penalty.l2)
-        self.reg = np.ones(self.design.p) * self.l2
-        if fit_intercept:
-            self.reg[-1] = 0.0
-        self.best_dual, self.best_dual_weights = -np.inf, None
+        self.cap, self.total = risk.threshold_level(self.n) / self.n, 1.0
+        self._set_penalty(loss, penalty)
         #: The Hessian's kept weights per row (persisted, chunked like ``X``), their Gram matrix and
         #: the updates since it was summed afresh (:meth:`derivatives`).
         self._kept_h, self._kept_gram, self._updates = None, None, 0
@@ -381,7 +373,7 @@ class _ChunkedProblem(_Problem):
         ``(1/mu) [sum_F g_i g_i^T - S_F S_F^T / |F|]``, ``S_F = sum_F g_i``.
         ``block`` is ignored: the block term comes in the same pass (None
         when ``|F| < 2``).  The Hessian
-        is that of :meth:`_Problem.hessian`, within ``_HESSIAN_SLACK``: each
+        is that of :meth:`_Problem.hessian`, within ``HESSIAN_SLACK``: each
         chunk adds the change of the rows whose weight moved by more than
         that, and it is summed afresh every ``Design.max_updates`` steps.
         """
@@ -391,7 +383,7 @@ class _ChunkedProblem(_Problem):
         self.design.passes += 1
         reset = self._kept_h is None or self._updates >= Design.max_updates
         kept = [None] * len(self._rows) if reset else list(self._kept_h.to_delayed().ravel())
-        task = dask.delayed(functools.partial(_step_block, loss=self.loss, cap=self.cap, slack=_HESSIAN_SLACK,
+        task = dask.delayed(functools.partial(_step_block, loss=self.loss, cap=self.cap, slack=HESSIAN_SLACK,
                                               fit_intercept=self.design.fit_intercept), pure=True, nout=2)
         blocks = self._blocks(self.design.X, state["t"], state["d1"], state["q"], self.s)
         outputs = dask.persist(*[task(*chunk, h) for chunk, h in zip(blocks, kept)])
@@ -407,18 +399,12 @@ class _ChunkedProblem(_Problem):
         scatter = None if n_free < 2 else (G_free - np.outer(S_free, S_free) / n_free) / mu
         return g, H, scatter
 
-    def gradient(self, theta, q, d1):
-        raise NotImplementedError("the chunked path computes the gradient with the Hessian (derivatives)")
-
-    def block_scatter(self, state, mu):
-        raise NotImplementedError("the chunked path computes the block term with the Hessian (derivatives)")
-
     def certificate(self, theta, state, decrease):
         """:meth:`_Problem.certificate` by reductions over the chunks (the risk by its threshold form)."""
         value, q = state["value"], state["q"]
         omega = self.risk_value(value)
         F = omega + self.penalty(theta)
-        estimate = max(omega - float((q * value).sum()), 0.0) + decrease / (1.0 - _HESSIAN_SLACK)
+        estimate = max(omega - float((q * value).sum()), 0.0) + decrease / (1.0 - HESSIAN_SLACK)
         bound = self.dual_bound(q, state["d1"])
         if bound > self.best_dual:
             self.best_dual, self.best_dual_weights = bound, q
@@ -452,7 +438,7 @@ class _ChunkedProblem(_Problem):
         return False
 
     def certify_zero(self, q, tol):
-        """:func:`skrank.solvers.full_batch.newton._certify_zero` with the vectors on the workers.
+        """:meth:`skrank.solvers.full_batch.newton._Problem.certify_zero` with the vectors on the workers.
 
         The same accelerated alternating projections, with unit masses:
         the projection onto the capped simplex by its threshold, the
@@ -492,6 +478,6 @@ class _ChunkedProblem(_Problem):
             q_new = _persist(capped_projection(keys, 1.0, self.cap, self._threshold(keys, 1.0))[0])
             return q_new, transposed(q_new)
 
-        _zero_search(self, F0, q, transposed(q), tol, step,
+        zero_search(self, F0, q, transposed(q), tol, step,
                      lambda q_new: self.dual_bound(q_new, slope * ones))
         return F0
