@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from skrank.pairwise_losses import PAIRWISE_LOSSES, get_pairwise_loss
-from skrank.solvers.stochastic.sampling import _seed_state
+from skrank.solvers.stochastic.sampling import seed_state
 from skrank.solvers.stochastic.sbcd_kernel import sbcd_steps
 
 
@@ -32,7 +32,7 @@ def time_step(loss_name, n_pos=1000, n_neg=9000, d=100, batch=64, steps=20_000, 
     loss = get_pairwise_loss(loss_name)
     w = rng.normal(size=d) * 0.05
     lam = np.full(n_pos, lam0)
-    state = _seed_state(rng)
+    state = seed_state(rng)
     perm_p, perm_n = np.arange(n_pos), np.arange(n_neg)
     args = (Xp, Xn, w.copy(), w, np.zeros(d), lam, level, steps, 1e-4, theta, 0.01, 0.0, batch,
             batch, loss.code, loss.shift, loss.scale, loss.is_monotone, state, perm_p, perm_n,

@@ -17,7 +17,7 @@ from skrank.solvers.stochastic.ppd import (
     saddle_objective,
     stochastic_gradient,
 )
-from skrank.solvers.stochastic.sampling import _uniform, state_from_random_state
+from skrank.solvers.stochastic.sampling import state_from_random_state, xorshift_uniform
 
 
 def _objective(X, y, alpha=1e-4, margin=1.0):
@@ -152,7 +152,7 @@ def test_one_stage_step_is_the_stated_update(adagrad, sparse):
     dlt = np.array([dl] * d + [dl_s] * 3)
     prox = np.array([ig] * d + [ig_s] * 2 + [0.0])
     for _ in range(2):
-        idx = [min(int(_uniform(replay) * n), n - 1) for _ in range(B)]
+        idx = [min(int(xorshift_uniform(replay) * n), n - 1) for _ in range(B)]
         g_w, g_a, g_b, g_d = stochastic_gradient(X[idx], np.array(idx) < n_pos, u[:d], u[d],
                                                  u[d + 1], u[d + 2], p, c, alpha)
         g = np.concatenate([g_w, [g_a, g_b, -g_d]]) + prox * (u - u0)  # descent direction

@@ -6,7 +6,7 @@ import pytest
 from skrank.datafits.partial_auc import PartialAUCObjective
 from skrank.pairwise_losses import get_pairwise_loss
 from skrank.solvers.splitting.pauc_dca import dca_partial_auc, prox_dca_partial_auc
-from skrank.solvers.stochastic.sampling import _seed_state
+from skrank.solvers.stochastic.sampling import seed_state
 from skrank.solvers.stochastic.sbcd import agd_sbcd
 from skrank.solvers.stochastic.sbcd_kernel import sbcd_steps
 
@@ -21,7 +21,7 @@ def _tiny(seed=0, n_pos=8, n_neg=12, d=3):
 def _run(Xp, Xn, v, center, lam, level_frac, T, eta, theta, prox, batch, loss, seed,
          average=True, xi=None, reg=0.0):
     xi = np.zeros_like(v) if xi is None else xi
-    state = _seed_state(np.random.default_rng(seed))
+    state = seed_state(np.random.default_rng(seed))
     perm_p = np.arange(Xp.shape[0], dtype=np.int64)
     perm_n = np.arange(Xn.shape[0], dtype=np.int64)
     out = sbcd_steps(Xp, Xn, v, center, xi, lam, level_frac, T, eta, theta, prox, reg, batch,
@@ -113,7 +113,7 @@ def test_lazy_average_of_lambda_equals_the_plain_average():
     (_, lam_avg, _), _, _ = _run(Xp, Xn, w.copy(), w, lam.copy(), 0.3, 57, 0.1, 0.2, 1.0, 3,
                                  loss, 9)
     # replay step by step with T = 1 calls sharing the generator and permutations
-    state = _seed_state(np.random.default_rng(9))
+    state = seed_state(np.random.default_rng(9))
     perm_p = np.arange(len(Xp), dtype=np.int64)
     perm_n = np.arange(len(Xn), dtype=np.int64)
     v, lam_t, total = w.copy(), lam.copy(), np.zeros(len(Xp))

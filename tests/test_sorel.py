@@ -164,7 +164,7 @@ def test_frozen_dual_does_not_look_converged():
 def test_sort_keyed_sorts_from_any_order(case, n):
     # the adaptive sort of both SOREL kernels: insertion sort (n < 256 or few far descents),
     # or radix on a 22-bit key + insertion; the keys come out sorted with their order
-    from skrank.kernels.sorting import _gather_keys, _keyed_scratch, _sort_keyed
+    from skrank.kernels.sorting import gather_keys, keyed_scratch, sort_keyed
 
     rng = np.random.default_rng(3)
     vals = rng.normal(size=n) * np.exp(rng.normal(size=n) * 3)
@@ -190,11 +190,11 @@ def test_sort_keyed_sorts_from_any_order(case, n):
         vals = 1e200 * vals  # beyond float32: the key saturates, the insertion pass orders
         perm = rng.permutation(n)
     keys = np.empty(n)
-    descents, far = _gather_keys(vals, perm, keys)
+    descents, far = gather_keys(vals, perm, keys)
     np.testing.assert_array_equal(keys, vals[perm])
     assert descents == np.count_nonzero(keys[1:] < keys[:-1])
     assert far == np.count_nonzero(keys[8:] < keys[:-8])
-    _sort_keyed(keys, perm, descents, far, *_keyed_scratch(n))
+    sort_keyed(keys, perm, descents, far, *keyed_scratch(n))
     np.testing.assert_array_equal(np.sort(perm), np.arange(n))
     np.testing.assert_array_equal(keys, vals[perm])
     np.testing.assert_array_equal(keys, np.sort(vals))
@@ -219,7 +219,7 @@ def test_isotonic_into_matches_sklearn():
 def test_alias_table_gives_the_weights(case):
     # the packed alias table: column i (drawn uniformly) gives i with probability prob[i],
     # else alias[i] = packed[i] >> 32; the probability of i is then p_i / sum(p)
-    from skrank.solvers.stochastic.sampling import _build_alias, _draw
+    from skrank.solvers.stochastic.sampling import build_alias, draw_index
 
     rng = np.random.default_rng(0)
     n = 500
@@ -234,7 +234,7 @@ def test_alias_table_gives_the_weights(case):
         p[17] = 2.0
     total = p.sum()
     prob, packed = p * n / total, np.empty(n, dtype=np.int64)
-    _build_alias(prob, packed, np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
+    build_alias(prob, packed, np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
     np.testing.assert_array_equal(packed & 0xFFFFFFFF, np.arange(n))
     alias = packed >> 32
     assert np.all((alias >= 0) & (alias < n)) and np.all((prob >= 0.0) & (prob <= 1.0))
@@ -245,7 +245,7 @@ def test_alias_table_gives_the_weights(case):
     np.testing.assert_allclose(mass / n, p / total, atol=1e-12)
     # the draw decodes the table
     state = np.array([12345], dtype=np.uint64)
-    draws = np.array([_draw(state, n, prob, packed, True) for _ in range(20000)])
+    draws = np.array([draw_index(state, n, prob, packed, True) for _ in range(20000)])
     assert np.all(p[draws] > 0.0)
     if case == "one":
         assert np.all(draws == 17)

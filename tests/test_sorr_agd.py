@@ -13,7 +13,7 @@ from skrank.penalties import get_penalty
 from skrank.risks import RankedRange, Superquantile, TopK
 from skrank.solvers.splitting.admm import admm
 from skrank.solvers.splitting.dca import dca
-from skrank.solvers.stochastic.sampling import _seed_state
+from skrank.solvers.stochastic.sampling import seed_state
 from skrank.solvers.stochastic.sorr_agd import sorr_agd, sorr_sgd
 
 # Relative gap to the best of ADMM and DCA that the default AGD holds on these
@@ -164,7 +164,7 @@ def test_inner_kernel_matches_a_numpy_replay(loss_name, l1, l2):
 
     v_out, vbar, grad = np.empty(d), np.empty(d), np.empty(d)
     perm = np.arange(n, dtype=np.int64)
-    state = _seed_state(np.random.default_rng(1))
+    state = seed_state(np.random.default_rng(1))
     vbar_b, b_last, lambar = sorr_sgd(
         X, s, c, loss.code, loss.param, w, wb, lam0, T, n, level, mu, eta, theta, np.full(d, l1),
         np.full(d, l2), True,

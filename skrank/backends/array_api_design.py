@@ -12,13 +12,14 @@ few vectors of length ``n``.
 
 import numpy as np
 
-from .design import _CHUNK_ENTRIES, Design
+from .design import CHUNK_ENTRIES, Design
 
 #: Entries of ``X`` scaled at once when a weighted Gram matrix or block sums are formed.
 _BLOCK_ENTRIES = 1 << 22
 
 
-def _compat():
+def compat_module():
+    """scikit-learn's vendored ``array_api_compat`` module, imported on first use."""
     from sklearn.externals import array_api_compat
 
     return array_api_compat
@@ -40,7 +41,7 @@ def array_api_namespace(X):
         return None
     if not (hasattr(X, "__array_namespace__") or hasattr(X, "__dlpack__")):
         return None
-    compat = _compat()
+    compat = compat_module()
     if not compat.is_array_api_obj(X):
         return None
     return compat.array_namespace(X)
@@ -54,7 +55,7 @@ def namespace_name(xp):
 
 def device_of(X):
     """The device of an array-API array."""
-    return _compat().device(X)
+    return compat_module().device(X)
 
 
 def to_numpy(a):
@@ -63,7 +64,7 @@ def to_numpy(a):
         return np.asarray(a)
     from sklearn.utils._array_api import _convert_to_numpy
 
-    return _convert_to_numpy(a, _compat().array_namespace(a))
+    return _convert_to_numpy(a, compat_module().array_namespace(a))
 
 
 def to_namespace(a, xp, device):
@@ -108,7 +109,7 @@ class ArrayAPIDesign(Design):
     max_update_rows = 1 << 14
 
     def __init__(self, X, fit_intercept):
-        self.xp = _compat().array_namespace(X)
+        self.xp = compat_module().array_namespace(X)
         self.device = device_of(X)
         super().__init__(X, fit_intercept)
         self.sparse = False
@@ -227,7 +228,7 @@ class ArrayAPIDesign(Design):
         count = index.shape[0]
         if count:
             change = h - self._h
-            step = max(1, _CHUNK_ENTRIES // self.p)  # rows gathered at once, as Design's updates
+            step = max(1, CHUNK_ENTRIES // self.p)  # rows gathered at once, as Design's updates
             for a in range(0, count, step):
                 part = index[a:min(a + step, count)]
                 rows = self._rows_at(part)

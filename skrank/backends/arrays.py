@@ -14,9 +14,9 @@ from scipy.special import expit
 from sklearn import get_config
 
 from .array_api_design import (
-    _compat,
     array_api_namespace,
     check_array_api_array,
+    compat_module,
     device_of,
     to_namespace,
     to_numpy,
@@ -27,7 +27,7 @@ from .dispatch import external_kind
 
 def namespace(x):
     """The array namespace of ``x``: NumPy's (wrapped for the array API) for NumPy arrays."""
-    return _compat().array_namespace(x)
+    return compat_module().array_namespace(x)
 
 
 def check_where_it_lives(X):

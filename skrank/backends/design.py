@@ -6,7 +6,7 @@ from scipy.linalg.blas import dsyrk
 from scipy.special import expit
 
 #: Entries of ``X`` gathered per block when a weighted Gram matrix is formed.
-_CHUNK_ENTRIES = 1 << 20
+CHUNK_ENTRIES = 1 << 20
 
 
 class Design:
@@ -128,7 +128,7 @@ class Design:
             squares = sp.csr_matrix((np.square(X.data, dtype=np.float64), X.indices, X.indptr), shape=X.shape)
             return np.asarray(squares.T @ p, dtype=np.float64).ravel()
         out = np.zeros(self.d)
-        step = max(1, _CHUNK_ENTRIES // max(self.d, 1))
+        step = max(1, CHUNK_ENTRIES // max(self.d, 1))
         for a in range(0, self.n, step):
             chunk = np.asarray(self.X[a:a + step], dtype=np.float64)
             out += (chunk * chunk).T @ p[a:a + step]
@@ -172,7 +172,7 @@ class Design:
         ``rows_between(a, b)``: the rows of ``changed[a:b]``, taken a block
         at a time (as many entries as :meth:`weighted_gram`'s blocks).
         """
-        step = max(1, _CHUNK_ENTRIES // self.p)
+        step = max(1, CHUNK_ENTRIES // self.p)
         for a in range(0, changed.size, step):
             part = changed[a:a + step]
             rows = rows_between(a, a + part.size)
@@ -230,7 +230,7 @@ class Design:
             return G
         d = self.d
         every = nz.size == self.n  # then chunks are slices, not gathered rows
-        step = max(1, _CHUNK_ENTRIES // max(self.p, 1))
+        step = max(1, CHUNK_ENTRIES // max(self.p, 1))
         Gx = np.zeros((d, d))
         for a in range(0, nz.size, step):
             chunk = self.X[a:a + step] if every else self.X[nz[a:a + step]]

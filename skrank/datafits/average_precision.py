@@ -16,7 +16,7 @@ from ..backends.dispatch import make_design
 from ..metrics import average_precision
 from ..pairwise_losses import pair_value_and_derivative
 from .base import Datafit
-from .partial_auc import _in_units, resort_scores
+from .partial_auc import in_units, resort_scores
 
 
 def ap_surrogate_and_score_gradients(h, y, loss, sample_weight=None, order=None):
@@ -205,7 +205,7 @@ class AveragePrecisionObjective(Datafit):
         self.sample_weight = sample_weight
         # P_w depends on the ratios of the weights only: it is computed with the weights rescaled
         # by a power of two (exact), whose products and squares neither underflow nor overflow
-        self._units = None if sample_weight is None else _in_units(sample_weight)
+        self._units = None if sample_weight is None else in_units(sample_weight)
         positive = self.y > 0
         if not np.any(positive if sample_weight is None else sample_weight[positive] > 0):
             raise ValueError("average precision needs at least one positive sample in y "

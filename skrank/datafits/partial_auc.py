@@ -14,7 +14,7 @@ from scipy.special import expit
 
 from .._jit import njit
 from ..backends.dispatch import external_kind, make_design
-from ..kernels.sorting import _insertion_keyed
+from ..kernels.sorting import insertion_keyed
 from ..metrics import _check_fpr_range, region_area
 from ..pairwise_losses import get_pairwise_loss, pair_value_and_derivative
 from .base import Datafit
@@ -57,7 +57,7 @@ def negative_rank_weights(n_negatives, fpr_range, sample_weight=None):
     return np.maximum(0.0, np.minimum(ends, beta * total) - np.maximum(starts, alpha * total))
 
 
-def _in_units(weights):
+def in_units(weights):
     """``weights`` times the power of two that brings their largest into ``[0.5, 1)``: exact, same ratios.
 
     The sums of :class:`PartialAUCObjective` multiply a positive's weight
@@ -218,7 +218,7 @@ def resort_scores(vals, order):
 def _resort_keys(keys, order):
     """The compiled body of :func:`resort_scores` on the gathered ``keys = vals[order]``."""
     n = keys.shape[0]
-    if not _insertion_keyed(keys, order, n // 32) and not _range_radix_sort(keys, order):
+    if not insertion_keyed(keys, order, n // 32) and not _range_radix_sort(keys, order):
         _radix_sort(keys, order)
 
 
@@ -305,7 +305,7 @@ def _range_radix_sort(keys, perm):
         at = packed[m] & np.uint64(0xFFFFFFFF)
         keys[m] = old_keys[at]
         perm[m] = old_perm[at]
-    return _insertion_keyed(keys, perm, n)
+    return insertion_keyed(keys, perm, n)
 
 
 @njit(cache=True)
@@ -565,7 +565,7 @@ class PartialAUCObjective(Datafit):
         self.omega = None
         # the sums run on each class's weights rescaled by a power of two (exact): products of
         # a positive's and a negative's weights neither underflow nor overflow at any scale
-        self._pos_units, self._neg_units = _in_units(self.pos_weight), _in_units(self.neg_weight)
+        self._pos_units, self._neg_units = in_units(self.pos_weight), in_units(self.neg_weight)
         units_neg = float(self._neg_units.sum())
         self.normaliser = (float(self._pos_units.sum()) * (1.0 - self.tpr_min)
                            * (self.fpr_range[1] * units_neg - self.fpr_range[0] * units_neg))

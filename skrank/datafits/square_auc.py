@@ -87,7 +87,8 @@ def two_class_moments(X, positive, sample_weight=None):
     return tuple(class_moments(X[rows], None if v is None else v[rows]) for rows in (positive, ~positive))
 
 
-def _system_of_moments(moments_pos, moments_neg, alpha, margin):
+def system_of_moments(moments_pos, moments_neg, alpha, margin):
+    """``(A, r)`` of the normal equations ``A w = r`` from the two classes' ``(mean, covariance)``."""
     (mu_pos, s_pos), (mu_neg, s_neg) = moments_pos, moments_neg
     dmu = mu_pos - mu_neg
     A = 2.0 * (s_pos + s_neg + np.outer(dmu, dmu))
@@ -118,7 +119,7 @@ def square_auc_system(X_pos, X_neg, alpha, margin, pos_weight=None, neg_weight=N
     r : ndarray of shape (d,)
         ``2 c dmu``.
     """
-    return _system_of_moments(class_moments(X_pos, pos_weight), class_moments(X_neg, neg_weight),
+    return system_of_moments(class_moments(X_pos, pos_weight), class_moments(X_neg, neg_weight),
                               alpha, margin)
 
 
@@ -142,7 +143,7 @@ def labelled_square_auc_system(X, y, alpha, margin, sample_weight=None):
     A : ndarray of shape (d, d)
     r : ndarray of shape (d,)
     """
-    return _system_of_moments(*two_class_moments(X, np.asarray(y) > 0, sample_weight), alpha, margin)
+    return system_of_moments(*two_class_moments(X, np.asarray(y) > 0, sample_weight), alpha, margin)
 
 
 def _least_norm_solve(A, r):

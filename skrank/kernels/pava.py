@@ -51,7 +51,7 @@ _METHODS = ("stack", "sweep")
 # Numba kernels
 # --------------------------------------------------------------------------------------
 @njit(cache=True)
-def _isotonic_kernel(y, w, out):
+def isotonic_kernel(y, w, out):
     """Weighted isotonic regression of ``y`` (nondecreasing) into ``out``.
 
     Allocates the block stacks and calls :func:`_isotonic_into`.  An empty
@@ -63,7 +63,7 @@ def _isotonic_kernel(y, w, out):
 
 @njit(cache=True)
 def _isotonic_into(y, w, out, b_w, b_wy, b_end):
-    """:func:`_isotonic_kernel` with caller-owned block stacks (no allocation).
+    """:func:`isotonic_kernel` with caller-owned block stacks (no allocation).
 
     Stack-based PAV: blocks are kept as (weight sum, weighted sum, value,
     end index) in ``b_w``, ``b_wy``, ``out``, ``b_end`` (each of length at
@@ -441,10 +441,10 @@ def isotonic_regression(y, sample_weight=None, increasing=True):
     else:
         w = _as_weights(sample_weight, "sample_weight", n)
     if increasing:
-        return _isotonic_kernel(y, w, np.empty(n))
+        return isotonic_kernel(y, w, np.empty(n))
     y_rev = np.ascontiguousarray(y[::-1])
     w_rev = np.ascontiguousarray(w[::-1]) if w.shape[0] else w
-    return _isotonic_kernel(y_rev, w_rev, np.empty(n))[::-1].copy()
+    return isotonic_kernel(y_rev, w_rev, np.empty(n))[::-1].copy()
 
 
 def zstep_sorted(
@@ -634,7 +634,7 @@ def project_permutahedron(v, sigma):
     unit = np.empty(0)
 
     def solve(s):
-        return s - _isotonic_kernel(s - sigma, unit, np.empty(n))
+        return s - isotonic_kernel(s - sigma, unit, np.empty(n))
 
     return _scatter_sorted(v, solve)
 

@@ -1,13 +1,13 @@
 """Sorting nearly sorted keys, for solvers that re-rank ``n`` values every epoch.
 
 Between two epochs the values move little: the previous order is a good
-start.  :func:`_sort_keyed` sorts a gathered copy ``keys = vals[perm]``
+start.  :func:`sort_keyed` sorts a gathered copy ``keys = vals[perm]``
 (contiguous) ascending and carries ``perm`` along, so that the sorted values
 come out with the order (SOREL's projection and objective read them in
 sorted order): insertion sort when few samples moved far, otherwise a radix
 sort on a 22-bit key finished by an insertion pass, ``O(n)`` in all cases (a
 comparison sort of ``n = 7000`` values costs ten times more).
-:func:`_gather_keys` gathers the copy and :func:`_count_descents` counts the
+:func:`gather_keys` gathers the copy and :func:`count_descents` counts the
 descents that choose between the two.
 """
 
@@ -23,15 +23,15 @@ _FAR = 8  # a "far" descent: keys[j] < keys[j - _FAR] (a sample moved by _FAR pl
 
 
 @njit(cache=True)
-def _keyed_scratch(n):
-    """Work arrays of :func:`_sort_keyed`: two packed-key buffers, keys, positions, counts."""
+def keyed_scratch(n):
+    """Work arrays of :func:`sort_keyed`: two packed-key buffers, keys, positions, counts."""
     return (np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64), np.empty(n),
             np.empty(n, dtype=np.int64), np.empty((2, _RADIX_BUCKETS), dtype=np.int64),
             np.empty((4, _RADIX_BUCKETS), dtype=np.int32))
 
 
 @njit(cache=True)
-def _insertion_keyed(keys, perm, budget):
+def insertion_keyed(keys, perm, budget):
     """Insertion sort of ``keys`` (ascending), ``perm`` carried along.
 
     The largest key so far stays in a register: a key in order costs one
@@ -137,7 +137,7 @@ def _radix_keyed(keys, perm, pk, pk2, kbuf, pbuf, counts, hist):
 
 
 @njit(cache=True)
-def _sort_keyed(keys, perm, descents, far, pk, pk2, kbuf, pbuf, counts, hist):
+def sort_keyed(keys, perm, descents, far, pk, pk2, kbuf, pbuf, counts, hist):
     """Sort ``keys`` (a gathered copy ``vals[perm]``) ascending, ``perm`` carried along.
 
     ``descents`` and ``far`` count ``keys[j] < keys[j - 1]`` and
@@ -153,12 +153,12 @@ def _sort_keyed(keys, perm, descents, far, pk, pk2, kbuf, pbuf, counts, hist):
     if descents == 0:
         return
     if n < 256:
-        _insertion_keyed(keys, perm, -1)
+        insertion_keyed(keys, perm, -1)
         return
-    if far * 128 < n and _insertion_keyed(keys, perm, 4 * n + 64):
+    if far * 128 < n and insertion_keyed(keys, perm, 4 * n + 64):
         return
     _radix_keyed(keys, perm, pk, pk2, kbuf, pbuf, counts, hist)
-    if not _insertion_keyed(keys, perm, 8 * n + 64):
+    if not insertion_keyed(keys, perm, 8 * n + 64):
         # many values closer than the key's resolution, far from their previous order
         order = np.argsort(keys, kind="mergesort")
         for m in range(n):
@@ -170,10 +170,10 @@ def _sort_keyed(keys, perm, descents, far, pk, pk2, kbuf, pbuf, counts, hist):
 
 
 @njit(cache=True)
-def _count_descents(keys):
+def count_descents(keys):
     """The numbers of descents ``keys[j] < keys[j - 1]`` and far descents ``keys[j] < keys[j - _FAR]``.
 
-    They choose between the insertion and the radix sort of :func:`_sort_keyed`.
+    They choose between the insertion and the radix sort of :func:`sort_keyed`.
     """
     descents = 0
     far = 0
@@ -185,15 +185,15 @@ def _count_descents(keys):
 
 
 @njit(cache=True)
-def _gather_keys(vals, perm, out):
-    """``out[j] = vals[perm[j]]`` (the keys of :func:`_sort_keyed`).
+def gather_keys(vals, perm, out):
+    """``out[j] = vals[perm[j]]`` (the keys of :func:`sort_keyed`).
 
     Returns the number of descents and of far descents of the keys
-    (:func:`_count_descents`).
+    (:func:`count_descents`).
     """
     for j in range(out.shape[0]):
         out[j] = vals[perm[j]]
-    return _count_descents(out)
+    return count_descents(out)
 
 
 def resort(vals, order):
@@ -203,7 +203,7 @@ def resort(vals, order):
     call's, in an iterative solver); the result is stable with respect to
     it.  NumPy's stable sort of float64 is a timsort, linear on such nearly
     sorted data, and needs no compilation (the compiled radix sort of
-    :func:`_sort_keyed` took 2.5 s to compile on a first fit).
+    :func:`sort_keyed` took 2.5 s to compile on a first fit).
     """
     perm = order[np.argsort(vals[order], kind="stable")]
     order[:] = perm

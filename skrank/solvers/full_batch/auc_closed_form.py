@@ -4,7 +4,7 @@ import time
 
 import numpy as np
 
-from ...datafits.square_auc import _system_of_moments, solve_square_auc_system, two_class_moments
+from ...datafits.square_auc import solve_square_auc_system, system_of_moments, two_class_moments
 from ..result import SolverResult
 
 
@@ -33,7 +33,7 @@ def exact_square_auc(objective):
         ``"least-norm"``).
     """
     start = time.perf_counter()
-    A, r = _system_of_moments(*two_class_moments(objective.X, objective.positive, objective.sample_weight),
+    A, r = system_of_moments(*two_class_moments(objective.X, objective.positive, objective.sample_weight),
                               objective.alpha, objective.loss.margin)
     w, method = solve_square_auc_system(A, r, objective.alpha)
     grad = A @ w - r

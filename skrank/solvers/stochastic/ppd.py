@@ -17,7 +17,7 @@ from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator
 from ..._jit import njit
 from ..progress import Progress
 from ..result import SolverResult
-from .sampling import _build_alias, _uniform, state_from_random_state
+from .sampling import build_alias, state_from_random_state, xorshift_uniform
 
 _STAGE_FACTOR = 3.0  # T_k = T0 3^k, eta_k = eta_0 / 3^k (Section 5)
 #: ``step`` of a stream (``partial_fit``) for PPD-SG and PPD-AdaGrad.  AdaGrad's
@@ -200,7 +200,7 @@ def _ppd_steps(Xd, indptr, indices, data, is_sparse, n_pos, prob, packed, weight
     ``indices``, ``data`` when ``is_sparse``) are the positives; each step
     draws ``batch`` rows with replacement, uniformly or, when ``weighted``,
     from the alias table ``prob``, ``packed``
-    (:func:`skrank.solvers.stochastic.sampling._draw`).  ``start`` is the stage's
+    (:func:`skrank.solvers.stochastic.sampling.draw_index`).  ``start`` is the stage's
     start ``(w0, a0, b0, dual0)`` and ``cur`` the current point, both of
     length ``d + 3``; ``cur`` is updated.  ``sums`` (length ``d + 2``)
     accumulates the points ``(w, a, b)`` at which gradients are taken (the
@@ -237,8 +237,8 @@ def _ppd_steps(Xd, indptr, indices, data, is_sparse, n_pos, prob, packed, weight
             for f in range(d):
                 center_score += center[f] * cur[f]
         for r in range(batch):
-            # uniform, or Walker's alias draw (skrank.solvers.stochastic.sampling._draw, written out here)
-            u = _uniform(state) * n
+            # uniform, or Walker's alias draw (sampling.draw_index, written out here)
+            u = xorshift_uniform(state) * n
             i = int(u)
             if i >= n:
                 i = n - 1
@@ -391,7 +391,7 @@ class _PPDData:
         if self.weighted:
             self.prob = self.n * weights / weights.sum()
             self.packed = np.empty(self.n, dtype=np.int64)
-            _build_alias(self.prob, self.packed, np.empty(self.n, np.int64), np.empty(self.n, np.int64))
+            build_alias(self.prob, self.packed, np.empty(self.n, np.int64), np.empty(self.n, np.int64))
         else:
             self.prob, self.packed = np.zeros(1), np.zeros(1, dtype=np.int64)
 

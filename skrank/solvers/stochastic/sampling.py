@@ -2,9 +2,9 @@
 
 The generator's state is one ``uint64`` (an array of length one, or a
 register in the unrolled loop :func:`skrank.solvers.stochastic.sorel_kernel._single_steps_l2`),
-seeded from the solver's ``random_state`` by :func:`_seed_state`.  Weighted
+seeded from the solver's ``random_state`` by :func:`seed_state`.  Weighted
 draws use Walker's alias method with Vose's construction: ``O(n)`` to build
-the table (:func:`_build_alias`), ``O(1)`` per draw (:func:`_draw`).  The
+the table (:func:`build_alias`), ``O(1)`` per draw (:func:`draw_index`).  The
 table is packed, ``packed[i] = i | alias[i] << 32``, so that the choice
 between a column and its alias can be a shift instead of a branch.
 """
@@ -15,18 +15,18 @@ from sklearn.utils import check_random_state
 from ..._jit import njit
 
 # xorshift64* (shifts 12, 25, 27, Vigna's multiplier); the top 53 bits of the product make the float
-_U11 = np.uint64(11)
-_U12 = np.uint64(12)
-_U25 = np.uint64(25)
-_U27 = np.uint64(27)
-_MULT = np.uint64(2685821657736338717)
-_INV53 = 1.0 / 9007199254740992.0  # 2**-53
-# a packed alias entry: shifted right by 0 or by 1 << _U5 = 32 bits, then masked, it gives i or alias[i]
-_U5 = np.uint64(5)
-_LOW32 = np.uint64(0xFFFFFFFF)
+U11 = np.uint64(11)
+U12 = np.uint64(12)
+U25 = np.uint64(25)
+U27 = np.uint64(27)
+MULT = np.uint64(2685821657736338717)
+INV53 = 1.0 / 9007199254740992.0  # 2**-53
+# a packed alias entry: shifted right by 0 or by 1 << U5 = 32 bits, then masked, it gives i or alias[i]
+U5 = np.uint64(5)
+LOW32 = np.uint64(0xFFFFFFFF)
 
 
-def _seed_state(rng):
+def seed_state(rng):
     """The generator's state, seeded from the NumPy ``Generator`` ``rng``."""
     return np.array([int(rng.integers(1, 2**63 - 1))], dtype=np.uint64)
 
@@ -47,18 +47,18 @@ def make_rng(random_state):
 
 def state_from_random_state(random_state):
     """The generator's state from a scikit-learn ``random_state`` (None, int, RandomState or Generator)."""
-    return _seed_state(make_rng(random_state))
+    return seed_state(make_rng(random_state))
 
 
 @njit(cache=True, inline="always")
-def _uniform(state):
+def xorshift_uniform(state):
     """xorshift64* step: a float in [0, 1) (53 bits); ``state`` is a uint64 array."""
     x = state[0]
-    x ^= x >> _U12
-    x ^= x << _U25
-    x ^= x >> _U27
+    x ^= x >> U12
+    x ^= x << U25
+    x ^= x >> U27
     state[0] = x
-    return float((x * _MULT) >> _U11) * _INV53
+    return float((x * MULT) >> U11) * INV53
 
 
 @njit(cache=True, inline="always")
@@ -70,7 +70,7 @@ def sample_block(perm, size, state):
     """
     n = perm.shape[0]
     for a in range(size):
-        j = a + int(_uniform(state) * (n - a))
+        j = a + int(xorshift_uniform(state) * (n - a))
         if j >= n:
             j = n - 1
         tmp = perm[a]
@@ -85,7 +85,7 @@ def _pack_alias(i, alias_i):
 
 
 @njit(cache=True)
-def _build_alias(prob, packed, small, large):
+def build_alias(prob, packed, small, large):
     """Walker's alias table of the weights in ``prob``, in place, packed (:func:`_pack_alias`).
 
     On entry ``prob`` holds the weights scaled to mean one, ``n p_i /
@@ -143,9 +143,9 @@ def _build_alias(prob, packed, small, large):
 
 
 @njit(cache=True)
-def _draw(rng, n, prob, packed, use_alias):
+def draw_index(rng, n, prob, packed, use_alias):
     """One index: uniform, or from the alias table (``prob``, ``packed``) when ``use_alias``."""
-    r = _uniform(rng) * n
+    r = xorshift_uniform(rng) * n
     i = int(r)
     if i >= n:
         i = n - 1
@@ -176,7 +176,7 @@ def draw_uniform(n, out):
 def draw_weighted(p, out, prob, packed, small, large):
     """Fill ``out`` with indices ``i`` drawn with probability ``p_i / sum(p)``.
 
-    Walker's alias method (:func:`_build_alias`):
+    Walker's alias method (:func:`build_alias`):
     ``O(n)`` to build the table in the scratch arrays ``prob`` (float),
     ``packed``, ``small``, ``large`` (int, length n), then ``O(1)`` per
     draw, so that a pass of weighted draws costs about as much as a pass of
@@ -188,7 +188,7 @@ def draw_weighted(p, out, prob, packed, small, large):
         total += p[i]
     for i in range(n):
         prob[i] = p[i] * n / total
-    _build_alias(prob, packed, small, large)
+    build_alias(prob, packed, small, large)
     for m in range(out.shape[0]):
         i = np.random.randint(0, n)
         out[m] = i if np.random.random() < prob[i] else packed[i] >> 32

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from .docs import fill_doc
 from .epochs import EpochStream
 from .outer_loop import OuterLoop
-from .sampling import _seed_state
+from .sampling import seed_state
 from .soap_kernel import ADAM, MOMENTUM, SGD, soap_steps
 from .units import FeatureUnits
 
@@ -245,7 +245,7 @@ class SOAPStream(EpochStream):
         self.lr = self._base_lr if self.optimizer == "adam" else None
 
     def _seed_kernel(self, rng):
-        self.state = _seed_state(rng)
+        self.state = seed_state(rng)
 
     def update(self, loss, alpha, *, batch_size, positives_per_batch, gamma, learning_rate):
         """Take the estimator's current settings for the next epochs (``partial_fit``).

@@ -17,8 +17,8 @@ from ..progress import Progress
 from ..result import SolverResult
 from .docs import fill_doc
 from .epochs import StandardisedStart
-from .sampling import _seed_state, make_rng
-from .sorel_kernel import _sorel_epochs
+from .sampling import make_rng, seed_state
+from .sorel_kernel import sorel_epochs
 from .sorel_paper import sorel_paper
 from .steps import sample_smoothness, svrg_step_size
 from .svrg import loss_arguments_dense
@@ -169,7 +169,7 @@ def sorel(datafit, penalty, *, max_iter=200, tol=1e-9, batch_size=1,
     fpar = np.array([lr, *_penalty_strengths(data.units, penalty), float(tau_scale), float(tol) * fraction, C,
                      float(dual_growth), float(dual_safety)])
     run = _SorelRun(data, sigma, loss, t, losses, rank_weights(risk, losses), ipar, fpar,
-                    risk.value(losses) + penalty.value(data.w0), _seed_state(rng), max_iter)
+                    risk.value(losses) + penalty.value(data.w0), seed_state(rng), max_iter)
     newton = polish and run.p <= NewtonFinish.max_features and NewtonFinish.applies(risk, loss, penalty)
     finisher = NewtonFinish(datafit, penalty) if newton else None
     done, finished = _run_epochs(run, finisher, data.units, max_iter, verbose)
@@ -197,7 +197,7 @@ def _primal_step(data, loss, sigma, sampling):
 
 
 class _SorelRun:
-    """The arrays :func:`_sorel_epochs` works in, and the histories of a SOREL run.
+    """The arrays :func:`sorel_epochs` works in, and the histories of a SOREL run.
 
     ``data`` is the :class:`StandardisedStart` (its ``w`` and ``b`` are
     updated in place); ``ipar`` and ``fpar`` are the kernel's integer and
@@ -245,7 +245,7 @@ class _SorelRun:
         """Run up to ``count`` epochs in one kernel call; returns ``(epochs run, seconds)``."""
         self.ipar[0] = count
         start = time.perf_counter()
-        ran = _sorel_epochs(
+        ran = sorel_epochs(
             self.X, self.s, self.c, self.sigma, self.smooth, self.loss.code, self.loss.param, self.w, self.b,
             self.t, self.losses, self.losses_prev, self.lam, self.perm_z, self.perm_l, self.ipar, self.fpar,
             self.state, self.rng_state, self.hist, self.crits, self.etas, **self.scratch,

@@ -1,4 +1,4 @@
-"""SOREL's compiled epoch: the kernel :func:`_sorel_epochs` and the pieces it calls.
+"""SOREL's compiled epoch: the kernel :func:`sorel_epochs` and the pieces it calls.
 
 One call runs several epochs of :func:`skrank.solvers.stochastic.sorel.sorel` (loss
 evaluation, adaptive re-sorting, the permutahedron projection by PAV fused
@@ -15,10 +15,10 @@ smoothness on the current face of the permutahedron
 import numpy as np
 
 from ..._jit import njit
-from ...kernels.sorting import _count_descents, _gather_keys, _keyed_scratch, _sort_keyed
+from ...kernels.sorting import count_descents, gather_keys, keyed_scratch, sort_keyed
 from ...losses import loss_derivative, loss_second_derivative, loss_value
-from .sampling import _INV53, _LOW32, _MULT, _U5, _U11, _U12, _U25, _U27, _build_alias, _draw, _uniform
-from .steps import _soft
+from .sampling import INV53, LOW32, MULT, U5, U11, U12, U25, U27, build_alias, draw_index, xorshift_uniform
+from .steps import soft_scalar
 from .svrg import vr_batch_direction
 
 # The face cap dual_safety / L_F assumes an exact primal step.  When the dual
@@ -36,7 +36,7 @@ def _gather_z(lam, v, eta, perm, z):
     for j in range(z.shape[0]):
         i = perm[j]
         z[j] = lam[i] + eta * v[i]
-    return _count_descents(z)
+    return count_descents(z)
 
 
 @njit(cache=True)
@@ -279,14 +279,14 @@ def _single_steps(X, s, c, code, param, w, b, gref, mult, prob, packed, rng, ste
     operations (dot product, derivative, update), so the variants are
     written out: ``unit_s`` (regression, ``s = 1``: ``s_i f`` is ``f``
     exactly) saves two multiplications on that chain.  The draws are those
-    of :func:`skrank.solvers.stochastic.sampling._draw`.
+    of :func:`skrank.solvers.stochastic.sampling.draw_index`.
     """
     n, d = X.shape
     b0 = b[0]
     thr = lr * l1
     for _ in range(steps):
-        # _draw written out: as a call, inlined or not, it made this loop 6-19 % slower (d = 5)
-        r = _uniform(rng) * n
+        # draw_index written out: as a call, inlined or not, it made this loop 6-19 % slower (d = 5)
+        r = xorshift_uniform(rng) * n
         i = int(r)
         if i >= n:
             i = n - 1
@@ -302,7 +302,7 @@ def _single_steps(X, s, c, code, param, w, b, gref, mult, prob, packed, rng, ste
         ld = lr * delta
         if l1 > 0.0:
             for a in range(d):
-                w[a] = _soft(w[a] + cst[a] - ld * X[i, a], thr) * inv_denom
+                w[a] = soft_scalar(w[a] + cst[a] - ld * X[i, a], thr) * inv_denom
         else:
             for a in range(d):
                 w[a] = (w[a] + cst[a] - ld * X[i, a]) * inv_denom
@@ -314,13 +314,13 @@ def _single_steps(X, s, c, code, param, w, b, gref, mult, prob, packed, rng, ste
 @njit(cache=True, inline="always")
 def _l2_draw(x, fn, nm1, prob, packed, use_alias):
     """A draw of :func:`_single_steps_l2` (its first two) from the state ``x``: the new state, the index."""
-    x ^= x >> _U12
-    x ^= x << _U25
-    x ^= x >> _U27
-    r = float((x * _MULT) >> _U11) * _INV53 * fn
+    x ^= x >> U12
+    x ^= x << U25
+    x ^= x >> U27
+    r = float((x * MULT) >> U11) * INV53 * fn
     i = min(np.uint64(r), nm1)
     if use_alias:
-        i = (np.uint64(packed[i]) >> (np.uint64((r - float(i)) >= prob[i]) << _U5)) & _LOW32
+        i = (np.uint64(packed[i]) >> (np.uint64((r - float(i)) >= prob[i]) << U5)) & LOW32
     return x, i
 
 
@@ -355,7 +355,7 @@ def _single_steps_l2(X, s, c, code, param, w, b, gref, mult, prob, packed, rng, 
     operations, not their latency).  The same iterates up to rounding.
 
     Draws: the uniform number and the alias test are those of
-    :func:`skrank.solvers.stochastic.sampling._draw`, with the random state in a
+    :func:`skrank.solvers.stochastic.sampling.draw_index`, with the random state in a
     register and the choice between ``i`` and ``alias[i]`` made by a shift
     of the packed entry ``packed[i] = i | alias[i] << 32``, not by an
     unpredictable branch.  With the alias table, ``mult`` is not read:
@@ -388,13 +388,13 @@ def _single_steps_l2(X, s, c, code, param, w, b, gref, mult, prob, packed, rng, 
     for t in range(steps):
         k = j  # the sample two steps ahead (a dummy at the end: no draw)
         if t + 2 < steps:
-            x ^= x >> _U12
-            x ^= x << _U25
-            x ^= x >> _U27
-            r = float((x * _MULT) >> _U11) * _INV53 * fn
+            x ^= x >> U12
+            x ^= x << U25
+            x ^= x >> U27
+            r = float((x * MULT) >> U11) * INV53 * fn
             k = min(np.uint64(r), nm1)
             if use_alias:
-                k = (np.uint64(packed[k]) >> (np.uint64((r - float(k)) >= prob[k]) << _U5)) & _LOW32
+                k = (np.uint64(packed[k]) >> (np.uint64((r - float(k)) >= prob[k]) << U5)) & LOW32
         if use_alias:
             lm = lr_tot / smooth[i]
             lm = lm if pw[i] > 0.0 else 0.0
@@ -535,7 +535,7 @@ def _sampling_tables(importance, single_l2, lam, smooth, weights, tot, prob, mul
         for i in range(n):
             mult[i] = n * lam[i]
     if use_alias:
-        _build_alias(prob, packed, small, large)
+        build_alias(prob, packed, small, large)
     return use_alias
 
 
@@ -548,14 +548,14 @@ def _minibatch_steps(X, s, c, code, param, w, b, gref, mult, prob, packed, rng, 
     inv_b = 1.0 / batch
     for _ in range(steps):
         for m in range(batch):
-            idx[m] = _draw(rng, n, prob, packed, use_alias)
+            idx[m] = draw_index(rng, n, prob, packed, use_alias)
         for a in range(d):
             direction[a] = 0.0
         db = vr_batch_direction(X, w, b[0], idx, 0, batch, s, c, code, param, gref, mult, inv_b, direction,
                                 0.0)
         for a in range(d):
             z = w[a] + cst[a] - lr * direction[a]
-            w[a] = (_soft(z, thr) if l1 > 0.0 else z) * inv_denom
+            w[a] = (soft_scalar(z, thr) if l1 > 0.0 else z) * inv_denom
         if fit_intercept:
             b[0] = (b[0] + cst_b - lr * db) * inv_denom_b
 
@@ -630,7 +630,7 @@ def _safeguard_dual_step(state, obj, eta, dual_turn, C, mu, k, growth):
 
 
 @njit(cache=True)
-def _sorel_epochs(
+def sorel_epochs(
     X, s, c, sigma, smooth, code, param, w, b, t, losses, losses_prev, lam, perm_z, perm_l,
     ipar, fpar, state, rng, hist, crits, etas, H, work_n, work_n2, gref, mult,
     prob, packed, small, large, idx, gbar, cst, y_work, M, A, dlam, z_sorted, pav_wy, pav_end, rows,
@@ -647,17 +647,17 @@ def _sorel_epochs(
     Per epoch ``k`` the histories get ``hist[k + 1]`` (objective),
     ``crits[k]`` (criterion), ``etas[k]`` (dual step).
 
-    Both sorts work on gathered copies (:func:`skrank.kernels.sorting._sort_keyed`,
+    Both sorts work on gathered copies (:func:`skrank.kernels.sorting.sort_keyed`,
     scratch allocated once per call); the projection is fused with lam's
     update (:func:`_project_sorted`).  Importance sampling draws from the
-    packed alias table (:func:`skrank.solvers.stochastic.sampling._build_alias`).
+    packed alias table (:func:`skrank.solvers.stochastic.sampling.build_alias`).
     """
     n, d = X.shape
     n_ep, batch, fit_intercept, importance, auto_dual, h_period, unit_s = (
         ipar[0], ipar[1], ipar[2] != 0, ipar[3] != 0, ipar[4] != 0, ipar[5], ipar[6] != 0)
     lr, l1, mu, tau_scale, tol, C, growth, safety = (
         fpar[0], fpar[1], fpar[2], fpar[3], fpar[4], fpar[5], fpar[6], fpar[7])
-    pk, pk2, kbuf, pbuf, counts, rhist = _keyed_scratch(n)
+    pk, pk2, kbuf, pbuf, counts, rhist = keyed_scratch(n)
     l_sorted = np.empty(n)  # the losses in sorted order (the objective)
     multi = np.empty(n, dtype=np.int64)  # the multi-sample PAV blocks: (start, end) pairs
     msum = np.empty(M.shape[0])
@@ -672,7 +672,7 @@ def _sorel_epochs(
         state[1] = eta
         etas[k] = eta
         descents, far = _gather_z(lam, work_n, eta, perm_z, z_sorted)
-        _sort_keyed(z_sorted, perm_z, descents, far, pk, pk2, kbuf, pbuf, counts, rhist)
+        sort_keyed(z_sorted, perm_z, descents, far, pk, pk2, kbuf, pbuf, counts, rhist)
         n_multi, dual_turn, lam_l = _project_sorted(z_sorted, sigma, perm_z, lam, dlam, losses,
                                                     pav_wy, pav_end, multi)
         dual_gap = _dual_gap(state[4], w, l1, mu, lam_l)
@@ -689,8 +689,8 @@ def _sorel_epochs(
         # ---- losses at w_{k+1}: the objective and the next epoch's v (theta_{k+1})
         _losses_at(X, s, c, code, param, w, b, t, losses, losses_prev)
         vmax = _extrapolated_losses(losses, losses_prev, k + 1, work_n)
-        descents, far = _gather_keys(losses, perm_l, l_sorted)
-        _sort_keyed(l_sorted, perm_l, descents, far, pk, pk2, kbuf, pbuf, counts, rhist)
+        descents, far = gather_keys(losses, perm_l, l_sorted)
+        sort_keyed(l_sorted, perm_l, descents, far, pk, pk2, kbuf, pbuf, counts, rhist)
         obj = _penalised_risk(sigma, l_sorted, w, l1, mu)
         hist[k + 1] = obj
         state[0] = k + 1

@@ -11,11 +11,11 @@ import time
 import numpy as np
 
 from ..._jit import njit
-from ...kernels.pava import _isotonic_kernel
-from ...kernels.sorting import _gather_keys, _keyed_scratch, _sort_keyed
+from ...kernels.pava import isotonic_kernel
+from ...kernels.sorting import gather_keys, keyed_scratch, sort_keyed
 from ...losses import loss_derivative, loss_value
 from ..result import SolverResult
-from .sampling import _seed_state, _uniform, make_rng
+from .sampling import make_rng, seed_state, xorshift_uniform
 from .svrg import loss_arguments_dense
 from .units import prepare_data
 from .weights import rank_weights
@@ -28,11 +28,11 @@ def _dual_step(lam, losses, losses_prev, sigma, perm, theta, eta, work_n, work_n
     n = lam.shape[0]
     for i in range(n):
         work_n[i] = lam[i] + eta * ((1.0 + theta) * losses[i] - theta * losses_prev[i])
-    descents, far = _gather_keys(work_n, perm, work_n2)  # z in its previous order, then sorted
-    _sort_keyed(work_n2, perm, descents, far, pk, pk2, kbuf, pbuf, counts, rhist)
+    descents, far = gather_keys(work_n, perm, work_n2)  # z in its previous order, then sorted
+    sort_keyed(work_n2, perm, descents, far, pk, pk2, kbuf, pbuf, counts, rhist)
     for j in range(n):
         work_n[j] = work_n2[j] - sigma[j]
-    _isotonic_kernel(work_n, np.empty(0), u)
+    isotonic_kernel(work_n, np.empty(0), u)
     for j in range(n):
         lam[perm[j]] = work_n2[j] - u[j]
 
@@ -75,7 +75,7 @@ def _sorel_paper_epochs(X, s, c, sigma, code, param, w, b, t, losses, losses_pre
     lr, C, mu, tau_scale, blowup = fpar[0], fpar[1], fpar[2], fpar[3], fpar[4]
     steps = (n + batch - 1) // batch
     scale = n / batch
-    scratch = _keyed_scratch(n)
+    scratch = keyed_scratch(n)
     ran = 0
     for k in range(k0, k0 + n_ep):
         theta = k / (k + 1.0)
@@ -98,7 +98,7 @@ def _sorel_paper_epochs(X, s, c, sigma, code, param, w, b, t, losses, losses_pre
         # lines 7-15: n / batch SVRG steps, gradient form
         for step in range(steps):
             for m in range(batch):
-                i = int(_uniform(rng) * n)
+                i = int(xorshift_uniform(rng) * n)
                 if i >= n:
                     i = n - 1
                 idx[m] = i
@@ -160,7 +160,7 @@ def sorel_paper(X, y, risk, loss, penalty, *, learning_rate, dual_scale, max_ite
     hist[0] = obj0
     perm = np.argsort(losses, kind="stable")
     fpar = np.array([float(learning_rate), float(dual_scale), mu, float(tau_scale), divergence * obj0])
-    rng_state = _seed_state(rng)
+    rng_state = seed_state(rng)
     scratch = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(d), np.empty(d),
                np.empty(batch, dtype=np.int64), np.empty(d))
     times = np.full(max_iter + 1, np.nan)

@@ -19,8 +19,8 @@ from ..progress import Progress
 from ..result import SolverResult
 from .docs import fill_doc
 from .epochs import internal_start
-from .sampling import _seed_state, make_rng, sample_block
-from .steps import _soft
+from .sampling import make_rng, sample_block, seed_state
+from .steps import soft_scalar
 from .units import FeatureUnits, dense_design, prepare_data
 
 #: Consecutive outer iterations whose relative decrease must be at most ``tol``.
@@ -122,7 +122,7 @@ def sorr_sgd(
         sample_block(perm, batch, state)
         gb, active = _active_gradient(X, s, c, code, param, v, b, perm, batch, lam, grad)
         for j in range(d):
-            v[j] = _soft(cw * w[j] + cv * v[j] - a * inv_b * grad[j], a * l1[j]) / (1.0 + a * l2[j])
+            v[j] = soft_scalar(cw * w[j] + cv * v[j] - a * inv_b * grad[j], a * l1[j]) / (1.0 + a * l2[j])
         if fit_intercept:
             b = cw * wb + cv * b - a * inv_b * gb
         lam -= theta * (level - active * inv_b)
@@ -279,7 +279,7 @@ def sorr_agd(datafit, penalty, *, max_iter=30, tol=1e-5, batch_size=100,
     X, y, risk, loss = datafit.unweighted("agd")
     fit_intercept = datafit.fit_intercept
     start = time.perf_counter()
-    state = _seed_state(make_rng(random_state))
+    state = seed_state(make_rng(random_state))
     data = _RankedRangeData(X, y, risk, loss, penalty, fit_intercept, batch_size)
     run = _AgdRun(data, mu, gamma, step, inner_iter0, state, coef_init, intercept_init)
     criterion, converged = run.iterate(max_iter, tol, verbose)

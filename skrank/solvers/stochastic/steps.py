@@ -55,7 +55,8 @@ def check_learning_rate(learning_rate):
 
 
 @njit(cache=True, inline="always")
-def _soft(v, t):
+def soft_scalar(v, t):
+    """The soft-threshold of the scalar ``v`` at ``t >= 0``: ``sign(v) max(|v| - t, 0)``."""
     if v > t:
         return v - t
     if v < -t:
@@ -87,6 +88,6 @@ def prox_step(w, b, grad, grad_b, lr, thr, inv, inv_tau, w_anchor, b_anchor, fit
     """
     for j in range(w.shape[0]):
         z = w[j] - lr * grad[j] + lr * inv_tau * w_anchor[j]
-        w[j] = _soft(z, thr[j]) * inv[j]
+        w[j] = soft_scalar(z, thr[j]) * inv[j]
     if fit_intercept:
         b[0] = (b[0] - lr * grad_b + lr * inv_tau * b_anchor) / (1.0 + lr * inv_tau)
