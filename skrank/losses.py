@@ -43,7 +43,8 @@ SIGMOID = 6
 
 
 @njit(cache=True, inline="always")
-def _sigmoid(t):
+def stable_sigmoid(t):
+    """``1 / (1 + exp(-t))`` without overflow, for the compiled kernels."""
     if t >= 0.0:
         return 1.0 / (1.0 + np.exp(-t))
     e = np.exp(t)
@@ -66,7 +67,7 @@ def loss_value(code, t, param):
     if code == ABSOLUTE:
         return abs(t)
     if code == SIGMOID:
-        return _sigmoid(t)
+        return stable_sigmoid(t)
     if code == HUBER:
         a = abs(t)
         if a <= param:
@@ -79,7 +80,7 @@ def loss_value(code, t, param):
 def loss_derivative(code, t, param):
     """Derivative of loss ``code`` at ``t``: a subgradient where not smooth."""
     if code == LOGISTIC:
-        return _sigmoid(t)
+        return stable_sigmoid(t)
     if code == HINGE:
         return 1.0 if t > -1.0 else 0.0
     if code == SQUARED_HINGE:
@@ -93,7 +94,7 @@ def loss_derivative(code, t, param):
             return -1.0
         return 0.0
     if code == SIGMOID:
-        s = _sigmoid(t)
+        s = stable_sigmoid(t)
         return s * (1.0 - s)
     if code == HUBER:
         if t > param:
@@ -108,7 +109,7 @@ def loss_derivative(code, t, param):
 def loss_second_derivative(code, t, param):
     """``l''(t)``: 0 on the linear pieces and at a jump of ``l''``."""
     if code == LOGISTIC:
-        s = _sigmoid(t)
+        s = stable_sigmoid(t)
         return s * (1.0 - s)
     if code == HINGE or code == ABSOLUTE:
         return 0.0
@@ -117,7 +118,7 @@ def loss_second_derivative(code, t, param):
     if code == SQUARED:
         return 1.0
     if code == SIGMOID:
-        s = _sigmoid(t)
+        s = stable_sigmoid(t)
         return s * (1.0 - s) * (1.0 - 2.0 * s)
     if code == HUBER:
         return 1.0 if abs(t) < param else 0.0
@@ -181,10 +182,10 @@ def _logistic_prox(v, c):
         return v
     lo = v - c
     hi = v
-    z = v - c * _sigmoid(v)  # one fixed-point step: already inside the bracket
+    z = v - c * stable_sigmoid(v)  # one fixed-point step: already inside the bracket
     dz_old = hi - lo
     for _ in range(200):
-        s = _sigmoid(z)
+        s = stable_sigmoid(z)
         phi = c * s + z - v
         if phi == 0.0:
             return z

@@ -20,7 +20,7 @@ import ast
 import pathlib
 import sys
 
-LIMIT = 19
+LIMIT = 12
 
 _SKRANK = pathlib.Path(__file__).parents[1] / "skrank"
 

@@ -81,7 +81,8 @@ def _rmatvec(block, r):
     return np.asarray(block, dtype=np.float64).T @ r
 
 
-def _weighted_gram(block, h, fit_intercept):
+def weighted_gram(block, h, fit_intercept):
+    """One chunk's ``X^T diag(h) X`` (of ``[X, 1]`` with an intercept), from its rows of positive weight."""
     block = np.asarray(block, dtype=np.float64)
     if np.count_nonzero(h) < 0.5 * h.size:  # few weighted rows (a block term): those only
         keep = h > 0.0
@@ -89,10 +90,10 @@ def _weighted_gram(block, h, fit_intercept):
     root = np.sqrt(h)
     rows = block * root[:, None]
     gram = rows.T @ rows
-    return _bordered(gram, rows.T @ root, root @ root) if fit_intercept else gram
+    return bordered_gram(gram, rows.T @ root, root @ root) if fit_intercept else gram
 
 
-def _bordered(gram, column, corner):
+def bordered_gram(gram, column, corner):
     """``[[gram, column], [column^T, corner]]``: the Gram matrix of ``[X, 1]`` from that of ``X``."""
     d = gram.shape[0]
     out = np.empty((d + 1, d + 1))
@@ -105,11 +106,11 @@ def _bordered(gram, column, corner):
 def _step_products(block, r, h, take, h_block, M, fit_intercept):
     """A chunk's share of :meth:`DaskDesign.step_products`, the chunk read once."""
     block = np.asarray(block, dtype=np.float64)
-    gram = None if h is None else _weighted_gram(block, h, fit_intercept)
+    gram = None if h is None else weighted_gram(block, h, fit_intercept)
     rows = None if take is None else block[take]
     if M is None:
         return block.T @ r, gram, rows, None, None
-    return block.T @ r, gram, rows, _weighted_gram(block, h_block, fit_intercept), np.asarray(M @ block)
+    return block.T @ r, gram, rows, weighted_gram(block, h_block, fit_intercept), np.asarray(M @ block)
 
 
 def _squared_rmatvec(block, p):
@@ -306,5 +307,5 @@ class DaskDesign(Design):
         self.passes += 1
         h = np.asarray(h, dtype=np.float64)
         flags = [self.fit_intercept] * len(self._blocks)
-        return np.sum(self._run(_weighted_gram, self._slices(h), flags), axis=0)
+        return np.sum(self._run(weighted_gram, self._slices(h), flags), axis=0)
 

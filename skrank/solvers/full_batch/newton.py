@@ -26,7 +26,7 @@ from ...losses import conjugate_in, derivatives_in, values_in
 from ..progress import Progress
 from ..result import SolverResult
 from .newton_base import HESSIAN_SLACK, ProblemBase, zero_search
-from .newton_chunked import _ChunkedProblem, chunked_supported
+from .newton_chunked import ChunkedProblem, chunked_supported
 from .setup import starting_theta, supported_input
 
 #: ``mu`` at the start, in units of (objective at the start) / (n max sigma).
@@ -805,7 +805,7 @@ def smoothed_newton(datafit, penalty, *, coef_init=None, intercept_init=None, ma
     X = supported_input("newton", X, risk, loss, penalty)
     # the vectors of length n on the workers where they can be (:mod:`.newton_chunked`), else gathered
     if chunked_supported(X, risk, loss, penalty, datafit.sample_weight, coef_init, intercept_init):
-        problem = _ChunkedProblem(X, y, risk, loss, penalty, datafit.fit_intercept)
+        problem = ChunkedProblem(X, y, risk, loss, penalty, datafit.fit_intercept)
     else:
         problem = _Problem(X, y, risk, loss, penalty, datafit.fit_intercept, datafit.sample_weight)
     problem = _NativeProblem.of(problem)  # n-vectors in X's namespace where X is an array-API array

@@ -1,6 +1,6 @@
 """The certified Newton solver on a Dask ``X`` whose vectors of length ``n`` stay on the workers.
 
-:class:`_ChunkedProblem` is :class:`skrank.solvers.full_batch.newton._Problem`'s twin for a Dask
+:class:`ChunkedProblem` is :class:`skrank.solvers.full_batch.newton._Problem`'s twin for a Dask
 array ``X`` chunked by rows, for a risk with ``threshold_rank_step`` (the superquantile) without
 sample weights, a loss with ``twice_differentiable`` (logistic or squared) and an l2 penalty.  Every
 vector of length ``n`` (loss arguments, losses, slopes, keys, rank weights ``q``, the centre) is a
@@ -13,7 +13,7 @@ capped simplex: no sort, no PAVA, no order.  Its free set ``{0 < q < cap}`` is t
 whose block term enters the Newton model.
 
 The check that ``theta = 0`` is optimal (where no iterate beats the start)
-runs here too (:meth:`_ChunkedProblem.certify_zero`).  The dual ascent of a
+runs here too (:meth:`ChunkedProblem.certify_zero`).  The dual ascent of a
 fit whose Newton steps stall in rounding needs the losses in one place:
 where it is needed, the chunked fit stops and the fit finishes on the
 gathered path (:class:`~skrank.solvers.full_batch.newton._Problem`),
@@ -28,7 +28,7 @@ import os
 import numpy as np
 import scipy.linalg
 
-from ...backends.dask_design import _bordered, _weighted_gram, is_dask_array
+from ...backends.dask_design import bordered_gram, is_dask_array, weighted_gram
 from ...backends.design import Design
 from ...backends.dispatch import make_design
 from ...datafits.smoothed_risk import losses_and_keys
@@ -60,7 +60,7 @@ def _on_distributed_workers():
 
 
 def chunked_supported(X, risk, loss, penalty, sample_weight, coef_init, intercept_init):
-    """Whether the fit takes :class:`_ChunkedProblem`: it fits the problem, and it is the better path.
+    """Whether the fit takes :class:`ChunkedProblem`: it fits the problem, and it is the better path.
 
     The chunked path keeps the vectors of length ``n`` where the chunks
     are computed.  That saves the driving process's memory only when they
@@ -180,7 +180,7 @@ def _gram_change(X, delta, fit_intercept):
     """``[X, 1]^T diag(delta) [X, 1]`` for weights ``delta`` of any sign."""
     weighted = X * delta[:, None]
     G = X.T @ weighted
-    return _bordered(G, weighted.sum(axis=0), delta.sum()) if fit_intercept else G
+    return bordered_gram(G, weighted.sum(axis=0), delta.sum()) if fit_intercept else G
 
 
 def _step_block(X, t, d1, q, s, kept, loss, cap, slack, fit_intercept):
@@ -199,14 +199,14 @@ def _step_block(X, t, d1, q, s, kept, loss, cap, slack, fit_intercept):
     g = X.T @ r
     h = q * loss.derivatives(t)[2]
     if kept is None:
-        dH, h_kept = _weighted_gram(X, h, fit_intercept), h
+        dH, h_kept = weighted_gram(X, h, fit_intercept), h
     else:
         changed = np.flatnonzero(np.abs(h - kept) > slack * kept)
         dH = _gram_change(X[changed], h[changed] - kept[changed], fit_intercept)
         h_kept = kept.copy()
         h_kept[changed] = h[changed]
     free = (q > 0.0) & (q < cap)
-    G_free = _weighted_gram(X, np.where(free, coef * coef, 0.0), fit_intercept)
+    G_free = weighted_gram(X, np.where(free, coef * coef, 0.0), fit_intercept)
     coef_free = np.where(free, coef, 0.0)
     S_free = X.T @ coef_free
     if fit_intercept:
@@ -215,8 +215,8 @@ def _step_block(X, t, d1, q, s, kept, loss, cap, slack, fit_intercept):
 
 
 def _gram_block(X, h, fit_intercept):
-    """One chunk's ``[X, 1]^T diag(h) [X, 1]``, as a tuple (:meth:`_ChunkedProblem._reduce`)."""
-    return (_weighted_gram(np.asarray(X, dtype=np.float64), h, fit_intercept),)
+    """One chunk's ``[X, 1]^T diag(h) [X, 1]``, as a tuple (:meth:`ChunkedProblem._reduce`)."""
+    return (weighted_gram(np.asarray(X, dtype=np.float64), h, fit_intercept),)
 
 
 def _transposed_block(X, v, fit_intercept):
@@ -239,7 +239,7 @@ def _dual_block(X, q, a, s, c, loss, side, shrink):
     return np.asarray(X, dtype=np.float64).T @ u, float(value)
 
 
-class _ChunkedProblem(ProblemBase):
+class ChunkedProblem(ProblemBase):
     """The Newton problem whose vectors of length ``n`` are Dask arrays persisted on the workers.
 
     See the module docstring for the case it covers.  The states of

@@ -9,7 +9,7 @@ Algorithms 1-3.  One step is described in the user guide,
 import numpy as np
 
 from ..._jit import njit
-from ...losses import _sigmoid
+from ...losses import stable_sigmoid
 from ...pairwise_losses import pair_value_and_derivative
 from .sampling import sample_block
 
@@ -118,7 +118,7 @@ def soap_steps(X, pos_idx, neg_idx, slot, w, u, seen, stamp, m1, m2, n_steps, t0
             xj = X[rows[j]]
             for k in range(d):
                 s += xj[k] * w[k]
-            h[j] = _sigmoid(s)
+            h[j] = stable_sigmoid(s)
         # Algorithm 2: moving averages of the anchors' (numerator, denominator)
         for a in range(n_anchor):
             g1 = 0.0
