@@ -13,9 +13,10 @@ from ..metrics import _check_roc_region
 from ..pairwise_losses import PARTIAL_AUC_LOSSES, get_pairwise_loss
 from ..solvers.registry import auto_preference, solvers_for, streaming_solvers
 from ._anchored import STREAM_ALPHA, fit_anchored, resolve_alpha
-from ._base import RankLinearClassifierMixin, _RankLinearModel
+from ._base import _RankLinearModel
 from ._params import keyword_init, options_doc
 from ._platt import FIT_ATTRIBUTES_DOC, PLATT_ATTRIBUTES_DOC, PlattRankingMixin, platt_calibrate
+from ._tasks import RankLinearClassifierMixin
 
 #: The solvers of the estimator: its rows of the table of :mod:`skrank.solvers.registry`.
 _SOLVERS = solvers_for("PartialAUCClassifier")
