@@ -28,24 +28,6 @@ def _check_class_weight_values(class_weight):
             )
 
 
-def _lazy_targets(y, n, task):
-    """A Dask vector of targets checked where its chunks live: its length ``n``, a regression's finite values.
-
-    Nothing of length ``n`` is gathered: the check of finite values is
-    one reduction; a classifier's labels are checked from their distinct
-    values (:func:`skrank.estimators._tasks._labels_of`).
-    """
-    if np.isnan(y.shape[0]):
-        raise ValueError("y has unknown chunk sizes (NaN); call y.compute_chunk_sizes() first.")
-    if y.shape[0] != n:
-        raise ValueError(f"y must be a vector of length {n} (the rows of X), got shape {y.shape}.")
-    if task == "regression":
-        y = y.astype(np.float64)
-        if not bool(y.map_blocks(np.isfinite, dtype=bool).all().compute()):
-            raise ValueError("Input y contains NaN or infinity.")
-    return y
-
-
 class _InputChecks:
     """The checks of ``fit``'s, ``partial_fit``'s and the predictions' inputs (a part of the fit template)."""
 
@@ -123,11 +105,14 @@ class _InputChecks:
         return X, y
 
     def _validate_external_data(self, X, y, reset):
-        """An external ``X`` checked where it lives, without gathering it; ``y`` in memory (``n`` values).
+        """An external ``X`` checked where it lives, without gathering it, and its targets ``y``.
 
         A Dask ``X`` is checked finite in one pass over its chunks; an
         array-API ``X`` (CuPy...) on its device, with scikit-learn's array
-        API dispatch on.
+        API dispatch on.  A Dask vector ``y`` stays on the workers where the
+        solvers take it (``_keeps_dask_targets``): its finite values are one
+        reduction, a classifier's labels are checked from their distinct
+        values (:func:`skrank.estimators._tasks._labels_of`).
         """
         X = arrays.check_where_it_lives(X)
         n, d = X.shape
@@ -142,9 +127,10 @@ class _InputChecks:
                 X.map_blocks(lambda block: np.all(np.isfinite(block)).reshape(1, 1), chunks=(1, 1),
                              dtype=bool).all().compute()):
             raise ValueError("Input X contains NaN or infinity.")
-        if self._keeps_dask_targets and is_dask_array(X) and is_dask_array(y) and y.ndim == 1:
-            return X, _lazy_targets(y, n, self._task)
-        y = arrays.to_host(y)
+        lazy = self._keeps_dask_targets and is_dask_array(X) and is_dask_array(y) and y.ndim == 1
+        if lazy and np.isnan(y.shape[0]):
+            raise ValueError("y has unknown chunk sizes (NaN); call y.compute_chunk_sizes() first.")
+        y = y if lazy else arrays.to_host(y)
         if y.ndim == 2 and self._multilabel and y.shape[0] == n:
             return X, y  # a multi-label indicator (or a column), checked by _check_targets
         if y.ndim != 1 or y.shape[0] != n:
@@ -153,7 +139,7 @@ class _InputChecks:
             raise ValueError(f"y must be {shapes} (the rows of X), got shape {y.shape}.")
         if self._task == "regression":
             y = y.astype(np.float64)
-            if not np.all(np.isfinite(y)):
+            if not bool(np.all(np.isfinite(y))):  # one reduction of a Dask y
                 raise ValueError("Input y contains NaN or infinity.")
         return X, y
 

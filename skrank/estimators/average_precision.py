@@ -212,17 +212,17 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         from ..solvers.stochastic.soap import SOAPStream
 
         theta0 = None if coef_init is None else np.append(coef_init, intercept_init)
-        alpha = STREAM_ALPHA if self.alpha is None else self.alpha
-        return SOAPStream(self._pair_loss, alpha, batch_size=self.batch_size,
-                          positives_per_batch=self.positives_per_batch, gamma=self.gamma,
-                          optimizer=self.optimizer, learning_rate=self.learning_rate,
-                          random_state=self.random_state, coef_init=theta0, n_features=n_features)
+        return SOAPStream(optimizer=self.optimizer, random_state=self.random_state, coef_init=theta0,
+                          n_features=n_features, **self._stream_settings())
 
     def _update_stream(self, stream):
-        alpha = STREAM_ALPHA if self.alpha is None else self.alpha
-        stream.update(self._pair_loss, alpha, batch_size=self.batch_size,
-                      positives_per_batch=self.positives_per_batch, gamma=self.gamma,
-                      learning_rate=self.learning_rate)
+        stream.update(**self._stream_settings())
+
+    def _stream_settings(self):
+        """The settings of the stream that each ``partial_fit`` call reads from the parameters."""
+        return dict(loss=self._pair_loss, alpha=STREAM_ALPHA if self.alpha is None else self.alpha,
+                    batch_size=self.batch_size, positives_per_batch=self.positives_per_batch,
+                    gamma=self.gamma, learning_rate=self.learning_rate)
 
     def _after_partial_fit(self, X, y, sample_weight):
         self.score_intercept_ = np.array([stream.intercept for stream in self._streams])
