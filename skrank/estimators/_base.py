@@ -1,9 +1,4 @@
-"""The base of every skrank estimator: the fit template composed, and the models of the solver table.
-
-A concrete estimator declares its solvers, its ``_parameter_constraints``
-and implements ``_solve(X, y, coef_init, intercept_init, sample_weight)``
-returning a :class:`skrank.solvers.SolverResult` (``doc/architecture.rst``).
-"""
+"""The base of every skrank estimator: the fit template composed, and the models of the solver table."""
 
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import StrOptions
@@ -29,7 +24,10 @@ class _RankLinearModel(_FitTemplate, _Streams, _InputChecks, BaseEstimator):
     classifier and regressor mixins (:mod:`._tasks`) supply the checks of
     the targets, their classes and the shape of the coefficients.  An
     estimator declares its solvers (``_solvers``, ``_AUTO``,
-    ``_STREAMING_SOLVERS``) and implements ``_check_before_solve`` and ``_solve``.
+    ``_STREAMING_SOLVERS``), its ``_parameter_constraints``, and implements
+    ``_check_before_solve`` and ``_solve(X, y, coef_init, intercept_init,
+    sample_weight)``, which returns a :class:`skrank.solvers.SolverResult`
+    (``doc/architecture.rst``).
     """
 
     def _get_risk(self):

@@ -199,10 +199,10 @@ class _Streams:
         if worse:
             areas = ", ".join(f"{auc:.3f} for class {np.asarray(positive).tolist()!r}"
                               for positive, auc in worse)
-            warnings.warn(
-                f"{type(self).__name__}.partial_fit: the coefficients rank the classes of this batch "
-                f"worse than chance (area under the ROC curve {areas}): the stochastic steps "
-                f"have not settled. Pass more batches (or the same ones again), standardise the "
-                f"features, or fit the whole data with fit.",
-                ConvergenceWarning,
-            )
+            self._warn_unsettled(f"the coefficients rank the classes of this batch worse than chance (area "
+                                 f"under the ROC curve {areas}): the stochastic steps have not settled")
+
+    def _warn_unsettled(self, finding):
+        """The ConvergenceWarning of a stream whose steps have not settled: ``finding`` and what to do."""
+        warnings.warn(f"{type(self).__name__}.partial_fit: {finding}. Pass more batches (or the same ones "
+                      "again), standardise the features, or fit the whole data with fit.", ConvergenceWarning)

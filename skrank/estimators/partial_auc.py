@@ -1,10 +1,8 @@
 """Linear classifier that maximises the partial AUC over a false-positive-rate range (Yao et al. 2022)."""
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..backends.dispatch import external_kind
@@ -284,13 +282,9 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
             if now > start:
                 above.append(f"{now:.4g} against {start:.4g} for class {np.asarray(positive).tolist()!r}")
         if above:
-            warnings.warn(
-                f"{type(self).__name__}.partial_fit: on this batch the objective at the stream's "
-                f"coefficients is above that at its starting point ({', '.join(above)}): the steps have "
-                "not improved on the start yet. Pass more batches (or the same ones again), standardise "
-                "the features, or fit the whole data with fit.",
-                ConvergenceWarning,
-            )
+            self._warn_unsettled(f"on this batch the objective at the stream's coefficients is above that at "
+                                 f"its starting point ({', '.join(above)}): the steps have not improved on "
+                                 "the start yet")
 
     def _start(self, objective, coef_init):
         entry = self._solvers[self._solver]
