@@ -82,8 +82,11 @@ import skrank.backends.array_api_design as _aad  # noqa: E402
 import skrank.backends.arrays as _arrays  # noqa: E402
 import skrank.datafits.average_precision as _ap  # noqa: E402
 import skrank.datafits.partial_auc as _pauc  # noqa: E402
-import skrank.estimators._base as _base  # noqa: E402
+import skrank.estimators._fit_template as _fit_template  # noqa: E402
+import skrank.estimators._input_checks as _input_checks  # noqa: E402
 import skrank.estimators._platt as _platt  # noqa: E402
+import skrank.estimators._streams as _streams  # noqa: E402
+import skrank.estimators._tasks as _tasks  # noqa: E402
 import skrank.solvers.full_batch.newton as _newton  # noqa: E402
 import skrank.solvers.full_batch.newton_base as _newton_base  # noqa: E402
 from skrank import AveragePrecisionClassifier, PartialAUCClassifier, SpectralRiskClassifier  # noqa: E402
@@ -127,7 +130,7 @@ _RANK_FUNCTIONS = ((_newton, "pooled_projection"), (_newton, "resort_scores"),
 _RANK_STEPS = ("pooled_projection", "risk_value", "range_loss_and_score_gradients",
                "ap_surrogate_and_score_gradients", "region_area", "average_precision")
 #: The modules whose bindings of the conversions are wrapped.
-_CONVERSION_MODULES = (_aad, _arrays, _base, _platt)
+_CONVERSION_MODULES = (_aad, _arrays, _fit_template, _input_checks, _streams, _tasks, _platt)
 
 
 class Ledger:

@@ -50,8 +50,11 @@ import sklearn
 import skrank.backends.array_api_design as aad
 import skrank.backends.arrays as arrays_module
 import skrank.datafits.logistic_anchor as logistic_anchor
-import skrank.estimators._base as base_module
+import skrank.estimators._fit_template as fit_template
+import skrank.estimators._input_checks as input_checks
 import skrank.estimators._platt as platt
+import skrank.estimators._streams as streams
+import skrank.estimators._tasks as tasks
 import skrank.solvers.full_batch.newton as newton
 from skrank import AveragePrecisionClassifier, PartialAUCClassifier, SpectralRiskClassifier
 from skrank.estimators import RankADMMClassifier
@@ -129,7 +132,7 @@ def recorder(monkeypatch):
         rec.copy("device", a)
         return to_namespace(a, *args, **kwargs)
 
-    for module in (aad, arrays_module, base_module):
+    for module in (aad, arrays_module, fit_template, input_checks, streams, tasks):
         monkeypatch.setattr(module, "to_numpy", host)
         if hasattr(module, "to_namespace"):
             monkeypatch.setattr(module, "to_namespace", device)

@@ -15,7 +15,7 @@ import numpy as np
 from ..backends import arrays
 from ..backends.array_api_design import array_api_namespace
 from ..backends.dispatch import make_design
-from ._base import samples_method_doc
+from ._tasks import samples_method_doc
 
 
 def fit_platt(scores, y, *, sample_weight=None, max_iter=100):

@@ -11,9 +11,10 @@ from ..pairwise_losses import AVERAGE_PRECISION_LOSSES, get_pairwise_loss
 from ..solvers.registry import auto_preference, solvers_for, streaming_solvers
 from ..solvers.stochastic.soap import OPTIMIZERS
 from ._anchored import STREAM_ALPHA, fit_anchored, resolve_alpha
-from ._base import RankLinearClassifierMixin, _RankLinearModel
+from ._base import _RankLinearModel
 from ._params import keyword_init, options_doc
 from ._platt import FIT_ATTRIBUTES_DOC, PLATT_ATTRIBUTES_DOC, PlattRankingMixin, platt_calibrate
+from ._tasks import RankLinearClassifierMixin
 from .partial_auc import _AUTO_MAX_LOGISTIC_PAIRS
 
 #: The solvers of the estimator: its rows of the table of :mod:`skrank.solvers.registry`.
@@ -211,17 +212,17 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _
         from ..solvers.stochastic.soap import SOAPStream
 
         theta0 = None if coef_init is None else np.append(coef_init, intercept_init)
-        alpha = STREAM_ALPHA if self.alpha is None else self.alpha
-        return SOAPStream(self._pair_loss, alpha, batch_size=self.batch_size,
-                          positives_per_batch=self.positives_per_batch, gamma=self.gamma,
-                          optimizer=self.optimizer, learning_rate=self.learning_rate,
-                          random_state=self.random_state, coef_init=theta0, n_features=n_features)
+        return SOAPStream(optimizer=self.optimizer, random_state=self.random_state, coef_init=theta0,
+                          n_features=n_features, **self._stream_settings())
 
     def _update_stream(self, stream):
-        alpha = STREAM_ALPHA if self.alpha is None else self.alpha
-        stream.update(self._pair_loss, alpha, batch_size=self.batch_size,
-                      positives_per_batch=self.positives_per_batch, gamma=self.gamma,
-                      learning_rate=self.learning_rate)
+        stream.update(**self._stream_settings())
+
+    def _stream_settings(self):
+        """The settings of the stream that each ``partial_fit`` call reads from the parameters."""
+        return dict(loss=self._pair_loss, alpha=STREAM_ALPHA if self.alpha is None else self.alpha,
+                    batch_size=self.batch_size, positives_per_batch=self.positives_per_batch,
+                    gamma=self.gamma, learning_rate=self.learning_rate)
 
     def _after_partial_fit(self, X, y, sample_weight):
         self.score_intercept_ = np.array([stream.intercept for stream in self._streams])

@@ -26,8 +26,8 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from ..metrics import _check_label_types, partial_auc_score, two_way_partial_auc_score
 from ..solvers.registry import solvers_for
-from ._base import samples_method_doc
 from ._params import keyword_init, options_doc, parameter_defaults
+from ._tasks import samples_method_doc
 from .average_precision import AveragePrecisionClassifier
 from .partial_auc import PartialAUCClassifier, _fitted_region
 

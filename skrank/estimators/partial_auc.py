@@ -1,10 +1,8 @@
 """Linear classifier that maximises the partial AUC over a false-positive-rate range (Yao et al. 2022)."""
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..backends.dispatch import external_kind
@@ -13,9 +11,11 @@ from ..metrics import _check_roc_region
 from ..pairwise_losses import PARTIAL_AUC_LOSSES, get_pairwise_loss
 from ..solvers.registry import auto_preference, solvers_for, streaming_solvers
 from ._anchored import STREAM_ALPHA, fit_anchored, resolve_alpha
-from ._base import RankLinearClassifierMixin, _RankLinearModel
+from ._base import _RankLinearModel
+from ._fit_template import _problem_labels, _problem_target
 from ._params import keyword_init, options_doc
 from ._platt import FIT_ATTRIBUTES_DOC, PLATT_ATTRIBUTES_DOC, PlattRankingMixin, platt_calibrate
+from ._tasks import RankLinearClassifierMixin
 
 #: The solvers of the estimator: its rows of the table of :mod:`skrank.solvers.registry`.
 _SOLVERS = solvers_for("PartialAUCClassifier")
@@ -243,22 +243,20 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         from ..solvers.stochastic.ppd import PPDStream
         from ..solvers.stochastic.sota import SOTAStream
 
-        alpha = STREAM_ALPHA if self.alpha is None else self.alpha
+        start = dict(random_state=self.random_state, coef_init=coef_init, n_features=n_features)
         if self._solver == "sota-s":
-            return SOTAStream(loss=self._pair_loss, alpha=alpha, fpr_max=self._fpr_range[1],
-                              tpr_min=self.tpr_min, batch_size=self.batch_size,
-                              random_state=self.random_state, coef_init=coef_init, n_features=n_features)
-        return PPDStream(alpha=alpha, margin=self._pair_loss.margin,
-                         adagrad=self._solver == "ppd-adagrad", batch_size=self.batch_size,
-                         random_state=self.random_state, coef_init=coef_init, n_features=n_features)
+            return SOTAStream(**self._stream_settings(), **start)
+        return PPDStream(adagrad=self._solver == "ppd-adagrad", **self._stream_settings(), **start)
 
     def _update_stream(self, stream):
-        alpha = STREAM_ALPHA if self.alpha is None else self.alpha
+        stream.update(**self._stream_settings())
+
+    def _stream_settings(self):
+        """The settings of the stream that each ``partial_fit`` call reads from the parameters."""
+        settings = dict(alpha=STREAM_ALPHA if self.alpha is None else self.alpha, batch_size=self.batch_size)
         if self._solver == "sota-s":
-            stream.update(alpha=alpha, loss=self._pair_loss, batch_size=self.batch_size,
-                          fpr_max=self._fpr_range[1], tpr_min=self.tpr_min)
-            return
-        stream.update(alpha=alpha, margin=self._pair_loss.margin, batch_size=self.batch_size)
+            return dict(settings, loss=self._pair_loss, fpr_max=self._fpr_range[1], tpr_min=self.tpr_min)
+        return dict(settings, margin=self._pair_loss.margin)
 
     def _after_partial_fit(self, X, y, sample_weight):
         super()._after_partial_fit(X, y, sample_weight)
@@ -273,26 +271,20 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         the problems whose exact objective on the batch is above that of
         the stream's start.
         """
-        targets = [self.classes_[1]] if self.classes_.shape[0] == 2 else list(self.classes_)
         above = []
-        for stream, positive in zip(self._streams, targets):
-            ypm = np.where(y == positive, 1.0, -1.0)
+        for stream, positive in zip(self._streams, _problem_labels(self.classes_)):
             try:
-                objective = PartialAUCObjective(X, ypm, (0.0, self._fpr_range[1]), stream.loss, stream.alpha,
-                                                tpr_min=self.tpr_min)
+                objective = PartialAUCObjective(X, _problem_target(y, positive), (0.0, self._fpr_range[1]),
+                                                stream.loss, stream.alpha, tpr_min=self.tpr_min)
             except ValueError:
                 continue  # a batch too small for the range: nothing to judge by
             now, start = objective.value(stream.coef), objective.value(stream.w_init)
             if now > start:
                 above.append(f"{now:.4g} against {start:.4g} for class {np.asarray(positive).tolist()!r}")
         if above:
-            warnings.warn(
-                f"{type(self).__name__}.partial_fit: on this batch the objective at the stream's "
-                f"coefficients is above that at its starting point ({', '.join(above)}): the steps have "
-                "not improved on the start yet. Pass more batches (or the same ones again), standardise "
-                "the features, or fit the whole data with fit.",
-                ConvergenceWarning,
-            )
+            self._warn_unsettled(f"on this batch the objective at the stream's coefficients is above that at "
+                                 f"its starting point ({', '.join(above)}): the steps have not improved on "
+                                 "the start yet")
 
     def _start(self, objective, coef_init):
         entry = self._solvers[self._solver]

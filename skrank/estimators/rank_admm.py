@@ -6,8 +6,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..losses import loss_names
 from ..solvers.registry import RANK_ADMM, auto_preference, renamed_for, solvers_for, streaming_solvers
-from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RegisteredSolverModel
+from ._base import _RegisteredSolverModel
 from ._params import keyword_init, options_doc
+from ._tasks import RankLinearClassifierMixin, RankLinearRegressorMixin
 from .spectral_risk import CONSTANT_OPTIMUM_ADVICE
 
 #: The losses of the estimators: every loss of :mod:`skrank.losses` of their task.

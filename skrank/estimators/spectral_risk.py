@@ -7,8 +7,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..losses import loss_names
 from ..solvers.registry import SPECTRAL_RISK, auto_preference, solvers_for, streaming_solvers
-from ._base import RankLinearClassifierMixin, RankLinearRegressorMixin, _RegisteredSolverModel
+from ._base import _RegisteredSolverModel
 from ._params import keyword_init, options_doc
+from ._tasks import RankLinearClassifierMixin, RankLinearRegressorMixin
 
 #: The losses of the estimators: the smooth ones of :mod:`skrank.losses` (SOREL and Newton need them).
 _CLASSIFICATION_LOSSES = loss_names("classification", smooth=True)
