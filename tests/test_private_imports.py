@@ -20,7 +20,7 @@ import ast
 import pathlib
 import sys
 
-LIMIT = 12
+LIMIT = 8
 
 _SKRANK = pathlib.Path(__file__).parents[1] / "skrank"
 

@@ -11,16 +11,16 @@ from ..losses import get_loss
 from ..penalties import get_penalty
 from ..risks import _RISKS, BaseRisk, check_risk
 from ..solvers.registry import choose_solver
-from ._fit_template import _FitTemplate
-from ._input_checks import _InputChecks
-from ._streams import _Streams
+from ._fit_template import FitTemplate
+from ._input_checks import InputChecks
+from ._streams import Streams
 
 
-class _RankLinearModel(_FitTemplate, _Streams, _InputChecks, BaseEstimator):
+class RankLinearModel(FitTemplate, Streams, InputChecks, BaseEstimator):
     """Base of all linear rank-risk estimators (not public): the fit template, composed.
 
-    ``fit`` (:class:`_FitTemplate`), ``partial_fit`` (:class:`_Streams`) and
-    their input checks (:class:`_InputChecks`) are written once; the
+    ``fit`` (:class:`FitTemplate`), ``partial_fit`` (:class:`Streams`) and
+    their input checks (:class:`InputChecks`) are written once; the
     classifier and regressor mixins (:mod:`._tasks`) supply the checks of
     the targets, their classes and the shape of the coefficients.  An
     estimator declares its solvers (``_solvers``, ``_AUTO``,
@@ -76,7 +76,7 @@ class _RankLinearModel(_FitTemplate, _Streams, _InputChecks, BaseEstimator):
         return tags
 
 
-class _RegisteredSolverModel(_RankLinearModel):
+class RegisteredSolverModel(RankLinearModel):
     """A rank-risk model whose solvers come from the table of :mod:`skrank.solvers.registry`.
 
     Subclasses declare their solvers (``_solvers``, ``_AUTO``,

@@ -24,7 +24,7 @@ def _scores_constant(X, coef):
     return bool(np.ptp(scores) <= 1e-6)
 
 
-def _problem_labels(classes):
+def problem_labels(classes):
     """The positive class of each binary problem: one for two classes, one per class beyond (one-vs-rest).
 
     ``classes`` None (a regression) is one problem, of the targets as given.
@@ -34,12 +34,12 @@ def _problem_labels(classes):
     return [classes[1]] if classes.shape[0] == 2 else list(classes)
 
 
-def _problem_target(y, positive):
+def problem_target(y, positive):
     """The targets of one problem: ``y`` for a regression, else +1 for class ``positive``, -1 for the rest."""
     return y if positive is None else np.where(y == positive, 1.0, -1.0)
 
 
-class _FitTemplate:
+class FitTemplate:
     """``fit`` and what it calls: the problems, their starts, the solver runs, the fitted attributes."""
 
     # --- the hooks of the classifier and the regressor ----------------------------------
@@ -112,8 +112,8 @@ class _FitTemplate:
         return self
 
     def _problem_targets(self, y, classes):
-        """The targets of each problem (:func:`_problem_target`); a classifier's ``classes`` name them."""
-        return [_problem_target(y, positive) for positive in _problem_labels(classes)]
+        """The targets of each problem (:func:`problem_target`); a classifier's ``classes`` name them."""
+        return [problem_target(y, positive) for positive in problem_labels(classes)]
 
     def _warm_starts(self, n_problems, n_features, warm=True):
         """Each problem's start ``(coef_init, intercept_init)``: the fitted ones, or ``(None, None)``.

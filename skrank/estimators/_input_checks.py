@@ -28,7 +28,7 @@ def _check_class_weight_values(class_weight):
             )
 
 
-class _InputChecks:
+class InputChecks:
     """The checks of ``fit``'s, ``partial_fit``'s and the predictions' inputs (a part of the fit template)."""
 
     _task = None  # "classification" or "regression"
@@ -36,7 +36,7 @@ class _InputChecks:
     #: whether ``fit`` takes a multi-label indicator ``y`` (one ranking per label)
     _multilabel = False
     #: whether the targets of a Dask ``X`` may stay a Dask array on the workers (the solvers that
-    #: do not take them so get them gathered, :meth:`_RegisteredSolverModel._solve`)
+    #: do not take them so get them gathered, :meth:`RegisteredSolverModel._solve`)
     _keeps_dask_targets = False
 
     def _fit_sample_weight(self, X, y, sample_weight):

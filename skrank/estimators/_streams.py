@@ -10,10 +10,10 @@ from sklearn.utils._available_if import _AvailableIfDescriptor
 
 from ..backends.array_api_design import to_numpy
 from ..backends.dispatch import external_kind
-from ._fit_template import _problem_labels, _problem_target
+from ._fit_template import problem_labels, problem_target
 
 
-class _StreamingMethod(_AvailableIfDescriptor):
+class StreamingMethod(_AvailableIfDescriptor):
     """``partial_fit``: there with a solver that runs on batches, else an AttributeError naming those.
 
     Like :func:`sklearn.utils.metaestimators.available_if` (``hasattr`` is
@@ -58,7 +58,7 @@ def _ranked_backwards(X, coefs, y, targets, sample_weight):
     return worse
 
 
-class _Streams:
+class Streams:
     """``partial_fit``'s body: the streams' start, their passes over a batch and the checks between calls."""
 
     #: The solvers that run on batches of data, with ``partial_fit`` (each estimator names its own).
@@ -112,7 +112,7 @@ class _Streams:
         y = self._check_targets(y, classes)
         if reset and classes is not None:
             self.classes_ = classes
-        targets = _problem_labels(classes)
+        targets = problem_labels(classes)
         X, y, sample_weight = self._pass_streams(X, y, targets, sample_weight, reset)
         self._set_coefficients([stream.coef for stream in self._streams],
                                [stream.intercept for stream in self._streams])
@@ -137,7 +137,7 @@ class _Streams:
             self._refresh_streams(X, sample_weight)
         self._stream_random_state = self.random_state
         for stream, positive in zip(self._streams, targets):
-            stream.partial(X, _problem_target(y, positive), sample_weight)
+            stream.partial(X, problem_target(y, positive), sample_weight)
         self.n_iter_ = self._streams[0].passes
         return X, y, sample_weight
 

@@ -10,7 +10,7 @@ from ..backends import arrays
 from ..backends.array_api_design import to_numpy
 from ..backends.dask_design import is_dask_array
 from ..metrics import _check_label_types, _dense
-from ._streams import _StreamingMethod
+from ._streams import StreamingMethod
 
 _SAMPLES_METHOD_DOC = """{summary}
 
@@ -149,7 +149,7 @@ class RankLinearClassifierMixin(ClassifierMixin):
         self.coef_ = np.vstack(coefs)
         self.intercept_ = np.asarray(intercepts, dtype=np.float64)
 
-    @_StreamingMethod
+    @StreamingMethod
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One pass of the stochastic solver over a batch of samples.
 
@@ -287,7 +287,7 @@ class RankLinearRegressorMixin(RegressorMixin):
         self.coef_ = np.asarray(coef, dtype=np.float64)
         self.intercept_ = float(intercept)
 
-    @_StreamingMethod
+    @StreamingMethod
     def partial_fit(self, X, y, sample_weight=None):
         """One pass of the stochastic solver over a batch of samples.
 

@@ -11,7 +11,7 @@ from ..pairwise_losses import AVERAGE_PRECISION_LOSSES, get_pairwise_loss
 from ..solvers.registry import auto_preference, solvers_for, streaming_solvers
 from ..solvers.stochastic.soap import OPTIMIZERS
 from ._anchored import STREAM_ALPHA, fit_anchored, resolve_alpha
-from ._base import _RankLinearModel
+from ._base import RankLinearModel
 from ._params import keyword_init, options_doc
 from ._platt import FIT_ATTRIBUTES_DOC, PLATT_ATTRIBUTES_DOC, PlattRankingMixin, platt_calibrate
 from ._tasks import RankLinearClassifierMixin
@@ -21,7 +21,7 @@ from .partial_auc import _AUTO_MAX_LOGISTIC_PAIRS
 _SOLVERS = solvers_for("AveragePrecisionClassifier")
 
 
-class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLinearModel):
+class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, RankLinearModel):
     __doc__ = ("""Linear classifier that maximises a surrogate of average precision (AUPRC).
 
     Fits a linear scorer whose precision-recall curve is as high as

@@ -11,8 +11,8 @@ from ..metrics import _check_roc_region
 from ..pairwise_losses import PARTIAL_AUC_LOSSES, get_pairwise_loss
 from ..solvers.registry import auto_preference, solvers_for, streaming_solvers
 from ._anchored import STREAM_ALPHA, fit_anchored, resolve_alpha
-from ._base import _RankLinearModel
-from ._fit_template import _problem_labels, _problem_target
+from ._base import RankLinearModel
+from ._fit_template import problem_labels, problem_target
 from ._params import keyword_init, options_doc
 from ._platt import FIT_ATTRIBUTES_DOC, PLATT_ATTRIBUTES_DOC, PlattRankingMixin, platt_calibrate
 from ._tasks import RankLinearClassifierMixin
@@ -45,7 +45,7 @@ def _fitted_region(fpr_range, fpr_max, tpr_min):
     return _check_roc_region(tpr_min, fpr_range, fpr_max, default=default)
 
 
-class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLinearModel):
+class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, RankLinearModel):
     __doc__ = ("""Linear classifier that maximises the partial AUC over a range of false-positive rates.
 
     Fits a linear scorer whose ROC curve is as high as possible between the
@@ -272,9 +272,9 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, _RankLi
         the stream's start.
         """
         above = []
-        for stream, positive in zip(self._streams, _problem_labels(self.classes_)):
+        for stream, positive in zip(self._streams, problem_labels(self.classes_)):
             try:
-                objective = PartialAUCObjective(X, _problem_target(y, positive), (0.0, self._fpr_range[1]),
+                objective = PartialAUCObjective(X, problem_target(y, positive), (0.0, self._fpr_range[1]),
                                                 stream.loss, stream.alpha, tpr_min=self.tpr_min)
             except ValueError:
                 continue  # a batch too small for the range: nothing to judge by

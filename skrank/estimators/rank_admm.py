@@ -6,7 +6,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..losses import loss_names
 from ..solvers.registry import RANK_ADMM, auto_preference, renamed_for, solvers_for, streaming_solvers
-from ._base import _RegisteredSolverModel
+from ._base import RegisteredSolverModel
 from ._params import keyword_init, options_doc
 from ._tasks import RankLinearClassifierMixin, RankLinearRegressorMixin
 from .spectral_risk import CONSTANT_OPTIMUM_ADVICE
@@ -25,7 +25,7 @@ _AUTO = auto_preference(_SOLVERS)
 _AGD_MAX_OUTER = 50
 
 
-class _RankADMMModel(_RegisteredSolverModel):
+class _RankADMMModel(RegisteredSolverModel):
     """Parameters, checks and solver dispatch shared by the two estimators."""
 
     _solvers = _SOLVERS
@@ -33,7 +33,7 @@ class _RankADMMModel(_RegisteredSolverModel):
     _STREAMING_SOLVERS = streaming_solvers(_SOLVERS)
 
     _parameter_constraints = {
-        **_RegisteredSolverModel._parameter_constraints,
+        **RegisteredSolverModel._parameter_constraints,
         "penalty": [StrOptions({"l2", "l1", "elasticnet"}), None],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "l1_ratio": [Interval(Real, 0, 1, closed="both")],

@@ -7,7 +7,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..losses import loss_names
 from ..solvers.registry import SPECTRAL_RISK, auto_preference, solvers_for, streaming_solvers
-from ._base import _RegisteredSolverModel
+from ._base import RegisteredSolverModel
 from ._params import keyword_init, options_doc
 from ._tasks import RankLinearClassifierMixin, RankLinearRegressorMixin
 
@@ -23,7 +23,7 @@ _SOLVERS = solvers_for(SPECTRAL_RISK)
 _AUTO = auto_preference(_SOLVERS)
 
 
-class _SpectralRiskModel(_RegisteredSolverModel):
+class _SpectralRiskModel(RegisteredSolverModel):
     """Shared parameters, checks and solver dispatch of the two estimators."""
 
     _solvers = _SOLVERS
@@ -31,7 +31,7 @@ class _SpectralRiskModel(_RegisteredSolverModel):
     _STREAMING_SOLVERS = streaming_solvers(_SOLVERS)
 
     _parameter_constraints = {
-        **_RegisteredSolverModel._parameter_constraints,
+        **RegisteredSolverModel._parameter_constraints,
         "alpha": [Interval(Real, None, None, closed="neither")],
         "fit_intercept": ["boolean"],
         "solver": [StrOptions({"auto", *_SOLVERS})],
