@@ -130,6 +130,16 @@ class PairwiseLoss:
         return not np.isnan(self.threshold)
 
     @property
+    def is_convex(self):
+        """True for the convex losses of the AUC objectives (squared hinge, logistic, squared)."""
+        return self.name in PAIRWISE_LOSSES
+
+    @property
+    def is_full_quadratic(self):
+        """True for ``(margin - z)^2`` at every ``z`` (the squared loss): its AUC has a closed form."""
+        return self.is_quadratic and np.isinf(self.threshold)
+
+    @property
     def is_monotone(self):
         """True when the loss is non-increasing in ``z`` (not the squared loss)."""
         return self.name != "squared"

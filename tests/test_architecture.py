@@ -127,6 +127,8 @@ def _class_branches(tree):
                 inner = operand.elts if isinstance(operand, ast.Tuple) else [operand]
                 if any((isinstance(x, ast.Call) and _name(x.func) == "type")
                        or (isinstance(x, ast.Attribute) and x.attr == "code")
+                       or (isinstance(x, ast.Attribute) and x.attr == "name"
+                           and "loss" in str(_name(x.value)))
                        or _name(x) in _LOSS_CODES or _name(x) in _RISK_CLASSES for x in inner):
                     found.append(node)
                     break
@@ -135,8 +137,9 @@ def _class_branches(tree):
 
 def test_class_branches_finds_the_patterns():
     source = ("isinstance(problem.risk, ERM)\ntype(risk) is Superquantile\nloss.code in (LOGISTIC, SQUARED)\n"
-              "isinstance(risk, (TopK, RankedRange))\nisinstance(risk, BaseRisk)\nrisk.is_mean\n")
-    assert [line for line, _ in _class_branches(ast.parse(source))] == [1, 2, 3, 4]
+              "isinstance(risk, (TopK, RankedRange))\nisinstance(risk, BaseRisk)\nrisk.is_mean\n"
+              "loss.name == 'squared'\nself._loss.name in NAMES\nrisk.name == 'x'\n")
+    assert [line for line, _ in _class_branches(ast.parse(source))] == [1, 2, 3, 4, 7, 8]
 
 
 def test_no_code_branches_on_a_risk_class_or_a_loss_code_outside_their_modules():

@@ -53,3 +53,15 @@ def test_smooth_step_needs_a_positive_margin_and_lbfgs():
     y = (X[:, 0] > 0.5).astype(int)
     with pytest.raises(ValueError, match="smooth_step"):
         PartialAUCClassifier(loss="smooth_step", solver="agd-sbcd").fit(X, y)
+
+
+@pytest.mark.parametrize("name", ["squared_hinge", "logistic", "squared", "sigmoid", "smooth_step"])
+def test_a_pairwise_loss_declares_its_convexity_and_whether_it_is_one_quadratic(name):
+    # the solver table asks these instead of the loss's name: checked against the values themselves
+    loss = get_pairwise_loss(name, 1.0)
+    z = np.linspace(-6.0, 6.0, 241)
+    values = loss.value(z)
+    midpoint_gap = (values[:-2] + values[2:]) / 2.0 - values[1:-1]  # >= 0 on a grid for a convex loss
+    assert loss.is_convex == bool(np.all(midpoint_gap >= -1e-12))
+    quadratic = np.allclose(values, (loss.margin - z) ** 2, rtol=1e-12, atol=1e-12)
+    assert loss.is_full_quadratic == quadratic

@@ -34,18 +34,15 @@ _RISK_KINDS = {
                       "ERM, a superquantile or a top-k average (one level of rank weights)"),
 }
 
-#: The convex pairwise losses (:mod:`skrank.pairwise_losses`).
-_CONVEX_PAIRWISE = ("squared_hinge", "logistic", "squared")
-
 #: What a solver's ``losses`` field accepts, and how to say it when a loss is refused.
 _LOSS_KINDS = {
     "any": (lambda loss: True, "any loss"),
     "smooth": (lambda loss: loss.smooth, "a smooth loss"),
     "piecewise_linear": (lambda loss: len(loss.slopes) > 0,
                          "a piecewise-linear loss (hinge or absolute)"),
-    "convex_pairwise": (lambda loss: loss.name in _CONVEX_PAIRWISE,
+    "convex_pairwise": (lambda loss: loss.is_convex,
                         "a convex pairwise loss ('squared_hinge', 'logistic' or 'squared')"),
-    "squared": (lambda loss: loss.name == "squared", "the squared loss"),
+    "squared": (lambda loss: loss.is_full_quadratic, "the squared loss"),
 }
 
 
@@ -214,7 +211,7 @@ class SolverInfo:
             problems = []
             if tuple(fpr_range) != (0.0, 1.0):
                 problems.append(f"fpr_range=(0, 1) (got {tuple(fpr_range)})")
-            if loss.name != "squared":
+            if not loss.is_full_quadratic:
                 problems.append(f"loss='squared' (got {loss.name!r})")
             if problems:
                 return (f"solver={self.name!r} minimises the full-AUC square loss and needs "
