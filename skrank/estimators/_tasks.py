@@ -154,8 +154,8 @@ class RankLinearClassifierMixin(ClassifierMixin):
         """One pass of the stochastic solver over a batch of samples.
 
         Available when the solver runs on batches (``solver="sgd"``;
-        ``"soap"`` for AveragePrecisionClassifier, ``"ppd-sg"`` and
-        ``"ppd-adagrad"`` for PartialAUCClassifier; with another solver the
+        ``"soap"`` for AveragePrecisionClassifier, ``"ppd-sg"``,
+        ``"ppd-adagrad"`` and ``"sota-s"`` for PartialAUCClassifier; with another solver the
         attribute is missing and its AttributeError names these): the
         solver's state (coefficients, step, generator and whatever else its
         steps carry, see the estimator's Notes) is kept between calls, and
