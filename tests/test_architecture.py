@@ -1,7 +1,9 @@
-"""The import layers of the full-batch solvers, and capabilities asked for instead of classes.
+"""The import layers of the package, and capabilities asked for instead of classes.
 
-Both tests read the syntax trees of ``skrank/`` (nothing is imported):
+The tests read the syntax trees of ``skrank/`` (nothing is imported):
 
+* every module imports only from its own layer of doc/architecture.rst and
+  those below it;
 * the modules of ``skrank/solvers/full_batch`` import nothing from a layer
   above the solvers, and their imports of one another (top level or inside
   a function) run one way: no circle;
@@ -92,6 +94,39 @@ def test_full_batch_solvers_import_down_and_without_circles():
         assert not upward, f"{name} imports from a layer above the solvers: {upward}"
         graph[name] = {m for m in imported if m in solvers}
     assert _cycle(graph) is None, f"a circle of imports: {' -> '.join(_cycle(graph))}"
+
+
+#: The layers of doc/architecture.rst ("The layering rule"), lowest first; a module not named here is
+#: of the vocabulary's layer (losses, risks, penalties, metrics, datasets, kernels, _jit), but the
+#: package's front (``skrank/__init__.py``) and the demo, which sit above the estimators.
+_LAYERS = ("skrank.backends", "skrank.datafits", "skrank.solvers", "skrank.estimators")
+_FRONT = ("skrank", "skrank.demo")
+_LAYERING_LINE = "vocabulary, kernels, _jit  ->  backends  ->  datafits  ->  solvers  ->  estimators"
+
+
+def _layer(name):
+    if name in _FRONT:
+        return len(_LAYERS) + 1
+    inside = [k + 1 for k, prefix in enumerate(_LAYERS) if name == prefix or name.startswith(prefix + ".")]
+    return inside[0] if inside else 0
+
+
+def _upward_imports(modules):
+    """``"importer -> imported"`` for each import of a module of a higher layer."""
+    return sorted(f"{name} -> {m}" for name, path in modules.items()
+                  for m in _imported(name, path, modules) if _layer(m) > _layer(name))
+
+
+def test_every_module_imports_only_its_layer_and_those_below(tmp_path):
+    assert _LAYERING_LINE in (_ROOT.parent / "doc" / "architecture.rst").read_text()
+    modules = _modules()
+    assert _upward_imports(modules) == []
+    # the scan sees an upward import: a backend module that imported a solver
+    probe = tmp_path / "probe.py"
+    probe.write_text("from ..solvers import registry\n")
+    found = _upward_imports(dict(modules, **{"skrank.backends.probe": probe}))
+    assert found == ["skrank.backends.probe -> skrank.solvers",
+                     "skrank.backends.probe -> skrank.solvers.registry"]
 
 
 def test_cycle_finds_a_circle():
