@@ -19,6 +19,7 @@ import pathlib
 
 import numpy as np
 import pytest
+from source_tree import import_source, module_names, package_of
 
 from skrank.losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, get_loss
 from skrank.risks import ERM, ExponentialSpectral, Extremile, RankedRange, Superquantile, TopK
@@ -33,27 +34,18 @@ _DEFINING = ("risks.py", "losses.py", "pairwise_losses.py")
 
 def _modules():
     """Dotted name of each module of ``skrank/`` and its path."""
-    names = {}
-    for path in sorted(_ROOT.rglob("*.py")):
-        parts = list(path.relative_to(_ROOT.parent).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        names[".".join(parts)] = path
-    return names
+    return module_names(_ROOT)
 
 
 def _imported(name, path, modules):
     """The skrank modules the module ``name`` imports, anywhere in its file."""
-    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    package = package_of(name, path)
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join(parts + ([node.module] if node.module else []))
+            base = import_source(node, package) or ""
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in modules)
     return {m for m in found if m in modules and m != name}

@@ -20,6 +20,8 @@ import ast
 import pathlib
 import sys
 
+from source_tree import import_source, module_names, package_of
+
 LIMIT = 8
 
 _SKRANK = pathlib.Path(__file__).parents[1] / "skrank"
@@ -27,25 +29,6 @@ _SKRANK = pathlib.Path(__file__).parents[1] / "skrank"
 
 def _is_private(name):
     return name.startswith("_") and not name.startswith("__")
-
-
-def _module_names(root):
-    """Dotted module name of each ``.py`` file under the package directory ``root``."""
-    names = {}
-    for path in sorted(root.rglob("*.py")):
-        parts = list(path.relative_to(root.parent).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        names[".".join(parts)] = path
-    return names
-
-
-def _source(node, package):
-    """The dotted module an ``ImportFrom`` node reads from, relative imports resolved."""
-    if not node.level:
-        return node.module
-    base = package.split(".")[: len(package.split(".")) - node.level + 1]
-    return ".".join(base + ([node.module] if node.module else []))
 
 
 def private_imports(root=_SKRANK):
@@ -61,15 +44,15 @@ def private_imports(root=_SKRANK):
     list of tuple
         ``(importing module, defining module, name, line)``, one per use.
     """
-    modules = _module_names(root)
+    modules = module_names(root)
     found = []
     for name, path in modules.items():
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        package = package_of(name, path)
         tree = ast.parse(path.read_text(), filename=str(path))
         bound = {}  # local name -> skrank module
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
-                source = _source(node, package)
+                source = import_source(node, package)
                 for alias in node.names:
                     if f"{source}.{alias.name}" in modules:
                         bound[alias.asname or alias.name] = f"{source}.{alias.name}"
