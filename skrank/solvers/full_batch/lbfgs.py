@@ -30,10 +30,7 @@ def _test_scale(objective, scale):
     """The units of the gradient test: ``objective.gradient_scale()`` (at most ``scale``), else ``scale``."""
     if not hasattr(objective, "gradient_scale"):
         return scale
-    test = np.asarray(objective.gradient_scale(), dtype=np.float64)
-    if test.shape != scale.shape or not np.all(np.isfinite(test) & (test > 0)):
-        return scale
-    return np.minimum(test, scale)
+    return np.minimum(objective.gradient_scale(), scale)  # positive and finite (gradient_test_scale)
 
 
 class _ScaledObjective:
