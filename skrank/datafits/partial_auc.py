@@ -42,10 +42,9 @@ def negative_rank_weights(n_negatives, fpr_range, sample_weight=None):
         without weights): ``max(0, min(k, beta N-) - max(k - 1, alpha N-))``
         for unit weights.  Sums to ``V (beta - alpha)``.
     """
-    alpha, beta = _check_fpr_range(fpr_range)
     if sample_weight is None:
         k = np.arange(1, n_negatives + 1, dtype=np.float64)
-        return np.maximum(0.0, np.minimum(k, beta * n_negatives) - np.maximum(k - 1.0, alpha * n_negatives))
+        return range_cells(k - 1.0, k, n_negatives, fpr_range)
     sample_weight = np.asarray(sample_weight, dtype=np.float64)
     if sample_weight.shape != (n_negatives,):
         raise ValueError(f"sample_weight must have shape ({n_negatives},), got {sample_weight.shape}.")
@@ -53,7 +52,29 @@ def negative_rank_weights(n_negatives, fpr_range, sample_weight=None):
     starts = np.empty_like(ends)
     starts[0] = 0.0
     starts[1:] = ends[:-1]
-    total = ends[-1]
+    return range_cells(starts, ends, ends[-1], fpr_range)
+
+
+def range_cells(starts, ends, total, fpr_range):
+    """The lengths of the cells ``[starts, ends]`` of cumulative weight inside ``[alpha total, beta total]``.
+
+    Parameters
+    ----------
+    starts, ends : ndarray
+        Each cell's ends, in units of weight counted from the top rank
+        (``ends - starts`` the weights).
+    total : float
+        The total weight ``V``.
+    fpr_range : tuple (alpha, beta)
+        The range, as a share of ``total``.
+
+    Returns
+    -------
+    ndarray
+        ``max(0, min(ends, beta V) - max(starts, alpha V))``: the rank
+        weights of :func:`negative_rank_weights`.
+    """
+    alpha, beta = _check_fpr_range(fpr_range)
     return np.maximum(0.0, np.minimum(ends, beta * total) - np.maximum(starts, alpha * total))
 
 
@@ -102,12 +123,36 @@ def check_range_holds_negatives(n_negatives, fpr_range, sample_weight=None):
             )
         return
     v = np.asarray(sample_weight, dtype=np.float64)
-    width = float(v.sum()) * (beta - alpha)
-    needed = min(1.0, float(v[v > 0].min()))
+    check_range_holds_weight(float(v.sum()), float(v[v > 0].min()), fpr_range)
+
+
+def check_range_holds_weight(total, lightest, fpr_range):
+    """Raise a ValueError when the range holds less than one unit of the negatives' weight.
+
+    The weighted check of :func:`check_range_holds_negatives`, from two
+    numbers of the negatives' weights.
+
+    Parameters
+    ----------
+    total : float
+        The negatives' total weight ``W-``.
+    lightest : float
+        The smallest positive weight of a negative.
+    fpr_range : tuple (alpha, beta)
+        False-positive-rate range.
+
+    Raises
+    ------
+    ValueError
+        When ``W- (beta - alpha) < min(1, lightest)``.
+    """
+    alpha, beta = _check_fpr_range(fpr_range)
+    width = total * (beta - alpha)
+    needed = min(1.0, lightest)
     if width < needed * (1.0 - 1e-12):
         raise ValueError(
             f"fpr_range=({alpha:g}, {beta:g}) holds {width:.3g} of the negatives' total weight "
-            f"{float(v.sum()):.3g}; it must hold at least {needed:.3g} (one unit of weight, or the "
+            f"{total:.3g}; it must hold at least {needed:.3g} (one unit of weight, or the "
             "lightest negative's weight when that is less). Widen the range or use more negatives."
         )
 
