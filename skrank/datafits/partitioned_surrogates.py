@@ -263,17 +263,16 @@ class _Moments:
         task; the others count for nothing.
         """
         lo, hi = self.first[c] + shift, self.last[c] + shift
-        base = np.zeros(self.totals.shape[1])
-        cut = []
-        for d in self.parts.nonempty if self.parts.sizes[c] else ():
-            first, last = self.first[d], self.last[d]
+        nonempty = self.parts.sizes > 0
+        with np.errstate(invalid="ignore"):  # the NaN bounds of empty chunks
             if self.above:
-                whole, none = first > hi, last <= lo
+                whole, none = self.first > hi, self.last <= lo
             else:
-                whole, none = last < lo, first >= hi
-            if whole:
-                base += self.totals[d]
-            elif not none:
+                whole, none = self.last < lo, self.first >= hi
+        base = self.totals[whole & nonempty].sum(axis=0)
+        cut = []
+        if self.parts.sizes[c]:
+            for d in np.flatnonzero(nonempty & ~whole & ~none):
                 cut += [self.scores[d], self.tables[d]]
         return self.parts.delayed(_threshold_sums, self.scores[c], mask, shift, base, self.above, *cut)
 
@@ -296,6 +295,24 @@ def _tie_runs(h, y, w):
         return np.zeros(2)
     wn = np.where(neg, w, 0.0)
     return np.array([wn[h == h[0]].sum(), wn[h == h[-1]].sum()])
+
+
+def _tied_across(first, last, runs, nonempty):
+    """The negatives' weight tied with each chunk's first score before it, and with its last score after it.
+
+    ``runs`` holds each chunk's negatives' weight tied with its first
+    score and with its last.  A tie reaches past a neighbour only when the
+    neighbour's scores are all equal: one pass each way.
+    """
+    before = np.zeros(first.shape[0])
+    after = np.zeros(first.shape[0])
+    for prev, c in zip(nonempty[:-1], nonempty[1:]):
+        if last[prev] == first[c]:
+            before[c] = runs[prev, 1] + (before[prev] if first[prev] == last[prev] else 0.0)
+    for c, following in zip(nonempty[-2::-1], nonempty[:0:-1]):
+        if first[following] == last[c]:
+            after[c] = runs[following, 0] + (after[following] if first[following] == last[following] else 0.0)
+    return before, after
 
 
 def _rank_weights(h, y, w, offsets, fpr_range, pos_range):
@@ -391,25 +408,10 @@ def _range_sums(h, y, loss, fpr_range, tpr_min, sample_weight, units):
     neg_before = np.concatenate([[0.0], np.cumsum(parts.stats[:, _W_NEG] * factors[1])])
     pos_before = np.concatenate([[0.0], np.cumsum(parts.stats[:, _W_POS] * factors[0])])
     pos_range = None if tpr_min == 0.0 else (0.0, 1.0 - tpr_min)
-    order = list(parts.nonempty)
+    tied_before, tied_after = _tied_across(first, last, runs, parts.nonempty)
     ranked = []
     for c in range(len(scores)):
-        tied_before = tied_after = 0.0
-        if c in order:
-            at = order.index(c)
-            for d in reversed(order[:at]):  # the run of chunks ending with this chunk's first score
-                if last[d] != first[c]:
-                    break
-                tied_before += runs[d, 1]
-                if first[d] != last[d]:
-                    break
-            for d in order[at + 1:]:
-                if first[d] != last[c]:
-                    break
-                tied_after += runs[d, 0]
-                if first[d] != last[d]:
-                    break
-        offsets = (neg_before[c], tied_before, tied_after, pos_before[c], total_neg, total_pos)
+        offsets = (neg_before[c], tied_before[c], tied_after[c], pos_before[c], total_neg, total_pos)
         ranked.append(parts.delayed(_rank_weights, scores[c], parts.y[c], weights[c], offsets, fpr_range,
                                     pos_range, nout=4))
     m = len(scores)
