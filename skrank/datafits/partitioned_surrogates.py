@@ -294,7 +294,9 @@ def _tie_runs(h, y, w):
     if h.shape[0] == 0:
         return np.zeros(2)
     wn = np.where(neg, w, 0.0)
-    return np.array([wn[h == h[0]].sum(), wn[h == h[-1]].sum()])
+    first_run = np.searchsorted(h, h[0], side="right")
+    last_run = np.searchsorted(h, h[-1], side="left")
+    return np.array([wn[:first_run].sum(), wn[last_run:].sum()])
 
 
 def _tied_across(first, last, runs, nonempty):
