@@ -153,6 +153,9 @@ def test_partial_auc_terms_equal_the_objective(chunks, fpr_range, tpr_min):
         assert g.chunks == H.chunks
         scale = normalised_scale(h, y, loss, weights, fpr_range, tpr_min)
         assert_matches(value, in_rows(g, order), value_ref, g_ref, scale)
+        alone, none = partial_auc_terms(H, Y, loss, fpr_range, tpr_min=tpr_min, sample_weight=W,
+                                        gradient=False)
+        assert none is None and alone == pytest.approx(value_ref, rel=1e-10)
 
 
 def test_chunks_of_one_class_and_of_unknown_size():
@@ -190,6 +193,8 @@ def test_average_precision_equals_the_in_memory_surrogate(margin, ties, weighted
     value, g = average_precision_terms(H, Y, loss, W)
     value_ref, g_ref = ap_surrogate_and_score_gradients(h, y, loss, w)
     assert_matches(value, in_rows(g, order), value_ref, g_ref, 0.0)
+    alone, none = average_precision_terms(H, Y, loss, W, gradient=False)
+    assert none is None and alone == pytest.approx(value_ref, rel=1e-10)
 
 
 def test_average_precision_linear_terms_equal_the_objective():

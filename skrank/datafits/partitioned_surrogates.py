@@ -352,12 +352,12 @@ def _rank_weights(h, y, w, offsets, fpr_range, pos_range):
     return omega, u, np.column_stack([omega, q, q * h]), np.column_stack([u, u * h])
 
 
-def _range_block(h, y, omega, u, pieces, *sums):
-    """The chunk's share of the range sum and its derivatives in the chunk's scores.
+def _range_block(h, y, omega, u, pieces, gradient, *sums):
+    """The chunk's share of the range sum and, when ``gradient``, its derivatives in the chunk's scores.
 
     ``sums`` holds, per piece, the negatives' moments above ``h_i - t`` for
-    the positives and the positives' moments below ``q_k + t`` for the
-    negatives.
+    the positives and, when ``gradient``, the positives' moments below
+    ``q_k + t`` for the negatives.
     """
     pos = _positive(y)
     neg = ~pos
@@ -367,20 +367,25 @@ def _range_block(h, y, omega, u, pieces, *sums):
     q, om = h[neg], omega[neg]
     gp = np.zeros(hp.shape[0])
     gn = np.zeros(q.shape[0])
+    per_piece = 2 if gradient else 1
     for p in range(pieces.shape[0]):
         coefficient, margin, _ = pieces[p]
-        above, below = sums[2 * p], sums[2 * p + 1]
+        above = sums[per_piece * p]
         a = margin - hp
         w0, w1, w2 = above[:, 0], above[:, 1], above[:, 2]
         total += float(np.sum(coefficient * up * (a * a * w0 + 2.0 * a * w1 + w2)))
-        gp -= coefficient * 2.0 * up * (a * w0 + w1)
-        gn += coefficient * 2.0 * om * (below[:, 0] * (margin + q) - below[:, 1])
+        if gradient:
+            below = sums[2 * p + 1]
+            gp -= coefficient * 2.0 * up * (a * w0 + w1)
+            gn += coefficient * 2.0 * om * (below[:, 0] * (margin + q) - below[:, 1])
+    if not gradient:
+        return total, None
     g[pos] = gp
     g[neg] = gn
     return total, g
 
 
-def _range_sums(h, y, loss, fpr_range, tpr_min, sample_weight, units):
+def _range_sums(h, y, loss, fpr_range, tpr_min, sample_weight, units, gradient):
     pieces = _pieces(loss)
     range_cells(np.zeros(0), np.zeros(0), 0.0, fpr_range)  # checks the range
     if not 0.0 <= tpr_min < 1.0:
@@ -417,12 +422,13 @@ def _range_sums(h, y, loss, fpr_range, tpr_min, sample_weight, units):
         ranked.append(parts.delayed(_rank_weights, scores[c], parts.y[c], weights[c], offsets, fpr_range,
                                     pos_range, nout=4))
     m = len(scores)
-    kept = parts.keep(*[r[0] for r in ranked], *[r[1] for r in ranked],
-                      *_tables(parts, [r[2] for r in ranked], True),
-                      *_tables(parts, [r[3] for r in ranked], False))
+    tables = _tables(parts, [r[2] for r in ranked], True)
+    if gradient:
+        tables += _tables(parts, [r[3] for r in ranked], False)
+    kept = parts.keep(*[r[0] for r in ranked], *[r[1] for r in ranked], *tables)
     omega, u = kept[:m], kept[m:2 * m]
     neg_moments = _Moments(parts, scores, kept[2 * m:3 * m], True, first, last)
-    pos_moments = _Moments(parts, scores, kept[3 * m:], False, first, last)
+    pos_moments = _Moments(parts, scores, kept[3 * m:], False, first, last) if gradient else None
     blocks = []
     for c in range(m):
         positive = parts.delayed(_positive, parts.y[c])
@@ -430,15 +436,18 @@ def _range_sums(h, y, loss, fpr_range, tpr_min, sample_weight, units):
         sums = []
         for coefficient, margin, threshold in pieces:
             sums.append(neg_moments.sums(c, positive, -threshold))
-            sums.append(pos_moments.sums(c, negative, threshold))
-        blocks.append(parts.delayed(_range_block, scores[c], parts.y[c], omega[c], u[c], pieces, *sums,
-                                    nout=2))
+            if gradient:
+                sums.append(pos_moments.sums(c, negative, threshold))
+        blocks.append(parts.delayed(_range_block, scores[c], parts.y[c], omega[c], u[c], pieces, gradient,
+                                    *sums, nout=2))
+    if not gradient:
+        return float(np.sum(parts.fetch(*[b[0] for b in blocks]))), None, parts, factors
     kept = parts.keep(*[b[0] for b in blocks], *[b[1] for b in blocks])
     total = float(np.sum(parts.fetch(*kept[:m])))
     return total, parts.gradient(kept[m:]), parts, factors
 
 
-def partial_auc_sums(h, y, loss, fpr_range, *, tpr_min=0.0, sample_weight=None):
+def partial_auc_sums(h, y, loss, fpr_range, *, tpr_min=0.0, sample_weight=None, gradient=True):
     """The ranked pairwise sum of the partial-AUC surrogate and its score gradient, on sorted partitions.
 
     Equal to :func:`skrank.datafits.partial_auc.range_loss_and_score_gradients`
@@ -464,19 +473,23 @@ def partial_auc_sums(h, y, loss, fpr_range, *, tpr_min=0.0, sample_weight=None):
     sample_weight : dask.array.Array of shape (n,), default=None
         Nonnegative weights chunked like ``h``, used as they are; None for
         unit weights.
+    gradient : bool, default=True
+        Whether to compute the gradient (without it, half of the sums).
 
     Returns
     -------
     total : float
         ``sum_i u_i sum_k omega_k loss(h_i - q_(k))`` (not normalised).
-    g : dask.array.Array of shape (n,)
-        Its derivatives in ``h``, chunked like ``h``, persisted.
+    g : dask.array.Array of shape (n,) or None
+        Its derivatives in ``h``, chunked like ``h``, persisted; None
+        without ``gradient``.
     """
-    total, g, _, _ = _range_sums(h, y, loss, fpr_range, float(tpr_min), sample_weight, units=False)
+    total, g, _, _ = _range_sums(h, y, loss, fpr_range, float(tpr_min), sample_weight, units=False,
+                                 gradient=gradient)
     return total, g
 
 
-def partial_auc_terms(h, y, loss, fpr_range, *, tpr_min=0.0, sample_weight=None):
+def partial_auc_terms(h, y, loss, fpr_range, *, tpr_min=0.0, sample_weight=None, gradient=True):
     """The partial-AUC surrogate and its score gradient, on sorted partitions.
 
     The data term of :class:`skrank.datafits.partial_auc.PartialAUCObjective`
@@ -487,24 +500,25 @@ def partial_auc_terms(h, y, loss, fpr_range, *, tpr_min=0.0, sample_weight=None)
 
     Parameters
     ----------
-    h, y, loss, fpr_range, tpr_min, sample_weight
+    h, y, loss, fpr_range, tpr_min, sample_weight, gradient
         As for :func:`partial_auc_sums`.
 
     Returns
     -------
     value : float
-    g : dask.array.Array of shape (n,)
-        The derivatives in ``h``, chunked like ``h``.
+    g : dask.array.Array of shape (n,) or None
+        The derivatives in ``h``, chunked like ``h``; None without ``gradient``.
     """
     tpr_min = float(tpr_min)
-    total, g, parts, factors = _range_sums(h, y, loss, fpr_range, tpr_min, sample_weight, units=True)
+    total, g, parts, factors = _range_sums(h, y, loss, fpr_range, tpr_min, sample_weight, units=True,
+                                           gradient=gradient)
     alpha, beta = fpr_range
     if parts.weighted:
         units_neg = parts.w_neg * factors[1]
         normaliser = parts.w_pos * factors[0] * (1.0 - tpr_min) * (beta * units_neg - alpha * units_neg)
     else:
         normaliser = parts.n_pos * (1.0 - tpr_min) * (beta * parts.n_neg - alpha * parts.n_neg)
-    return total / normaliser, g / normaliser
+    return total / normaliser, None if g is None else g / normaliser
 
 
 # ---------------------------------------------------------------------------------------------
@@ -571,7 +585,7 @@ def _anchor_mask(y, w):
     return _positive(y) & (w > 0.0)
 
 
-def average_precision_terms(h, y, loss, sample_weight=None):
+def average_precision_terms(h, y, loss, sample_weight=None, gradient=True):
     """The average-precision surrogate ``P(h)`` and its score gradient, on sorted partitions.
 
     Equal to :func:`skrank.datafits.average_precision.ap_surrogate_and_score_gradients`
@@ -591,12 +605,15 @@ def average_precision_terms(h, y, loss, sample_weight=None):
     sample_weight : dask.array.Array of shape (n,), default=None
         Nonnegative weights chunked like ``h``, with a positive total over
         the positives; None for equal weights.
+    gradient : bool, default=True
+        Whether to compute the gradient (without it, one round of sums
+        instead of two).
 
     Returns
     -------
     value : float
-    g : dask.array.Array of shape (n,)
-        ``dP/dh``, chunked like ``h``, persisted.
+    g : dask.array.Array of shape (n,) or None
+        ``dP/dh``, chunked like ``h``, persisted; None without ``gradient``.
     """
     pieces = _pieces(loss)
     parts = _Partitions(h, y, sample_weight)
@@ -617,6 +634,8 @@ def average_precision_terms(h, y, loss, sample_weight=None):
         sums = [row_moments.sums(c, mask, -threshold) for _, _, threshold in pieces]
         anchors.append(parts.delayed(_ap_anchors, scores[c], parts.y[c], weights[c], n_pos, pieces, *sums,
                                      nout=3))
+    if not gradient:
+        return float(np.sum(parts.fetch(*[a[0] for a in anchors]))) / n_pos, None
     kept = parts.keep(*[a[0] for a in anchors], *[a[1] for a in anchors],
                       *_tables(parts, [a[2] for a in anchors], False))
     parts_value, own = kept[:m], kept[m:2 * m]
@@ -631,7 +650,7 @@ def average_precision_terms(h, y, loss, sample_weight=None):
     return value, parts.gradient(kept)
 
 
-def average_precision_linear_terms(z, y, loss, sample_weight=None):
+def average_precision_linear_terms(z, y, loss, sample_weight=None, gradient=True):
     """``P(sigmoid(z))`` and its derivatives in ``z``, on partitions sorted by ``z``.
 
     The data term of :class:`skrank.datafits.average_precision.AveragePrecisionObjective`
@@ -641,19 +660,20 @@ def average_precision_linear_terms(z, y, loss, sample_weight=None):
     ----------
     z : dask.array.Array of shape (n,)
         The linear predictor ``X w + b``, sorted ascending over the chunks.
-    y, loss, sample_weight
+    y, loss, sample_weight, gradient
         As for :func:`average_precision_terms`.
 
     Returns
     -------
     value : float
-    dz : dask.array.Array of shape (n,)
+    dz : dask.array.Array of shape (n,) or None
+        None without ``gradient``.
     """
     from scipy.special import expit
 
     h = z.map_blocks(expit, dtype=np.float64)
-    value, g = average_precision_terms(h, y, loss, sample_weight)
-    return value, g * (h * (1.0 - h))
+    value, g = average_precision_terms(h, y, loss, sample_weight, gradient)
+    return value, None if g is None else g * (h * (1.0 - h))
 
 
 # ---------------------------------------------------------------------------------------------
