@@ -226,13 +226,23 @@ def test_covers_the_sums_of_one_sided_quadratics_only():
             average_precision_terms(H, Y, loss)
 
 
-def test_unsorted_partitions_are_refused():
+def test_bad_partitions_are_refused():
     loss = get_pairwise_loss("squared_hinge")
     Y = da.from_array(np.array([1, -1, 1, -1]), chunks=2)
+    H = da.from_array(np.arange(4.0), chunks=2)
     with pytest.raises(ValueError, match="sorted ascending"):
         partial_auc_sums(da.from_array(np.array([0.0, 1.0, 0.5, 2.0]), chunks=2), Y, loss, (0.0, 1.0))
     with pytest.raises(ValueError, match="sorted ascending"):
         average_precision_terms(da.from_array(np.array([1.0, 0.0, 2.0, 3.0]), chunks=2), Y, loss)
+    with pytest.raises(ValueError, match="NaN"):
+        partial_auc_sums(da.from_array(np.array([0.0, 1.0, np.nan, 2.0]), chunks=2), Y, loss, (0.0, 1.0))
+    with pytest.raises(ValueError, match="sample_weight must be finite and nonnegative"):
+        W = da.from_array(np.array([1.0, -1.0, 1.0, 1.0]), chunks=2)
+        partial_auc_terms(H, Y, loss, (0.0, 1.0), sample_weight=W)
+    with pytest.raises(ValueError, match="fpr_range"):
+        partial_auc_terms(H, Y, loss, (0.0, 0.1))  # less than one negative in the range
+    with pytest.raises(ValueError, match="tpr_min"):
+        partial_auc_terms(H, Y, loss, (0.0, 1.0), tpr_min=1.0)
 
 
 def test_rows_in_input_order_inverts_the_sort():
