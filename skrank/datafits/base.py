@@ -22,6 +22,7 @@ term ``D`` of a subclass and states what a solver may ask of it:
 
 import numpy as np
 
+from ..penalties import Penalty
 from .scale import gradient_test_scale, linear_model_scale
 
 
@@ -66,6 +67,11 @@ class Datafit:
 
     def _penalty(self, w):
         return 0.5 * self.alpha * float(w @ w)
+
+    @property
+    def penalty(self):
+        """The l2 penalty of ``F``, ``alpha ||w||^2 / 2``, as a :class:`skrank.penalties.Penalty`."""
+        return Penalty(0.0, self.alpha)
 
     def value(self, theta):
         """``F(theta)``.

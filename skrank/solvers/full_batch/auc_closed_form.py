@@ -8,7 +8,7 @@ from ...datafits.square_auc import solve_square_auc_system, system_of_moments, t
 from ..result import SolverResult
 
 
-def exact_square_auc(objective):
+def exact_square_auc(objective, penalty):
     """Minimise the full-AUC square loss in closed form.
 
     Parameters
@@ -17,7 +17,9 @@ def exact_square_auc(objective):
         With ``fpr_range=(0, 1)`` and the ``"squared"`` pairwise loss (not
         checked here); its ``X`` (dense, sparse or a Dask array chunked
         by rows), ``positive`` (the positives' rows), ``sample_weight``
-        (None without weights), ``alpha`` and ``loss.margin`` are used.
+        (None without weights) and ``loss.margin`` are used.
+    penalty : skrank.penalties.Penalty
+        The l2 penalty that ``objective`` holds: ``penalty.l2`` is its ``alpha``.
 
     Returns
     -------
@@ -34,8 +36,8 @@ def exact_square_auc(objective):
     """
     start = time.perf_counter()
     A, r = system_of_moments(*two_class_moments(objective.X, objective.positive, objective.sample_weight),
-                              objective.alpha, objective.loss.margin)
-    w, method = solve_square_auc_system(A, r, objective.alpha)
+                              penalty.l2, objective.loss.margin)
+    w, method = solve_square_auc_system(A, r, penalty.l2)
     grad = A @ w - r
     return SolverResult(
         coef=w,

@@ -59,7 +59,7 @@ class _ScaledObjective:
         return self.F, self.g / self.scale
 
 
-def lbfgs(objective, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0, scale=None):
+def lbfgs(objective, penalty, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0, scale=None):
     """Minimise ``objective`` by L-BFGS from ``coef_init``.
 
     The iterations run on ``u = scale * w``, with the stopping tests of the
@@ -72,7 +72,9 @@ def lbfgs(objective, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0,
         optionally ``variable_scale() -> ndarray``, the default ``scale``,
         and ``gradient_scale() -> ndarray``, the units of the gradient test
         (at most ``scale``; ``scale`` itself when absent or when ``scale``
-        is given).
+        is given).  ``F`` includes the penalty.
+    penalty : skrank.penalties.Penalty or None
+        The penalty that ``objective`` holds (not read).
     coef_init : ndarray of shape (d,)
         Starting point.
     max_iter : int, default=500

@@ -26,9 +26,9 @@ OPTIMIZERS = {"sgd": SGD, "momentum": MOMENTUM, "adam": ADAM}
 DEFAULT_LEARNING_RATES = {"sgd": 10.0, "momentum": 10.0, "adam": 1e-2}
 
 
-def soap(objective, *, coef_init, max_iter=100, tol=1e-4, batch_size=64, positives_per_batch=8, gamma=0.9,
-         optimizer="adam", learning_rate=None, beta1=0.9, beta2=0.999, eps=1e-8, n_iter_no_change=5,
-         random_state=None, verbose=0):
+def soap(objective, penalty, *, coef_init, max_iter=100, tol=1e-4, batch_size=64, positives_per_batch=8,
+         gamma=0.9, optimizer="adam", learning_rate=None, beta1=0.9, beta2=0.999, eps=1e-8,
+         n_iter_no_change=5, random_state=None, verbose=0):
     """Minimise the average-precision surrogate by SOAP.
 
     Parameters
@@ -36,6 +36,8 @@ def soap(objective, *, coef_init, max_iter=100, tol=1e-4, batch_size=64, positiv
     objective : skrank.datafits.average_precision.AveragePrecisionObjective
         The objective on the training set: its data, surrogate loss, l2
         strength and sample weights (user guide: weighted draws).
+    penalty : skrank.penalties.Penalty
+        The l2 penalty that ``objective`` holds: ``penalty.l2`` is its ``alpha``.
     coef_init : ndarray of shape (d + 1,)
         Start ``(w, b)``.
     max_iter : int, default=100
@@ -85,7 +87,7 @@ def soap(objective, *, coef_init, max_iter=100, tol=1e-4, batch_size=64, positiv
         If the objective has no negative of positive weight.
     """
     start = time.perf_counter()
-    stream = SOAPStream(objective.loss, objective.alpha, batch_size=batch_size,
+    stream = SOAPStream(objective.loss, penalty.l2, batch_size=batch_size,
                         positives_per_batch=positives_per_batch, gamma=gamma, optimizer=optimizer,
                         learning_rate=learning_rate, beta1=beta1, beta2=beta2, eps=eps,
                         random_state=random_state, coef_init=coef_init,

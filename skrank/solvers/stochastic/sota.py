@@ -255,8 +255,8 @@ class SOTAStream(EpochStream):
         return 0.0
 
 
-def sota_s(objective, *, coef_init=None, max_iter=100, tol=1e-4, batch_size=64, step=0.5, momentum=0.9,
-           gamma=0.9, lam_n=None, lam_p=None, random_state=None, verbose=0):
+def sota_s(objective, penalty, *, coef_init=None, max_iter=100, tol=1e-4, batch_size=64, step=0.5,
+           momentum=0.9, gamma=0.9, lam_n=None, lam_p=None, random_state=None, verbose=0):
     """Minimise the KL-DRO form of the two-way partial AUC by SOTA-s (Zhu, Wu, Wang and Yang 2022).
 
     Parameters
@@ -264,6 +264,8 @@ def sota_s(objective, *, coef_init=None, max_iter=100, tol=1e-4, batch_size=64, 
     objective : skrank.datafits.partial_auc.PartialAUCObjective
         With ``fpr_range=(0, fpr_max)``, any ``tpr_min`` and a convex
         pairwise loss; no sample weights.
+    penalty : skrank.penalties.Penalty
+        The l2 penalty that ``objective`` holds: ``penalty.l2`` is its ``alpha``.
     coef_init : ndarray of shape (d,) or None, default=None
         Start ``w`` (zeros when None).
     max_iter : int, default=100
@@ -313,7 +315,7 @@ def sota_s(objective, *, coef_init=None, max_iter=100, tol=1e-4, batch_size=64, 
         raise ValueError("solver='sota-s' does not take sample_weight.")
     X = objective.X
     y = np.where(objective.positive, 1, -1)
-    stream = SOTAStream(loss=objective.loss, alpha=objective.alpha, fpr_max=objective.fpr_range[1],
+    stream = SOTAStream(loss=objective.loss, alpha=penalty.l2, fpr_max=objective.fpr_range[1],
                         tpr_min=objective.tpr_min, batch_size=batch_size, step=step, momentum=momentum,
                         gamma=gamma, lam_n=lam_n, lam_p=lam_p, random_state=make_rng(random_state),
                         coef_init=coef_init, n_features=X.shape[1])
