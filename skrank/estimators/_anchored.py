@@ -93,10 +93,8 @@ class RankingFit:
         rank, theta = datafit, result.coef
         if self._anchored():
             rank, theta = datafit.rank_objective, _anchored_end(datafit, result, self.verbose)
-        if datafit.fits_intercept:
-            result.coef, result.info["score_intercept"] = theta[:-1], float(theta[-1])
-        else:
-            result.info["score_intercept"] = 0.0
+        own = theta[:-1] if datafit.fits_intercept else theta  # the rank surrogates of X w fit no intercept
+        result.coef, result.info["score_intercept"] = own, float(theta[-1]) if datafit.fits_intercept else 0.0
         result.info["margin"] = rank.loss.margin
         result.info["solver"] = self._solver
         return platt_calibrate(result, X, y, sample_weight)

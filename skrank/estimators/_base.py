@@ -10,7 +10,7 @@ from ..datafits.rank_risk import RankRisk
 from ..losses import get_loss
 from ..penalties import get_penalty
 from ..risks import _RISKS, BaseRisk, check_risk
-from ..solvers.registry import choose_solver
+from ..solvers.registry import auto_preference, choose_solver, streaming_solvers
 from ._fit_template import FitTemplate
 from ._input_checks import InputChecks
 from ._streams import Streams
@@ -23,8 +23,8 @@ class RankLinearModel(FitTemplate, Streams, InputChecks, BaseEstimator):
     their input checks (:class:`InputChecks`) are written once; the
     classifier and regressor mixins (:mod:`._tasks`) supply the checks of
     the targets, their classes and the shape of the coefficients.  An
-    estimator declares its solvers (``_solvers``, ``_AUTO``,
-    ``_STREAMING_SOLVERS``), its ``_parameter_constraints``, and implements
+    estimator declares its solvers (``_solvers``, from which ``_AUTO`` and
+    ``_STREAMING_SOLVERS`` follow), its ``_parameter_constraints``, and implements
     ``_check_before_solve`` and ``_datafit(X, y, sample_weight)``, the
     solver's ``(datafit, penalty)``, which ``_solve`` hands to the chosen
     row of the solver table (``doc/architecture.rst``).
@@ -48,8 +48,11 @@ class RankLinearModel(FitTemplate, Streams, InputChecks, BaseEstimator):
 
     #: The estimator's solvers by name: its rows of the table of :mod:`skrank.solvers.registry`.
     _solvers = {}
-    #: The order in which ``solver="auto"`` tries them (:func:`skrank.solvers.registry.auto_preference`).
-    _AUTO = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # the order in which solver="auto" tries the solvers, and those with partial_fit
+        cls._AUTO, cls._STREAMING_SOLVERS = auto_preference(cls._solvers), streaming_solvers(cls._solvers)
 
     def _set_problem(self, X, sample_weight, **problem):
         """``self._problem`` (the keywords of ``choose_solver``) and its row of the table (or an error)."""
@@ -85,8 +88,7 @@ class RankLinearModel(FitTemplate, Streams, InputChecks, BaseEstimator):
 class RegisteredSolverModel(RankLinearModel):
     """A rank-risk model whose solvers come from the table of :mod:`skrank.solvers.registry`.
 
-    Subclasses declare their solvers (``_solvers``, ``_AUTO``,
-    ``_STREAMING_SOLVERS``) and define ``_solver_options`` (each solver's
+    Subclasses declare their solvers (``_solvers``) and define ``_solver_options`` (each solver's
     keyword arguments beyond the shared ones).
     """
 

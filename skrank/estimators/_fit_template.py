@@ -78,12 +78,7 @@ class FitTemplate:
         return contextlib.nullcontext()
 
     def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):
-        """One binary problem: its datafit and penalty, its row of the solver table, the run, the result.
-
-        The run goes through :func:`skrank.solvers.registry.solve`, with the
-        shared keyword arguments, the start (:meth:`_start`) and the
-        estimator's own options for that solver (``_solver_options``).
-        """
+        """One problem: its datafit and penalty, its row of the table (run by ``solve``) and the result."""
         datafit, penalty = self._datafit(X, y, sample_weight)
         info = self._problem_solver(datafit)
         self._solver = info.name  # the solver of this problem, which the verbose line names

@@ -7,7 +7,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..datafits.average_precision import AveragePrecisionObjective
 from ..pairwise_losses import AVERAGE_PRECISION_LOSSES, get_pairwise_loss
-from ..solvers.registry import auto_preference, solvers_for, streaming_solvers
+from ..solvers.registry import solvers_for
 from ..solvers.stochastic.soap import OPTIMIZERS
 from ._anchored import STREAM_ALPHA, RankingFit
 from ._base import RankLinearModel
@@ -153,7 +153,6 @@ class AveragePrecisionClassifier(RankingFit, PlattRankingMixin, RankLinearClassi
                             warm_start=False, verbose=0)
 
     _solvers = _SOLVERS
-    _AUTO = auto_preference(_SOLVERS)
 
     def _check_before_solve(self, X, sample_weight=None):
         self._pair_loss = get_pairwise_loss(self.loss, self.margin)
@@ -188,7 +187,6 @@ class AveragePrecisionClassifier(RankingFit, PlattRankingMixin, RankLinearClassi
         return (not objective.loss.is_quadratic
                 and np.sum(objective.y > 0) * objective.y.shape[0] > _AUTO_MAX_LOGISTIC_PAIRS)
 
-    _STREAMING_SOLVERS = streaming_solvers(_SOLVERS)
     # the optimizer's moments are the stream's state
     _STREAM_FIXED = ("solver", "optimizer")
 

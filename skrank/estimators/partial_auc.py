@@ -8,7 +8,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..datafits.partial_auc import PartialAUCObjective, SigmoidScorePartialAUC
 from ..metrics import _check_roc_region
 from ..pairwise_losses import PARTIAL_AUC_LOSSES, get_pairwise_loss
-from ..solvers.registry import auto_preference, solvers_for, streaming_solvers
+from ..solvers.registry import solvers_for
 from ._anchored import STREAM_ALPHA, RankingFit
 from ._base import RankLinearModel
 from ._fit_template import problem_labels, problem_target
@@ -205,7 +205,6 @@ class PartialAUCClassifier(RankingFit, PlattRankingMixin, RankLinearClassifierMi
 
     # --- checks --------------------------------------------------------------------------
     _solvers = _SOLVERS
-    _AUTO = auto_preference(_SOLVERS)
 
     def _resolve_defaults(self):
         """``loss``, ``margin`` and ``rank_weight``, the None ones chosen by the solver."""
@@ -232,8 +231,6 @@ class PartialAUCClassifier(RankingFit, PlattRankingMixin, RankLinearClassifierMi
     def _store_results(self, results):
         super()._store_results(results)
         self.margin_ = np.array([r.info.get("margin", np.nan) for r in results], dtype=np.float64)
-
-    _STREAMING_SOLVERS = streaming_solvers(_SOLVERS)
 
     def _new_stream(self, n_features, coef_init=None, intercept_init=None):
         from ..solvers.stochastic.ppd import PPDStream

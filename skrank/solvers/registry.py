@@ -252,31 +252,14 @@ class SolverInfo:
 
 
 def solve(info, datafit, penalty, **options):
-    """Run the solver of the row ``info`` on ``datafit`` and ``penalty``, after checking its needs.
+    """Run the solver of the row ``info`` on ``datafit`` and ``penalty``, after checking the row's needs.
 
-    Parameters
-    ----------
-    info : SolverInfo
-        The row (:func:`choose_solver`).
-    datafit : object
-        A :class:`skrank.datafits.rank_risk.RankRisk`, or a datafit of the
-        ranking classifiers (:class:`skrank.datafits.base.Datafit`).
-    penalty : skrank.penalties.Penalty
-        The penalty; for the rows with ``l2_in_datafit``, the l2 penalty
-        that the datafit holds.
-    **options
-        The solver's keyword arguments (``coef_init``, ``max_iter``,
-        ``tol``, ``verbose``, its own); a closed form takes none.  The row's
-        ``options`` are added.
-
-    Returns
-    -------
-    skrank.solvers.SolverResult
-
-    Raises
-    ------
-    TypeError
-        When ``datafit`` or ``penalty`` lacks what the row needs.
+    ``datafit`` must have the row's ``datafit_needs`` and, with
+    ``l2_in_datafit``, ``penalty`` must be the l2 penalty of the datafit's
+    ``alpha`` (``datafit.penalty``); a TypeError says what is missing.
+    ``options`` are the solver's keywords (``coef_init``, ``max_iter``,
+    ``tol``, ``verbose``, its own); the row's ``options`` are added, and a
+    closed form takes none.  Returns a :class:`skrank.solvers.SolverResult`.
     """
     missing = [f"datafit.{name}" for name in info.datafit_needs if not hasattr(datafit, name)]
     missing += [f"penalty.{name}" for name in ("l1", "l2") if not hasattr(penalty, name)]

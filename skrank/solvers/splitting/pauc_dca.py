@@ -14,16 +14,16 @@ from ..stochastic.outer_loop import OuterLoop
 from ..stochastic.sbcd import PairSampler, inner_schedule
 
 
-def dca_partial_auc(objective, penalty, *, coef_init=None, max_iter=10, tol=1e-4, batch_size=64, step=1.0,
+def dca_partial_auc(datafit, penalty, *, coef_init=None, max_iter=10, tol=1e-4, batch_size=64, step=1.0,
                     inner_iter0=100, random_state=None, verbose=0):
     """Minimise the partial-AUC objective by DCA with SBCD subproblem steps.
 
     Parameters
     ----------
-    objective : skrank.datafits.partial_auc.PartialAUCObjective
+    datafit : skrank.datafits.partial_auc.PartialAUCObjective
         As :func:`skrank.solvers.stochastic.sbcd.agd_sbcd`.
     penalty : skrank.penalties.Penalty
-        The l2 penalty that ``objective`` holds: ``penalty.l2`` is its ``alpha``.
+        The l2 penalty that ``datafit`` holds: ``penalty.l2`` is its ``alpha``.
     coef_init : ndarray of shape (d,), default=None
         As :func:`skrank.solvers.stochastic.sbcd.agd_sbcd` (None: the
         class-mean difference).
@@ -50,17 +50,17 @@ def dca_partial_auc(objective, penalty, *, coef_init=None, max_iter=10, tol=1e-4
         ``info["gamma"]``); ``info["passes"]`` also counts one pass per
         full subgradient of ``f^m``.
     """
-    return _dca(objective, penalty, coef_init, max_iter, tol, batch_size, step, inner_iter0,
+    return _dca(datafit, penalty, coef_init, max_iter, tol, batch_size, step, inner_iter0,
                 random_state, verbose, prox=0.0, name="dca")
 
 
-def prox_dca_partial_auc(objective, penalty, *, coef_init=None, max_iter=10, tol=1e-4, batch_size=64,
+def prox_dca_partial_auc(datafit, penalty, *, coef_init=None, max_iter=10, tol=1e-4, batch_size=64,
                          step=1.0, inner_iter0=100, prox=0.01, random_state=None, verbose=0):
     """Minimise the partial-AUC objective by proximal DCA with SBCD subproblem steps.
 
     Parameters
     ----------
-    objective : skrank.datafits.partial_auc.PartialAUCObjective
+    datafit : skrank.datafits.partial_auc.PartialAUCObjective
         As :func:`dca_partial_auc`.
     penalty : skrank.penalties.Penalty
         As :func:`dca_partial_auc`.
@@ -89,7 +89,7 @@ def prox_dca_partial_auc(objective, penalty, *, coef_init=None, max_iter=10, tol
     SolverResult
         As :func:`dca_partial_auc`.
     """
-    return _dca(objective, penalty, coef_init, max_iter, tol, batch_size, step, inner_iter0,
+    return _dca(datafit, penalty, coef_init, max_iter, tol, batch_size, step, inner_iter0,
                 random_state, verbose, prox=prox, name="prox-dca")
 
 

@@ -760,14 +760,14 @@ def _ppd(objective, penalty, coef_init, max_iter, tol, batch_size, step, gamma, 
 _DOC = """
     Parameters
     ----------
-    objective : skrank.datafits.partial_auc.PartialAUCObjective
+    datafit : skrank.datafits.partial_auc.PartialAUCObjective
         With ``fpr_range=(0, 1)`` and the ``"squared"`` loss (not checked
         here); its ``X_pos``, ``X_neg`` (dense or sparse), ``alpha``,
         ``loss.margin`` and sample weights (drawn with their probabilities,
         user guide) define the problem.  Standardise the features: the
         steps adapt to their scale, but not to a bad conditioning.
     penalty : skrank.penalties.Penalty
-        The l2 penalty that ``objective`` holds: ``penalty.l2`` is its ``alpha``.
+        The l2 penalty that ``datafit`` holds: ``penalty.l2`` is its ``alpha``.
     coef_init : ndarray of shape (d,) or None, default=None
         Start ``w`` (zeros, the paper's ``v_bar_0 = 0``, when None); ``a``,
         ``b`` start at its class-mean scores and the dual at their
@@ -802,7 +802,7 @@ _DOC = """
     -------
     SolverResult
         ``coef``: the ``w``-part of the last accepted stage's average.
-        ``objective_history``: the exact ``F`` (``objective.value``) at the
+        ``objective_history``: the exact ``F`` (``datafit.value``) at the
         start and after every accepted stage (its last entry is ``F`` at
         ``coef``).  ``stop_criterion``: the relative change of ``F`` over
         the last stage; ``converged`` when it is at most ``tol``.
@@ -818,16 +818,16 @@ _DOC = """
 """
 
 
-def ppd_sg(objective, penalty, *, coef_init=None, max_iter=4, tol=1e-4, batch_size=64, step=1.0,
+def ppd_sg(datafit, penalty, *, coef_init=None, max_iter=4, tol=1e-4, batch_size=64, step=1.0,
            gamma=None, inner_iter0=1000, class_ratio="known", random_state=None, verbose=0):
-    return _ppd(objective, penalty, coef_init, max_iter, tol, batch_size, step, gamma, inner_iter0,
+    return _ppd(datafit, penalty, coef_init, max_iter, tol, batch_size, step, gamma, inner_iter0,
                 class_ratio, 0.0, random_state, verbose, adagrad=False)
 
 
-def ppd_adagrad(objective, penalty, *, coef_init=None, max_iter=4, tol=1e-4, batch_size=64, step=10.0,
+def ppd_adagrad(datafit, penalty, *, coef_init=None, max_iter=4, tol=1e-4, batch_size=64, step=10.0,
                 gamma=None, inner_iter0=1000, class_ratio="known", delta=1e-2, random_state=None,
                 verbose=0):
-    return _ppd(objective, penalty, coef_init, max_iter, tol, batch_size, step, gamma, inner_iter0,
+    return _ppd(datafit, penalty, coef_init, max_iter, tol, batch_size, step, gamma, inner_iter0,
                 class_ratio, delta, random_state, verbose, adagrad=True)
 
 
