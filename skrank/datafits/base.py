@@ -17,6 +17,7 @@ term ``D`` of a subclass and states what a solver may ask of it:
   is known, else None;
 * :meth:`Datafit.variable_scale`, the units of ``theta`` (a diagonal
   preconditioner for :func:`skrank.solvers.full_batch.lbfgs.lbfgs`);
+* :attr:`Datafit.penalty`, the l2 penalty it holds (the solvers' second argument);
 * :attr:`Datafit.fits_intercept` and :attr:`Datafit.supports_sample_weight`.
 """
 
