@@ -262,9 +262,9 @@ def speed_section():
     theta0 = obj.start()
     value = obj.value
     obj.value = lambda th: 0.0  # time the steps, not the per-epoch exact objective
-    soap_module.soap(obj, coef_init=theta0, max_iter=1, random_state=0)
+    soap_module.soap(obj, obj.penalty, coef_init=theta0, max_iter=1, random_state=0)
     t = time.perf_counter()
-    res = soap_module.soap(obj, coef_init=theta0, max_iter=20, tol=0.0, n_iter_no_change=100,
+    res = soap_module.soap(obj, obj.penalty, coef_init=theta0, max_iter=20, tol=0.0, n_iter_no_change=100,
                            random_state=0)
     t = time.perf_counter() - t
     obj.value = value

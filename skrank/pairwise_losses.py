@@ -149,11 +149,6 @@ class PairwiseLoss:
         """True when ``loss'(z) = -scale / (1 + exp(z - shift))`` (the logistic loss)."""
         return self.code == LOGISTIC
 
-    @property
-    def is_nonnegative(self):
-        """Every loss here is nonnegative (lambda may be kept >= 0)."""
-        return True
-
     def value(self, z):
         """Loss values at the array ``z``."""
         z = np.ascontiguousarray(z, dtype=np.float64)

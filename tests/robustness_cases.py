@@ -1928,7 +1928,7 @@ def run_silent_wrong(case):
     ypm = np.where(y == 1, 1.0, -1.0)
     objective = skrank.datafits.partial_auc.PartialAUCObjective(X, ypm, (0, 0.3), loss, 1e-4, tpr_min=0.5)
     start = objective.value(np.zeros(X.shape[1]))
-    result = sota_s(objective, random_state=seed, max_iter=30)
+    result = sota_s(objective, objective.penalty, random_state=seed, max_iter=30)
     end = objective.value(result.coef)
     if end <= start * (1 + 1e-12) and (result.converged or result.info.get("kept_start") or end < start):
         return Outcome("ok", "at or below the start", f"F {end:.6g}, start {start:.6g}",

@@ -7,6 +7,8 @@ The tests read the syntax trees of ``skrank/`` (nothing is imported):
 * the modules of ``skrank/solvers/full_batch`` import nothing from a layer
   above the solvers, and their imports of one another (top level or inside
   a function) run one way: no circle;
+* every solver of the table takes ``(datafit, penalty, *, ...)``, and
+  doc/architecture.rst states that signature and lists the table's rows;
 * outside the modules that define them, no code compares a risk's class
   (``isinstance`` with a concrete risk class, ``type(x) is ...``) or a loss's
   code (``x.code`` or a code constant of :mod:`skrank.losses` in a
@@ -15,7 +17,9 @@ The tests read the syntax trees of ``skrank/`` (nothing is imported):
 """
 
 import ast
+import inspect
 import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -23,6 +27,7 @@ from source_tree import import_source, module_names, package_of
 
 from skrank.losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, get_loss
 from skrank.risks import ERM, ExponentialSpectral, Extremile, RankedRange, Superquantile, TopK
+from skrank.solvers.registry import _TABLE
 
 _ROOT = pathlib.Path(__file__).parents[1] / "skrank"
 _FULL_BATCH = "skrank.solvers.full_batch"
@@ -207,3 +212,15 @@ def test_a_loss_is_twice_differentiable_exactly_where_its_derivatives_do_not_jum
     _, first, second = loss.derivatives(t)
     largest_jump = max(np.abs(np.diff(first)).max(), np.abs(np.diff(second)).max())
     assert (largest_jump < 1e-3) == loss.twice_differentiable, largest_jump
+
+
+def test_every_solver_of_the_table_takes_a_datafit_and_a_penalty_as_the_doc_says():
+    for info in _TABLE:
+        parameters = list(inspect.signature(info.load()).parameters.values())
+        assert [p.name for p in parameters[:2]] == ["datafit", "penalty"], info.function
+        assert all(p.kind is p.POSITIONAL_OR_KEYWORD and p.default is p.empty for p in parameters[:2])
+        assert all(p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD) for p in parameters[2:]), info.function
+    text = (_ROOT.parent / "doc" / "architecture.rst").read_text()
+    assert "f(datafit, penalty, *, " in text
+    listed = re.findall(r"^   \* ``([\w-]+)``: ``([\w.]+:\w+)``$", text, flags=re.MULTILINE)
+    assert listed == [(info.name, info.function) for info in _TABLE]

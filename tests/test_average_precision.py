@@ -133,7 +133,7 @@ def test_soap_lowers_the_exact_objective(name, optimizer):
     X, _, y = _data(400, 6)
     obj = AveragePrecisionObjective(X, y, get_pairwise_loss(name, 0.5), 1e-3)
     theta0 = obj.start()
-    res = soap(obj, coef_init=theta0, optimizer=optimizer, max_iter=20, random_state=0)
+    res = soap(obj, obj.penalty, coef_init=theta0, optimizer=optimizer, max_iter=20, random_state=0)
     assert res.objective < obj.value(theta0) - 1e-3
     assert res.objective == pytest.approx(obj.value(res.coef), rel=1e-12)
     assert res.objective_history[0] == pytest.approx(obj.value(theta0))
@@ -170,10 +170,10 @@ def test_soap_stalled_far_above_f_at_zero_is_not_converged():
     X = np.tile(np.random.default_rng(0).normal(size=3), (46, 1))
     y = np.where(np.arange(46) < 14, 1.0, -1.0)
     obj = AveragePrecisionObjective(X, y, get_pairwise_loss("logistic"), 0.01)
-    res = soap(obj, coef_init=np.array([2e16, 0.0, 0.0, 8e15]), max_iter=30, random_state=0)
+    res = soap(obj, obj.penalty, coef_init=np.array([2e16, 0.0, 0.0, 8e15]), max_iter=30, random_state=0)
     assert res.objective > 1e30
     assert not res.converged and res.stop_criterion > 1e-4
-    good = soap(obj, coef_init=np.zeros(4), max_iter=30, random_state=0)
+    good = soap(obj, obj.penalty, coef_init=np.zeros(4), max_iter=30, random_state=0)
     assert good.converged and good.objective == pytest.approx(obj.value(np.zeros(4)), abs=1e-12)
 
 

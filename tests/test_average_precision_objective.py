@@ -77,7 +77,7 @@ def test_objective_gradient_and_an_lbfgs_fit_raise_training_ap():
     eps = 1e-6
     fd = [(obj.value(theta + eps * e) - obj.value(theta - eps * e)) / (2 * eps) for e in np.eye(7)]
     np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-8)
-    res = lbfgs(obj, coef_init=theta)
+    res = lbfgs(obj, obj.penalty, coef_init=theta)
     assert res.objective < obj.value(theta)
     assert (average_precision_score(y01, X @ res.coef[:6])
             > average_precision_score(y01, X @ theta[:6]))

@@ -268,7 +268,7 @@ def test_soap_draws_the_weighted_sample():
         assert fit.objective_ < 0.93 * exact  # F < 0: within 7% of the weighted optimum
     # rows of weight zero are never drawn: they get no moving average
     obj = AveragePrecisionObjective(X, y, get_pairwise_loss("logistic"), 1e-3, sample_weight=counts)
-    res = soap(obj, coef_init=obj.start(), max_iter=3, random_state=0)
+    res = soap(obj, obj.penalty, coef_init=obj.start(), max_iter=3, random_state=0)
     assert res.info["u"].shape == (int(np.sum((y > 0) & (counts > 0))), 2)
 
 

@@ -227,8 +227,7 @@ def test_every_solver_lowers_F_from_its_start(solver):
     ypm = np.where(y == 1, 1.0, -1.0)
     obj = PartialAUCObjective(X, ypm, (0.05, 0.5), get_pairwise_loss("squared_hinge"), 1e-4)
     clf = PartialAUCClassifier(solver=solver, random_state=0, loss="squared_hinge", **PAPER)
-    clf._fpr_range, clf._solver = (0.05, 0.5), solver
-    start = clf._start(obj, None)
+    start = clf._paper_start(clf._solvers[solver], obj, None, None)
     with _quiet():
         clf.fit(X, y)
     assert clf.objective_ < obj.value(start)

@@ -258,7 +258,7 @@ def test_exact_solver_is_the_weighted_minimum(fit_sparse):
     exact.fit(sp.csr_matrix(X) if fit_sparse else X, y, sample_weight=v)
     obj = PartialAUCObjective(X, np.where(y == 1, 1.0, -1.0), (0, 1), get_pairwise_loss("squared"), 1e-3,
                               sample_weight=v)
-    ref = lbfgs(obj, coef_init=np.zeros(X.shape[1]), tol=1e-12, max_iter=2000)
+    ref = lbfgs(obj, obj.penalty, coef_init=np.zeros(X.shape[1]), tol=1e-12, max_iter=2000)
     assert exact.objective_ == pytest.approx(obj.value(exact.ranking_coef_[0]), rel=1e-12)
     assert exact.objective_ <= ref.objective_history[-1] * (1 + 1e-10)
     np.testing.assert_allclose(exact.ranking_coef_[0], ref.coef, rtol=1e-5, atol=1e-7)
@@ -333,7 +333,7 @@ def test_stochastic_solver_functions_refuse_a_weighted_objective():
                                     (dca_partial_auc, (0.05, 0.5), "squared_hinge")]:
         obj = PartialAUCObjective(X, ypm, fpr_range, get_pairwise_loss(loss), 1e-3, sample_weight=counts)
         with pytest.raises(ValueError, match="does not take sample_weight"):
-            solver(obj)
+            solver(obj, obj.penalty)
 
 
 def test_ppd_step_units_and_restarts_of_integer_weights_are_those_of_repeated_rows():

@@ -92,7 +92,8 @@ def test_ppd_partial_fit_is_the_first_steps_of_a_stage(solver, function):
     streamed.partial_fit(X, y, classes=[0, 1])
     # one pass: n // batch_size steps of stage 0, whose average so far is coef_; a stream
     # steps with step=1 (PPD-AdaGrad's fit takes 10, too large for a stream's first steps)
-    ref = function(_auc_objective(X, y), max_iter=1, inner_iter0=1000 // 32, batch_size=32, tol=0.0,
+    objective = _auc_objective(X, y)
+    ref = function(objective, objective.penalty, max_iter=1, inner_iter0=1000 // 32, batch_size=32, tol=0.0,
                    step=1.0, random_state=3)
     assert ref.n_iter == 1 and ref.info["stages_redone"] == 0
     np.testing.assert_array_equal(streamed.ranking_coef_[0], ref.coef)
@@ -114,8 +115,9 @@ def test_ppd_stages_end_wherever_their_steps_fall(adagrad):
     for _ in range(4):  # 4 steps a pass: stage 0 is the first pass, stage 1 (12 steps) the next three
         stream.partial(X, y_pm)
     assert (stream.stage, stream.t, stream.passes, stream.samples) == (2, 0, 4, 16 * 64)
-    ref = (ppd_adagrad if adagrad else ppd_sg)(_auc_objective(X, y), max_iter=2, inner_iter0=4, step=step,
-                                               tol=0.0, random_state=5)
+    objective = _auc_objective(X, y)
+    ref = (ppd_adagrad if adagrad else ppd_sg)(objective, objective.penalty, max_iter=2, inner_iter0=4,
+                                               step=step, tol=0.0, random_state=5)
     assert ref.n_iter == 2 and ref.info["stages_redone"] == 0
     np.testing.assert_array_equal(stream.coef, ref.coef)  # the start of stage 2: stage 1's average
     assert stream.eta == stream.eta0 / 9  # eta_0 / 3^k
@@ -272,7 +274,7 @@ def test_repeated_ppd_partial_fit_lowers_the_exact_objective(solver):
     assert est.n_iter_ == 32
     assert values[0] < objective.value(np.zeros(8))  # F(0) = margin^2 = 1, the start
     assert values[-1] < values[0]
-    assert values[-1] <= 1.02 * exact_square_auc(objective).objective
+    assert values[-1] <= 1.02 * exact_square_auc(objective, objective.penalty).objective
 
 
 @pytest.mark.parametrize("solver", ["ppd-sg", "ppd-adagrad"])
@@ -286,7 +288,7 @@ def test_weighted_ppd_partial_fit_draws_the_weighted_sample(solver):
             est.partial_fit(X[chunk], y[chunk], classes=[0, 1], sample_weight=weights[chunk])
     weighted = PartialAUCObjective(X, np.where(y == 1, 1.0, -1.0), (0, 1), get_pairwise_loss("squared"), 1e-4,
                                    sample_weight=weights)
-    best = exact_square_auc(weighted).objective
+    best = exact_square_auc(weighted, weighted.penalty).objective
     assert weighted.value(est.ranking_coef_[0]) <= 1.02 * best
     totals = [weights[y == 1].sum(), weights[y == 0].sum()]
     np.testing.assert_allclose(est._streams[0].totals, 10 * np.array(totals))  # ten passes over each row

@@ -44,12 +44,20 @@ def _random_problem(seed, n=40, d=5, share=0.3):
 
 # --- closed form ---------------------------------------------------------------------------
 
+def _exact(objective):
+    return exact_square_auc(objective, objective.penalty)
+
+
+def _ppd_sg(objective, **options):
+    return ppd_sg(objective, objective.penalty, **options)
+
+
 @pytest.mark.parametrize("seed, alpha, margin", [(0, 0.0, 1.0), (1, 1e-3, 1.0), (2, 0.1, 0.5),
                                                  (3, 0.0, 2.0)])
 def test_closed_form_matches_cvxpy_and_zeroes_the_pairwise_gradient(seed, alpha, margin, referee):
     cp = referee.cp
     X, y = _random_problem(seed)
-    res = exact_square_auc(_objective(X, y, alpha, margin))
+    res = _exact(_objective(X, y, alpha, margin))
     D = _pair_differences(X, y)
     w = cp.Variable(X.shape[1])
     # the pairwise mean as a quadratic in w, every pair written out
@@ -69,17 +77,17 @@ def test_closed_form_singular_is_least_norm_and_sparse_equals_dense():
     X = rng.normal(size=(30, 4))
     X = np.column_stack([X, X[:, 0], X[:, 1] - X[:, 2]])  # rank 4 of 6: singular with alpha = 0
     y = (rng.random(30) < 0.4).astype(int)
-    dense = exact_square_auc(_objective(X, y, 0.0))
-    sparse = exact_square_auc(_objective(sp.csr_matrix(X), y, 0.0))
+    dense = _exact(_objective(X, y, 0.0))
+    sparse = _exact(_objective(sp.csr_matrix(X), y, 0.0))
     assert dense.info["method"] == "least-norm"
     np.testing.assert_allclose(sparse.coef, dense.coef, rtol=1e-9, atol=1e-12)
     # least squares on the pairs, least-norm solution, independently
     D = _pair_differences(X, y)
     np.testing.assert_allclose(dense.coef, np.linalg.pinv(D) @ np.ones(len(D)), rtol=1e-8,
                                atol=1e-10)
-    with_ridge = exact_square_auc(_objective(sp.csr_matrix(X), y, 1e-2))
+    with_ridge = _exact(_objective(sp.csr_matrix(X), y, 1e-2))
     assert with_ridge.info["method"] == "cholesky"
-    np.testing.assert_allclose(with_ridge.coef, exact_square_auc(_objective(X, y, 1e-2)).coef,
+    np.testing.assert_allclose(with_ridge.coef, _exact(_objective(X, y, 1e-2)).coef,
                                rtol=1e-9)
 
 
@@ -185,8 +193,8 @@ TABLES = list(_tables())
 def test_ppd_defaults_within_one_percent_of_the_closed_form(solver, table):
     _, X, y = TABLES[table]
     obj = _objective(X, y)
-    best = exact_square_auc(obj).objective
-    res = solver(obj, random_state=0)
+    best = exact_square_auc(obj, obj.penalty).objective
+    res = solver(obj, obj.penalty, random_state=0)
     assert res.objective <= 1.01 * best
     assert res.objective == pytest.approx(obj.value(res.coef), rel=1e-12)
     # lowers F from the start (w = 0, F = c^2), at every accepted stage but noise
@@ -194,9 +202,9 @@ def test_ppd_defaults_within_one_percent_of_the_closed_form(solver, table):
     assert history[0] == pytest.approx(1.0) and history[1] < 0.5 * history[0]
     assert np.all(history[1:] <= history[:-1] * (1 + 1e-2))
     assert res.info["passes"] > 0 and res.info["time"] > 0
-    again = solver(obj, random_state=0)
+    again = solver(obj, obj.penalty, random_state=0)
     np.testing.assert_array_equal(res.coef, again.coef)
-    other = solver(obj, random_state=1)
+    other = solver(obj, obj.penalty, random_state=1)
     assert not np.array_equal(res.coef, other.coef)
     assert other.objective <= 1.01 * best
 
@@ -205,13 +213,13 @@ def test_ppd_defaults_within_one_percent_of_the_closed_form(solver, table):
 def test_online_class_ratio_lands_close_too(solver):
     _, X, y = TABLES[0]
     obj = _objective(X, y)
-    best = exact_square_auc(obj).objective
-    res = solver(obj, class_ratio="online", random_state=1)
+    best = exact_square_auc(obj, obj.penalty).objective
+    res = solver(obj, obj.penalty, class_ratio="online", random_state=1)
     assert res.objective <= 1.01 * best
     p = y.mean()
     assert res.info["p"] == pytest.approx(p, abs=5e-3)
     assert res.info["q"] == pytest.approx(p * (1 - p), abs=5e-3)
-    known = solver(obj, random_state=1)  # same draws, other ratio in the steps
+    known = solver(obj, obj.penalty, random_state=1)  # same draws, other ratio in the steps
     assert not np.array_equal(res.coef, known.coef)
 
 
@@ -220,21 +228,22 @@ def test_sparse_input_warm_start_and_margin():
     X = StandardScaler().fit_transform(X)
     X[np.abs(X) < 0.8] = 0.0
     dense, sparse = _objective(X, y, 1e-2, 0.5), _objective(sp.csr_matrix(X), y, 1e-2, 0.5)
-    best = exact_square_auc(sparse)
-    assert best.objective == pytest.approx(exact_square_auc(dense).objective, rel=1e-10)
-    r_dense = ppd_sg(dense, random_state=0)
-    r_sparse = ppd_sg(sparse, random_state=0)
+    best = exact_square_auc(sparse, sparse.penalty)
+    assert best.objective == pytest.approx(exact_square_auc(dense, dense.penalty).objective, rel=1e-10)
+    r_dense = ppd_sg(dense, dense.penalty, random_state=0)
+    r_sparse = ppd_sg(sparse, sparse.penalty, random_state=0)
     assert r_sparse.objective <= 1.01 * best.objective
     assert r_sparse.objective == pytest.approx(r_dense.objective, rel=1e-6)
     # started at the solution with the dual reset to its optimum, a short
     # small-step stage stays there (a wrong dual drifts by ~0.5%)
-    warm = ppd_sg(sparse, coef_init=best.coef, max_iter=1, inner_iter0=20, step=0.02,
+    warm = ppd_sg(sparse, sparse.penalty, coef_init=best.coef, max_iter=1, inner_iter0=20, step=0.02,
                   random_state=0)
     assert warm.objective_history[0] == pytest.approx(best.objective, rel=1e-12)
     assert warm.objective <= (1 + 1e-3) * best.objective
     h_pos, h_neg = sparse.scores(warm.coef)
     assert warm.info["dual"] == pytest.approx(h_neg.mean() - h_pos.mean(), rel=1e-10)
-    warm = ppd_adagrad(sparse, coef_init=best.coef, max_iter=2, inner_iter0=200, random_state=0)
+    warm = ppd_adagrad(sparse, sparse.penalty, coef_init=best.coef, max_iter=2, inner_iter0=200,
+                       random_state=0)
     assert warm.objective <= 1.01 * best.objective
 
 
@@ -242,9 +251,9 @@ def test_bad_arguments_are_named():
     _, X, y = TABLES[0]
     obj = _objective(X, y)
     with pytest.raises(ValueError, match="class_ratio"):
-        ppd_sg(obj, class_ratio="stream")
+        ppd_sg(obj, obj.penalty, class_ratio="stream")
     with pytest.raises(ValueError, match="coef_init"):
-        ppd_adagrad(obj, coef_init=np.zeros(3))
+        ppd_adagrad(obj, obj.penalty, coef_init=np.zeros(3))
 
 
 def test_estimator_full_auc_solvers_agree():
@@ -272,11 +281,11 @@ def test_a_large_constant_column_changes_nothing(solver, sparse):
     y = y[:600]
     X_more = np.insert(X, 2, 1e6, axis=1)
     obj, obj_more = _objective(X, y, 1e-2), _objective(sp.csr_matrix(X_more) if sparse else X_more, y, 1e-2)
-    best = exact_square_auc(obj).objective
-    res = solver(obj_more, random_state=0)
+    best = exact_square_auc(obj, obj.penalty).objective
+    res = solver(obj_more, obj_more.penalty, random_state=0)
     assert res.objective <= 1.01 * best
     assert abs(res.coef[2]) < 1e-6
-    ref = solver(obj, random_state=0)
+    ref = solver(obj, obj.penalty, random_state=0)
     np.testing.assert_allclose(np.delete(res.coef, 2), ref.coef, rtol=0.05, atol=0.02)
     # a and b in the units of the rows as given: the class-mean scores, each of about 1e6 w_2
     h_pos, h_neg = obj_more.scores(res.coef)
@@ -293,7 +302,8 @@ def test_constant_rows_have_no_curvature_and_fit_w_zero(solver, d, value):
     y = np.arange(40) % 3 == 0
     X = np.full((40, d), value)
     assert _curvature_parts(X, int(y.sum()), center=X.mean(axis=0))[0] == 0.0
-    res = solver(_objective(X, y.astype(int), 0.05), random_state=0)
+    objective = _objective(X, y.astype(int), 0.05)
+    res = solver(objective, objective.penalty, random_state=0)
     assert np.all(np.isfinite(res.coef)) and np.abs(res.coef).max() < 1e-9
     assert res.objective == pytest.approx(1.0, rel=1e-12)
 
@@ -302,9 +312,9 @@ def test_sparse_rows_are_shifted_as_the_dense_ones_are_centred():
     """The sparse kernel subtracts the centre in its steps: the dense fit's iterates, to rounding."""
     X, y = _random_problem(4, n=80, d=5)
     X[np.abs(X) < 0.5] = 0.0
-    dense = ppd_sg(_objective(X, y, 1e-2), max_iter=2, inner_iter0=50, tol=0.0, random_state=0)
-    sparse = ppd_sg(_objective(sp.csr_matrix(X), y, 1e-2), max_iter=2, inner_iter0=50, tol=0.0,
-                    random_state=0)
+    dense = _ppd_sg(_objective(X, y, 1e-2), max_iter=2, inner_iter0=50, tol=0.0, random_state=0)
+    sparse = _ppd_sg(_objective(sp.csr_matrix(X), y, 1e-2), max_iter=2, inner_iter0=50, tol=0.0,
+                     random_state=0)
     np.testing.assert_allclose(sparse.coef, dense.coef, rtol=1e-9, atol=1e-12)
     assert sparse.info["a"] == pytest.approx(dense.info["a"], rel=1e-9)
 
@@ -313,5 +323,6 @@ def test_a_fit_above_f_at_zero_is_not_converged():
     """``F(0) = c^2`` bounds the minimum: a start far out that tiny steps barely move is flagged."""
     _, X, y = TABLES[0]
     obj = _objective(X, y)
-    res = ppd_sg(obj, coef_init=np.full(X.shape[1], 10.0), max_iter=1, step=1e-12, random_state=0)
+    res = ppd_sg(obj, obj.penalty, coef_init=np.full(X.shape[1], 10.0), max_iter=1, step=1e-12,
+                 random_state=0)
     assert res.objective > 1.0 and not res.converged and res.stop_criterion > 1e-4

@@ -23,7 +23,6 @@ from skrank import AveragePrecisionClassifier, PartialAUCClassifier
 from skrank.datafits.average_precision import AveragePrecisionObjective
 from skrank.datafits.logistic_anchor import LogisticAnchoredObjective
 from skrank.datafits.partial_auc import PartialAUCObjective, SigmoidScorePartialAUC
-from skrank.estimators._anchored import fit_anchored
 from skrank.pairwise_losses import get_pairwise_loss
 
 
@@ -71,16 +70,13 @@ def test_the_reported_objective_is_the_objective_at_the_returned_coefficients(ma
     _quiet_fit(estimator, X, Y)  # sets the resolved parameters (loss, rank weight, range)
     for k in range(Y.shape[1]):
         ypm = np.where(Y[:, k] > 0, 1.0, -1.0)
-        if isinstance(estimator, PartialAUCClassifier):
-            kind = estimator.link
-            rank = _rank_objective(kind, X, ypm)
-            relative = estimator._relative_margin
-        else:
-            rank, relative = _rank_objective("average_precision", X, ypm), None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            result = fit_anchored(rank, X, ypm, estimator, estimator._rank_weight, None, None, None,
-                                  relative_margin=relative)
+            result = estimator._solve(X, ypm, None, None)  # the fit of one problem, through the solver table
+        if isinstance(estimator, PartialAUCClassifier):
+            rank = _rank_objective(estimator.link, X, ypm, margin=result.info["margin"])
+        else:
+            rank = _rank_objective("average_precision", X, ypm)
         check = LogisticAnchoredObjective(rank, X, ypm, estimator._rank_weight, 1.0 / X.shape[0])
         theta = np.append(result.coef, result.info["score_intercept"])
         assert result.objective == pytest.approx(check.value(theta), rel=1e-12, abs=1e-15)
@@ -138,7 +134,7 @@ def test_sota_never_returns_a_point_above_its_start(seed):
     loss = get_pairwise_loss("squared_hinge", 1.0)
     objective = PartialAUCObjective(X, y, (0, 0.3), loss, 1e-4, tpr_min=0.5)
     start = objective.value(np.zeros(X.shape[1]))
-    result = sota_s(objective, random_state=seed)
+    result = sota_s(objective, objective.penalty, random_state=seed)
     assert objective.value(result.coef) <= start
     assert result.objective == objective.value(result.coef)
     if result.info["kept_start"]:
@@ -150,7 +146,8 @@ def test_an_estimator_whose_sota_fit_ends_above_its_start_warns(monkeypatch):
     from sklearn.exceptions import ConvergenceWarning
 
     X, y = _noise(0)
-    monkeypatch.setattr(PartialAUCClassifier, "_start", lambda self, objective, init: np.zeros(X.shape[1]))
+    monkeypatch.setattr(PartialAUCClassifier, "_paper_start",
+                        lambda self, info, objective, coef_init, intercept_init: np.zeros(X.shape[1]))
     estimator = PartialAUCClassifier(solver="sota-s", fpr_range=(0, 0.3), tpr_min=0.5, random_state=0)
     with pytest.warns(ConvergenceWarning, match="ended above its starting point"):
         estimator.fit(X, y)

@@ -129,8 +129,8 @@ def test_lbfgs_stopping_criterion_does_not_depend_on_the_units_of_x(s):
     scaled = _anchored(X * s, y)
     scaled.alpha = base.alpha * s * s
     start = np.append(np.full(X.shape[1], 0.1), -0.2)
-    r0 = lbfgs(base, coef_init=start, tol=1e-5)
-    r1 = lbfgs(scaled, coef_init=np.append(start[:-1] / s, start[-1]), tol=1e-5)
+    r0 = lbfgs(base, base.penalty, coef_init=start, tol=1e-5)
+    r1 = lbfgs(scaled, scaled.penalty, coef_init=np.append(start[:-1] / s, start[-1]), tol=1e-5)
     assert r0.converged and r1.converged and r0.n_iter == r1.n_iter > 0
     assert r1.stop_criterion == pytest.approx(r0.stop_criterion, rel=1e-5)
     np.testing.assert_allclose(r1.objective_history, r0.objective_history, rtol=1e-9)
@@ -145,7 +145,7 @@ class _Uphill:
 
 
 def test_lbfgs_reports_a_start_it_cannot_leave():
-    result = lbfgs(_Uphill(), coef_init=np.full(3, 1.0 - 1e-4), tol=1e-6)
+    result = lbfgs(_Uphill(), None, coef_init=np.full(3, 1.0 - 1e-4), tol=1e-6)
     assert result.n_iter == 0 and not result.converged
     assert result.stop_criterion > 1e-6
 

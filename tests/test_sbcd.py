@@ -139,8 +139,8 @@ def _objective(seed=0, fpr=(0.05, 0.5), loss="squared_hinge"):
 def test_solvers_lower_F_and_are_deterministic(solver, fpr):
     obj = _objective(1, fpr)
     w0 = np.full(obj.X_pos.shape[1], 0.05)
-    a = solver(obj, coef_init=w0, max_iter=5, random_state=0)
-    b = solver(obj, coef_init=w0, max_iter=5, random_state=0)
+    a = solver(obj, obj.penalty, coef_init=w0, max_iter=5, random_state=0)
+    b = solver(obj, obj.penalty, coef_init=w0, max_iter=5, random_state=0)
     np.testing.assert_array_equal(a.coef, b.coef)
     assert a.objective < 0.95 * obj.value(w0)
     assert a.objective == pytest.approx(obj.value(a.coef), rel=1e-12)
@@ -150,7 +150,7 @@ def test_solvers_lower_F_and_are_deterministic(solver, fpr):
 def test_agd_skips_the_m_call_when_fpr_min_is_zero():
     obj = _objective(2, (0.0, 0.4), "logistic")
     w0 = np.zeros(obj.X_pos.shape[1])
-    res = agd_sbcd(obj, coef_init=w0, max_iter=3, random_state=1)
+    res = agd_sbcd(obj, obj.penalty, coef_init=w0, max_iter=3, random_state=1)
     assert res.objective < obj.value(w0)
     assert np.all(np.isfinite(res.coef))
 
@@ -158,7 +158,7 @@ def test_agd_skips_the_m_call_when_fpr_min_is_zero():
 @pytest.mark.parametrize("solver", [agd_sbcd, dca_partial_auc, prox_dca_partial_auc])
 def test_default_start_and_pass_count(solver):
     obj = _objective(3)
-    res = solver(obj, max_iter=2, tol=0.0, random_state=0)
+    res = solver(obj, obj.penalty, max_iter=2, tol=0.0, random_state=0)
     assert res.n_iter == 2
     assert res.objective < obj.value(np.zeros(obj.X_pos.shape[1]))
     I, J = min(64, obj.n_pos), min(64, obj.n_neg)
@@ -176,7 +176,7 @@ def test_agd_safeguard_recovers_from_a_diverging_step():
     w0 = np.full(obj.X_pos.shape[1], 0.05)
     F0 = obj.value(w0)
     # gamma / mu = 20 (the paper's grid) overshoots from the start
-    res = agd_sbcd(obj, coef_init=w0, max_iter=6, tol=0.0, mu=1000.0, gamma=20000.0,
+    res = agd_sbcd(obj, obj.penalty, coef_init=w0, max_iter=6, tol=0.0, mu=1000.0, gamma=20000.0,
                    random_state=0)
     assert np.max(res.objective_history) > F0  # a step did diverge ...
     assert res.info["gamma"] < 20000.0  # ... so gamma was halved
@@ -194,8 +194,8 @@ def test_steps_are_scale_covariant(solver, scale):
     obj = PartialAUCObjective(X, y, (0.0, 0.3), get_pairwise_loss("squared_hinge"), 1e-2)
     scaled = PartialAUCObjective(X * scale, y, (0.0, 0.3), get_pairwise_loss("squared_hinge"),
                                  1e-2 * scale**2)
-    ref = solver(obj, max_iter=3, random_state=0)
-    res = solver(scaled, max_iter=3, random_state=0)
+    ref = solver(obj, obj.penalty, max_iter=3, random_state=0)
+    res = solver(scaled, scaled.penalty, max_iter=3, random_state=0)
     assert res.n_iter == ref.n_iter
     np.testing.assert_allclose(res.objective_history, ref.objective_history, rtol=1e-8)
     np.testing.assert_allclose(res.coef * scale, ref.coef, rtol=1e-6, atol=1e-9)

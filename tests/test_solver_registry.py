@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from sklearn.base import clone
 
 from skrank import AveragePrecisionClassifier, PartialAUCClassifier
+from skrank.datafits.partial_auc import PartialAUCObjective
 from skrank.datafits.rank_risk import RankRisk
 from skrank.estimators import (
     AveragePrecisionClassifierCV,
@@ -32,6 +33,7 @@ from skrank.solvers.registry import (
     auto_preference,
     choose_solver,
     doc_tables,
+    solve,
     solvers_for,
     streaming_solvers,
 )
@@ -41,14 +43,14 @@ LOSSES = ["logistic", "hinge", "huber", "absolute"]
 PENALTIES = [("l2", 0.1), ("l1", 0.05), ("l2", 0.0)]
 
 
-@pytest.mark.parametrize("module", [rank_admm, spectral_risk])
-def test_every_estimator_solver_is_in_the_table(module):
+@pytest.mark.parametrize("module, Est", [(rank_admm, rank_admm.RankADMMRegressor),
+                                         (spectral_risk, spectral_risk.SpectralRiskRegressor)])
+def test_every_estimator_solver_is_in_the_table(module, Est):
     for name in module._SOLVERS:
         if name == "auto":
             continue
         assert callable(SOLVERS[name].load())
-    for name in module._AUTO:
-        assert name in module._SOLVERS
+    assert Est._AUTO and set(Est._AUTO) <= set(module._SOLVERS)
 
 
 def _problem(loss):
@@ -285,3 +287,19 @@ def test_a_former_solver_name_still_fits_with_a_future_warning():
     np.testing.assert_array_equal(old.coef_, new.coef_)
     with pytest.raises(ValueError, match="lsvrg-nu"):
         RankADMMRegressor(solver="lsvrg-nuu").fit(X, y)
+
+
+def test_solve_checks_what_the_row_needs_of_the_datafit_and_the_penalty():
+    X, y = _problem(get_loss("logistic"))
+    ranking = solvers_for("PartialAUCClassifier")
+    objective = PartialAUCObjective(X, y, (0.0, 1.0), get_pairwise_loss("squared"), 0.1)
+    exact = solve(ranking["exact"], objective, objective.penalty, coef_init=None, tol=1e-4)  # options ignored
+    assert exact.converged and exact.objective == pytest.approx(objective.value(exact.coef))
+    # a row asks its datafit for what it declares: a rank risk is not a partial-AUC objective
+    with pytest.raises(TypeError, match=r"solver='exact' needs datafit\.positive, datafit\.fpr_range"):
+        solve(ranking["exact"], RankRisk(X, y, ERM(), get_loss("logistic")), get_penalty("l2", 0.1))
+    with pytest.raises(TypeError, match=r"solver='admm' needs datafit\.problem"):
+        solve(SOLVERS["admm"], objective, objective.penalty)
+    # the penalty of a datafit that holds its own is that one, no other
+    with pytest.raises(TypeError, match=r"the l2 penalty of its datafit, alpha=0\.1; got l1=0\.0, l2=0\.2"):
+        solve(ranking["lbfgs"], objective, get_penalty("l2", 0.2), coef_init=np.zeros(3))

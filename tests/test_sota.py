@@ -45,7 +45,7 @@ def test_fit_raises_the_two_way_partial_auc_to_that_of_lbfgs(problem):
     X, y = problem
     random_start = np.random.default_rng(1).normal(size=X.shape[1])
     objective = _objective(X, y)
-    result = sota_s(objective, coef_init=random_start, max_iter=50, random_state=0)
+    result = sota_s(objective, objective.penalty, coef_init=random_start, max_iter=50, random_state=0)
     assert _tpauc(y, X @ random_start) < 0.3  # 0.26
     assert _tpauc(y, X @ result.coef) > 0.75  # 0.80
     lbfgs = _estimator(solver="lbfgs", loss="squared_hinge", rank_weight=1.0).fit(X, y)
@@ -108,8 +108,8 @@ def test_default_temperatures_and_refusals(problem):
 def test_solver_function_is_reproducible(problem):
     X, y = problem
     objective = _objective(X, y, "logistic", 1e-3)
-    a = sota_s(objective, max_iter=5, random_state=3)
-    b = sota_s(objective, max_iter=5, random_state=3)
+    a = sota_s(objective, objective.penalty, max_iter=5, random_state=3)
+    b = sota_s(objective, objective.penalty, max_iter=5, random_state=3)
     np.testing.assert_array_equal(a.coef, b.coef)
     assert a.objective_history[-1] < a.objective_history[0]
     assert a.info["lam_p"] > a.info["lam_n"] > 0
@@ -133,7 +133,7 @@ def test_fit_converges_with_defaults_on_breast_cancer(breast_cancer):
 def test_adapted_step_ends_no_worse_than_the_constant_step(breast_cancer, problem):
     for X, y in (breast_cancer, problem):
         objective = _objective(X, y)
-        result = sota_s(objective, random_state=0)
+        result = sota_s(objective, objective.penalty, random_state=0)
         assert result.converged
         history = result.objective_history
         assert np.all(np.diff(history[1:]) <= 0.0)  # after the first, an epoch that raises F is undone
@@ -154,7 +154,8 @@ def test_adapted_step_ends_no_worse_than_the_constant_step(breast_cancer, proble
 def test_a_step_too_large_is_cut_back(problem):
     X, y = problem
     objective = _objective(X, y)
-    result = sota_s(objective, step=10.0, random_state=0)  # the constant step diverges: F ~ 1e21
+    # the constant step diverges: F ~ 1e21
+    result = sota_s(objective, objective.penalty, step=10.0, random_state=0)
     assert result.converged and result.info["rate"] < 1e-2
     assert result.objective_history[-1] < 0.8 * result.objective_history[0]  # 0.68 against 1
 

@@ -17,11 +17,13 @@ term ``D`` of a subclass and states what a solver may ask of it:
   is known, else None;
 * :meth:`Datafit.variable_scale`, the units of ``theta`` (a diagonal
   preconditioner for :func:`skrank.solvers.full_batch.lbfgs.lbfgs`);
+* :attr:`Datafit.penalty`, the l2 penalty it holds (the solvers' second argument);
 * :attr:`Datafit.fits_intercept` and :attr:`Datafit.supports_sample_weight`.
 """
 
 import numpy as np
 
+from ..penalties import Penalty
 from .scale import gradient_test_scale, linear_model_scale
 
 
@@ -66,6 +68,11 @@ class Datafit:
 
     def _penalty(self, w):
         return 0.5 * self.alpha * float(w @ w)
+
+    @property
+    def penalty(self):
+        """The l2 penalty of ``F``, ``alpha ||w||^2 / 2``, as a :class:`skrank.penalties.Penalty`."""
+        return Penalty(0.0, self.alpha)
 
     def value(self, theta):
         """``F(theta)``.

@@ -42,6 +42,10 @@ class LogisticAnchoredObjective(Datafit):
     """
 
     fits_intercept = True
+    #: the logistic regression ``theta`` the fit starts from and must rank as well as (set by the estimator)
+    anchor = None
+    #: the iterations of that start that a cold fit counts
+    anchor_iterations = 0
 
     def __init__(self, rank_objective, X, y, rank_weight, alpha, sample_weight=None):
         self.rank_objective = rank_objective

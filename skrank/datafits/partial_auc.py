@@ -738,20 +738,6 @@ class PartialAUCObjective(Datafit):
         g[rows_neg] = g_neg
         return total / self.normaliser, self.design.to_native(g) / self.normaliser
 
-    def data_value(self, w):
-        """The pAUC surrogate without the penalty, ``F(w) - alpha ||w||^2 / 2``.
-
-        Parameters
-        ----------
-        w : ndarray of shape (n_features,)
-            Coefficients, as for :meth:`scores`.
-
-        Returns
-        -------
-        float
-        """
-        return self._data_term(w, gradient=False)[0]
-
     def ranked_scores(self, theta):
         """The scores that the pairs compare, ``X w``, at ``theta = (w, b)``.
 

@@ -1,11 +1,14 @@
-"""Fitting the ranking estimators' logistic-anchored objective (``rank_weight < 1``)."""
+"""The ranking classifiers' fits: their datafits, starts and ends, and the logistic-anchored fit."""
 
 import copy
 
 import numpy as np
 
+from ..backends.threads import blas_threads
 from ..datafits.logistic_anchor import LogisticAnchoredObjective
 from ..solvers.progress import Progress
+from ..solvers.registry import solve
+from ._platt import platt_calibrate
 
 #: ``alpha`` of ``partial_fit`` when ``alpha=None``: a stream has no ``n_samples``
 STREAM_ALPHA = 1e-4
@@ -44,75 +47,105 @@ def resolve_alpha(alpha, y, sample_weight=None):
     return alpha
 
 
-def fit_anchored(rank_objective, X, y, estimator, rank_weight, coef_init, intercept_init, sample_weight,
-                 relative_margin=None):
-    """L-BFGS on ``(1 - r) logistic + r rank + alpha ||w||^2 / 2`` for one binary problem.
+class RankingFit:
+    """The fit template's hooks for the ranking classifiers: datafit, start and end of each problem.
 
-    The start is ``(coef_init, intercept_init)`` on a warm start, otherwise
-    the logistic regression of the same ``alpha`` (the objective at
-    ``r = 0``), so that the rank term moves the fit away from it.  For
-    ``r > 0`` the fit never ranks the training data worse than that
-    logistic regression (:func:`_ranking_kept`), which is therefore fitted
-    on a warm start too.
-
-    Parameters
-    ----------
-    rank_objective : object
-        The rank surrogate built with ``alpha=0``.
-    X : {ndarray, sparse matrix, dask.array.Array, array-API array} of shape (n, d)
-    y : ndarray of shape (n,)
-        Labels in {-1, +1}.
-    estimator : object
-        Gives ``alpha`` (:func:`resolve_alpha`), ``tol``, ``max_iter`` and ``verbose``.
-    rank_weight : float
-        ``r`` in ``[0, 1]``.
-    coef_init, intercept_init : ndarray or None, float or None
-        A warm start, or None.
-    sample_weight : ndarray or None
-    relative_margin : float or None, default=None
-        When given, the rank loss's margin becomes ``relative_margin`` times
-        the (weighted) standard deviation of the ranked scores of the
-        logistic regression (``rank_objective.set_margin``), so that the
-        band the loss smooths over follows the spread of the scores, so
-        that the objective depends on the data and the parameters only.
-
-    Returns
-    -------
-    skrank.solvers.SolverResult
-        ``coef`` is ``w``; ``info["score_intercept"]`` is ``b``; ``n_iter``
-        counts, for a cold fit, the iterations of its logistic start too;
-        ``info["margin"]`` the rank loss's margin.
+    A classifier defines ``_anchored()`` (whether its objective mixes in the
+    logistic loss: :class:`skrank.datafits.logistic_anchor.LogisticAnchoredObjective`),
+    ``_rank_datafit(X, y, sample_weight, alpha)``, ``_costly(datafit)``,
+    ``_paper_start(info, datafit, coef_init, intercept_init)`` and
+    ``_stochastic_options()``.
     """
-    from ..solvers.full_batch.lbfgs import lbfgs
 
-    objective = LogisticAnchoredObjective(rank_objective, X, y, rank_weight,
-                                          resolve_alpha(estimator.alpha, y, sample_weight), sample_weight)
-    max_iter = 500 if estimator.max_iter is None else estimator.max_iter
-    # the logistic regression of this alpha: the start of a cold fit and the ranking the fit must match
-    logistic, start_iterations = None, 0
-    if coef_init is None or rank_weight > 0.0 or relative_margin is not None:
-        logistic, start_iterations = _logistic_start(objective, estimator.tol, max_iter)
+    #: with a value, the smooth step's margin follows the spread of the logistic regression's scores
+    _relative_margin = None
+
+    def _fit_context(self, X):
+        return blas_threads(X)
+
+    def _paper_solver(self):
+        """Whether ``solver`` names one of the papers' solvers, which fit the rank objective alone."""
+        entry = self._solvers.get(self.solver)  # None for "auto"
+        return entry is not None and not entry.anchored
+
+    def _datafit(self, X, y, sample_weight):
+        """The objective (its l2 penalty inside) and that penalty: the rank surrogate, or its anchored mix."""
+        rank = self._rank_datafit(X, y, sample_weight, 0.0) if self._anchored() else None
+        alpha = resolve_alpha(self.alpha, y, sample_weight)
+        datafit = (self._rank_datafit(X, y, sample_weight, alpha) if rank is None
+                   else LogisticAnchoredObjective(rank, X, y, self._rank_weight, alpha, sample_weight))
+        return datafit, datafit.penalty
+
+    def _problem_solver(self, datafit):
+        # "auto" on this problem: a costly pass of the rank surrogate moves it to a stochastic solver
+        return self._choose(self.solver, costly=not self._anchored() and self._costly(datafit))
+
+    def _solver_options(self):
+        return {name: self._stochastic_options() for name, info in self._solvers.items() if info.stochastic}
+
+    def _start(self, info, datafit, penalty, coef_init, intercept_init):
+        if self._anchored():
+            return dict(coef_init=_anchored_start(info, datafit, penalty, self, coef_init, intercept_init))
+        return dict(coef_init=self._paper_start(info, datafit, coef_init, intercept_init))
+
+    def _finish(self, result, datafit, X, y, sample_weight):
+        """``w`` and ``b`` of the result, the margin, and the Platt fit (:func:`._platt.platt_calibrate`)."""
+        rank, theta = datafit, result.coef
+        if self._anchored():
+            rank, theta = datafit.rank_objective, _anchored_end(datafit, result, self.verbose)
+        own = theta[:-1] if datafit.fits_intercept else theta  # the rank surrogates of X w fit no intercept
+        result.coef, result.info["score_intercept"] = own, float(theta[-1]) if datafit.fits_intercept else 0.0
+        result.info["margin"] = rank.loss.margin
+        result.info["solver"] = self._solver
+        return platt_calibrate(result, X, y, sample_weight)
+
+    def _update_stream(self, stream):
+        stream.update(**self._stream_settings())
+
+
+def _anchored_start(info, objective, penalty, estimator, coef_init, intercept_init):
+    """The start of an anchored fit: ``(coef_init, intercept_init)`` when warm, else the logistic regression.
+
+    The logistic regression of the same ``alpha`` (the objective at
+    ``r = 0``, fitted by the row ``info``) is also the ranking that the
+    fit must match for ``r > 0`` (:func:`_anchored_end`), so it is fitted
+    on a warm start too; ``objective.anchor`` keeps it.  With the
+    estimator's ``_relative_margin``, the rank loss's margin becomes that
+    many (weighted) standard deviations of its ranked scores, so that the
+    band the loss smooths over follows their spread.
+    """
+    r, relative_margin = objective.rank_weight, estimator._relative_margin
+    if coef_init is None or r > 0.0 or relative_margin is not None:
+        objective.variable_scale()  # computed once, shared with the copy
+        plain = copy.copy(objective)
+        plain.rank_weight = 0.0
+        max_iter = 500 if estimator.max_iter is None else estimator.max_iter
+        result = solve(info, plain, penalty, coef_init=np.zeros(objective.X.shape[1] + 1), tol=estimator.tol,
+                       max_iter=max_iter)
+        objective.anchor = np.asarray(result.coef, dtype=np.float64)
+        objective.anchor_iterations = 0 if coef_init is not None else int(result.n_iter)
     if relative_margin is not None:
-        spread = _weighted_std(rank_objective.ranked_scores(logistic), objective.row_weight)
-        rank_objective.set_margin(relative_margin * spread if spread > 0 else 1.0)
-    theta0 = logistic
-    if coef_init is not None:
-        theta0 = np.append(np.asarray(coef_init, dtype=np.float64),
-                           0.0 if intercept_init is None else float(intercept_init))
-    result = lbfgs(objective, coef_init=theta0, tol=estimator.tol, max_iter=max_iter,
-                   verbose=estimator.verbose)
+        spread = _weighted_std(objective.rank_objective.ranked_scores(objective.anchor), objective.row_weight)
+        objective.rank_objective.set_margin(relative_margin * spread if spread > 0 else 1.0)
     if coef_init is None:
-        result.n_iter += start_iterations  # a cold fit's way from zero runs through its start
-    theta = result.coef if rank_weight == 0.0 else _ranking_kept(objective, logistic, result)
+        return objective.anchor
+    intercept = 0.0 if intercept_init is None else float(intercept_init)
+    return np.append(np.asarray(coef_init, dtype=np.float64), intercept)
+
+
+def _anchored_end(objective, result, verbose):
+    """``theta`` of an anchored fit: a cold fit counts its start's iterations; the start's ranking kept."""
+    result.n_iter += objective.anchor_iterations  # a cold fit's way from zero runs through its start
+    if objective.rank_weight == 0.0:
+        return result.coef
+    theta = _ranking_kept(objective, objective.anchor, result)
     if "kept_fraction" in result.info:
         fraction = result.info["kept_fraction"]
         kept = (f"the point {fraction:g} of the way from it to the descent's end" if fraction > 0
                 else "the logistic regression")
-        Progress("lbfgs", estimator.verbose).note(
+        Progress("lbfgs", verbose).note(
             f"the training metric ended below the logistic regression's: kept {kept}")
-    result.coef, result.info["score_intercept"] = theta[:-1], float(theta[-1])
-    result.info["margin"] = rank_objective.loss.margin
-    return result
+    return theta
 
 
 def _ranking_kept(objective, logistic, result):
@@ -148,17 +181,3 @@ def _ranking_kept(objective, logistic, result):
 def _weighted_std(values, weights):
     mean = float(weights @ values)
     return float(np.sqrt(weights @ (values - mean) ** 2))
-
-
-def _logistic_start(objective, tol, max_iter):
-    """The minimiser of ``objective`` at ``rank_weight = 0`` (logistic regression), by L-BFGS from zero.
-
-    Returns it and the iterations it took.
-    """
-    from ..solvers.full_batch.lbfgs import lbfgs
-
-    objective.variable_scale()  # computed once, shared with the copy
-    plain = copy.copy(objective)
-    plain.rank_weight = 0.0
-    result = lbfgs(plain, coef_init=np.zeros(objective.X.shape[1] + 1), tol=tol, max_iter=max_iter)
-    return np.asarray(result.coef, dtype=np.float64), int(result.n_iter)

@@ -10,7 +10,7 @@ from ..datafits.rank_risk import RankRisk
 from ..losses import get_loss
 from ..penalties import get_penalty
 from ..risks import _RISKS, BaseRisk, check_risk
-from ..solvers.registry import choose_solver
+from ..solvers.registry import auto_preference, choose_solver, streaming_solvers
 from ._fit_template import FitTemplate
 from ._input_checks import InputChecks
 from ._streams import Streams
@@ -23,11 +23,11 @@ class RankLinearModel(FitTemplate, Streams, InputChecks, BaseEstimator):
     their input checks (:class:`InputChecks`) are written once; the
     classifier and regressor mixins (:mod:`._tasks`) supply the checks of
     the targets, their classes and the shape of the coefficients.  An
-    estimator declares its solvers (``_solvers``, ``_AUTO``,
-    ``_STREAMING_SOLVERS``), its ``_parameter_constraints``, and implements
-    ``_check_before_solve`` and ``_solve(X, y, coef_init, intercept_init,
-    sample_weight)``, which returns a :class:`skrank.solvers.SolverResult`
-    (``doc/architecture.rst``).
+    estimator declares its solvers (``_solvers``, from which ``_AUTO`` and
+    ``_STREAMING_SOLVERS`` follow), its ``_parameter_constraints``, and implements
+    ``_check_before_solve`` and ``_datafit(X, y, sample_weight)``, the
+    solver's ``(datafit, penalty)``, which ``_solve`` hands to the chosen
+    row of the solver table (``doc/architecture.rst``).
     """
 
     def _get_risk(self):
@@ -48,8 +48,17 @@ class RankLinearModel(FitTemplate, Streams, InputChecks, BaseEstimator):
 
     #: The estimator's solvers by name: its rows of the table of :mod:`skrank.solvers.registry`.
     _solvers = {}
-    #: The order in which ``solver="auto"`` tries them (:func:`skrank.solvers.registry.auto_preference`).
-    _AUTO = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # the order in which solver="auto" tries the solvers, and those with partial_fit
+        cls._AUTO, cls._STREAMING_SOLVERS = auto_preference(cls._solvers), streaming_solvers(cls._solvers)
+
+    def _set_problem(self, X, sample_weight, **problem):
+        """``self._problem`` (the keywords of ``choose_solver``) and its row of the table (or an error)."""
+        self._problem = dict(weighted=sample_weight is not None, external=external_kind(X), **problem)
+        self._solver_row = self._choose(self.solver)
+        self._solver = self._solver_row.name
 
     def _choose(self, requested, costly=False):
         """The row of the solver to run for the problem ``self._problem`` (its keywords of ``choose_solver``).
@@ -79,8 +88,7 @@ class RankLinearModel(FitTemplate, Streams, InputChecks, BaseEstimator):
 class RegisteredSolverModel(RankLinearModel):
     """A rank-risk model whose solvers come from the table of :mod:`skrank.solvers.registry`.
 
-    Subclasses declare their solvers (``_solvers``, ``_AUTO``,
-    ``_STREAMING_SOLVERS``) and define ``_solver_options`` (each solver's
+    Subclasses declare their solvers (``_solvers``) and define ``_solver_options`` (each solver's
     keyword arguments beyond the shared ones).
     """
 
@@ -117,24 +125,11 @@ class RegisteredSolverModel(RankLinearModel):
         self._risk = risk
         self._loss_obj = self._get_loss()
         self._penalty_obj = self._get_penalty()
-        self._problem = dict(risk=risk, loss=self._loss_obj, penalty=self._penalty_obj,
-                             weighted=sample_weight is not None, external=external_kind(X))
-        self._solver_info = self._choose(self.solver)
-        self._solver = self._solver_info.name
+        self._set_problem(X, sample_weight, risk=risk, loss=self._loss_obj, penalty=self._penalty_obj)
 
-    def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):
-        """Run ``self._solver_info`` (a :class:`skrank.solvers.registry.SolverInfo`).
-
-        With the shared keyword arguments, the estimator's own options for
-        that solver (``_solver_options``) and the entry's fixed options.
-        """
-        info = self._solver_info
-        options = dict(max_iter=self.max_iter, tol=self.tol, coef_init=coef_init,
-                       intercept_init=intercept_init, verbose=self.verbose)
-        options.update(self._solver_options().get(info.name, {}))
-        options.update(info.options)
-        if is_dask_array(y) and not info.dask_targets:
+    def _datafit(self, X, y, sample_weight):
+        """The rank risk of the problem (its targets gathered unless the solver keeps them on Dask)."""
+        if is_dask_array(y) and not self._solver_row.dask_targets:
             y = arrays.to_host(y)
-        datafit = RankRisk(X, y, self._risk, self._loss_obj, fit_intercept=self.fit_intercept,
-                           sample_weight=sample_weight)
-        return info.load()(datafit, self._penalty_obj, **options)
+        return RankRisk(X, y, self._risk, self._loss_obj, fit_intercept=self.fit_intercept,
+                        sample_weight=sample_weight), self._penalty_obj

@@ -1,5 +1,6 @@
 """``fit``, written once: the binary problems of the targets, a solver run per problem, the results."""
 
+import contextlib
 import time
 import warnings
 
@@ -11,6 +12,7 @@ from ..backends.array_api_design import to_numpy
 from ..backends.dask_design import is_dask_array
 from ..backends.dispatch import external_kind
 from ..exceptions import ConstantOptimumWarning
+from ..solvers.registry import solve
 
 
 def _scores_constant(X, coef):
@@ -55,8 +57,39 @@ class FitTemplate:
         """Hook: ``coef_`` and ``intercept_`` from each problem's coefficients and intercept."""
         raise NotImplementedError
 
-    def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):  # pragma: no cover - abstract
+    def _datafit(self, X, y, sample_weight):  # pragma: no cover - abstract
+        """Hook: ``(datafit, penalty)`` of one binary problem (the solver's first two arguments)."""
         raise NotImplementedError
+
+    def _problem_solver(self, datafit):
+        """Hook: the row of the solver table that fits ``datafit`` (the one ``_check_before_solve`` chose)."""
+        return self._solver_row
+
+    def _start(self, info, datafit, penalty, coef_init, intercept_init):
+        """Hook: the solver's start keywords, from a warm start or ``(None, None)``."""
+        return dict(coef_init=coef_init, intercept_init=intercept_init)
+
+    def _finish(self, result, datafit, X, y, sample_weight):
+        """Hook: the solver's result completed for the estimator (the ranking classifiers' Platt fit)."""
+        return result
+
+    def _fit_context(self, X):
+        """Hook: the context of a solver run (the ranking classifiers limit BLAS's threads)."""
+        return contextlib.nullcontext()
+
+    def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):
+        """One problem: its datafit and penalty, its row of the table (run by ``solve``) and the result."""
+        datafit, penalty = self._datafit(X, y, sample_weight)
+        info = self._problem_solver(datafit)
+        self._solver = info.name  # the solver of this problem, which the verbose line names
+        options = dict(tol=self.tol, verbose=self.verbose)
+        if self.max_iter is not None:
+            options["max_iter"] = self.max_iter
+        options.update(self._solver_options().get(info.name, {}))
+        with self._fit_context(X):
+            options.update(self._start(info, datafit, penalty, coef_init, intercept_init))
+            result = solve(info, datafit, penalty, **options)
+            return self._finish(result, datafit, X, y, sample_weight)
 
     def fit(self, X, y, sample_weight=None):
         """Fit the model.

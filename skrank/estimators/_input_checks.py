@@ -36,7 +36,7 @@ class InputChecks:
     #: whether ``fit`` takes a multi-label indicator ``y`` (one ranking per label)
     _multilabel = False
     #: whether the targets of a Dask ``X`` may stay a Dask array on the workers (the solvers that
-    #: do not take them so get them gathered, :meth:`RegisteredSolverModel._solve`)
+    #: do not take them so get them gathered, :meth:`RegisteredSolverModel._datafit`)
     _keeps_dask_targets = False
 
     def _fit_sample_weight(self, X, y, sample_weight):

@@ -212,7 +212,7 @@ FIT_ATTRIBUTES_DOC = """
 class PlattRankingMixin:
     """Prediction for ranking classifiers whose decision function is a Platt fit.
 
-    The estimator's ``_solve`` ends with :func:`platt_calibrate`; this mixin
+    The estimator's ``_finish`` ends with :func:`platt_calibrate`; this mixin
     keeps the solver's direction as ``ranking_coef_``, the Platt
     coefficients as ``calibration_``, and folds them into the linear model
     ``coef_ = A ranking_coef_``, ``intercept_ = B``, so that

@@ -5,15 +5,14 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..backends.dispatch import external_kind
 from ..datafits.average_precision import AveragePrecisionObjective
 from ..pairwise_losses import AVERAGE_PRECISION_LOSSES, get_pairwise_loss
-from ..solvers.registry import auto_preference, solvers_for, streaming_solvers
+from ..solvers.registry import solvers_for
 from ..solvers.stochastic.soap import OPTIMIZERS
-from ._anchored import STREAM_ALPHA, fit_anchored, resolve_alpha
+from ._anchored import STREAM_ALPHA, RankingFit
 from ._base import RankLinearModel
 from ._params import keyword_init, options_doc
-from ._platt import FIT_ATTRIBUTES_DOC, PLATT_ATTRIBUTES_DOC, PlattRankingMixin, platt_calibrate
+from ._platt import FIT_ATTRIBUTES_DOC, PLATT_ATTRIBUTES_DOC, PlattRankingMixin
 from ._tasks import RankLinearClassifierMixin
 from .partial_auc import _AUTO_MAX_LOGISTIC_PAIRS
 
@@ -21,7 +20,7 @@ from .partial_auc import _AUTO_MAX_LOGISTIC_PAIRS
 _SOLVERS = solvers_for("AveragePrecisionClassifier")
 
 
-class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, RankLinearModel):
+class AveragePrecisionClassifier(RankingFit, PlattRankingMixin, RankLinearClassifierMixin, RankLinearModel):
     __doc__ = ("""Linear classifier that maximises a surrogate of average precision (AUPRC).
 
     Fits a linear scorer whose precision-recall curve is as high as
@@ -154,57 +153,40 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, R
                             warm_start=False, verbose=0)
 
     _solvers = _SOLVERS
-    _AUTO = auto_preference(_SOLVERS)
 
     def _check_before_solve(self, X, sample_weight=None):
         self._pair_loss = get_pairwise_loss(self.loss, self.margin)
-        entry = self._solvers.get(self.solver)  # None for "auto"
-        paper = entry is not None and not entry.anchored  # a paper's solver fits its objective alone
-        self._rank_weight = self.rank_weight if self.rank_weight is not None else (1.0 if paper else 0.5)
-        self._problem = dict(risk=None, loss=self._pair_loss, penalty=None,
-                             weighted=sample_weight is not None, external=external_kind(X),
-                             rank_weight=self._rank_weight)
-        self._solver = self._choose(self.solver).name
+        default = 1.0 if self._paper_solver() else 0.5
+        self._rank_weight = self.rank_weight if self.rank_weight is not None else default
+        self._set_problem(X, sample_weight, risk=None, loss=self._pair_loss, penalty=None,
+                          rank_weight=self._rank_weight)
         if self.positives_per_batch >= self.batch_size:
             raise ValueError(
                 f"positives_per_batch={self.positives_per_batch} must be smaller than "
                 f"batch_size={self.batch_size}: every SOAP batch needs negatives too."
             )
 
-    def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):
-        from ..backends.threads import blas_threads
+    def _anchored(self):
+        return self._rank_weight < 1.0
 
-        if self._rank_weight < 1.0:
-            objective = AveragePrecisionObjective(X, y, self._pair_loss, 0.0, sample_weight)
-            with blas_threads(X):
-                result = fit_anchored(objective, X, y, self, self._rank_weight, coef_init, intercept_init,
-                                      sample_weight)
-            result.info["solver"] = self._solver
-            return platt_calibrate(result, X, y, sample_weight)
-        alpha = resolve_alpha(self.alpha, y, sample_weight)
-        objective = AveragePrecisionObjective(X, y, self._pair_loss, alpha, sample_weight)
-        if coef_init is None:
-            theta0 = objective.start()
-        else:
-            theta0 = np.append(coef_init, intercept_init)
-        # "auto" on this problem: a costly pass of a non-quadratic surrogate moves it to SOAP
-        costly = (not objective.loss.is_quadratic
-                  and np.sum(objective.y > 0) * objective.y.shape[0] > _AUTO_MAX_LOGISTIC_PAIRS)
-        entry = self._choose(self.solver, costly=costly)
-        self._solver = entry.name  # the solver of this problem, which the verbose line names
-        with blas_threads(X):
-            result = entry.run(objective, coef_init=theta0, tol=self.tol, verbose=self.verbose,
-                               max_iter=self.max_iter,
-                               stochastic=dict(batch_size=self.batch_size,
-                                               positives_per_batch=self.positives_per_batch, gamma=self.gamma,
-                                               optimizer=self.optimizer, learning_rate=self.learning_rate,
-                                               random_state=self.random_state))
-        theta = result.coef
-        result.coef, result.info["score_intercept"] = theta[:-1], float(theta[-1])
-        result.info["solver"] = entry.name
-        return platt_calibrate(result, X, y, sample_weight)
+    def _rank_datafit(self, X, y, sample_weight, alpha):
+        return AveragePrecisionObjective(X, y, self._pair_loss, alpha, sample_weight)
 
-    _STREAMING_SOLVERS = streaming_solvers(_SOLVERS)
+    def _stochastic_options(self):
+        return dict(batch_size=self.batch_size, positives_per_batch=self.positives_per_batch,
+                    gamma=self.gamma, optimizer=self.optimizer, learning_rate=self.learning_rate,
+                    random_state=self.random_state)
+
+    @staticmethod
+    def _paper_start(info, objective, coef_init, intercept_init):
+        return objective.start() if coef_init is None else np.append(coef_init, intercept_init)
+
+    @staticmethod
+    def _costly(objective):
+        """Whether one pass of a non-quadratic loss costs more than ``_AUTO_MAX_LOGISTIC_PAIRS`` terms."""
+        return (not objective.loss.is_quadratic
+                and np.sum(objective.y > 0) * objective.y.shape[0] > _AUTO_MAX_LOGISTIC_PAIRS)
+
     # the optimizer's moments are the stream's state
     _STREAM_FIXED = ("solver", "optimizer")
 
@@ -214,9 +196,6 @@ class AveragePrecisionClassifier(PlattRankingMixin, RankLinearClassifierMixin, R
         theta0 = None if coef_init is None else np.append(coef_init, intercept_init)
         return SOAPStream(optimizer=self.optimizer, random_state=self.random_state, coef_init=theta0,
                           n_features=n_features, **self._stream_settings())
-
-    def _update_stream(self, stream):
-        stream.update(**self._stream_settings())
 
     def _stream_settings(self):
         """The settings of the stream that each ``partial_fit`` call reads from the parameters."""

@@ -5,16 +5,15 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..backends.dispatch import external_kind
 from ..datafits.partial_auc import PartialAUCObjective, SigmoidScorePartialAUC
 from ..metrics import _check_roc_region
 from ..pairwise_losses import PARTIAL_AUC_LOSSES, get_pairwise_loss
-from ..solvers.registry import auto_preference, solvers_for, streaming_solvers
-from ._anchored import STREAM_ALPHA, fit_anchored, resolve_alpha
+from ..solvers.registry import solvers_for
+from ._anchored import STREAM_ALPHA, RankingFit
 from ._base import RankLinearModel
 from ._fit_template import problem_labels, problem_target
 from ._params import keyword_init, options_doc
-from ._platt import FIT_ATTRIBUTES_DOC, PLATT_ATTRIBUTES_DOC, PlattRankingMixin, platt_calibrate
+from ._platt import FIT_ATTRIBUTES_DOC, PLATT_ATTRIBUTES_DOC, PlattRankingMixin
 from ._tasks import RankLinearClassifierMixin
 
 #: The solvers of the estimator: its rows of the table of :mod:`skrank.solvers.registry`.
@@ -45,7 +44,7 @@ def _fitted_region(fpr_range, fpr_max, tpr_min):
     return _check_roc_region(tpr_min, fpr_range, fpr_max, default=default)
 
 
-class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, RankLinearModel):
+class PartialAUCClassifier(RankingFit, PlattRankingMixin, RankLinearClassifierMixin, RankLinearModel):
     __doc__ = ("""Linear classifier that maximises the partial AUC over a range of false-positive rates.
 
     Fits a linear scorer whose ROC curve is as high as possible between the
@@ -206,17 +205,15 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, RankLin
 
     # --- checks --------------------------------------------------------------------------
     _solvers = _SOLVERS
-    _AUTO = auto_preference(_SOLVERS)
 
     def _resolve_defaults(self):
         """``loss``, ``margin`` and ``rank_weight``, the None ones chosen by the solver."""
-        entry = self._solvers.get(self.solver)  # None for "auto"
-        paper = entry is not None and not entry.anchored  # a paper's solver fits its objective alone
+        paper = self._paper_solver()
         if self.loss is not None:
             loss = self.loss
         else:
-            loss = entry.default_loss if paper else "smooth_step"
-        # the smooth step's band follows the spread of the scores (fit_anchored sets it)
+            loss = self._solvers[self.solver].default_loss if paper else "smooth_step"
+        # the smooth step's band follows the spread of the scores (the anchored fit's start sets it)
         relative_margin = _RELATIVE_MARGIN if self.margin is None and loss == "smooth_step" else None
         margin = 1.0 if self.margin is None else self.margin
         rank_weight = self.rank_weight if self.rank_weight is not None else (1.0 if paper else 0.05)
@@ -226,18 +223,14 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, RankLin
         self._fpr_range, _ = _fitted_region(self.fpr_range, self.fpr_max, self.tpr_min)
         self._loss, margin, self._rank_weight, self._relative_margin = self._resolve_defaults()
         self._pair_loss = get_pairwise_loss(self._loss, margin)
-        self._problem = dict(risk=None, loss=self._pair_loss, penalty=None,
-                             weighted=sample_weight is not None, external=external_kind(X),
-                             fpr_range=self._fpr_range, rank_weight=self._rank_weight, link=self.link,
-                             tpr_min=self.tpr_min)
-        self._solver = self._choose(self.solver).name
+        self._set_problem(X, sample_weight, risk=None, loss=self._pair_loss, penalty=None,
+                          fpr_range=self._fpr_range, rank_weight=self._rank_weight, link=self.link,
+                          tpr_min=self.tpr_min)
 
     # --- fitting -------------------------------------------------------------------------
     def _store_results(self, results):
         super()._store_results(results)
         self.margin_ = np.array([r.info.get("margin", np.nan) for r in results], dtype=np.float64)
-
-    _STREAMING_SOLVERS = streaming_solvers(_SOLVERS)
 
     def _new_stream(self, n_features, coef_init=None, intercept_init=None):
         from ..solvers.stochastic.ppd import PPDStream
@@ -247,9 +240,6 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, RankLin
         if self._solver == "sota-s":
             return SOTAStream(**self._stream_settings(), **start)
         return PPDStream(adagrad=self._solver == "ppd-adagrad", **self._stream_settings(), **start)
-
-    def _update_stream(self, stream):
-        stream.update(**self._stream_settings())
 
     def _stream_settings(self):
         """The settings of the stream that each ``partial_fit`` call reads from the parameters."""
@@ -286,13 +276,23 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, RankLin
                                  f"its starting point ({', '.join(above)}): the steps have not improved on "
                                  "the start yet")
 
-    def _start(self, objective, coef_init):
-        entry = self._solvers[self._solver]
-        if entry.closed_form:
+    def _anchored(self):
+        return self._rank_weight < 1.0 or self.link == "sigmoid" or self._loss == "smooth_step"
+
+    def _rank_datafit(self, X, y, sample_weight, alpha):
+        objective = PartialAUCObjective(X, y, self._fpr_range, self._pair_loss, alpha,
+                                        sample_weight=sample_weight, tpr_min=self.tpr_min)
+        return SigmoidScorePartialAUC(objective) if self.link == "sigmoid" else objective
+
+    def _stochastic_options(self):
+        return dict(batch_size=self.batch_size, random_state=self.random_state)
+
+    def _paper_start(self, info, objective, coef_init, intercept_init):
+        if info.closed_form:
             return None  # it takes no start
         if coef_init is not None:
             return np.asarray(coef_init, dtype=np.float64)
-        if entry.paper_start:
+        if info.paper_start:
             return None  # the paper's start (PPD: w = 0; the closed form would be the answer)
         d = objective.X.shape[1]
         if d <= _CLOSED_FORM_START_MAX_FEATURES:
@@ -302,31 +302,6 @@ class PartialAUCClassifier(PlattRankingMixin, RankLinearClassifierMixin, RankLin
                                    objective.loss.margin, objective.sample_weight)
         diff = _class_mean_difference(objective)
         return diff / max(float(np.linalg.norm(diff)) ** 2, 1e-12)
-
-    def _solve(self, X, y, coef_init, intercept_init, sample_weight=None):
-        from ..backends.threads import blas_threads
-
-        anchored = self._rank_weight < 1.0 or self.link == "sigmoid" or self._loss == "smooth_step"
-        objective = PartialAUCObjective(X, y, self._fpr_range, self._pair_loss,
-                                        0.0 if anchored else resolve_alpha(self.alpha, y, sample_weight),
-                                        sample_weight=sample_weight, tpr_min=self.tpr_min)
-        with blas_threads(X):
-            if anchored:
-                rank = SigmoidScorePartialAUC(objective) if self.link == "sigmoid" else objective
-                result = fit_anchored(rank, X, y, self, self._rank_weight, coef_init, intercept_init,
-                                      sample_weight, relative_margin=self._relative_margin)
-            else:
-                # "auto" on this problem: a costly logistic pass may move it to a stochastic solver
-                entry = self._choose(self.solver, costly=self._costly(objective))
-                self._solver = entry.name  # the solver of this problem, which the verbose line names
-                stochastic = dict(batch_size=self.batch_size, random_state=self.random_state)
-                result = entry.run(objective, coef_init=self._start(objective, coef_init),
-                                   tol=self.tol, verbose=self.verbose, max_iter=self.max_iter,
-                                   stochastic=stochastic)
-                result.info["score_intercept"] = 0.0
-                result.info["margin"] = objective.loss.margin
-        result.info["solver"] = self._solver
-        return platt_calibrate(result, X, y, sample_weight if objective.weighted else None)
 
     @staticmethod
     def _costly(objective):

@@ -5,7 +5,7 @@ from numbers import Integral, Real
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..losses import loss_names
-from ..solvers.registry import RANK_ADMM, auto_preference, renamed_for, solvers_for, streaming_solvers
+from ..solvers.registry import RANK_ADMM, renamed_for, solvers_for
 from ._base import RegisteredSolverModel
 from ._params import keyword_init, options_doc
 from ._tasks import RankLinearClassifierMixin, RankLinearRegressorMixin
@@ -18,8 +18,6 @@ _CLASSIFICATION_LOSSES_DOC = options_doc(_CLASSIFICATION_LOSSES)
 _REGRESSION_LOSSES_DOC = options_doc(_REGRESSION_LOSSES)
 #: The solvers of the estimators: their rows of the table of :mod:`skrank.solvers.registry`.
 _SOLVERS = solvers_for(RANK_ADMM)
-#: ``solver="auto"``: the first that fits; the ADMM fits every problem.
-_AUTO = auto_preference(_SOLVERS)
 #: Most outer iterations of solver="agd": iteration k runs 20 (k+1)^2 inner steps, so the
 #: work grows like max_iter^3 and the default max_iter=1000 (sized for the ADMM) never ends.
 _AGD_MAX_OUTER = 50
@@ -29,8 +27,6 @@ class _RankADMMModel(RegisteredSolverModel):
     """Parameters, checks and solver dispatch shared by the two estimators."""
 
     _solvers = _SOLVERS
-    _AUTO = _AUTO
-    _STREAMING_SOLVERS = streaming_solvers(_SOLVERS)
 
     _parameter_constraints = {
         **RegisteredSolverModel._parameter_constraints,

@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..losses import loss_names
-from ..solvers.registry import SPECTRAL_RISK, auto_preference, solvers_for, streaming_solvers
+from ..solvers.registry import SPECTRAL_RISK, solvers_for
 from ._base import RegisteredSolverModel
 from ._params import keyword_init, options_doc
 from ._tasks import RankLinearClassifierMixin, RankLinearRegressorMixin
@@ -19,16 +19,12 @@ _REGRESSION_LOSSES_DOC = options_doc(_REGRESSION_LOSSES)
 
 #: The solvers of the estimators: their rows of the table of :mod:`skrank.solvers.registry`.
 _SOLVERS = solvers_for(SPECTRAL_RISK)
-#: ``solver="auto"``: the first that fits; the ADMM fits every problem.
-_AUTO = auto_preference(_SOLVERS)
 
 
 class _SpectralRiskModel(RegisteredSolverModel):
     """Shared parameters, checks and solver dispatch of the two estimators."""
 
     _solvers = _SOLVERS
-    _AUTO = _AUTO
-    _STREAMING_SOLVERS = streaming_solvers(_SOLVERS)
 
     _parameter_constraints = {
         **RegisteredSolverModel._parameter_constraints,

@@ -109,8 +109,14 @@ class SolverInfo:
         Whether ``solver="auto"`` takes it only where one exact full-batch
         pass of the objective would be too costly (the estimator decides).
     closed_form : bool, default=False
-        Whether it is a closed form, called with the objective alone (no
-        start, ``max_iter`` nor ``tol``).
+        Whether it is a closed form, called with the datafit and the
+        penalty alone (no start, ``max_iter`` nor ``tol``).
+    datafit_needs : tuple of str, default=("problem", "objective")
+        The attributes it asks of its datafit (:func:`solve` checks them).
+    l2_in_datafit : bool, default=False
+        Whether its datafit holds the penalty: an l2 penalty of the
+        datafit's ``alpha``, whose strength the solver reads from the
+        penalty (the ranking classifiers' datafits).
     paper_start : bool, default=False
         Whether a fit that is not warm started leaves its start to it
         (``coef_init=None``: the start of its paper) rather than to the
@@ -149,6 +155,8 @@ class SolverInfo:
     from_zero: bool = False
     costly_only: bool = False
     closed_form: bool = False
+    datafit_needs: tuple = ("problem", "objective")
+    l2_in_datafit: bool = False
     paper_start: bool = False
     default_loss: str = None
     auto: int = None
@@ -232,58 +240,43 @@ class SolverInfo:
         return None
 
     def load(self):
-        """The solver function, imported on first use.
+        """The solver function, imported on first use: ``f(datafit, penalty, **options)``.
 
         Returns
         -------
         callable
-            ``f(datafit, penalty, **options)`` for the rank-risk solvers
-            (``datafit`` a :class:`skrank.datafits.rank_risk.RankRisk`),
-            ``f(objective, **options)`` for the ranking classifiers' (the
-            objective holds its l2 penalty); either returns a
-            :class:`skrank.solvers.SolverResult`.
+            Returns a :class:`skrank.solvers.SolverResult`.
         """
         module, function = self.function.split(":")
         return getattr(import_module(f"skrank.solvers.{module}"), function)
 
-    def run(self, objective, *, coef_init, tol, verbose, max_iter=None, stochastic=None):
-        """Run a ranking classifier's solver on ``objective``, with the arguments it takes.
 
-        Parameters
-        ----------
-        objective : object
-            The objective on the training set
-            (:class:`skrank.datafits.partial_auc.PartialAUCObjective`,
-            :class:`skrank.datafits.average_precision.AveragePrecisionObjective`).
-        coef_init : ndarray or None
-            The start (None: the solver's own).
-        tol : float
-        verbose : int
-        max_iter : int or None, default=None
-            None for the solver's own default.
-        stochastic : dict or None, default=None
-            The estimator's options of the stochastic solvers
-            (``random_state``, ``batch_size``...), passed to those only.
+def solve(info, datafit, penalty, **options):
+    """Run the solver of the row ``info`` on ``datafit`` and ``penalty``, after checking the row's needs.
 
-        Returns
-        -------
-        skrank.solvers.SolverResult
-        """
-        function = self.load()
-        if self.closed_form:
-            return function(objective)
-        options = dict(coef_init=coef_init, tol=tol, verbose=verbose)
-        if max_iter is not None:
-            options["max_iter"] = max_iter
-        if self.stochastic:
-            options.update(stochastic or {})
-        options.update(self.options)
-        return function(objective, **options)
+    ``datafit`` must have the row's ``datafit_needs`` and, with
+    ``l2_in_datafit``, ``penalty`` must be the l2 penalty of the datafit's
+    ``alpha`` (``datafit.penalty``); a TypeError says what is missing.
+    ``options`` are the solver's keywords (``coef_init``, ``max_iter``,
+    ``tol``, ``verbose``, its own); the row's ``options`` are added, and a
+    closed form takes none.  Returns a :class:`skrank.solvers.SolverResult`.
+    """
+    missing = [f"datafit.{name}" for name in info.datafit_needs if not hasattr(datafit, name)]
+    missing += [f"penalty.{name}" for name in ("l1", "l2") if not hasattr(penalty, name)]
+    if missing:
+        raise TypeError(f"solver={info.name!r} needs {', '.join(missing)}; got a {type(datafit).__name__} "
+                        f"and a {type(penalty).__name__}.")
+    if info.l2_in_datafit and (penalty.l1 != 0.0 or penalty.l2 != datafit.alpha):
+        raise TypeError(f"solver={info.name!r} needs the l2 penalty of its datafit, alpha={datafit.alpha!r}; "
+                        f"got l1={penalty.l1!r}, l2={penalty.l2!r}.")
+    return info.load()(datafit, penalty, **({} if info.closed_form else {**options, **info.options}))
 
 
 _CERTIFIED_GAP = "the certified relative gap ``(F - F*) / |F|``"
 _EPOCHS = "the relative change of ``F`` over each of the last five epochs"
 _OUTER_CHANGE = "the change of the exact ``F`` over one outer iteration, relative to ``max(1, |F|)``"
+#: What the partial-AUC solvers ask of their datafit (a PartialAUCObjective), which holds the l2 penalty.
+_RANGE = dict(datafit_needs=("X", "positive", "fpr_range", "loss", "value"), l2_in_datafit=True)
 
 _TABLE = (
     SolverInfo("newton", "full_batch.newton:smoothed_newton",
@@ -316,37 +309,41 @@ _TABLE = (
                unit="one outer iteration",
                tol="the decrease of the best ``F`` over each of the last three outer iterations"),
     SolverInfo("lbfgs", "full_batch.lbfgs:lbfgs",
-               PARTIAL_AUC + AVERAGE_PRECISION, sample_weight=True, external=True,
-               anchored=True, two_way=True, auto=2, unit="one L-BFGS iteration",
+               PARTIAL_AUC + AVERAGE_PRECISION, sample_weight=True, external=True, anchored=True,
+               datafit_needs=("value_and_grad",), l2_in_datafit=True, two_way=True, auto=2,
+               unit="one L-BFGS iteration",
                tol="the largest gradient entry in units of the features' root mean squares, or a relative "
                    "decrease of ``F`` per iteration below ``tol / 1000``"),
     SolverInfo("exact", "full_batch.auc_closed_form:exact_square_auc",
                PARTIAL_AUC, losses="squared", sample_weight=True,
-               external=True, full_range=True, closed_form=True, default_loss="squared", auto=0,
+               external=True, full_range=True, closed_form=True, default_loss="squared", auto=0, **_RANGE,
                unit="none (a closed form)", tol="none (a closed form)"),
     SolverInfo("agd-sbcd", "stochastic.sbcd:agd_sbcd", PARTIAL_AUC, losses="convex_pairwise", stochastic=True,
-               costly_only=True, default_loss="squared_hinge", auto=1, unit="one outer iteration",
+               costly_only=True, default_loss="squared_hinge", auto=1, unit="one outer iteration", **_RANGE,
                tol=_OUTER_CHANGE),
     SolverInfo("dca", "splitting.pauc_dca:dca_partial_auc",
                PARTIAL_AUC, losses="convex_pairwise", stochastic=True,
-               default_loss="squared_hinge", unit="one outer iteration", tol=_OUTER_CHANGE),
+               default_loss="squared_hinge", unit="one outer iteration", tol=_OUTER_CHANGE, **_RANGE),
     SolverInfo("prox-dca", "splitting.pauc_dca:prox_dca_partial_auc", PARTIAL_AUC, losses="convex_pairwise",
-               stochastic=True, default_loss="squared_hinge", unit="one outer iteration", tol=_OUTER_CHANGE),
+               stochastic=True, default_loss="squared_hinge", unit="one outer iteration", tol=_OUTER_CHANGE,
+               **_RANGE),
     SolverInfo("ppd-sg", "stochastic.ppd:ppd_sg",
                PARTIAL_AUC, losses="squared", sample_weight=True, stochastic=True,
-               streaming=True, full_range=True, paper_start=True, default_loss="squared",
+               streaming=True, full_range=True, paper_start=True, default_loss="squared", **_RANGE,
                unit="one stage (``1000 3^k`` steps)",
                tol="the change of the exact ``F`` over one stage, relative to ``|F|``"),
     SolverInfo("ppd-adagrad", "stochastic.ppd:ppd_adagrad", PARTIAL_AUC, losses="squared", sample_weight=True,
                stochastic=True, streaming=True, full_range=True, paper_start=True, default_loss="squared",
-               unit="one stage (``1000 3^k`` steps)",
+               **_RANGE, unit="one stage (``1000 3^k`` steps)",
                tol="the change of the exact ``F`` over one stage, relative to ``|F|``"),
     SolverInfo("sota-s", "stochastic.sota:sota_s",
                PARTIAL_AUC, losses="convex_pairwise", stochastic=True, streaming=True, two_way=True,
-               from_zero=True, default_loss="squared_hinge", unit="one epoch (about a pass)", tol=_EPOCHS),
+               from_zero=True, default_loss="squared_hinge", unit="one epoch (about a pass)", tol=_EPOCHS,
+               **_RANGE),
     SolverInfo("soap", "stochastic.soap:soap",
                AVERAGE_PRECISION, sample_weight=True, stochastic=True, streaming=True,
-               costly_only=True, auto=1, unit="one epoch",
+               costly_only=True, auto=1, datafit_needs=("X", "y", "loss", "value"), l2_in_datafit=True,
+               unit="one epoch",
                tol="the improvement of the best exact ``F`` over 5 epochs, relative to ``max(1, |F|)``"),
 )
 

@@ -59,20 +59,22 @@ class _ScaledObjective:
         return self.F, self.g / self.scale
 
 
-def lbfgs(objective, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0, scale=None):
-    """Minimise ``objective`` by L-BFGS from ``coef_init``.
+def lbfgs(datafit, penalty, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0, scale=None):
+    """Minimise ``datafit`` by L-BFGS from ``coef_init``.
 
     The iterations run on ``u = scale * w``, with the stopping tests of the
     user guide, :ref:`methods-lbfgs`.
 
     Parameters
     ----------
-    objective : object
+    datafit : object
         With ``value_and_grad(w) -> (float, ndarray)`` and ``value(w)``;
         optionally ``variable_scale() -> ndarray``, the default ``scale``,
         and ``gradient_scale() -> ndarray``, the units of the gradient test
         (at most ``scale``; ``scale`` itself when absent or when ``scale``
-        is given).
+        is given).  ``F`` includes the penalty.
+    penalty : skrank.penalties.Penalty or None
+        The penalty that ``datafit`` holds (not read).
     coef_init : ndarray of shape (d,)
         Starting point.
     max_iter : int, default=500
@@ -85,7 +87,7 @@ def lbfgs(objective, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0,
         Print ``F`` and the gradient size after each iteration when positive.
     scale : ndarray of shape (d,), default=None
         Positive units of the variables (:func:`skrank.datafits.scale.linear_model_scale` for a
-        linear model).  None means ``objective.variable_scale()`` when the
+        linear model).  None means ``datafit.variable_scale()`` when the
         objective has it, else ones (the unscaled method).
 
     Returns
@@ -104,13 +106,13 @@ def lbfgs(objective, *, coef_init, max_iter=500, tol=1e-6, memory=10, verbose=0,
     start = time.perf_counter()
     w0 = np.array(coef_init, dtype=np.float64)
     given = scale is not None
-    scale = _checked_scale(objective, w0, scale)
-    test = scale if given else _test_scale(objective, scale)
+    scale = _checked_scale(datafit, w0, scale)
+    test = scale if given else _test_scale(datafit, scale)
     # Where the penalty sets the units (scale above test), the gradient in u is kappa times smaller:
     # scipy's gradient test of kappa tol implies ours, max |dF/dw| / test <= tol.  Its decrease test
     # stays: the first steps from w = 0 already point along the minimiser there (w ~ -grad / alpha).
     kappa = float(np.min(test / scale, initial=1.0))
-    fun = _ScaledObjective(objective, scale, w0)
+    fun = _ScaledObjective(datafit, scale, w0)
     u0 = w0 * scale
     history = []
     progress = Progress("lbfgs", verbose, max_iter, criterion="|g / units|_inf")

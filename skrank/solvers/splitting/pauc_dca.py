@@ -14,14 +14,16 @@ from ..stochastic.outer_loop import OuterLoop
 from ..stochastic.sbcd import PairSampler, inner_schedule
 
 
-def dca_partial_auc(objective, *, coef_init=None, max_iter=10, tol=1e-4, batch_size=64, step=1.0,
+def dca_partial_auc(datafit, penalty, *, coef_init=None, max_iter=10, tol=1e-4, batch_size=64, step=1.0,
                     inner_iter0=100, random_state=None, verbose=0):
     """Minimise the partial-AUC objective by DCA with SBCD subproblem steps.
 
     Parameters
     ----------
-    objective : skrank.datafits.partial_auc.PartialAUCObjective
+    datafit : skrank.datafits.partial_auc.PartialAUCObjective
         As :func:`skrank.solvers.stochastic.sbcd.agd_sbcd`.
+    penalty : skrank.penalties.Penalty
+        The l2 penalty that ``datafit`` holds: ``penalty.l2`` is its ``alpha``.
     coef_init : ndarray of shape (d,), default=None
         As :func:`skrank.solvers.stochastic.sbcd.agd_sbcd` (None: the
         class-mean difference).
@@ -48,17 +50,19 @@ def dca_partial_auc(objective, *, coef_init=None, max_iter=10, tol=1e-4, batch_s
         ``info["gamma"]``); ``info["passes"]`` also counts one pass per
         full subgradient of ``f^m``.
     """
-    return _dca(objective, coef_init, max_iter, tol, batch_size, step, inner_iter0,
+    return _dca(datafit, penalty, coef_init, max_iter, tol, batch_size, step, inner_iter0,
                 random_state, verbose, prox=0.0, name="dca")
 
 
-def prox_dca_partial_auc(objective, *, coef_init=None, max_iter=10, tol=1e-4, batch_size=64,
+def prox_dca_partial_auc(datafit, penalty, *, coef_init=None, max_iter=10, tol=1e-4, batch_size=64,
                          step=1.0, inner_iter0=100, prox=0.01, random_state=None, verbose=0):
     """Minimise the partial-AUC objective by proximal DCA with SBCD subproblem steps.
 
     Parameters
     ----------
-    objective : skrank.datafits.partial_auc.PartialAUCObjective
+    datafit : skrank.datafits.partial_auc.PartialAUCObjective
+        As :func:`dca_partial_auc`.
+    penalty : skrank.penalties.Penalty
         As :func:`dca_partial_auc`.
     coef_init : ndarray of shape (d,), default=None
         As :func:`dca_partial_auc`.
@@ -85,11 +89,11 @@ def prox_dca_partial_auc(objective, *, coef_init=None, max_iter=10, tol=1e-4, ba
     SolverResult
         As :func:`dca_partial_auc`.
     """
-    return _dca(objective, coef_init, max_iter, tol, batch_size, step, inner_iter0,
+    return _dca(datafit, penalty, coef_init, max_iter, tol, batch_size, step, inner_iter0,
                 random_state, verbose, prox=prox, name="prox-dca")
 
 
-def _dca(objective, coef_init, max_iter, tol, batch_size, step, inner_iter0, random_state,
+def _dca(objective, penalty, coef_init, max_iter, tol, batch_size, step, inner_iter0, random_state,
          verbose, prox, name):
     objective.check_unweighted(name)
     start = time.perf_counter()
@@ -109,7 +113,7 @@ def _dca(objective, coef_init, max_iter, tol, batch_size, step, inner_iter0, ran
             xi = np.zeros_like(w)
         T, eta, theta = inner_schedule(k, inner_iter0, step, L)
         w, lam, _ = sampler.run(w.copy(), w.copy(), xi, lam, beta_fpr, T, eta, theta, prox * L,
-                                width * objective.alpha, False)
+                                width * penalty.l2, False)
         if loop.step(w, sampler.value(w), f"inner {T:6d}"):
             break
     return loop.result({"passes": sampler.passes, "time": time.perf_counter() - start})

@@ -682,7 +682,7 @@ class PPDStream:
         return 0.0
 
 
-def _ppd(objective, coef_init, max_iter, tol, batch_size, step, gamma, inner_iter0, class_ratio,
+def _ppd(objective, penalty, coef_init, max_iter, tol, batch_size, step, gamma, inner_iter0, class_ratio,
          delta, random_state, verbose, adagrad):
     start = time.perf_counter()
     name = "ppd-adagrad" if adagrad else "ppd-sg"
@@ -693,7 +693,7 @@ def _ppd(objective, coef_init, max_iter, tol, batch_size, step, gamma, inner_ite
     if int(max_iter) < 0:
         raise ValueError("batch_size and inner_iter0 must be >= 1 and max_iter >= 0.")
     n, d = n_pos + n_neg, Xp.shape[1]
-    stream = PPDStream(alpha=objective.alpha, margin=objective.loss.margin, adagrad=adagrad,
+    stream = PPDStream(alpha=penalty.l2, margin=objective.loss.margin, adagrad=adagrad,
                        batch_size=batch_size, step=step, gamma=gamma, inner_iter0=inner_iter0,
                        class_ratio=class_ratio, delta=delta, random_state=random_state,
                        coef_init=coef_init, n_features=d)
@@ -760,12 +760,14 @@ def _ppd(objective, coef_init, max_iter, tol, batch_size, step, gamma, inner_ite
 _DOC = """
     Parameters
     ----------
-    objective : skrank.datafits.partial_auc.PartialAUCObjective
+    datafit : skrank.datafits.partial_auc.PartialAUCObjective
         With ``fpr_range=(0, 1)`` and the ``"squared"`` loss (not checked
         here); its ``X_pos``, ``X_neg`` (dense or sparse), ``alpha``,
         ``loss.margin`` and sample weights (drawn with their probabilities,
         user guide) define the problem.  Standardise the features: the
         steps adapt to their scale, but not to a bad conditioning.
+    penalty : skrank.penalties.Penalty
+        The l2 penalty that ``datafit`` holds: ``penalty.l2`` is its ``alpha``.
     coef_init : ndarray of shape (d,) or None, default=None
         Start ``w`` (zeros, the paper's ``v_bar_0 = 0``, when None); ``a``,
         ``b`` start at its class-mean scores and the dual at their
@@ -800,7 +802,7 @@ _DOC = """
     -------
     SolverResult
         ``coef``: the ``w``-part of the last accepted stage's average.
-        ``objective_history``: the exact ``F`` (``objective.value``) at the
+        ``objective_history``: the exact ``F`` (``datafit.value``) at the
         start and after every accepted stage (its last entry is ``F`` at
         ``coef``).  ``stop_criterion``: the relative change of ``F`` over
         the last stage; ``converged`` when it is at most ``tol``.
@@ -816,16 +818,16 @@ _DOC = """
 """
 
 
-def ppd_sg(objective, *, coef_init=None, max_iter=4, tol=1e-4, batch_size=64, step=1.0,
+def ppd_sg(datafit, penalty, *, coef_init=None, max_iter=4, tol=1e-4, batch_size=64, step=1.0,
            gamma=None, inner_iter0=1000, class_ratio="known", random_state=None, verbose=0):
-    return _ppd(objective, coef_init, max_iter, tol, batch_size, step, gamma, inner_iter0,
+    return _ppd(datafit, penalty, coef_init, max_iter, tol, batch_size, step, gamma, inner_iter0,
                 class_ratio, 0.0, random_state, verbose, adagrad=False)
 
 
-def ppd_adagrad(objective, *, coef_init=None, max_iter=4, tol=1e-4, batch_size=64, step=10.0,
+def ppd_adagrad(datafit, penalty, *, coef_init=None, max_iter=4, tol=1e-4, batch_size=64, step=10.0,
                 gamma=None, inner_iter0=1000, class_ratio="known", delta=1e-2, random_state=None,
                 verbose=0):
-    return _ppd(objective, coef_init, max_iter, tol, batch_size, step, gamma, inner_iter0,
+    return _ppd(datafit, penalty, coef_init, max_iter, tol, batch_size, step, gamma, inner_iter0,
                 class_ratio, delta, random_state, verbose, adagrad=True)
 
 

@@ -103,15 +103,17 @@ def inner_schedule(k, inner_iter0, step, L):
     return int(inner_iter0 * (k + 1) ** 2), step / ((k + 1) * L), step / (k + 1)
 
 
-def agd_sbcd(objective, *, coef_init=None, max_iter=10, tol=1e-4, batch_size=64, mu=30.0, gamma=60.0,
+def agd_sbcd(datafit, penalty, *, coef_init=None, max_iter=10, tol=1e-4, batch_size=64, mu=30.0, gamma=60.0,
              step=1.0, inner_iter0=50, random_state=None, verbose=0):
     """Minimise the partial-AUC objective by AGD with SBCD inner loops.
 
     Parameters
     ----------
-    objective : skrank.datafits.partial_auc.PartialAUCObjective
+    datafit : skrank.datafits.partial_auc.PartialAUCObjective
         The objective on the training set: its two classes, loss, FPR range
         and l2 strength.
+    penalty : skrank.penalties.Penalty
+        The l2 penalty that ``datafit`` holds: ``penalty.l2`` is its ``alpha``.
     coef_init : ndarray of shape (d,), default=None
         Starting point ``w^(0)``; None starts from the class-mean
         difference ``delta / ||delta||^2`` (:meth:`PairSampler.default_start`).
@@ -151,18 +153,18 @@ def agd_sbcd(objective, *, coef_init=None, max_iter=10, tol=1e-4, batch_size=64,
         ``gamma`` (the final ``gamma``, below the input when the safeguard
         fired).
     """
-    objective.check_unweighted("agd-sbcd")
+    datafit.check_unweighted("agd-sbcd")
     start = time.perf_counter()
-    sampler = PairSampler(objective, batch_size, random_state)
-    alpha_fpr, beta_fpr = objective.fpr_range
+    sampler = PairSampler(datafit, batch_size, random_state)
+    alpha_fpr, beta_fpr = datafit.fpr_range
     w = sampler.default_start() if coef_init is None else np.array(coef_init, dtype=np.float64)
     zeros = np.zeros_like(w)
     lam = {}
 
     def reset_thresholds(w_):
-        lam[beta_fpr] = sampler.initial_thresholds(w_, objective.n)
-        if objective.m > 0:
-            lam[alpha_fpr] = sampler.initial_thresholds(w_, objective.m)
+        lam[beta_fpr] = sampler.initial_thresholds(w_, datafit.n)
+        if datafit.m > 0:
+            lam[alpha_fpr] = sampler.initial_thresholds(w_, datafit.m)
 
     reset_thresholds(w)
 
@@ -172,7 +174,7 @@ def agd_sbcd(objective, *, coef_init=None, max_iter=10, tol=1e-4, batch_size=64,
         return v
 
     def penalty_prox(v, step_):
-        return v / (1.0 + step_ * objective.alpha)
+        return v / (1.0 + step_ * penalty.l2)
 
     result = agd_loop(prox_point, sampler.value, penalty_prox, w, alpha_fpr, beta_fpr,
                       sampler.smoothness, max_iter=max_iter, tol=tol, mu=mu, gamma=gamma,

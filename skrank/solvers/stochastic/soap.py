@@ -26,16 +26,18 @@ OPTIMIZERS = {"sgd": SGD, "momentum": MOMENTUM, "adam": ADAM}
 DEFAULT_LEARNING_RATES = {"sgd": 10.0, "momentum": 10.0, "adam": 1e-2}
 
 
-def soap(objective, *, coef_init, max_iter=100, tol=1e-4, batch_size=64, positives_per_batch=8, gamma=0.9,
-         optimizer="adam", learning_rate=None, beta1=0.9, beta2=0.999, eps=1e-8, n_iter_no_change=5,
-         random_state=None, verbose=0):
+def soap(datafit, penalty, *, coef_init, max_iter=100, tol=1e-4, batch_size=64, positives_per_batch=8,
+         gamma=0.9, optimizer="adam", learning_rate=None, beta1=0.9, beta2=0.999, eps=1e-8,
+         n_iter_no_change=5, random_state=None, verbose=0):
     """Minimise the average-precision surrogate by SOAP.
 
     Parameters
     ----------
-    objective : skrank.datafits.average_precision.AveragePrecisionObjective
+    datafit : skrank.datafits.average_precision.AveragePrecisionObjective
         The objective on the training set: its data, surrogate loss, l2
         strength and sample weights (user guide: weighted draws).
+    penalty : skrank.penalties.Penalty
+        The l2 penalty that ``datafit`` holds: ``penalty.l2`` is its ``alpha``.
     coef_init : ndarray of shape (d + 1,)
         Start ``(w, b)``.
     max_iter : int, default=100
@@ -85,18 +87,18 @@ def soap(objective, *, coef_init, max_iter=100, tol=1e-4, batch_size=64, positiv
         If the objective has no negative of positive weight.
     """
     start = time.perf_counter()
-    stream = SOAPStream(objective.loss, objective.alpha, batch_size=batch_size,
+    stream = SOAPStream(datafit.loss, penalty.l2, batch_size=batch_size,
                         positives_per_batch=positives_per_batch, gamma=gamma, optimizer=optimizer,
                         learning_rate=learning_rate, beta1=beta1, beta2=beta2, eps=eps,
                         random_state=random_state, coef_init=coef_init,
-                        n_features=objective.X.shape[1])
-    data = stream.prepare(objective.X, objective.y, objective.sample_weight)
+                        n_features=datafit.X.shape[1])
+    data = stream.prepare(datafit.X, datafit.y, datafit.sample_weight)
     if data.neg_idx.shape[0] == 0 or not stream.totals[1] > 0:
         raise ValueError("SOAP needs at least one negative sample (of positive weight).")
     w = stream.point()
-    loop = OuterLoop(w, objective.value(w), tol, verbose, "soap")
-    _run_epochs(stream, data, objective, loop, max_iter, tol, n_iter_no_change)
-    _check_against_zero(objective, loop, tol)
+    loop = OuterLoop(w, datafit.value(w), tol, verbose, "soap")
+    _run_epochs(stream, data, datafit, loop, max_iter, tol, n_iter_no_change)
+    _check_against_zero(datafit, loop, tol)
     return loop.result({
         "passes": stream.t * stream.batch_size / data.n + loop.n_iter + 2,
         "steps": stream.t,

@@ -255,15 +255,17 @@ class SOTAStream(EpochStream):
         return 0.0
 
 
-def sota_s(objective, *, coef_init=None, max_iter=100, tol=1e-4, batch_size=64, step=0.5, momentum=0.9,
-           gamma=0.9, lam_n=None, lam_p=None, random_state=None, verbose=0):
+def sota_s(datafit, penalty, *, coef_init=None, max_iter=100, tol=1e-4, batch_size=64, step=0.5,
+           momentum=0.9, gamma=0.9, lam_n=None, lam_p=None, random_state=None, verbose=0):
     """Minimise the KL-DRO form of the two-way partial AUC by SOTA-s (Zhu, Wu, Wang and Yang 2022).
 
     Parameters
     ----------
-    objective : skrank.datafits.partial_auc.PartialAUCObjective
+    datafit : skrank.datafits.partial_auc.PartialAUCObjective
         With ``fpr_range=(0, fpr_max)``, any ``tpr_min`` and a convex
         pairwise loss; no sample weights.
+    penalty : skrank.penalties.Penalty
+        The l2 penalty that ``datafit`` holds: ``penalty.l2`` is its ``alpha``.
     coef_init : ndarray of shape (d,) or None, default=None
         Start ``w`` (zeros when None).
     max_iter : int, default=100
@@ -296,7 +298,7 @@ def sota_s(objective, *, coef_init=None, max_iter=100, tol=1e-4, batch_size=64, 
     -------
     SolverResult
         ``objective_history``: the exact two-way objective
-        (``objective.value``, the hard top-share selections, not the KL-DRO
+        (``datafit.value``, the hard top-share selections, not the KL-DRO
         form the steps follow) at the start and after every epoch, at the
         point kept (non-increasing after the first epoch: an undone epoch
         repeats the last value); ``coef`` is the point of lowest ``F``
@@ -307,25 +309,25 @@ def sota_s(objective, *, coef_init=None, max_iter=100, tol=1e-4, batch_size=64, 
         ``passes``, ``lam_n``, ``lam_p``, ``steps``, ``rate`` (the final
         factor of ``step / L``) and ``kept_start``.
     """
-    if objective.fpr_range[0] > 0.0:
-        raise ValueError(f"solver='sota-s' needs fpr_range=(0, fpr_max); got {objective.fpr_range}.")
-    if objective.weighted:
+    if datafit.fpr_range[0] > 0.0:
+        raise ValueError(f"solver='sota-s' needs fpr_range=(0, fpr_max); got {datafit.fpr_range}.")
+    if datafit.weighted:
         raise ValueError("solver='sota-s' does not take sample_weight.")
-    X = objective.X
-    y = np.where(objective.positive, 1, -1)
-    stream = SOTAStream(loss=objective.loss, alpha=objective.alpha, fpr_max=objective.fpr_range[1],
-                        tpr_min=objective.tpr_min, batch_size=batch_size, step=step, momentum=momentum,
+    X = datafit.X
+    y = np.where(datafit.positive, 1, -1)
+    stream = SOTAStream(loss=datafit.loss, alpha=penalty.l2, fpr_max=datafit.fpr_range[1],
+                        tpr_min=datafit.tpr_min, batch_size=batch_size, step=step, momentum=momentum,
                         gamma=gamma, lam_n=lam_n, lam_p=lam_p, random_state=make_rng(random_state),
                         coef_init=coef_init, n_features=X.shape[1])
     data = stream.prepare(X, y)
-    log = EpochLog(objective.value(stream.coef), "SOTA-s", verbose, max_iter)
+    log = EpochLog(datafit.value(stream.coef), "SOTA-s", verbose, max_iter)
 
     # the lowest F after an epoch so far and its point (internal units); not the start's F while the
     # epochs run (at w = 0 every pair ties, a point the first steps rarely improve on in the exact F),
     # but the start, or w = 0 where it is lower, is kept at the end when no epoch got below it
     start_F, start_v = log.history[0], stream.v.copy()
     if np.any(start_v):
-        zero_F = objective.value(np.zeros_like(stream.coef))
+        zero_F = datafit.value(np.zeros_like(stream.coef))
         if zero_F < start_F:
             start_F, start_v = zero_F, np.zeros_like(start_v)
     best = [np.inf, stream.v.copy()]
@@ -334,7 +336,7 @@ def sota_s(objective, *, coef_init=None, max_iter=100, tol=1e-4, batch_size=64, 
         start = time.perf_counter()
         samples = stream.samples
         stream.epoch(data)
-        F = objective.value(stream.coef)
+        F = datafit.value(stream.coef)
         if F <= best[0]:
             best[:] = [F, stream.v.copy()]
             stream.rate *= GROW
