@@ -8,6 +8,9 @@ ascending order statistics and ``R`` the penalty.
 
 import numpy as np
 
+from ..backends.dispatch import is_external, make_design
+from .smoothed_rank_risk import SmoothedRankRisk
+
 
 def affine_map(y, task):
     """``(s, c)`` with ``t_i = s_i f_i + c_i`` for the linear prediction ``f``.
@@ -101,6 +104,26 @@ class RankRisk:
     def affine_map(self):
         """``(s, c)`` with ``t = s f + c`` for the linear predictions ``f`` (:func:`affine_map`)."""
         return affine_map(self.y, self.loss.task)
+
+    def design(self):
+        """The design ``[X, 1]`` of the features where they live (:func:`make_design`).
+
+        ``X`` as float64 NumPy data unless it is sparse or external (a Dask
+        or array-API array), which the design takes as it is.
+        """
+        X = self.X
+        if not (hasattr(X, "tocsr") or is_external(X)):
+            X = np.asarray(X, dtype=np.float64)
+        return make_design(X, self.fit_intercept)
+
+    def smoothed(self, penalty):
+        """This datafit bound to its design and ``penalty``: the smoothed objective of the Newton solver.
+
+        Returns
+        -------
+        skrank.datafits.smoothed_rank_risk.SmoothedRankRisk
+        """
+        return SmoothedRankRisk(self, penalty)
 
     def objective(self, coef, intercept, penalty):
         """The exact ``F(w, b)`` with ``penalty`` (:func:`rank_objective`)."""

@@ -1,7 +1,7 @@
 """The certified Newton solver on a Dask ``X`` whose vectors of length ``n`` stay on the workers.
 
-:class:`ChunkedProblem` is :class:`skrank.solvers.full_batch.newton._Problem`'s twin for a Dask
-array ``X`` chunked by rows, for a risk with ``threshold_rank_step`` (the superquantile) without
+:class:`ChunkedProblem` is :class:`skrank.datafits.smoothed_rank_risk.SmoothedRankRisk`'s twin for a
+Dask array ``X`` chunked by rows, for a risk with ``threshold_rank_step`` (the superquantile) without
 sample weights, a loss with ``twice_differentiable`` (logistic or squared) and an l2 penalty.  Every
 vector of length ``n`` (loss arguments, losses, slopes, keys, rank weights ``q``, the centre) is a
 Dask array chunked like ``X``'s rows and persisted where the chunks are computed (the workers of a
@@ -16,7 +16,7 @@ The check that ``theta = 0`` is optimal (where no iterate beats the start)
 runs here too (:meth:`ChunkedProblem.certify_zero`).  The dual ascent of a
 fit whose Newton steps stall in rounding needs the losses in one place:
 where it is needed, the chunked fit stops and the fit finishes on the
-gathered path (:class:`~skrank.solvers.full_batch.newton._Problem`),
+gathered path (:class:`~skrank.datafits.smoothed_rank_risk.SmoothedRankRisk`),
 warm-started from the chunked fit's best point, so that it certifies as
 that path does.  Warm starts, sample weights, other risks and an l1 part
 take the gathered path from the start; ``SKRANK_NEWTON_GATHER=1`` forces it.
@@ -31,14 +31,10 @@ import scipy.linalg
 from ...backends.dask_design import bordered_gram, is_dask_array, weighted_gram
 from ...backends.design import Design
 from ...backends.dispatch import make_design
+from ...datafits.rank_step import Pooled, ThresholdRankStep
+from ...datafits.smoothed_rank_risk import HESSIAN_SLACK, DualRecord, zero_search
 from ...datafits.smoothed_risk import losses_and_keys
-from ...datafits.threshold_projection import capped_projection, capped_threshold_dask
-from .newton_base import HESSIAN_SLACK, ProblemBase, zero_search
-
-#: The risk value's smoothing ``mu cap``, relative to the losses' spread: its threshold ``tau`` lies
-#: within ``mu cap`` of a minimiser of ``t + cap sum (l - t)_+``, whose slopes are at most ``cap n``.
-_VALUE_SMOOTHING = 1e-12
-
+from ...datafits.threshold_projection import capped_projection
 
 #: The gathered path's vectors of length ``n`` (about 27 float64 ones in the driving process), in
 #: bytes per row, and the size below which it is chosen on a cluster: there it is faster (1.5 to 3.6
@@ -239,7 +235,7 @@ def _dual_block(X, q, a, s, c, loss, side, shrink):
     return np.asarray(X, dtype=np.float64).T @ u, float(value)
 
 
-class ChunkedProblem(ProblemBase):
+class ChunkedProblem(DualRecord):
     """The Newton problem whose vectors of length ``n`` are Dask arrays persisted on the workers.
 
     See the module docstring for the case it covers.  The states of
@@ -259,11 +255,8 @@ class ChunkedProblem(ProblemBase):
     fit_intercept : bool
     """
 
-    #: The rank steps gather at most this many keys in their last round.
-    bracket = 100_000
-
     def __init__(self, X, y, risk, loss, penalty, fit_intercept):
-        self.design = make_design(X, fit_intercept)
+        super().__init__(loss, penalty, make_design(X, fit_intercept))
         self._rows = self.design.X.chunks[0]
         self.n = y.shape[0]
         # affine_map: s = -y, c = 0 (classification) or s = 1, c = -y (regression)
@@ -272,14 +265,12 @@ class ChunkedProblem(ProblemBase):
         else:
             vector = _chunks_to_workers(np.asarray(y, dtype=np.float64), self._rows, np.negative)
         self.s, self.c = (vector, None) if loss.task == "classification" else (None, vector)
-        self.risk, self.mass, self.sigma = risk, None, None
-        self.cap, self.total = risk.threshold_level(self.n) / self.n, 1.0
-        self._set_penalty(loss, penalty)
+        self.risk, self.mass = risk, None
+        self.rank_step = ThresholdRankStep(risk, self.n)
+        self.cap, self.total = self.rank_step.cap, self.rank_step.total
         #: The Hessian's kept weights per row (persisted, chunked like ``X``), their Gram matrix and
         #: the updates since it was summed afresh (:meth:`derivatives`).
         self._kept_h, self._kept_gram, self._updates = None, None, 0
-        #: ``compute``/``persist`` calls of the rank steps' threshold searches.
-        self.threshold_rounds = 0
 
     def _blocks(self, *arrays):
         """Per chunk, the delayed blocks of ``arrays`` (None stays None): aligned with ``X``'s row chunks."""
@@ -311,7 +302,7 @@ class ChunkedProblem(ProblemBase):
 
     def objective(self, theta):
         losses = _persist(self.arguments(theta).map_blocks(self.loss.value, dtype=np.float64))
-        return self.risk_value(losses) + self.penalty(theta)
+        return self.rank_step.risk_value(losses) + self.penalty.value(theta)
 
     def first_center(self, theta, warm):
         """The mean weight ``total / n`` (a number) and the cap; warm starts take the gathered path."""
@@ -319,30 +310,8 @@ class ChunkedProblem(ProblemBase):
             raise NotImplementedError("the chunked Newton path starts cold only")
         return self.total / self.n, self.cap
 
-    def _threshold(self, keys, mu):
-        tau = capped_threshold_dask(keys, mu, self.cap, self.total, bracket=self.bracket)
-        self.threshold_rounds += tau.rounds
-        return tau
-
-    def risk_value(self, losses, order=None):
-        """``Omega(l) = min_t t total + cap sum (l - t)_+`` at the threshold of a tiny smoothing.
-
-        ``order`` is ignored.  ``tau`` is within ``mu cap`` of the
-        minimiser, so the value is above ``Omega`` by at most
-        ``cap n mu cap``, ``_VALUE_SMOOTHING`` times the losses' spread.
-        """
-        import dask
-        import dask.array as da
-
-        low, high = dask.compute(losses.min(), losses.max())
-        spread = max(float(high) - float(low), 1e-300 + abs(float(high)) * 1e-300)
-        t = self._threshold(losses, _VALUE_SMOOTHING * spread / self.cap).value
-        if not np.isfinite(t):  # every weight at the cap: the mean
-            return float(losses.sum()) * self.cap
-        return t * self.total + self.cap * float(da.maximum(losses - t, 0.0).sum())
-
     def smoothed(self, theta, mu, center, t=None):
-        """``F_mu(theta; center)`` and its state (:meth:`_Problem.smoothed`), by the threshold form.
+        """``F_mu(theta; center)`` and its state (``SmoothedRankRisk.smoothed``), by the threshold form.
 
         ``center``: a persisted Dask array, or one number (the mean weight).
         """
@@ -355,7 +324,7 @@ class ChunkedProblem(ProblemBase):
                                         param=self.loss.param, mu=mu, new_axes={"j": 3},
                                         dtype=np.float64, concatenate=True))
         value, d1, keys = columns[:, 0], columns[:, 1], columns[:, 2]
-        tau = self._threshold(keys, mu)
+        tau = self.rank_step.threshold(keys, mu)
         q, _, stats = capped_projection(keys, mu, self.cap, tau)
         q = _persist(q)
         diff = q - center
@@ -363,8 +332,8 @@ class ChunkedProblem(ProblemBase):
         omega = float(qv) - 0.5 * mu * float(dd)
         n_free = int(n_free)
         state = dict(t=t, columns=columns, value=value, d1=d1, q=q, q_host=q, tau=tau, n_free=n_free,
-                     pooled=(None, np.array([n_free] if n_free > 1 else [], dtype=np.int64)))
-        return omega + self.penalty(theta), state
+                     pooled=Pooled(None, None, np.array([n_free] if n_free > 1 else [], dtype=np.int64)))
+        return omega + self.penalty.value(theta), state
 
     def derivatives(self, theta, state, mu, block):
         """Gradient, Hessian and block term of ``F_mu``, summed over the chunks in one pass.
@@ -373,7 +342,7 @@ class ChunkedProblem(ProblemBase):
         ``(1/mu) [sum_F g_i g_i^T - S_F S_F^T / |F|]``, ``S_F = sum_F g_i``.
         ``block`` is ignored: the block term comes in the same pass (None
         when ``|F| < 2``).  The Hessian
-        is that of :meth:`_Problem.hessian`, within ``HESSIAN_SLACK``: each
+        is that of ``SmoothedRankRisk.hessian``, within ``HESSIAN_SLACK``: each
         chunk adds the change of the rows whose weight moved by more than
         that, and it is summed afresh every ``Design.max_updates`` steps.
         """
@@ -393,25 +362,23 @@ class ChunkedProblem(ProblemBase):
         self._kept_gram = dH if reset else self._kept_gram + dH
         self._updates = 0 if reset else self._updates + 1
         H = self._kept_gram.copy()
-        g += self.reg * theta
-        H[np.diag_indices_from(H)] += self.reg
+        g += self.penalty.reg * theta
+        H[np.diag_indices_from(H)] += self.penalty.reg
         n_free = state["n_free"]
         scatter = None if n_free < 2 else (G_free - np.outer(S_free, S_free) / n_free) / mu
         return g, H, scatter
 
     def certificate(self, theta, state, decrease):
-        """:meth:`_Problem.certificate` by reductions over the chunks (the risk by its threshold form)."""
+        """``SmoothedRankRisk.certificate`` by reductions over the chunks (the risk by its threshold form)."""
         value, q = state["value"], state["q"]
-        omega = self.risk_value(value)
-        F = omega + self.penalty(theta)
+        omega = self.rank_step.risk_value(value)
+        F = omega + self.penalty.value(theta)
         estimate = max(omega - float((q * value).sum()), 0.0) + decrease / (1.0 - HESSIAN_SLACK)
-        bound = self.dual_bound(q, state["d1"])
-        if bound > self.best_dual:
-            self.best_dual, self.best_dual_weights = bound, q
+        self.record_dual(self.dual_bound(q, state["d1"]), q)
         return F, max(F - self.best_dual, 0.0), estimate
 
     def dual_bound(self, q, slope):
-        """:meth:`_Problem.dual_bound` (l2 only) in two reductions: the intercept's excess, then one pass."""
+        """``SmoothedRankRisk.dual_bound`` (l2 only) in two reductions: the intercept's excess, one pass."""
         import dask
         import dask.array as da
 
@@ -426,7 +393,7 @@ class ChunkedProblem(ProblemBase):
         self.design.passes += 1
         z, value = self._reduce(_dual_block, q, slope, self.s, self.c, loss=self.loss, side=side,
                                 shrink=shrink)
-        return value - self._penalty_conjugate(z)[1]  # an l2 part: no scale
+        return value - self.penalty.conjugate(z)[1]  # an l2 part: no scale
 
     def exported_weights(self, q):
         """None: a Dask array of the weights would keep the fit's tasks in the scheduler after the fit."""
@@ -438,7 +405,7 @@ class ChunkedProblem(ProblemBase):
         return False
 
     def certify_zero(self, q, tol):
-        """:meth:`skrank.solvers.full_batch.newton._Problem.certify_zero` with the vectors on the workers.
+        """``SmoothedRankRisk.certify_zero`` with the vectors on the workers.
 
         The same accelerated alternating projections, with unit masses:
         the projection onto the capped simplex by its threshold, the
@@ -450,7 +417,7 @@ class ChunkedProblem(ProblemBase):
         zero = np.zeros(self.design.p)
         t = self.arguments(zero)
         low, high = (float(v) for v in dask.compute(t.min(), t.max()))
-        if self.l2 == 0.0 or low != high:
+        if self.penalty.l2 == 0.0 or low != high:
             return None
         F0 = self.objective(zero)
         slope = float(self.loss.derivatives(np.array([low]))[1][0])
@@ -475,7 +442,7 @@ class ChunkedProblem(ProblemBase):
             self.design.passes += 1
             keys = _persist(da.blockwise(functools.partial(_away_block, w=w, b=b), "i", self.design.X, "ij",
                                          z, "i", sa, "i", dtype=np.float64, concatenate=True))
-            q_new = _persist(capped_projection(keys, 1.0, self.cap, self._threshold(keys, 1.0))[0])
+            q_new = _persist(capped_projection(keys, 1.0, self.cap, self.rank_step.threshold(keys, 1.0))[0])
             return q_new, transposed(q_new)
 
         zero_search(self, F0, q, transposed(q), tol, step,
