@@ -60,7 +60,10 @@ class RankRisk:
     """The data of a rank-risk fit: the training set, the risk, the loss and the sample weights.
 
     The rank-risk solvers take ``(datafit, penalty, **options)`` with this
-    datafit; it holds what they read and computes the exact objective.
+    datafit and ask it for what they read (:meth:`weighted`,
+    :meth:`unweighted`, :meth:`design`...); it computes the exact objective
+    and, bound to a penalty, the smoothed one of the Newton solver
+    (:meth:`smoothed`).
 
     Parameters
     ----------
@@ -84,22 +87,27 @@ class RankRisk:
         self.fit_intercept = bool(fit_intercept)
         self.sample_weight = sample_weight
 
-    @property
-    def problem(self):
-        """``(X, y, risk, loss)``, in the order the solvers' helpers take them."""
-        return self.X, self.y, self.risk, self.loss
-
-    def unweighted(self, solver):
-        """``(X, y, risk, loss)``, after checking that the fit has no sample weights.
-
-        Parameters
-        ----------
-        solver : str
-            The name of the solver asking, which does not take sample weights.
-        """
+    def check_unweighted(self, solver):
+        """Raise a ValueError if the fit has sample weights, which ``solver`` (its name) does not take."""
         if self.sample_weight is not None:
             raise ValueError(f"solver={solver!r} does not take sample_weight.")
-        return self.problem
+
+    def weighted(self):
+        """``(X, y, risk, loss, fit_intercept, sample_weight)``, in the order of the solvers' helpers."""
+        return self.X, self.y, self.risk, self.loss, self.fit_intercept, self.sample_weight
+
+    def unweighted(self, solver):
+        """``(X, y, risk, loss, fit_intercept)``, after :meth:`check_unweighted` (``solver``: its name)."""
+        self.check_unweighted(solver)
+        return self.weighted()[:5]
+
+    def dimensions(self):
+        """``(n, p)``: the numbers of samples and of coefficients (the intercept's included)."""
+        return self.X.shape[0], self.X.shape[1] + int(self.fit_intercept)
+
+    def arguments(self, coef, intercept):
+        """The loss arguments ``t`` at ``(coef, intercept)`` (:func:`loss_arguments`)."""
+        return loss_arguments(self.X, self.y, coef, intercept, self.loss.task)
 
     def affine_map(self):
         """``(s, c)`` with ``t = s f + c`` for the linear predictions ``f`` (:func:`affine_map`)."""

@@ -15,7 +15,7 @@ import numpy as np
 from ..progress import Progress
 from ..result import SolverResult
 from .newton_chunked import ChunkedProblem, chunked_supported
-from .setup import starting_theta, supported_input
+from .setup import check_supported, starting_theta
 
 #: ``mu`` at the start, in units of (objective at the start) / (n max sigma).
 _MU_SCALE = 100.0
@@ -323,11 +323,11 @@ def smoothed_newton(datafit, penalty, *, coef_init=None, intercept_init=None, ma
         transpose, a weighted Gram matrix counted as one) and ``time``.
     """
     start = time.perf_counter()
-    X, y, risk, loss = datafit.problem
-    X = supported_input("newton", X, risk, loss, penalty)
+    check_supported("newton", datafit, penalty)
+    X, y, risk, loss, fit_intercept, sample_weight = datafit.weighted()
     # the vectors of length n on the workers where they can be (:mod:`.newton_chunked`), else gathered
-    if chunked_supported(X, risk, loss, penalty, datafit.sample_weight, coef_init, intercept_init):
-        problem = ChunkedProblem(X, y, risk, loss, penalty, datafit.fit_intercept)
+    if chunked_supported(X, risk, loss, penalty, sample_weight, coef_init, intercept_init):
+        problem = ChunkedProblem(X, y, risk, loss, penalty, fit_intercept)
     else:
         problem = datafit.smoothed(penalty)
     design = problem.design
