@@ -11,12 +11,9 @@ polytope ``P(sigma)`` of the risk's weights, in the metric of the masses,
 in the container of ``keys``, and ``pooled``, a :class:`Pooled` record of
 the blocks of tied weights whose term enters the Newton model.
 ``risk_value`` is the exact (weighted) risk ``Omega(l)`` of the losses
-(``pooled``: the record of an earlier projection, a hint for the sort).
-:func:`rank_step_for` chooses one by what the design and the risk support:
-:class:`HostRankStep` (one sort and one PAVA on the host) wherever the
-design's vectors can come to the host, the threshold form of the capped
-simplex on the chunks of a Dask design for a risk with
-``threshold_rank_step`` (:class:`ThresholdRankStep`).
+(``pooled``: an earlier projection's record, a hint for the sort).
+:func:`rank_step_for` chooses :class:`HostRankStep` (a sort and a PAVA on
+the host) or :class:`ThresholdRankStep` (Dask keys on the workers).
 """
 
 from typing import NamedTuple
@@ -161,24 +158,25 @@ class ThresholdRankStep:
         return t * self.total + self.cap * float(da.maximum(losses - t, 0.0).sum())
 
 
-def rank_step_for(design, risk, mass, m):
-    """The rank step of ``risk`` whose keys and weights live where the design's ``n``-vectors do.
+def rank_step_for(design, risk, mass, m, keys_on_workers=False):
+    """The rank step of ``risk`` for keys where the fit keeps its ``n``-vectors.
 
     Parameters
     ----------
     design : skrank.backends.design.Design
-        ``design.vectors_on_workers`` (a Dask design that keeps its vectors
-        on the workers) asks for a step on Dask vectors, else the host's.
+        Gives ``n``.
     risk : skrank.risks.BaseRisk
-    mass : ndarray of shape (n,) or None
-        The sample weights (None: unit masses).
-    m : ndarray of shape (n,)
-        The masses of the metric.
+    mass, m : ndarray of shape (n,) or None
+        The sample weights (None: unit masses) and the masses of the metric.
+    keys_on_workers : bool, default=False
+        Whether the keys are Dask arrays kept on the workers, for a risk
+        with ``threshold_rank_step`` and no sample weights; else they come
+        to the host.
 
     Returns
     -------
     HostRankStep or ThresholdRankStep
     """
-    if getattr(design, "vectors_on_workers", False) and risk.threshold_rank_step and mass is None:
+    if keys_on_workers:
         return ThresholdRankStep(risk, design.n)
     return HostRankStep(risk, design.n, mass, m)

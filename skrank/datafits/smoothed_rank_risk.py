@@ -97,23 +97,10 @@ class SmoothedRankRisk(DualRecord):
             # unit of mass.  Such masses (zero ones included) are raised to that share.
             self.m = np.maximum(v * (n / v.sum()), n * _SMALLEST_SHARE)
         self.rank_step = rank_step_for(design, risk, self.mass, self.m)
-        self._native_vectors(design, loss)
-
-    def _native_vectors(self, design, loss):
-        """``s``, ``c`` (None: no shift) and the masses where the design keeps its ``n``-vectors."""
-        classification = loss.task == "classification"
-        if design.vectors_on_host:
-            self._s, self._c, self._m = self.s, None if classification else self.c, self.m
-            self._values, self._derivatives = loss.value, loss.derivatives
-            self._conjugate = loss.conjugate
-            return
-        xp = design.xp
-        self._s = design.to_native(np.ascontiguousarray(self.s, dtype=np.float64))
-        self._c = None if classification else design.to_native(self.c)
+        # s, c (None: no shift) and the masses where the design keeps its n-vectors
+        self._s = self.s if design.vectors_on_host else design.to_native(np.ascontiguousarray(self.s))
+        self._c = None if loss.task == "classification" else design.to_native(self.c)
         self._m = None if self.mass is None else design.to_native(self.m)
-        self._values = lambda t: values_in(xp, loss, t)
-        self._derivatives = lambda t: derivatives_in(xp, loss, t)
-        self._conjugate = lambda a: conjugate_in(xp, loss, a)
 
     def exported_weights(self, q):
         """The certificate's weights as the result gives them (here ``q`` itself)."""
@@ -156,11 +143,12 @@ class SmoothedRankRisk(DualRecord):
 
     def loss_values(self, t):
         """``l(t)`` for loss arguments ``t`` of the design's namespace."""
-        return self._values(t)
+        return self.loss.value(t) if self.design.vectors_on_host else values_in(self.design.xp, self.loss, t)
 
     def loss_derivatives(self, t):
         """``(l(t), l'(t), l''(t))`` for loss arguments ``t`` of the design's namespace."""
-        return self._derivatives(t)
+        on_host = self.design.vectors_on_host
+        return self.loss.derivatives(t) if on_host else derivatives_in(self.design.xp, self.loss, t)
 
     def risk_value(self, losses, pooled=None):
         """``Omega(l)``, the (weighted) risk of the losses (``pooled``: a projection's record, a hint)."""
@@ -330,7 +318,7 @@ class SmoothedRankRisk(DualRecord):
         rmatvec = design.native_rmatvec if native else design.rmatvec
         scale, conjugate_penalty = self.penalty.conjugate(rmatvec(u)[: design.d])
         a = a * scale
-        conjugate = self._conjugate(a) if native else self.loss.conjugate(a)
+        conjugate = conjugate_in(xp, self.loss, a) if native else self.loss.conjugate(a)
         return float(q @ (-conjugate if c is None else a * c - conjugate)) - conjugate_penalty
 
     def certify_zero(self, q, tol):
@@ -355,7 +343,7 @@ class SmoothedRankRisk(DualRecord):
         F0 = self.objective(np.zeros(design.p))
         _, slope, _ = self.loss.derivatives(t)
         sa = self.s * slope
-        factor = _ridged_cholesky(lambda: design.weighted_gram(m * sa * sa))
+        factor = ridged_cholesky(lambda: design.weighted_gram(m * sa * sa))
         if factor is None:
             return F0
         q = np.array(q, dtype=np.float64)
@@ -417,7 +405,7 @@ def _scatter(G_block, sums, block_mass, mu):
     return (G_block - (sums.T / block_mass) @ sums) / mu
 
 
-def _ridged_cholesky(gram):
+def ridged_cholesky(gram):
     """The Cholesky factor of ``gram()`` with a ridge relative to each column's scale; None if it fails.
 
     The ridge is ``1e-12`` times each diagonal entry (1 where it is 0), so

@@ -12,6 +12,7 @@ import time
 import numpy as np
 import scipy.linalg
 
+from ...datafits.penalty_model import PenaltyModel
 from ...datafits.smoothed_risk import relative_weights
 from ..progress import Progress
 from ..result import SolverResult
@@ -63,8 +64,8 @@ class _Program:
         # with the level at the mean weight everywhere (ERM) no threshold is needed
         self.has_tau = float(self.level.sum()) > self.kappa * (1.0 + 1e-12)
         self.d, self.p = self.design.d, self.design.p
-        self.reg = np.zeros(self.p)
-        self.reg[: self.d] = self.l2
+        self.penalty = PenaltyModel(penalty, self.design)
+        self.reg = self.penalty.reg
 
     # -- the objective and the certificate ---------------------------------
     def arguments(self, theta):
@@ -72,9 +73,7 @@ class _Program:
 
     def objective(self, theta, t=None):
         t = self.arguments(theta) if t is None else t
-        w = theta[: self.d]
-        penalty = self.l1 * float(np.abs(w).sum()) + 0.5 * self.l2 * float(w @ w)
-        return self.risk.value(self.loss.value(t), self.sample_weight) + penalty
+        return self.risk.value(self.loss.value(t), self.sample_weight) + self.penalty.value(theta)
 
     def dual_bound(self, v):
         """A lower bound on ``F*`` from the sample weights ``v`` (see the user guide)."""

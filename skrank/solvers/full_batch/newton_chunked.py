@@ -31,10 +31,9 @@ import scipy.linalg
 from ...backends.dask_design import bordered_gram, is_dask_array, weighted_gram
 from ...backends.design import Design
 from ...backends.dispatch import make_design
-from ...datafits.rank_step import Pooled, ThresholdRankStep
-from ...datafits.smoothed_rank_risk import HESSIAN_SLACK, DualRecord, zero_search
+from ...datafits.rank_step import rank_step_for
+from ...datafits.smoothed_rank_risk import HESSIAN_SLACK, DualRecord, ridged_cholesky, zero_search
 from ...datafits.smoothed_risk import losses_and_keys
-from ...datafits.threshold_projection import capped_projection
 
 #: The gathered path's vectors of length ``n`` (about 27 float64 ones in the driving process), in
 #: bytes per row, and the size below which it is chosen on a cluster: there it is faster (1.5 to 3.6
@@ -266,7 +265,7 @@ class ChunkedProblem(DualRecord):
             vector = _chunks_to_workers(np.asarray(y, dtype=np.float64), self._rows, np.negative)
         self.s, self.c = (vector, None) if loss.task == "classification" else (None, vector)
         self.risk, self.mass = risk, None
-        self.rank_step = ThresholdRankStep(risk, self.n)
+        self.rank_step = rank_step_for(self.design, risk, None, None, keys_on_workers=True)
         self.cap, self.total = self.rank_step.cap, self.rank_step.total
         #: The Hessian's kept weights per row (persisted, chunked like ``X``), their Gram matrix and
         #: the updates since it was summed afresh (:meth:`derivatives`).
@@ -324,15 +323,11 @@ class ChunkedProblem(DualRecord):
                                         param=self.loss.param, mu=mu, new_axes={"j": 3},
                                         dtype=np.float64, concatenate=True))
         value, d1, keys = columns[:, 0], columns[:, 1], columns[:, 2]
-        tau = self.rank_step.threshold(keys, mu)
-        q, _, stats = capped_projection(keys, mu, self.cap, tau)
-        q = _persist(q)
+        q, pooled = self.rank_step.project(keys, mu)
         diff = q - center
-        qv, dd, n_free = dask.compute((q * value).sum(), (diff * diff).sum(), stats["count"])
+        qv, dd = dask.compute((q * value).sum(), (diff * diff).sum())
         omega = float(qv) - 0.5 * mu * float(dd)
-        n_free = int(n_free)
-        state = dict(t=t, columns=columns, value=value, d1=d1, q=q, q_host=q, tau=tau, n_free=n_free,
-                     pooled=Pooled(None, None, np.array([n_free] if n_free > 1 else [], dtype=np.int64)))
+        state = dict(t=t, columns=columns, value=value, d1=d1, q=q, q_host=q, pooled=pooled)
         return omega + self.penalty.value(theta), state
 
     def derivatives(self, theta, state, mu, block):
@@ -364,7 +359,7 @@ class ChunkedProblem(DualRecord):
         H = self._kept_gram.copy()
         g += self.penalty.reg * theta
         H[np.diag_indices_from(H)] += self.penalty.reg
-        n_free = state["n_free"]
+        n_free = int(state["pooled"].size.sum())
         scatter = None if n_free < 2 else (G_free - np.outer(S_free, S_free) / n_free) / mu
         return g, H, scatter
 
@@ -425,12 +420,8 @@ class ChunkedProblem(DualRecord):
         sa = _persist(slope * (ones if self.s is None else self.s))
         intercept = self.design.fit_intercept
         self.design.passes += 1
-        (G,) = self._reduce(_gram_block, sa * sa, fit_intercept=intercept)
-        diagonal = np.diag(G).copy()
-        G[np.diag_indices_from(G)] += np.where(diagonal > 0.0, 1e-12 * diagonal, 1.0)
-        try:
-            factor = scipy.linalg.cho_factor(G, check_finite=False)
-        except (np.linalg.LinAlgError, ValueError):
+        factor = ridged_cholesky(lambda: self._reduce(_gram_block, sa * sa, fit_intercept=intercept)[0])
+        if factor is None:
             return F0
 
         def transposed(v):
@@ -442,7 +433,7 @@ class ChunkedProblem(DualRecord):
             self.design.passes += 1
             keys = _persist(da.blockwise(functools.partial(_away_block, w=w, b=b), "i", self.design.X, "ij",
                                          z, "i", sa, "i", dtype=np.float64, concatenate=True))
-            q_new = _persist(capped_projection(keys, 1.0, self.cap, self.rank_step.threshold(keys, 1.0))[0])
+            q_new = self.rank_step.project(keys, 1.0)[0]
             return q_new, transposed(q_new)
 
         zero_search(self, F0, q, transposed(q), tol, step,
