@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from skrank.backends import dask_design
 from skrank.datafits.rank_step import ThresholdRankStep
 from skrank.datafits.smoothed_rank_risk import SmoothedRankRisk
 from skrank.estimators import RankADMMClassifier, RankADMMRegressor
@@ -235,10 +236,10 @@ def test_a_stalled_fit_finishes_on_the_gathered_path(monkeypatch, problems):
 
 def test_shares_summed_on_the_workers_by_groups(monkeypatch):
     # 20 chunks summed 3 at a time, then 3 at a time again: the driver adds 3 shares
-    monkeypatch.setattr(newton_chunked, "_FAN_IN", 3)
+    monkeypatch.setattr(dask_design, "_FAN_IN", 3)
     received = []
-    original = newton_chunked._add_all
-    monkeypatch.setattr(newton_chunked, "_add_all", lambda *shares: received.append(len(shares))
+    original = dask_design._add_all
+    monkeypatch.setattr(dask_design, "_add_all", lambda *shares: received.append(len(shares))
                         or original(*shares))
     X, y = (v[:4_000] for v in _data("regression"))
     ref = _estimator("regression", tol=1e-7).fit(X, y)

@@ -8,9 +8,10 @@ Dask array chunked like ``X``'s rows and persisted where the chunks are computed
 ``dask.distributed`` cluster); the process that drives the fit receives only reductions: ``O(d^2)``
 numbers per chunk, and the rank step's counting reductions
 (:func:`skrank.datafits.threshold_projection.capped_threshold_dask`: ``O(chunks x candidates)`` per
-round and at most ``bracket`` keys in its last one).  The rank step is the threshold form of the
-capped simplex: no sort, no PAVA, no order.  Its free set ``{0 < q < cap}`` is the one pooled block
-whose block term enters the Newton model.
+round and at most ``bracket`` keys in its last one).  The rank step
+(:class:`~skrank.datafits.rank_step.ThresholdRankStep`) is the threshold form of the capped simplex:
+no sort, no PAVA, no order.  Its free set ``{0 < q < cap}`` is the one pooled block whose block term
+enters the Newton model.
 
 The check that ``theta = 0`` is optimal (where no iterate beats the start)
 runs here too (:meth:`ChunkedProblem.certify_zero`).  The dual ascent of a
@@ -28,7 +29,7 @@ import os
 import numpy as np
 import scipy.linalg
 
-from ...backends.dask_design import bordered_gram, is_dask_array, weighted_gram
+from ...backends.dask_design import bordered_gram, is_dask_array, persist, summed, weighted_gram
 from ...backends.design import Design
 from ...backends.dispatch import make_design
 from ...datafits.rank_step import rank_step_for
@@ -92,76 +93,6 @@ def chunked_supported(X, risk, loss, penalty, sample_weight, coef_init, intercep
     return X.shape[0] * _GATHERED_BYTES_PER_ROW > _GATHER_BUDGET and _on_distributed_workers()
 
 
-def _persist(*arrays):
-    import dask
-
-    out = dask.persist(*arrays)
-    return out if len(out) > 1 else out[0]
-
-
-def _chunks_to_workers(v, rows, function):
-    """``function(v)`` as a Dask array chunked by ``rows``, persisted one chunk at a time.
-
-    Each chunk is sent and stored before the next one is made: the
-    driver's copies in flight (the chunk, its serialised task) are
-    ``O(chunk)``, not ``O(n)`` as when the graph of the whole vector is sent.
-    """
-    import dask.array as da
-
-    bounds = np.concatenate(([0], np.cumsum(rows)))
-    pieces = []
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        piece = _persist(da.from_array(function(v[a:b]), chunks=-1))
-        try:
-            from distributed import futures_of, wait
-        except ImportError:
-            futures_of = None
-        # on a local scheduler persist has computed the chunk: no futures to wait for
-        futures = [] if futures_of is None else futures_of(piece)
-        if futures:
-            wait(futures)
-        pieces.append(piece)
-    return da.concatenate(pieces)
-
-
-def _add(a, b):
-    """Termwise sum of two tuples of arrays or numbers (a chunk's shares of a reduction)."""
-    return tuple(x + y for x, y in zip(a, b))
-
-
-def _add_all(*shares):
-    return functools.reduce(_add, shares)
-
-
-#: The shares summed by one task on the workers, before the driver sums what is left.
-_FAN_IN = 16
-
-
-def _summed(shares):
-    """The termwise sum of the delayed ``shares`` (tuples), computed.
-
-    Groups of ``_FAN_IN`` are summed on the workers until at most that
-    many are left: the driver receives ``O(d^2)`` numbers, not one share
-    per chunk, in the same round trip.
-    """
-    import dask
-
-    add = dask.delayed(_add_all, pure=True)
-    while len(shares) > _FAN_IN:
-        shares = [add(*shares[i:i + _FAN_IN]) for i in range(0, len(shares), _FAN_IN)]
-    return _add_all(*dask.compute(*shares))
-
-
-def _arguments_block(X, *vectors, w, b, scaled, shifted):
-    """``s (X w + b) + c`` on one chunk; ``vectors``: its ``s`` if ``scaled``, its ``c`` if ``shifted``."""
-    t = np.asarray(X, dtype=np.float64) @ w + b
-    if scaled:
-        t *= vectors[0]
-    if shifted:
-        t += vectors[-1]
-    return t
-
-
 def _losses_block(t, center, code, param, mu):
     """One chunk's ``(l, l', keys)`` as three columns (:func:`losses_and_keys`)."""
     n = t.shape[0]
@@ -209,17 +140,6 @@ def _step_block(X, t, d1, q, s, kept, loss, cap, slack, fit_intercept):
     return (g, dH, G_free, S_free), h_kept
 
 
-def _gram_block(X, h, fit_intercept):
-    """One chunk's ``[X, 1]^T diag(h) [X, 1]``, as a tuple (:meth:`ChunkedProblem._reduce`)."""
-    return (weighted_gram(np.asarray(X, dtype=np.float64), h, fit_intercept),)
-
-
-def _transposed_block(X, v, fit_intercept):
-    """One chunk's ``[X, 1]^T v``, as a tuple."""
-    u = np.asarray(X, dtype=np.float64).T @ v
-    return (np.append(u, v.sum()) if fit_intercept else u,)
-
-
 def _away_block(X, z, sa, w, b):
     """One chunk's ``z - sa ([X, 1] (w, b))``: the zero check's step toward the null space."""
     return z - sa * (np.asarray(X, dtype=np.float64) @ w + b)
@@ -238,8 +158,10 @@ class ChunkedProblem(DualRecord):
     """The Newton problem whose vectors of length ``n`` are Dask arrays persisted on the workers.
 
     See the module docstring for the case it covers.  The states of
-    :meth:`smoothed` hold persisted arrays and the threshold ``tau``
-    instead of an order and pooled blocks.
+    :meth:`smoothed` hold persisted arrays, and their pooled record the
+    size of the free set (no order).  The products with ``X`` of vectors on
+    the workers are the design's (``DaskDesign.worker_matvec``,
+    ``worker_rmatvec``, ``worker_gram``, ``worker_sum``).
 
     Parameters
     ----------
@@ -259,10 +181,7 @@ class ChunkedProblem(DualRecord):
         self._rows = self.design.X.chunks[0]
         self.n = y.shape[0]
         # affine_map: s = -y, c = 0 (classification) or s = 1, c = -y (regression)
-        if is_dask_array(y):  # targets kept on the workers by the estimator: -y made there
-            vector = _persist(y.astype(np.float64).rechunk((self._rows,)).map_blocks(np.negative))
-        else:
-            vector = _chunks_to_workers(np.asarray(y, dtype=np.float64), self._rows, np.negative)
+        vector = self.design.worker_vector(y, np.negative)
         self.s, self.c = (vector, None) if loss.task == "classification" else (None, vector)
         self.risk, self.mass = risk, None
         self.rank_step = rank_step_for(self.design, risk, None, None, keys_on_workers=True)
@@ -271,36 +190,12 @@ class ChunkedProblem(DualRecord):
         #: the updates since it was summed afresh (:meth:`derivatives`).
         self._kept_h, self._kept_gram, self._updates = None, None, 0
 
-    def _blocks(self, *arrays):
-        """Per chunk, the delayed blocks of ``arrays`` (None stays None): aligned with ``X``'s row chunks."""
-        parts = [[None] * len(self._rows) if a is None else list(a.to_delayed().ravel()) for a in arrays]
-        return list(zip(*parts))
-
-    def _reduce(self, function, *arrays, **kwargs):
-        """The sum over the chunks ``c`` of ``function(X_c, *arrays_c, **kwargs)`` (tuples, termwise)."""
-        import dask
-
-        task = dask.delayed(functools.partial(function, **kwargs), pure=True)
-        return _summed([task(*blocks) for blocks in self._blocks(self.design.X, *arrays)])
-
     def arguments(self, theta, shift=True):
         """``s [X, 1] theta + c`` (without ``shift``: ``s [X, 1] theta``), persisted, chunked like ``X``."""
-        import dask.array as da
-
-        self.design.passes += 1
-        w, b = self.design.split(theta)
-        shifted = shift and self.c is not None
-        args = [self.design.X, "ij"]
-        for v in (self.s, self.c if shifted else None):
-            if v is not None:
-                args += [v, "i"]
-        t = da.blockwise(functools.partial(_arguments_block, w=np.ascontiguousarray(w), b=b,
-                                           scaled=self.s is not None, shifted=shifted),
-                         "i", *args, dtype=np.float64, concatenate=True)
-        return _persist(t)
+        return self.design.worker_matvec(theta, self.s, self.c if shift else None)
 
     def objective(self, theta):
-        losses = _persist(self.arguments(theta).map_blocks(self.loss.value, dtype=np.float64))
+        losses = persist(self.arguments(theta).map_blocks(self.loss.value, dtype=np.float64))
         return self.rank_step.risk_value(losses) + self.penalty.value(theta)
 
     def first_center(self, theta, warm):
@@ -317,9 +212,9 @@ class ChunkedProblem(DualRecord):
         import dask
         import dask.array as da
 
-        t = self.arguments(theta) if t is None else _persist(t)
+        t = self.arguments(theta) if t is None else persist(t)
         args = [t, "i"] + ([center, "i"] if hasattr(center, "chunks") else [float(center), None])
-        columns = _persist(da.blockwise(_losses_block, "ij", *args, code=self.loss.code,
+        columns = persist(da.blockwise(_losses_block, "ij", *args, code=self.loss.code,
                                         param=self.loss.param, mu=mu, new_axes={"j": 3},
                                         dtype=np.float64, concatenate=True))
         value, d1, keys = columns[:, 0], columns[:, 1], columns[:, 2]
@@ -349,9 +244,9 @@ class ChunkedProblem(DualRecord):
         kept = [None] * len(self._rows) if reset else list(self._kept_h.to_delayed().ravel())
         task = dask.delayed(functools.partial(_step_block, loss=self.loss, cap=self.cap, slack=HESSIAN_SLACK,
                                               fit_intercept=self.design.fit_intercept), pure=True, nout=2)
-        blocks = self._blocks(self.design.X, state["t"], state["d1"], state["q"], self.s)
+        blocks = self.design.worker_blocks(state["t"], state["d1"], state["q"], self.s)
         outputs = dask.persist(*[task(*chunk, h) for chunk, h in zip(blocks, kept)])
-        g, dH, G_free, S_free = _summed([out[0] for out in outputs])
+        g, dH, G_free, S_free = summed([out[0] for out in outputs])
         self._kept_h = da.concatenate([da.from_delayed(out[1], shape=(rows,), dtype=np.float64)
                                        for out, rows in zip(outputs, self._rows)])
         self._kept_gram = dH if reset else self._kept_gram + dH
@@ -386,7 +281,7 @@ class ChunkedProblem(DualRecord):
             if total != 0.0:
                 shrink = max(1.0 - float(excess) / total, 0.0)
         self.design.passes += 1
-        z, value = self._reduce(_dual_block, q, slope, self.s, self.c, loss=self.loss, side=side,
+        z, value = self.design.worker_sum(_dual_block, q, slope, self.s, self.c, loss=self.loss, side=side,
                                 shrink=shrink)
         return value - self.penalty.conjugate(z)[1]  # an l2 part: no scale
 
@@ -417,21 +312,18 @@ class ChunkedProblem(DualRecord):
         F0 = self.objective(zero)
         slope = float(self.loss.derivatives(np.array([low]))[1][0])
         ones = da.ones(self.n, chunks=(self._rows,))
-        sa = _persist(slope * (ones if self.s is None else self.s))
-        intercept = self.design.fit_intercept
-        self.design.passes += 1
-        factor = ridged_cholesky(lambda: self._reduce(_gram_block, sa * sa, fit_intercept=intercept)[0])
+        sa = persist(slope * (ones if self.s is None else self.s))
+        factor = ridged_cholesky(lambda: self.design.worker_gram(sa * sa))
         if factor is None:
             return F0
 
         def transposed(v):
-            self.design.passes += 1
-            return self._reduce(_transposed_block, sa * v, fit_intercept=intercept)[0]
+            return self.design.worker_rmatvec(sa * v)
 
         def step(z, u):
             w, b = self.design.split(scipy.linalg.cho_solve(factor, u, check_finite=False))
             self.design.passes += 1
-            keys = _persist(da.blockwise(functools.partial(_away_block, w=w, b=b), "i", self.design.X, "ij",
+            keys = persist(da.blockwise(functools.partial(_away_block, w=w, b=b), "i", self.design.X, "ij",
                                          z, "i", sa, "i", dtype=np.float64, concatenate=True))
             q_new = self.rank_step.project(keys, 1.0)[0]
             return q_new, transposed(q_new)
