@@ -101,10 +101,6 @@ class RankRisk:
         self.check_unweighted(solver)
         return self.weighted()[:5]
 
-    def dimensions(self):
-        """``(n, p)``: the numbers of samples and of coefficients (the intercept's included)."""
-        return self.X.shape[0], self.X.shape[1] + int(self.fit_intercept)
-
     def arguments(self, coef, intercept):
         """The loss arguments ``t`` at ``(coef, intercept)`` (:func:`loss_arguments`)."""
         return loss_arguments(self.X, self.y, coef, intercept, self.loss.task)

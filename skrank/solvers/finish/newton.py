@@ -33,7 +33,8 @@ class NewtonFinish:
 
     def __init__(self, datafit, penalty):
         self.datafit, self.penalty = datafit, penalty
-        n, p = datafit.dimensions()
+        design = datafit.design()
+        n, p = design.n, design.p
         self._scale = 2 * n * p
         # a Newton step: a weighted Gram matrix (about p products) and a few products
         self._step_cost = self._scale * (p + 4)
