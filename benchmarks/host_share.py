@@ -82,14 +82,15 @@ import skrank.backends.array_api_design as _aad  # noqa: E402
 import skrank.backends.arrays as _arrays  # noqa: E402
 import skrank.datafits.average_precision as _ap  # noqa: E402
 import skrank.datafits.partial_auc as _pauc  # noqa: E402
+import skrank.datafits.rank_step as _rank_step  # noqa: E402
 import skrank.estimators._fit_template as _fit_template  # noqa: E402
 import skrank.estimators._input_checks as _input_checks  # noqa: E402
 import skrank.estimators._platt as _platt  # noqa: E402
 import skrank.estimators._streams as _streams  # noqa: E402
 import skrank.estimators._tasks as _tasks  # noqa: E402
-import skrank.solvers.full_batch.newton as _newton  # noqa: E402
-import skrank.solvers.full_batch.newton_base as _newton_base  # noqa: E402
 from skrank import AveragePrecisionClassifier, PartialAUCClassifier, SpectralRiskClassifier  # noqa: E402
+from skrank.datafits.penalty_model import PenaltyModel  # noqa: E402
+from skrank.datafits.smoothed_rank_risk import SmoothedRankRisk  # noqa: E402
 from skrank.estimators import RankADMMClassifier  # noqa: E402
 
 ESTIMATORS = {
@@ -123,7 +124,7 @@ _ARRAY_OPERATORS = tuple(
 #: Other functions that run in ``X``'s namespace.
 _X_FUNCTIONS = ((_arrays, "check_where_it_lives"), (_arrays, "linear_scores"))
 #: The rank step: sorts, PAVAs and the sorted sums of the rank objectives (module, attribute).
-_RANK_FUNCTIONS = ((_newton, "pooled_projection"), (_newton, "resort_scores"),
+_RANK_FUNCTIONS = ((_rank_step, "pooled_projection"), (_rank_step, "resort_scores"),
                    (_pauc, "range_loss_and_score_gradients"), (_ap, "ap_surrogate_and_score_gradients"),
                    (_pauc, "region_area"), (_ap, "average_precision"))
 #: The functions of which one call is one rank step (a sort and a PAVA or sorted sums of ``n`` values).
@@ -281,9 +282,8 @@ def instrument(xp=None):
         for name in _ARRAY_OPERATORS:
             if name in vars(array):
                 wrap(array, name, _in_namespace(vars(array)[name]))
-    wrap(_newton._Problem, "risk_value", _timed("rank", _newton._Problem.risk_value, "risk_value"))
-    base = _newton_base.ProblemBase
-    wrap(base, "direction", _timed("pxp", base.direction, "direction"))
+    wrap(SmoothedRankRisk, "risk_value", _timed("rank", SmoothedRankRisk.risk_value, "risk_value"))
+    wrap(PenaltyModel, "direction", _timed("pxp", PenaltyModel.direction, "direction"))
 
     def restore():
         for owner, name, original in reversed(saved):

@@ -8,7 +8,7 @@ step (sorts, PAVAs, the surrogates' sorted sums) runs on the host.  Every
 conversion between the namespaces goes through ``to_numpy`` (to the host) or
 ``to_namespace`` (to ``X``'s device).  The tests wrap those where they are
 looked up (nothing in ``skrank`` is edited), note which method of the design
-made each conversion, count the rank steps (``_Problem.projection``) and cut
+made each conversion, count the rank steps (``HostRankStep.project``) and cut
 the fit into the solver's phases (:mod:`skrank.solvers.full_batch.newton`):
 the start (``_ProximalPoint.__init__``), each Newton step (one iteration of
 the solver's loop that ends in ``newton_step``: the derivatives, the block
@@ -50,6 +50,7 @@ import sklearn
 import skrank.backends.array_api_design as aad
 import skrank.backends.arrays as arrays_module
 import skrank.datafits.logistic_anchor as logistic_anchor
+import skrank.datafits.rank_step as rank_step
 import skrank.estimators._fit_template as fit_template
 import skrank.estimators._input_checks as input_checks
 import skrank.estimators._platt as platt
@@ -57,6 +58,8 @@ import skrank.estimators._streams as streams
 import skrank.estimators._tasks as tasks
 import skrank.solvers.full_batch.newton as newton
 from skrank import AveragePrecisionClassifier, PartialAUCClassifier, SpectralRiskClassifier
+from skrank.datafits.rank_step import HostRankStep
+from skrank.datafits.smoothed_rank_risk import SmoothedRankRisk
 from skrank.estimators import RankADMMClassifier
 
 xp = pytest.importorskip("array_api_strict")
@@ -67,7 +70,7 @@ N, D = 3000, 8
 PRODUCTS = ("_times", "_transposed_times", "weighted_gram", "left_product", "rows", "class_moments",
             "_squared_column_sums", "_native_times", "_native_transposed_times", "to_host", "to_native",
             "take", "native_gram", "_rows_at", "_gram_of_roots", "_gram_of_rows")
-#: The key under which a phase counts its rank steps (calls of ``_Problem.projection``).
+#: The key under which a phase counts its rank steps (calls of ``HostRankStep.project``).
 RANK_STEP = ("rank", "steps", "")
 #: The solver's phases, by the method that ends each (its name is the phase's).
 PHASES = {"__init__": "start", "newton_step": "step", "outer_iteration": "outer",
@@ -160,20 +163,20 @@ def recorder(monkeypatch):
     for name in PHASES:
         monkeypatch.setattr(newton._ProximalPoint, name, phase(name, vars(newton._ProximalPoint)[name]))
 
-    problem = vars(newton._Problem)["__init__"]
+    problem = vars(SmoothedRankRisk)["__init__"]
 
     def solver_starts(*args, **kwargs):
         rec.events.append(("end", "before"))  # the estimator's conversions before the solver's
         return problem(*args, **kwargs)
 
-    monkeypatch.setattr(newton._Problem, "__init__", solver_starts)
-    projection = vars(newton._Problem)["projection"]
+    monkeypatch.setattr(SmoothedRankRisk, "__init__", solver_starts)
+    projection = vars(HostRankStep)["project"]
 
     def rank_step(*args, **kwargs):
         rec.events.append(("rank",))
         return projection(*args, **kwargs)
 
-    monkeypatch.setattr(newton._Problem, "projection", rank_step)
+    monkeypatch.setattr(HostRankStep, "project", rank_step)
     return rec
 
 
@@ -201,7 +204,7 @@ def _counts(phase_counts, direction, kind=None, where=None):
 
 
 def _ranks(counts):
-    """The rank steps (sorts and PAVAs of ``n`` keys: calls of ``_Problem.projection``) of a phase."""
+    """The rank steps (sorts and PAVAs of ``n`` keys: calls of ``HostRankStep.project``) of a phase."""
     return counts.get(RANK_STEP, 0)
 
 
@@ -213,13 +216,13 @@ def test_newton_fit_moves_one_n_vector_each_way_per_rank_step(estimator, recorde
 
 def test_newton_transfer_check_fails_on_an_extra_transfer(recorder, monkeypatch):
     """A gradient whose residuals make a round trip through the host fails the check."""
-    gradient = newton._NativeProblem.gradient  # inherited from _Problem, on native vectors
+    gradient = SmoothedRankRisk.gradient  # on native vectors
 
     def round_trip(self, theta, q, d1):
         q = self.design.to_native(self.design.to_host(q))
         return gradient(self, theta, q, d1)
 
-    monkeypatch.setattr(newton._NativeProblem, "gradient", round_trip)
+    monkeypatch.setattr(SmoothedRankRisk, "gradient", round_trip)
     with pytest.raises(AssertionError, match=r"^\{.*\('host', 'n', 'to_host'\)"):
         _check_newton_phases(_fit(RankADMMClassifier(risk="superquantile"), recorder), recorder)
 
@@ -305,12 +308,13 @@ def test_host_share_benchmark_runs_quick_and_puts_the_functions_back(capsys):
     spec = importlib.util.spec_from_file_location("host_share", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    originals = (aad.to_numpy, aad.to_namespace, vars(aad.ArrayAPIDesign)["_times"], newton.pooled_projection)
+    originals = (aad.to_numpy, aad.to_namespace, vars(aad.ArrayAPIDesign)["_times"],
+                 rank_step.pooled_projection)
     results = bench.main(["--quick"])
     out = capsys.readouterr().out
     assert "command: OMP_NUM_THREADS=1 python benchmarks/host_share.py --quick" in out
     assert originals == (aad.to_numpy, aad.to_namespace, vars(aad.ArrayAPIDesign)["_times"],
-                         newton.pooled_projection)
+                         rank_step.pooled_projection)
     assert [r["solver"] for r in results] == ["newton", "newton", "lbfgs", "lbfgs"]
     for r in results:
         assert r["gap"] <= 1e-9  # the array-API fit is the NumPy fit

@@ -10,7 +10,7 @@ from skrank.kernels.pava import project_permutahedron
 from skrank.losses import get_loss
 from skrank.penalties import get_penalty
 from skrank.risks import ERM, ExponentialSpectral, Extremile, HumanAligned, Superquantile, TopK
-from skrank.solvers.full_batch.newton import _Problem, smoothed_newton
+from skrank.solvers.full_batch.newton import smoothed_newton
 
 RISKS = [ERM(), Superquantile(q=0.5), Superquantile(q=0.9), Extremile(r=2.0),
          ExponentialSpectral(rho=2.0), TopK(k=0.3)]
@@ -42,9 +42,9 @@ def test_smoothed_objective_gradient_matches_finite_differences(loss_name, linea
     loss = get_loss(loss_name)
     X, y = linear_data(loss.task, n=30, d=3, seed=2)
     risk = Superquantile(q=0.6)
-    problem = _Problem(X, y, risk, loss, get_penalty("l2", 0.1), True)
+    problem = RankRisk(X, y, risk, loss).smoothed(get_penalty("l2", 0.1))
     rng = np.random.default_rng(3)
-    center = project_permutahedron(rng.random(30) / 30, problem.sigma)
+    center = project_permutahedron(rng.random(30) / 30, problem.rank_step.sigma)
     theta = rng.normal(size=4) * 0.5
     mu = 0.05
     F, state = problem.smoothed(theta, mu, center)
@@ -60,8 +60,8 @@ def test_smoothed_value_is_the_smoothed_risk(linear_data):
     n, mu = 25, 0.3
     loss = get_loss("logistic")
     X, y = linear_data("classification", n=n, d=3, seed=8)
-    problem = _Problem(X, y, Superquantile(q=0.5), loss, get_penalty(None, 0.0), False)
-    sigma = problem.sigma
+    problem = RankRisk(X, y, Superquantile(q=0.5), loss, fit_intercept=False).smoothed(get_penalty(None, 0.0))
+    sigma = problem.rank_step.sigma
     center = project_permutahedron(rng.random(n), sigma)
     theta = rng.normal(size=3)
     value, state = problem.smoothed(theta, mu, center)
@@ -189,10 +189,10 @@ def test_the_dual_bound_lies_below_the_optimum(referee, loss_name, penalty, line
     X, y = linear_data(loss.task)
     risk, pen = Superquantile(q=0.7), get_penalty(penalty, 0.05)
     f_star = referee.optimum(X, y, risk, loss, pen, fit_intercept=True)
-    problem = _Problem(X, y, risk, loss, pen, True)
+    problem = RankRisk(X, y, risk, loss).smoothed(pen)
     for _ in range(5):  # any theta and any centre give weights in P(sigma) and slopes
         theta = rng.normal(size=X.shape[1] + 1)
-        center = project_permutahedron(rng.random(y.size), problem.sigma)
+        center = project_permutahedron(rng.random(y.size), problem.rank_step.sigma)
         _, state = problem.smoothed(theta, 0.1, center)
         assert problem.dual_bound(state["q"], state["d1"]) <= f_star + 1e-9 * abs(f_star)
 
@@ -217,7 +217,7 @@ def test_dual_ascent_certifies_a_degenerate_optimum():
     # coefficients of +-4e-5 on them change F by less than the tolerance
     scores = X @ res.coef + res.intercept
     assert np.abs(scores).max() < 1e-5 and res.objective == pytest.approx(np.log(2.0), rel=1e-7)
-    problem = _Problem(X, y_pm, risk, loss, penalty, True)
+    problem = RankRisk(X, y_pm, risk, loss).smoothed(penalty)
     q = np.full(y.size, 1.0 / y.size)
     problem.best_dual = problem.dual_bound(q, loss.derivatives(np.zeros(y.size))[1])
     problem.best_dual_weights, start = q, problem.best_dual
@@ -268,7 +268,7 @@ def test_weights_of_1e300_beside_1e_200_fit_as_the_rows_of_the_large_ones(risk, 
     assert res.objective == pytest.approx(ref.objective, rel=1e-7)
     np.testing.assert_allclose(res.coef, ref.coef, rtol=1e-4, atol=1e-6)
     # the masses of the metric: finite, the tiny ones raised to a share of 2^-52
-    problem = _Problem(X, y, risk, loss, pen, True, weight)
+    problem = RankRisk(X, y, risk, loss, sample_weight=weight).smoothed(pen)
     assert np.all(np.isfinite(problem.m)) and problem.m.min() == pytest.approx(y.size * 2.0 ** -52)
 
 

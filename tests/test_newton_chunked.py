@@ -3,6 +3,9 @@
 import numpy as np
 import pytest
 
+from skrank.backends import dask_design
+from skrank.datafits.rank_step import ThresholdRankStep
+from skrank.datafits.smoothed_rank_risk import SmoothedRankRisk
 from skrank.estimators import RankADMMClassifier, RankADMMRegressor
 from skrank.penalties import Penalty
 from skrank.risks import Superquantile
@@ -39,7 +42,7 @@ def chunked(monkeypatch):
 def problems(monkeypatch):
     """The classes of the problems the fits make."""
     made = []
-    for cls in (newton._Problem, newton_chunked.ChunkedProblem):
+    for cls in (SmoothedRankRisk, newton_chunked.ChunkedProblem):
         init = cls.__init__
 
         def record(self, *args, _init=init, **kwargs):
@@ -83,7 +86,7 @@ def test_chunked_fit_equals_numpy_fit(task, fit_intercept, problems):
     ref = _estimator(task, fit_intercept=fit_intercept).fit(X, y)
     with dask.config.set(scheduler="synchronous"):
         est = _estimator(task, fit_intercept=fit_intercept).fit(da.from_array(X, chunks=(_CHUNK, _D)), y)
-    assert problems == [newton._Problem, newton_chunked.ChunkedProblem]
+    assert problems == [SmoothedRankRisk, newton_chunked.ChunkedProblem]
     assert est._last_result_info["certified"]
     assert abs(est.objective_ - ref.objective_) <= 1e-9 * abs(ref.objective_)
     np.testing.assert_allclose(est.coef_, ref.coef_, atol=1e-5 * np.abs(ref.coef_).max())
@@ -91,7 +94,7 @@ def test_chunked_fit_equals_numpy_fit(task, fit_intercept, problems):
 
 def test_chunked_fit_brings_no_vector_of_length_n(monkeypatch, large_results, problems):
     # every result is O(d^2) per chunk or the rank step's last round (at most `bracket` keys)
-    monkeypatch.setattr(newton_chunked.ChunkedProblem, "bracket", 1_000)
+    monkeypatch.setattr(ThresholdRankStep, "bracket", 1_000)
     X, y = _data("classification")
     with dask.config.set(scheduler="synchronous"):
         est = _estimator("classification").fit(da.from_array(X, chunks=(_CHUNK, _D)), y)
@@ -106,7 +109,7 @@ def test_gather_flag_forces_the_gathered_path(monkeypatch, large_results, proble
     X, y = _data("classification")
     with dask.config.set(scheduler="synchronous"):
         est = _estimator("classification").fit(da.from_array(X, chunks=(_CHUNK, _D)), y)
-    assert problems == [newton._Problem]
+    assert problems == [SmoothedRankRisk]
     assert est._last_result_info["certified"]
     assert max(large_results) >= _CHUNK  # the gathered path brings the chunks' scores
 
@@ -133,14 +136,14 @@ def _dask_targets(y):
 
 @pytest.mark.parametrize("task", ["classification", "regression"])
 def test_dask_targets_stay_on_the_workers(task, monkeypatch, large_results, problems):
-    monkeypatch.setattr(newton_chunked.ChunkedProblem, "bracket", 1_000)
+    monkeypatch.setattr(ThresholdRankStep, "bracket", 1_000)
     X, y = _data(task)
     if task == "classification":
         y = np.where(y == 1, "yes", "no")  # labels that are not numbers
     ref = _estimator(task).fit(X, y)
     with dask.config.set(scheduler="synchronous"):
         est = _estimator(task).fit(da.from_array(X, chunks=(_CHUNK, _D)), _dask_targets(y))
-    assert problems == [newton._Problem, newton_chunked.ChunkedProblem]
+    assert problems == [SmoothedRankRisk, newton_chunked.ChunkedProblem]
     assert est._last_result_info["certified"]
     assert abs(est.objective_ - ref.objective_) <= 1e-9 * abs(ref.objective_)
     assert max(large_results) <= max(1_000, (_D + 1) ** 2) < _CHUNK
@@ -197,14 +200,14 @@ def test_dask_targets_of_one_class_are_refused():
 
 def test_zero_optimum_is_certified_on_the_workers(monkeypatch, large_results, problems):
     # labels unrelated to X and a strong penalty: theta = 0 is optimal, certified by the zero check
-    monkeypatch.setattr(newton_chunked.ChunkedProblem, "bracket", 1_000)
+    monkeypatch.setattr(ThresholdRankStep, "bracket", 1_000)
     rng = np.random.default_rng(3)
     X, y = rng.standard_normal((_N, _D)), rng.integers(0, 2, _N)
     ref = _estimator("classification", alpha=10.0).fit(X, y)
     assert ref._last_result_info["certified"] and not np.any(ref.coef_)
     with dask.config.set(scheduler="synchronous"):
         est = _estimator("classification", alpha=10.0).fit(da.from_array(X, chunks=(_CHUNK, _D)), y)
-    assert problems == [newton._Problem, newton_chunked.ChunkedProblem]
+    assert problems == [SmoothedRankRisk, newton_chunked.ChunkedProblem]
     assert est._last_result_info["certified"] and not np.any(est.coef_)
     assert abs(est.objective_ - ref.objective_) <= 1e-9 * abs(ref.objective_)
     assert max(large_results) <= max(1_000, (_D + 1) ** 2) < _CHUNK
@@ -226,17 +229,17 @@ def test_a_stalled_fit_finishes_on_the_gathered_path(monkeypatch, problems):
     monkeypatch.setattr(newton._ProximalPoint, "outer_iteration", stall_once)
     with dask.config.set(scheduler="synchronous"):
         est = _estimator("classification").fit(da.from_array(X, chunks=(_CHUNK, _D)), y)
-    assert problems == [newton._Problem, newton_chunked.ChunkedProblem, newton._Problem]
+    assert problems == [SmoothedRankRisk, newton_chunked.ChunkedProblem, SmoothedRankRisk]
     assert est._last_result_info["certified"]
     assert abs(est.objective_ - ref.objective_) <= 1e-9 * abs(ref.objective_)
 
 
 def test_shares_summed_on_the_workers_by_groups(monkeypatch):
     # 20 chunks summed 3 at a time, then 3 at a time again: the driver adds 3 shares
-    monkeypatch.setattr(newton_chunked, "_FAN_IN", 3)
+    monkeypatch.setattr(dask_design, "_FAN_IN", 3)
     received = []
-    original = newton_chunked._add_all
-    monkeypatch.setattr(newton_chunked, "_add_all", lambda *shares: received.append(len(shares))
+    original = dask_design._add_all
+    monkeypatch.setattr(dask_design, "_add_all", lambda *shares: received.append(len(shares))
                         or original(*shares))
     X, y = (v[:4_000] for v in _data("regression"))
     ref = _estimator("regression", tol=1e-7).fit(X, y)

@@ -161,6 +161,88 @@ def _merge_scatters(a, b):
     return total, ma + delta * (wb / total), sa + sb + np.outer(delta, delta * (wa * wb / total))
 
 
+def persist(*arrays):
+    """``dask.persist`` of the arrays: one array, or a tuple of several."""
+    import dask
+
+    out = dask.persist(*arrays)
+    return out if len(out) > 1 else out[0]
+
+
+def _chunks_to_workers(v, rows, function):
+    """``function(v)`` as a Dask array chunked by ``rows``, persisted one chunk at a time.
+
+    Each chunk is sent and stored before the next one is made: the
+    driver's copies in flight (the chunk, its serialised task) are
+    ``O(chunk)``, not ``O(n)`` as when the graph of the whole vector is sent.
+    """
+    import dask.array as da
+
+    bounds = np.concatenate(([0], np.cumsum(rows)))
+    pieces = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        piece = persist(da.from_array(function(v[a:b]), chunks=-1))
+        try:
+            from distributed import futures_of, wait
+        except ImportError:
+            futures_of = None
+        # on a local scheduler persist has computed the chunk: no futures to wait for
+        futures = [] if futures_of is None else futures_of(piece)
+        if futures:
+            wait(futures)
+        pieces.append(piece)
+    return da.concatenate(pieces)
+
+
+def _add(a, b):
+    """Termwise sum of two tuples of arrays or numbers (a chunk's shares of a reduction)."""
+    return tuple(x + y for x, y in zip(a, b))
+
+
+def _add_all(*shares):
+    return functools.reduce(_add, shares)
+
+
+#: The shares summed by one task on the workers, before the driver sums what is left.
+_FAN_IN = 16
+
+
+def summed(shares):
+    """The termwise sum of the delayed ``shares`` (tuples), computed.
+
+    Groups of ``_FAN_IN`` are summed on the workers until at most that
+    many are left: the driver receives ``O(d^2)`` numbers, not one share
+    per chunk, in the same round trip.
+    """
+    import dask
+
+    add = dask.delayed(_add_all, pure=True)
+    while len(shares) > _FAN_IN:
+        shares = [add(*shares[i:i + _FAN_IN]) for i in range(0, len(shares), _FAN_IN)]
+    return _add_all(*dask.compute(*shares))
+
+
+def _arguments_block(X, *vectors, w, b, scaled, shifted):
+    """``s (X w + b) + c`` on one chunk; ``vectors``: its ``s`` if ``scaled``, its ``c`` if ``shifted``."""
+    t = np.asarray(X, dtype=np.float64) @ w + b
+    if scaled:
+        t *= vectors[0]
+    if shifted:
+        t += vectors[-1]
+    return t
+
+
+def _gram_block(X, h, fit_intercept):
+    """One chunk's ``[X, 1]^T diag(h) [X, 1]``, as a tuple (:meth:`DaskDesign.worker_sum`)."""
+    return (weighted_gram(np.asarray(X, dtype=np.float64), h, fit_intercept),)
+
+
+def _transposed_block(X, v, fit_intercept):
+    """One chunk's ``[X, 1]^T v``, as a tuple."""
+    u = np.asarray(X, dtype=np.float64).T @ v
+    return (np.append(u, v.sum()) if fit_intercept else u,)
+
+
 class DaskDesign(Design):
     """:class:`Design` of a Dask array chunked by rows (see the module docstring).
 
@@ -309,3 +391,45 @@ class DaskDesign(Design):
         flags = [self.fit_intercept] * len(self._blocks)
         return np.sum(self._run(weighted_gram, self._slices(h), flags), axis=0)
 
+    # -- products with n-vectors kept on the workers (Dask arrays chunked like X's rows) ----------
+    def worker_vector(self, v, function):
+        """``function(v)`` persisted on the workers, chunked like ``X``'s rows (``v``: NumPy or Dask)."""
+        rows = self.X.chunks[0]
+        if is_dask_array(v):  # made where v lives
+            return persist(v.astype(np.float64).rechunk((rows,)).map_blocks(function))
+        return _chunks_to_workers(np.asarray(v, dtype=np.float64), rows, function)
+
+    def worker_blocks(self, *arrays):
+        """Per chunk, the delayed blocks of ``X`` and of ``arrays`` (None stays None), aligned."""
+        parts = [[None] * len(self._blocks) if a is None else list(a.to_delayed().ravel()) for a in arrays]
+        return list(zip(self._blocks, *parts))
+
+    def worker_sum(self, function, *arrays, **kwargs):
+        """The sum over the chunks ``c`` of ``function(X_c, *arrays_c, **kwargs)`` (tuples, termwise)."""
+        task = self._dask.delayed(functools.partial(function, **kwargs), pure=True)
+        return summed([task(*blocks) for blocks in self.worker_blocks(*arrays)])
+
+    def worker_matvec(self, theta, scale=None, shift=None):
+        """``scale ([X, 1] theta) + shift`` persisted on the workers (None: no scale, no shift)."""
+        import dask.array as da
+
+        self.passes += 1
+        w, b = self.split(theta)
+        args = [self.X, "ij"]
+        for v in (scale, shift):
+            if v is not None:
+                args += [v, "i"]
+        t = da.blockwise(functools.partial(_arguments_block, w=np.ascontiguousarray(w), b=b,
+                                           scaled=scale is not None, shifted=shift is not None),
+                         "i", *args, dtype=np.float64, concatenate=True)
+        return persist(t)
+
+    def worker_rmatvec(self, v):
+        """``[X, 1]^T v`` for ``v`` on the workers, summed there."""
+        self.passes += 1
+        return self.worker_sum(_transposed_block, v, fit_intercept=self.fit_intercept)[0]
+
+    def worker_gram(self, h):
+        """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0`` on the workers, summed there."""
+        self.passes += 1
+        return self.worker_sum(_gram_block, h, fit_intercept=self.fit_intercept)[0]

@@ -8,6 +8,9 @@ ascending order statistics and ``R`` the penalty.
 
 import numpy as np
 
+from ..backends.dispatch import is_external, make_design
+from .smoothed_rank_risk import SmoothedRankRisk
+
 
 def affine_map(y, task):
     """``(s, c)`` with ``t_i = s_i f_i + c_i`` for the linear prediction ``f``.
@@ -57,7 +60,10 @@ class RankRisk:
     """The data of a rank-risk fit: the training set, the risk, the loss and the sample weights.
 
     The rank-risk solvers take ``(datafit, penalty, **options)`` with this
-    datafit; it holds what they read and computes the exact objective.
+    datafit and ask it for what they read (:meth:`weighted`,
+    :meth:`unweighted`, :meth:`design`...); it computes the exact objective
+    and, bound to a penalty, the smoothed one of the Newton solver
+    (:meth:`smoothed`).
 
     Parameters
     ----------
@@ -81,26 +87,47 @@ class RankRisk:
         self.fit_intercept = bool(fit_intercept)
         self.sample_weight = sample_weight
 
-    @property
-    def problem(self):
-        """``(X, y, risk, loss)``, in the order the solvers' helpers take them."""
-        return self.X, self.y, self.risk, self.loss
-
-    def unweighted(self, solver):
-        """``(X, y, risk, loss)``, after checking that the fit has no sample weights.
-
-        Parameters
-        ----------
-        solver : str
-            The name of the solver asking, which does not take sample weights.
-        """
+    def check_unweighted(self, solver):
+        """Raise a ValueError if the fit has sample weights, which ``solver`` (its name) does not take."""
         if self.sample_weight is not None:
             raise ValueError(f"solver={solver!r} does not take sample_weight.")
-        return self.problem
+
+    def weighted(self):
+        """``(X, y, risk, loss, fit_intercept, sample_weight)``, in the order of the solvers' helpers."""
+        return self.X, self.y, self.risk, self.loss, self.fit_intercept, self.sample_weight
+
+    def unweighted(self, solver):
+        """``(X, y, risk, loss, fit_intercept)``, after :meth:`check_unweighted` (``solver``: its name)."""
+        self.check_unweighted(solver)
+        return self.weighted()[:5]
+
+    def arguments(self, coef, intercept):
+        """The loss arguments ``t`` at ``(coef, intercept)`` (:func:`loss_arguments`)."""
+        return loss_arguments(self.X, self.y, coef, intercept, self.loss.task)
 
     def affine_map(self):
         """``(s, c)`` with ``t = s f + c`` for the linear predictions ``f`` (:func:`affine_map`)."""
         return affine_map(self.y, self.loss.task)
+
+    def design(self):
+        """The design ``[X, 1]`` of the features where they live (:func:`make_design`).
+
+        ``X`` as float64 NumPy data unless it is sparse or external (a Dask
+        or array-API array), which the design takes as it is.
+        """
+        X = self.X
+        if not (hasattr(X, "tocsr") or is_external(X)):
+            X = np.asarray(X, dtype=np.float64)
+        return make_design(X, self.fit_intercept)
+
+    def smoothed(self, penalty):
+        """This datafit bound to its design and ``penalty``: the smoothed objective of the Newton solver.
+
+        Returns
+        -------
+        skrank.datafits.smoothed_rank_risk.SmoothedRankRisk
+        """
+        return SmoothedRankRisk(self, penalty)
 
     def objective(self, coef, intercept, penalty):
         """The exact ``F(w, b)`` with ``penalty`` (:func:`rank_objective`)."""

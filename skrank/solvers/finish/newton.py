@@ -33,8 +33,8 @@ class NewtonFinish:
 
     def __init__(self, datafit, penalty):
         self.datafit, self.penalty = datafit, penalty
-        n, d = datafit.X.shape
-        p = d + int(datafit.fit_intercept)
+        design = datafit.design()
+        n, p = design.n, design.p
         self._scale = 2 * n * p
         # a Newton step: a weighted Gram matrix (about p products) and a few products
         self._step_cost = self._scale * (p + 4)
@@ -75,10 +75,7 @@ class NewtonFinish:
         ``lambda`` is the ADMM's multiplier of ``z = t`` at that point: minus
         the certificate's loss weights ``q_i l'(t_i)``.
         """
-        from ...datafits.rank_risk import loss_arguments
         from ..full_batch.newton import smoothed_newton
-
-        X, y, _, loss = self.datafit.problem
 
         steps = NEWTON_STEPS
         if max_work is not None:
@@ -86,7 +83,7 @@ class NewtonFinish:
         res = smoothed_newton(self.datafit, self.penalty, coef_init=np.asarray(w, dtype=float),
                               intercept_init=float(b), max_iter=steps, tol=min(tol, NEWTON_GAP))
         self.work += int(res.info["passes"]) * self._scale
-        t = loss_arguments(X, y, res.coef, res.intercept, loss.task)
+        t = self.datafit.arguments(res.coef, res.intercept)
         # the ADMM's multipliers of z = t: minus the loss weights q l'(t) in dOmega(t)
-        lam = -res.info["weights"] * loss.derivative(t)
+        lam = -res.info["weights"] * self.datafit.loss.derivative(t)
         return FinishResult(res.coef, res.intercept, res.converged, res.stop_criterion, t, lam)

@@ -12,12 +12,11 @@ import time
 import numpy as np
 import scipy.linalg
 
-from ...backends.dispatch import make_design
-from ...datafits.rank_risk import affine_map
+from ...datafits.penalty_model import PenaltyModel
 from ...datafits.smoothed_risk import relative_weights
 from ..progress import Progress
 from ..result import SolverResult
-from .setup import starting_theta, supported_input
+from .setup import check_supported, starting_theta
 
 #: Fraction of the distance to the boundary a step may cover.
 _STEP_TO_BOUNDARY = 0.99
@@ -47,9 +46,10 @@ def _shares(sample_weight):
 class _Program:
     """The quadratic program of one fit: its data, residuals and Newton steps."""
 
-    def __init__(self, X, y, risk, loss, penalty, fit_intercept, sample_weight=None):
-        self.design = make_design(X, fit_intercept)
-        self.s, self.c = affine_map(y, loss.task)
+    def __init__(self, datafit, penalty):
+        _, _, risk, loss, _, sample_weight = datafit.weighted()
+        self.design = datafit.design()
+        self.s, self.c = datafit.affine_map()
         self.loss, self.l1, self.l2 = loss, float(penalty.l1), float(penalty.l2)
         self.slopes = np.asarray(loss.slopes, dtype=np.float64)
         self.kink = float(loss.kink)
@@ -64,8 +64,8 @@ class _Program:
         # with the level at the mean weight everywhere (ERM) no threshold is needed
         self.has_tau = float(self.level.sum()) > self.kappa * (1.0 + 1e-12)
         self.d, self.p = self.design.d, self.design.p
-        self.reg = np.zeros(self.p)
-        self.reg[: self.d] = self.l2
+        self.penalty = PenaltyModel(penalty, self.design)
+        self.reg = self.penalty.reg
 
     # -- the objective and the certificate ---------------------------------
     def arguments(self, theta):
@@ -73,9 +73,7 @@ class _Program:
 
     def objective(self, theta, t=None):
         t = self.arguments(theta) if t is None else t
-        w = theta[: self.d]
-        penalty = self.l1 * float(np.abs(w).sum()) + 0.5 * self.l2 * float(w @ w)
-        return self.risk.value(self.loss.value(t), self.sample_weight) + penalty
+        return self.risk.value(self.loss.value(t), self.sample_weight) + self.penalty.value(theta)
 
     def dual_bound(self, v):
         """A lower bound on ``F*`` from the sample weights ``v`` (see the user guide)."""
@@ -298,11 +296,9 @@ def interior_point(datafit, penalty, *, coef_init=None, intercept_init=None, max
         ``objective_history`` holds ``F`` after each.  ``info`` has
         ``certified``, ``gap`` (the absolute bound), ``passes`` and ``time``.
     """
-    X, y, risk, loss = datafit.problem
-    fit_intercept, sample_weight = datafit.fit_intercept, datafit.sample_weight
     start_time = time.perf_counter()
-    X = supported_input("ipm", X, risk, loss, penalty)
-    program = _Program(X, y, risk, loss, penalty, fit_intercept, sample_weight)
+    check_supported("ipm", datafit, penalty)
+    program = _Program(datafit, penalty)
     x, slack, dual = program.start(starting_theta(program.design, coef_init, intercept_init))
     progress = Progress("ipm", verbose, max_iter, criterion="certified gap")
     t = program.arguments(x["theta"])

@@ -1,22 +1,23 @@
 """The certified Newton solver on a Dask ``X`` whose vectors of length ``n`` stay on the workers.
 
-:class:`ChunkedProblem` is :class:`skrank.solvers.full_batch.newton._Problem`'s twin for a Dask
-array ``X`` chunked by rows, for a risk with ``threshold_rank_step`` (the superquantile) without
+:class:`ChunkedProblem` is :class:`skrank.datafits.smoothed_rank_risk.SmoothedRankRisk`'s twin for a
+Dask array ``X`` chunked by rows, for a risk with ``threshold_rank_step`` (the superquantile) without
 sample weights, a loss with ``twice_differentiable`` (logistic or squared) and an l2 penalty.  Every
 vector of length ``n`` (loss arguments, losses, slopes, keys, rank weights ``q``, the centre) is a
 Dask array chunked like ``X``'s rows and persisted where the chunks are computed (the workers of a
 ``dask.distributed`` cluster); the process that drives the fit receives only reductions: ``O(d^2)``
 numbers per chunk, and the rank step's counting reductions
 (:func:`skrank.datafits.threshold_projection.capped_threshold_dask`: ``O(chunks x candidates)`` per
-round and at most ``bracket`` keys in its last one).  The rank step is the threshold form of the
-capped simplex: no sort, no PAVA, no order.  Its free set ``{0 < q < cap}`` is the one pooled block
-whose block term enters the Newton model.
+round and at most ``bracket`` keys in its last one).  The rank step
+(:class:`~skrank.datafits.rank_step.ThresholdRankStep`) is the threshold form of the capped simplex:
+no sort, no PAVA, no order.  Its free set ``{0 < q < cap}`` is the one pooled block whose block term
+enters the Newton model.
 
 The check that ``theta = 0`` is optimal (where no iterate beats the start)
 runs here too (:meth:`ChunkedProblem.certify_zero`).  The dual ascent of a
 fit whose Newton steps stall in rounding needs the losses in one place:
 where it is needed, the chunked fit stops and the fit finishes on the
-gathered path (:class:`~skrank.solvers.full_batch.newton._Problem`),
+gathered path (:class:`~skrank.datafits.smoothed_rank_risk.SmoothedRankRisk`),
 warm-started from the chunked fit's best point, so that it certifies as
 that path does.  Warm starts, sample weights, other risks and an l1 part
 take the gathered path from the start; ``SKRANK_NEWTON_GATHER=1`` forces it.
@@ -28,17 +29,12 @@ import os
 import numpy as np
 import scipy.linalg
 
-from ...backends.dask_design import bordered_gram, is_dask_array, weighted_gram
+from ...backends.dask_design import bordered_gram, is_dask_array, persist, summed, weighted_gram
 from ...backends.design import Design
 from ...backends.dispatch import make_design
+from ...datafits.rank_step import rank_step_for
+from ...datafits.smoothed_rank_risk import HESSIAN_SLACK, DualRecord, ridged_cholesky, zero_search
 from ...datafits.smoothed_risk import losses_and_keys
-from ...datafits.threshold_projection import capped_projection, capped_threshold_dask
-from .newton_base import HESSIAN_SLACK, ProblemBase, zero_search
-
-#: The risk value's smoothing ``mu cap``, relative to the losses' spread: its threshold ``tau`` lies
-#: within ``mu cap`` of a minimiser of ``t + cap sum (l - t)_+``, whose slopes are at most ``cap n``.
-_VALUE_SMOOTHING = 1e-12
-
 
 #: The gathered path's vectors of length ``n`` (about 27 float64 ones in the driving process), in
 #: bytes per row, and the size below which it is chosen on a cluster: there it is faster (1.5 to 3.6
@@ -97,76 +93,6 @@ def chunked_supported(X, risk, loss, penalty, sample_weight, coef_init, intercep
     return X.shape[0] * _GATHERED_BYTES_PER_ROW > _GATHER_BUDGET and _on_distributed_workers()
 
 
-def _persist(*arrays):
-    import dask
-
-    out = dask.persist(*arrays)
-    return out if len(out) > 1 else out[0]
-
-
-def _chunks_to_workers(v, rows, function):
-    """``function(v)`` as a Dask array chunked by ``rows``, persisted one chunk at a time.
-
-    Each chunk is sent and stored before the next one is made: the
-    driver's copies in flight (the chunk, its serialised task) are
-    ``O(chunk)``, not ``O(n)`` as when the graph of the whole vector is sent.
-    """
-    import dask.array as da
-
-    bounds = np.concatenate(([0], np.cumsum(rows)))
-    pieces = []
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        piece = _persist(da.from_array(function(v[a:b]), chunks=-1))
-        try:
-            from distributed import futures_of, wait
-        except ImportError:
-            futures_of = None
-        # on a local scheduler persist has computed the chunk: no futures to wait for
-        futures = [] if futures_of is None else futures_of(piece)
-        if futures:
-            wait(futures)
-        pieces.append(piece)
-    return da.concatenate(pieces)
-
-
-def _add(a, b):
-    """Termwise sum of two tuples of arrays or numbers (a chunk's shares of a reduction)."""
-    return tuple(x + y for x, y in zip(a, b))
-
-
-def _add_all(*shares):
-    return functools.reduce(_add, shares)
-
-
-#: The shares summed by one task on the workers, before the driver sums what is left.
-_FAN_IN = 16
-
-
-def _summed(shares):
-    """The termwise sum of the delayed ``shares`` (tuples), computed.
-
-    Groups of ``_FAN_IN`` are summed on the workers until at most that
-    many are left: the driver receives ``O(d^2)`` numbers, not one share
-    per chunk, in the same round trip.
-    """
-    import dask
-
-    add = dask.delayed(_add_all, pure=True)
-    while len(shares) > _FAN_IN:
-        shares = [add(*shares[i:i + _FAN_IN]) for i in range(0, len(shares), _FAN_IN)]
-    return _add_all(*dask.compute(*shares))
-
-
-def _arguments_block(X, *vectors, w, b, scaled, shifted):
-    """``s (X w + b) + c`` on one chunk; ``vectors``: its ``s`` if ``scaled``, its ``c`` if ``shifted``."""
-    t = np.asarray(X, dtype=np.float64) @ w + b
-    if scaled:
-        t *= vectors[0]
-    if shifted:
-        t += vectors[-1]
-    return t
-
-
 def _losses_block(t, center, code, param, mu):
     """One chunk's ``(l, l', keys)`` as three columns (:func:`losses_and_keys`)."""
     n = t.shape[0]
@@ -214,17 +140,6 @@ def _step_block(X, t, d1, q, s, kept, loss, cap, slack, fit_intercept):
     return (g, dH, G_free, S_free), h_kept
 
 
-def _gram_block(X, h, fit_intercept):
-    """One chunk's ``[X, 1]^T diag(h) [X, 1]``, as a tuple (:meth:`ChunkedProblem._reduce`)."""
-    return (weighted_gram(np.asarray(X, dtype=np.float64), h, fit_intercept),)
-
-
-def _transposed_block(X, v, fit_intercept):
-    """One chunk's ``[X, 1]^T v``, as a tuple."""
-    u = np.asarray(X, dtype=np.float64).T @ v
-    return (np.append(u, v.sum()) if fit_intercept else u,)
-
-
 def _away_block(X, z, sa, w, b):
     """One chunk's ``z - sa ([X, 1] (w, b))``: the zero check's step toward the null space."""
     return z - sa * (np.asarray(X, dtype=np.float64) @ w + b)
@@ -239,12 +154,14 @@ def _dual_block(X, q, a, s, c, loss, side, shrink):
     return np.asarray(X, dtype=np.float64).T @ u, float(value)
 
 
-class ChunkedProblem(ProblemBase):
+class ChunkedProblem(DualRecord):
     """The Newton problem whose vectors of length ``n`` are Dask arrays persisted on the workers.
 
     See the module docstring for the case it covers.  The states of
-    :meth:`smoothed` hold persisted arrays and the threshold ``tau``
-    instead of an order and pooled blocks.
+    :meth:`smoothed` hold persisted arrays, and their pooled record the
+    size of the free set (no order).  The products with ``X`` of vectors on
+    the workers are the design's (``DaskDesign.worker_matvec``,
+    ``worker_rmatvec``, ``worker_gram``, ``worker_sum``).
 
     Parameters
     ----------
@@ -259,59 +176,27 @@ class ChunkedProblem(ProblemBase):
     fit_intercept : bool
     """
 
-    #: The rank steps gather at most this many keys in their last round.
-    bracket = 100_000
-
     def __init__(self, X, y, risk, loss, penalty, fit_intercept):
-        self.design = make_design(X, fit_intercept)
+        super().__init__(loss, penalty, make_design(X, fit_intercept))
         self._rows = self.design.X.chunks[0]
         self.n = y.shape[0]
         # affine_map: s = -y, c = 0 (classification) or s = 1, c = -y (regression)
-        if is_dask_array(y):  # targets kept on the workers by the estimator: -y made there
-            vector = _persist(y.astype(np.float64).rechunk((self._rows,)).map_blocks(np.negative))
-        else:
-            vector = _chunks_to_workers(np.asarray(y, dtype=np.float64), self._rows, np.negative)
+        vector = self.design.worker_vector(y, np.negative)
         self.s, self.c = (vector, None) if loss.task == "classification" else (None, vector)
-        self.risk, self.mass, self.sigma = risk, None, None
-        self.cap, self.total = risk.threshold_level(self.n) / self.n, 1.0
-        self._set_penalty(loss, penalty)
+        self.risk, self.mass = risk, None
+        self.rank_step = rank_step_for(self.design, risk, None, None, keys_on_workers=True)
+        self.cap, self.total = self.rank_step.cap, self.rank_step.total
         #: The Hessian's kept weights per row (persisted, chunked like ``X``), their Gram matrix and
         #: the updates since it was summed afresh (:meth:`derivatives`).
         self._kept_h, self._kept_gram, self._updates = None, None, 0
-        #: ``compute``/``persist`` calls of the rank steps' threshold searches.
-        self.threshold_rounds = 0
-
-    def _blocks(self, *arrays):
-        """Per chunk, the delayed blocks of ``arrays`` (None stays None): aligned with ``X``'s row chunks."""
-        parts = [[None] * len(self._rows) if a is None else list(a.to_delayed().ravel()) for a in arrays]
-        return list(zip(*parts))
-
-    def _reduce(self, function, *arrays, **kwargs):
-        """The sum over the chunks ``c`` of ``function(X_c, *arrays_c, **kwargs)`` (tuples, termwise)."""
-        import dask
-
-        task = dask.delayed(functools.partial(function, **kwargs), pure=True)
-        return _summed([task(*blocks) for blocks in self._blocks(self.design.X, *arrays)])
 
     def arguments(self, theta, shift=True):
         """``s [X, 1] theta + c`` (without ``shift``: ``s [X, 1] theta``), persisted, chunked like ``X``."""
-        import dask.array as da
-
-        self.design.passes += 1
-        w, b = self.design.split(theta)
-        shifted = shift and self.c is not None
-        args = [self.design.X, "ij"]
-        for v in (self.s, self.c if shifted else None):
-            if v is not None:
-                args += [v, "i"]
-        t = da.blockwise(functools.partial(_arguments_block, w=np.ascontiguousarray(w), b=b,
-                                           scaled=self.s is not None, shifted=shifted),
-                         "i", *args, dtype=np.float64, concatenate=True)
-        return _persist(t)
+        return self.design.worker_matvec(theta, self.s, self.c if shift else None)
 
     def objective(self, theta):
-        losses = _persist(self.arguments(theta).map_blocks(self.loss.value, dtype=np.float64))
-        return self.risk_value(losses) + self.penalty(theta)
+        losses = persist(self.arguments(theta).map_blocks(self.loss.value, dtype=np.float64))
+        return self.rank_step.risk_value(losses) + self.penalty.value(theta)
 
     def first_center(self, theta, warm):
         """The mean weight ``total / n`` (a number) and the cap; warm starts take the gathered path."""
@@ -319,52 +204,26 @@ class ChunkedProblem(ProblemBase):
             raise NotImplementedError("the chunked Newton path starts cold only")
         return self.total / self.n, self.cap
 
-    def _threshold(self, keys, mu):
-        tau = capped_threshold_dask(keys, mu, self.cap, self.total, bracket=self.bracket)
-        self.threshold_rounds += tau.rounds
-        return tau
-
-    def risk_value(self, losses, order=None):
-        """``Omega(l) = min_t t total + cap sum (l - t)_+`` at the threshold of a tiny smoothing.
-
-        ``order`` is ignored.  ``tau`` is within ``mu cap`` of the
-        minimiser, so the value is above ``Omega`` by at most
-        ``cap n mu cap``, ``_VALUE_SMOOTHING`` times the losses' spread.
-        """
-        import dask
-        import dask.array as da
-
-        low, high = dask.compute(losses.min(), losses.max())
-        spread = max(float(high) - float(low), 1e-300 + abs(float(high)) * 1e-300)
-        t = self._threshold(losses, _VALUE_SMOOTHING * spread / self.cap).value
-        if not np.isfinite(t):  # every weight at the cap: the mean
-            return float(losses.sum()) * self.cap
-        return t * self.total + self.cap * float(da.maximum(losses - t, 0.0).sum())
-
     def smoothed(self, theta, mu, center, t=None):
-        """``F_mu(theta; center)`` and its state (:meth:`_Problem.smoothed`), by the threshold form.
+        """``F_mu(theta; center)`` and its state (``SmoothedRankRisk.smoothed``), by the threshold form.
 
         ``center``: a persisted Dask array, or one number (the mean weight).
         """
         import dask
         import dask.array as da
 
-        t = self.arguments(theta) if t is None else _persist(t)
+        t = self.arguments(theta) if t is None else persist(t)
         args = [t, "i"] + ([center, "i"] if hasattr(center, "chunks") else [float(center), None])
-        columns = _persist(da.blockwise(_losses_block, "ij", *args, code=self.loss.code,
+        columns = persist(da.blockwise(_losses_block, "ij", *args, code=self.loss.code,
                                         param=self.loss.param, mu=mu, new_axes={"j": 3},
                                         dtype=np.float64, concatenate=True))
         value, d1, keys = columns[:, 0], columns[:, 1], columns[:, 2]
-        tau = self._threshold(keys, mu)
-        q, _, stats = capped_projection(keys, mu, self.cap, tau)
-        q = _persist(q)
+        q, pooled = self.rank_step.project(keys, mu)
         diff = q - center
-        qv, dd, n_free = dask.compute((q * value).sum(), (diff * diff).sum(), stats["count"])
+        qv, dd = dask.compute((q * value).sum(), (diff * diff).sum())
         omega = float(qv) - 0.5 * mu * float(dd)
-        n_free = int(n_free)
-        state = dict(t=t, columns=columns, value=value, d1=d1, q=q, q_host=q, tau=tau, n_free=n_free,
-                     pooled=(None, np.array([n_free] if n_free > 1 else [], dtype=np.int64)))
-        return omega + self.penalty(theta), state
+        state = dict(t=t, columns=columns, value=value, d1=d1, q=q, q_host=q, pooled=pooled)
+        return omega + self.penalty.value(theta), state
 
     def derivatives(self, theta, state, mu, block):
         """Gradient, Hessian and block term of ``F_mu``, summed over the chunks in one pass.
@@ -373,7 +232,7 @@ class ChunkedProblem(ProblemBase):
         ``(1/mu) [sum_F g_i g_i^T - S_F S_F^T / |F|]``, ``S_F = sum_F g_i``.
         ``block`` is ignored: the block term comes in the same pass (None
         when ``|F| < 2``).  The Hessian
-        is that of :meth:`_Problem.hessian`, within ``HESSIAN_SLACK``: each
+        is that of ``SmoothedRankRisk.hessian``, within ``HESSIAN_SLACK``: each
         chunk adds the change of the rows whose weight moved by more than
         that, and it is summed afresh every ``Design.max_updates`` steps.
         """
@@ -385,33 +244,31 @@ class ChunkedProblem(ProblemBase):
         kept = [None] * len(self._rows) if reset else list(self._kept_h.to_delayed().ravel())
         task = dask.delayed(functools.partial(_step_block, loss=self.loss, cap=self.cap, slack=HESSIAN_SLACK,
                                               fit_intercept=self.design.fit_intercept), pure=True, nout=2)
-        blocks = self._blocks(self.design.X, state["t"], state["d1"], state["q"], self.s)
+        blocks = self.design.worker_blocks(state["t"], state["d1"], state["q"], self.s)
         outputs = dask.persist(*[task(*chunk, h) for chunk, h in zip(blocks, kept)])
-        g, dH, G_free, S_free = _summed([out[0] for out in outputs])
+        g, dH, G_free, S_free = summed([out[0] for out in outputs])
         self._kept_h = da.concatenate([da.from_delayed(out[1], shape=(rows,), dtype=np.float64)
                                        for out, rows in zip(outputs, self._rows)])
         self._kept_gram = dH if reset else self._kept_gram + dH
         self._updates = 0 if reset else self._updates + 1
         H = self._kept_gram.copy()
-        g += self.reg * theta
-        H[np.diag_indices_from(H)] += self.reg
-        n_free = state["n_free"]
+        g += self.penalty.reg * theta
+        H[np.diag_indices_from(H)] += self.penalty.reg
+        n_free = int(state["pooled"].size.sum())
         scatter = None if n_free < 2 else (G_free - np.outer(S_free, S_free) / n_free) / mu
         return g, H, scatter
 
     def certificate(self, theta, state, decrease):
-        """:meth:`_Problem.certificate` by reductions over the chunks (the risk by its threshold form)."""
+        """``SmoothedRankRisk.certificate`` by reductions over the chunks (the risk by its threshold form)."""
         value, q = state["value"], state["q"]
-        omega = self.risk_value(value)
-        F = omega + self.penalty(theta)
+        omega = self.rank_step.risk_value(value)
+        F = omega + self.penalty.value(theta)
         estimate = max(omega - float((q * value).sum()), 0.0) + decrease / (1.0 - HESSIAN_SLACK)
-        bound = self.dual_bound(q, state["d1"])
-        if bound > self.best_dual:
-            self.best_dual, self.best_dual_weights = bound, q
+        self.record_dual(self.dual_bound(q, state["d1"]), q)
         return F, max(F - self.best_dual, 0.0), estimate
 
     def dual_bound(self, q, slope):
-        """:meth:`_Problem.dual_bound` (l2 only) in two reductions: the intercept's excess, then one pass."""
+        """``SmoothedRankRisk.dual_bound`` (l2 only) in two reductions: the intercept's excess, one pass."""
         import dask
         import dask.array as da
 
@@ -424,9 +281,9 @@ class ChunkedProblem(ProblemBase):
             if total != 0.0:
                 shrink = max(1.0 - float(excess) / total, 0.0)
         self.design.passes += 1
-        z, value = self._reduce(_dual_block, q, slope, self.s, self.c, loss=self.loss, side=side,
+        z, value = self.design.worker_sum(_dual_block, q, slope, self.s, self.c, loss=self.loss, side=side,
                                 shrink=shrink)
-        return value - self._penalty_conjugate(z)[1]  # an l2 part: no scale
+        return value - self.penalty.conjugate(z)[1]  # an l2 part: no scale
 
     def exported_weights(self, q):
         """None: a Dask array of the weights would keep the fit's tasks in the scheduler after the fit."""
@@ -438,7 +295,7 @@ class ChunkedProblem(ProblemBase):
         return False
 
     def certify_zero(self, q, tol):
-        """:meth:`skrank.solvers.full_batch.newton._Problem.certify_zero` with the vectors on the workers.
+        """``SmoothedRankRisk.certify_zero`` with the vectors on the workers.
 
         The same accelerated alternating projections, with unit masses:
         the projection onto the capped simplex by its threshold, the
@@ -450,32 +307,25 @@ class ChunkedProblem(ProblemBase):
         zero = np.zeros(self.design.p)
         t = self.arguments(zero)
         low, high = (float(v) for v in dask.compute(t.min(), t.max()))
-        if self.l2 == 0.0 or low != high:
+        if self.penalty.l2 == 0.0 or low != high:
             return None
         F0 = self.objective(zero)
         slope = float(self.loss.derivatives(np.array([low]))[1][0])
         ones = da.ones(self.n, chunks=(self._rows,))
-        sa = _persist(slope * (ones if self.s is None else self.s))
-        intercept = self.design.fit_intercept
-        self.design.passes += 1
-        (G,) = self._reduce(_gram_block, sa * sa, fit_intercept=intercept)
-        diagonal = np.diag(G).copy()
-        G[np.diag_indices_from(G)] += np.where(diagonal > 0.0, 1e-12 * diagonal, 1.0)
-        try:
-            factor = scipy.linalg.cho_factor(G, check_finite=False)
-        except (np.linalg.LinAlgError, ValueError):
+        sa = persist(slope * (ones if self.s is None else self.s))
+        factor = ridged_cholesky(lambda: self.design.worker_gram(sa * sa))
+        if factor is None:
             return F0
 
         def transposed(v):
-            self.design.passes += 1
-            return self._reduce(_transposed_block, sa * v, fit_intercept=intercept)[0]
+            return self.design.worker_rmatvec(sa * v)
 
         def step(z, u):
             w, b = self.design.split(scipy.linalg.cho_solve(factor, u, check_finite=False))
             self.design.passes += 1
-            keys = _persist(da.blockwise(functools.partial(_away_block, w=w, b=b), "i", self.design.X, "ij",
+            keys = persist(da.blockwise(functools.partial(_away_block, w=w, b=b), "i", self.design.X, "ij",
                                          z, "i", sa, "i", dtype=np.float64, concatenate=True))
-            q_new = _persist(capped_projection(keys, 1.0, self.cap, self._threshold(keys, 1.0))[0])
+            q_new = self.rank_step.project(keys, 1.0)[0]
             return q_new, transposed(q_new)
 
         zero_search(self, F0, q, transposed(q), tol, step,

@@ -2,38 +2,28 @@
 
 import numpy as np
 
-from ...backends.dispatch import is_external
 from ..registry import SOLVERS
 
 
-def supported_input(solver, X, risk, loss, penalty):
-    """``X`` as the solver's design takes it, once the solver's table row accepts the problem.
+def check_supported(solver, datafit, penalty):
+    """Raise the solver's table row's reason when it does not fit the problem.
 
     Parameters
     ----------
     solver : str
         The solver's name in :data:`skrank.solvers.registry.SOLVERS`.
-    X : {array-like, sparse matrix, dask.array.Array, array-API array} of shape (n, d)
-        The features.
-    risk, loss, penalty
-        The problem.
-
-    Returns
-    -------
-    X : {ndarray, sparse matrix, dask.array.Array, array-API array}
-        ``X`` itself when sparse or external, else a float64 ndarray.
+    datafit : skrank.datafits.rank_risk.RankRisk
+        Its risk and loss.
+    penalty : skrank.penalties.Penalty
 
     Raises
     ------
     ValueError
         With the table's reason, when the solver does not fit the problem.
     """
-    reason = SOLVERS[solver].unsupported(risk, loss, penalty)
+    reason = SOLVERS[solver].unsupported(datafit.risk, datafit.loss, penalty)
     if reason is not None:
         raise ValueError(reason)
-    if not (hasattr(X, "tocsr") or is_external(X)):
-        X = np.asarray(X, dtype=np.float64)
-    return X
 
 
 def starting_theta(design, coef_init, intercept_init):

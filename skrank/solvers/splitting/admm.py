@@ -588,8 +588,7 @@ def admm(datafit, penalty, *, max_iter=300, tol=1e-6, rho="paper",
         ``z``, ``lambda``, ``rho``, ``starts`` with the ``F`` reached from each start,
         ``source`` naming the step that gave the point, and ``time``).
     """
-    X, y, risk, loss = datafit.unweighted("admm")
-    fit_intercept = datafit.fit_intercept
+    X, y, risk, loss, fit_intercept = datafit.unweighted("admm")
     with blas_threads(X):
         return _admm(
             X, y, risk, loss, penalty, fit_intercept=fit_intercept, max_iter=max_iter,

@@ -57,8 +57,7 @@ def dca(datafit, penalty, *, max_iter=50, tol=1e-7, inner_max_iter=2000,
         ``stop_criterion`` is the larger of the last relative decrease
         and the last inner ADMM's KKT residual.
     """
-    X, y, risk, loss = datafit.unweighted("dca")
-    fit_intercept = datafit.fit_intercept
+    X, y, risk, loss, fit_intercept = datafit.unweighted("dca")
     with blas_threads(X):
         return _dca(
             X, y, risk, loss, penalty, fit_intercept=fit_intercept, max_iter=max_iter,

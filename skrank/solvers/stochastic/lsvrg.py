@@ -64,8 +64,7 @@ def lsvrg(datafit, penalty, *, sampling="uniform", learning_rate="auto",
         our convention), ``learning_rate`` (in the standardised units for
         "auto") and ``weights`` (the last checkpoint's ``q``).
     """
-    X, y, risk, loss = datafit.unweighted("lsvrg")
-    fit_intercept = datafit.fit_intercept
+    X, y, risk, loss, fit_intercept = datafit.unweighted("lsvrg")
     if sampling not in _SAMPLINGS:
         raise ValueError(f"sampling must be one of {_SAMPLINGS}, got {sampling!r}.")
     seed_numba(make_rng(random_state))

@@ -134,8 +134,7 @@ def prospect(datafit, penalty, *, batch_size=1, learning_rate="auto",
         tables, then ``B * steps / n`` per epoch, our convention) and
         ``learning_rate``.
     """
-    X, y, risk, loss = datafit.unweighted("prospect")
-    fit_intercept = datafit.fit_intercept
+    X, y, risk, loss, fit_intercept = datafit.unweighted("prospect")
     if risk.depends_on_values:
         raise ValueError(
             f"prospect needs rank weights that depend on n only; {type(risk).__name__}'s "

@@ -122,8 +122,7 @@ def sgd(datafit, penalty, *, batch_size=64, learning_rate="auto", max_iter=100,
     -----
     The step and its bias are described in the user guide, :ref:`methods-baselines`.
     """
-    X, y, risk, loss = datafit.problem
-    fit_intercept, sample_weight = datafit.fit_intercept, datafit.sample_weight
+    X, y, risk, loss, fit_intercept, sample_weight = datafit.weighted()
     stream = SGDStream(risk, loss, penalty, fit_intercept=fit_intercept, batch_size=batch_size,
                        learning_rate=learning_rate, random_state=random_state, coef_init=coef_init,
                        intercept_init=intercept_init, n_features=X.shape[1])

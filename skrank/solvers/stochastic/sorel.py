@@ -151,8 +151,7 @@ def sorel(datafit, penalty, *, max_iter=200, tol=1e-9, batch_size=1,
         epochs), ``passes`` (cumulative sample evaluations / n, our convention),
         ``learning_rate``, ``dual_scale``, ``dual_steps`` (``eta_k``) and ``criterion_history``.
     """
-    X, y, risk, loss = datafit.unweighted("sorel")
-    fit_intercept = datafit.fit_intercept
+    X, y, risk, loss, fit_intercept = datafit.unweighted("sorel")
     rng = make_rng(random_state)
     if sampling not in ("importance", "uniform"):
         raise ValueError(f"sampling must be 'importance' or 'uniform', got {sampling!r}.")
@@ -330,7 +329,7 @@ def _attempt_finish(run, finisher, units, schedule, done, max_iter):
         return None, False
     schedule.attempted(done)
     start = time.perf_counter()
-    kept, finished = _try_finish(finisher, units, run.s, run.c, run.w, run.b, run.hist[done],
+    kept, finished = _try_finish(finisher, units, run.w, run.b, run.hist[done],
                                  done >= max_iter, max_work=budget * 2 * n * p)
     seconds = time.perf_counter() - start
     if kept:
@@ -341,7 +340,7 @@ def _attempt_finish(run, finisher, units, schedule, done, max_iter):
     return seconds, finished
 
 
-def _try_finish(finisher, units, s, c, w, b, objective, last, max_work=None):
+def _try_finish(finisher, units, w, b, objective, last, max_work=None):
     """Run ``finisher.from_iterate`` at ``(w, b)``; on success overwrite ``w``, ``b``.
 
     ``(w, b)`` are in the units of ``units`` (a
@@ -352,8 +351,7 @@ def _try_finish(finisher, units, s, c, w, b, objective, last, max_work=None):
     ``(kept, certified)``.
     """
     w_o, b_o = units.to_original(w, b[0])
-    t = s * (np.asarray(finisher.datafit.X @ w_o).ravel() + b_o) + c
-    out = finisher.from_iterate(t, w_o, b_o, _FINISH_TOL, max_work=max_work)
+    out = finisher.from_iterate(None, w_o, b_o, _FINISH_TOL, max_work=max_work)
     if out is None:
         return False, False
     w_p, b_p, certified = out.coef, out.intercept, bool(out.certified)

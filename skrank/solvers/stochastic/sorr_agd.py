@@ -276,8 +276,7 @@ def sorr_agd(datafit, penalty, *, max_iter=30, tol=1e-5, batch_size=100,
         ``objective_start``, ``lambda`` (the final ``(lambda_m,
         lambda_k)``) and ``smoothness`` (``L_J``).
     """
-    X, y, risk, loss = datafit.unweighted("agd")
-    fit_intercept = datafit.fit_intercept
+    X, y, risk, loss, fit_intercept = datafit.unweighted("agd")
     start = time.perf_counter()
     state = seed_state(make_rng(random_state))
     data = _RankedRangeData(X, y, risk, loss, penalty, fit_intercept, batch_size)

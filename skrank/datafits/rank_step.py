@@ -1,0 +1,182 @@
+"""The rank step of a smoothed spectral risk: the projection onto its weights' polytope, and its value.
+
+A rank step is any object with the two methods the smoothed risk
+(:class:`skrank.datafits.smoothed_rank_risk.SmoothedRankRisk`) asks for::
+
+    project(keys, mu) -> (q, pooled)
+    risk_value(losses, pooled=None) -> float
+
+``project`` returns the weights ``q = proj_P(keys / mu)`` onto the base
+polytope ``P(sigma)`` of the risk's weights, in the metric of the masses,
+in the container of ``keys``, and ``pooled``, a :class:`Pooled` record of
+the blocks of tied weights whose term enters the Newton model.
+``risk_value`` is the exact (weighted) risk ``Omega(l)`` of the losses
+(``pooled``: an earlier projection's record, a hint for the sort).
+:func:`rank_step_for` chooses :class:`HostRankStep` (a sort and a PAVA on
+the host) or :class:`ThresholdRankStep` (Dask keys on the workers).
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .partial_auc import resort_scores
+from .smoothed_risk import pooled_projection
+from .threshold_projection import capped_projection, capped_threshold_dask
+
+#: The risk value's smoothing ``mu cap`` of :class:`ThresholdRankStep`, relative to the losses'
+#: spread: its threshold ``tau`` lies within ``mu cap`` of a minimiser of ``t + cap sum (l - t)_+``,
+#: whose slopes are at most ``cap n``.
+_VALUE_SMOOTHING = 1e-12
+
+
+class Pooled(NamedTuple):
+    """The pooled blocks of one projection: what the Newton model's block term needs.
+
+    ``order`` sorts the keys (None for a step without order), ``start`` the
+    blocks' first positions in it and ``size`` their sizes: pooled blocks
+    only (a single weight needs no record).
+    """
+
+    order: object
+    start: object
+    size: np.ndarray
+
+
+class HostRankStep:
+    """The rank step on the host: a sort (warm-started from the last order) and one PAVA.
+
+    Parameters
+    ----------
+    risk : skrank.risks.BaseRisk
+        A risk with nondecreasing weights.
+    n : int
+        The number of samples.
+    mass : ndarray of shape (n,) or None
+        The sample weights in the caller's units (None: unit masses).
+    m : ndarray of shape (n,)
+        The masses of the metric (mean 1), those of ``mass`` made positive.
+    order : ndarray of shape (n,), int64, optional
+        The warm order of the first sort (default: ``0, ..., n - 1``).
+    """
+
+    def __init__(self, risk, n, mass, m, order=None):
+        self.risk, self.mass, self.m = risk, mass, m
+        self.sigma = None if mass is not None else np.sort(np.asarray(risk.weights(n), dtype=np.float64))
+        self.order = np.arange(n) if order is None else order
+        self._starts = np.empty(n + 1, dtype=np.int64)
+
+    def restarted(self, order):
+        """A step of the same risk and masses whose warm order is ``order`` (a separate sequence of sorts)."""
+        step = HostRankStep.__new__(HostRankStep)
+        step.__dict__.update(self.__dict__, order=order, _starts=np.empty_like(self._starts))
+        return step
+
+    def weights(self, order):
+        """The risk's weights of the losses sorted by ``order`` (ascending)."""
+        if self.mass is None:
+            return self.sigma
+        return self.risk.weights(order.size, self.mass[order])
+
+    def project(self, keys, mu):
+        """``q = proj_P(keys / mu)`` (:func:`pooled_projection`), written over the NumPy ``keys``.
+
+        The keys are sorted from the last order (in ``O(n)`` when it nearly
+        sorts them), which becomes this projection's.
+        """
+        order = self.order.copy()
+        resort_scores(keys, order)
+        self.order = order
+        m = np.ones(1) if self.mass is None else self.m  # one mass of every sample: no vector of ones
+        n_blocks = pooled_projection(keys, order, self.weights(order), mu, self._starts, m)
+        sizes = np.diff(self._starts[: n_blocks + 1])
+        pooled = np.flatnonzero(sizes > 1)
+        return keys, Pooled(order, self._starts[pooled], sizes[pooled])
+
+    def risk_value(self, losses, pooled=None):
+        """``Omega(l)``, the (weighted) risk of the NumPy ``losses`` (sorted from ``pooled.order``)."""
+        if pooled is None:
+            order = np.argsort(losses, kind="stable")
+            return float(losses[order] @ self.weights(order))
+        order = pooled.order.copy()
+        return float(resort_scores(losses, order) @ self.weights(order))
+
+
+class ThresholdRankStep:
+    """The rank step of a one-threshold risk on Dask vectors: the capped simplex by its threshold.
+
+    No sort, no PAVA, no order: the weights are ``clip(keys / mu - tau,
+    0, cap)`` with ``tau`` found by counting reductions over the chunks
+    (:func:`capped_threshold_dask`).  The free set ``{0 < q < cap}`` is the
+    one pooled block.
+
+    Parameters
+    ----------
+    risk : skrank.risks.BaseRisk
+        With ``threshold_rank_step`` and ``one_threshold``.
+    n : int
+        The number of samples (unit masses: no sample weights).
+    """
+
+    #: The threshold searches gather at most this many keys in their last round.
+    bracket = 100_000
+
+    def __init__(self, risk, n):
+        self.cap, self.total = risk.threshold_level(n) / n, 1.0
+        #: ``compute``/``persist`` calls of the threshold searches.
+        self.rounds = 0
+
+    def threshold(self, keys, mu):
+        """The threshold ``tau`` of ``proj_P(keys / mu)``."""
+        tau = capped_threshold_dask(keys, mu, self.cap, self.total, bracket=self.bracket)
+        self.rounds += tau.rounds
+        return tau
+
+    def project(self, keys, mu):
+        """``q = proj_P(keys / mu)`` as a persisted Dask array; the pooled record counts the free set."""
+        import dask
+
+        q, _, stats = capped_projection(keys, mu, self.cap, self.threshold(keys, mu))
+        q, n_free = dask.persist(q)[0], int(dask.compute(stats["count"])[0])
+        return q, Pooled(None, None, np.array([n_free] if n_free > 1 else [], dtype=np.int64))
+
+    def risk_value(self, losses, pooled=None):
+        """``Omega(l) = min_t t total + cap sum (l - t)_+`` at the threshold of a tiny smoothing.
+
+        ``tau`` is within ``mu cap`` of the minimiser, so the value is above
+        ``Omega`` by at most ``cap n mu cap``, ``_VALUE_SMOOTHING`` times the
+        losses' spread.
+        """
+        import dask
+        import dask.array as da
+
+        low, high = dask.compute(losses.min(), losses.max())
+        spread = max(float(high) - float(low), 1e-300 + abs(float(high)) * 1e-300)
+        t = self.threshold(losses, _VALUE_SMOOTHING * spread / self.cap).value
+        if not np.isfinite(t):  # every weight at the cap: the mean
+            return float(losses.sum()) * self.cap
+        return t * self.total + self.cap * float(da.maximum(losses - t, 0.0).sum())
+
+
+def rank_step_for(design, risk, mass, m, keys_on_workers=False):
+    """The rank step of ``risk`` for keys where the fit keeps its ``n``-vectors.
+
+    Parameters
+    ----------
+    design : skrank.backends.design.Design
+        Gives ``n``.
+    risk : skrank.risks.BaseRisk
+    mass, m : ndarray of shape (n,) or None
+        The sample weights (None: unit masses) and the masses of the metric.
+    keys_on_workers : bool, default=False
+        Whether the keys are Dask arrays kept on the workers, for a risk
+        with ``threshold_rank_step`` and no sample weights; else they come
+        to the host.
+
+    Returns
+    -------
+    HostRankStep or ThresholdRankStep
+    """
+    if keys_on_workers:
+        return ThresholdRankStep(risk, design.n)
+    return HostRankStep(risk, design.n, mass, m)
