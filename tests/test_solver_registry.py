@@ -298,7 +298,7 @@ def test_solve_checks_what_the_row_needs_of_the_datafit_and_the_penalty():
     # a row asks its datafit for what it declares: a rank risk is not a partial-AUC objective
     with pytest.raises(TypeError, match=r"solver='exact' needs datafit\.positive, datafit\.fpr_range"):
         solve(ranking["exact"], RankRisk(X, y, ERM(), get_loss("logistic")), get_penalty("l2", 0.1))
-    with pytest.raises(TypeError, match=r"solver='admm' needs datafit\.problem"):
+    with pytest.raises(TypeError, match=r"solver='admm' needs datafit\.objective"):
         solve(SOLVERS["admm"], objective, objective.penalty)
     # the penalty of a datafit that holds its own is that one, no other
     with pytest.raises(TypeError, match=r"the l2 penalty of its datafit, alpha=0\.1; got l1=0\.0, l2=0\.2"):

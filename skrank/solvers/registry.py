@@ -111,7 +111,7 @@ class SolverInfo:
     closed_form : bool, default=False
         Whether it is a closed form, called with the datafit and the
         penalty alone (no start, ``max_iter`` nor ``tol``).
-    datafit_needs : tuple of str, default=("problem", "objective")
+    datafit_needs : tuple of str, default=("weighted", "objective")
         The attributes it asks of its datafit (:func:`solve` checks them).
     l2_in_datafit : bool, default=False
         Whether its datafit holds the penalty: an l2 penalty of the
@@ -155,7 +155,7 @@ class SolverInfo:
     from_zero: bool = False
     costly_only: bool = False
     closed_form: bool = False
-    datafit_needs: tuple = ("problem", "objective")
+    datafit_needs: tuple = ("weighted", "objective")
     l2_in_datafit: bool = False
     paper_start: bool = False
     default_loss: str = None
