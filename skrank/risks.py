@@ -168,6 +168,10 @@ class BaseRisk(BaseEstimator):
             When the risk's weights are not a function of the cells (they
             depend on the loss values).
         """
+        return self._run_weights(share, below, above, total, n_samples)
+
+    def _run_weights(self, share, below, above, total, n_samples):
+        """:meth:`cell_weights`: here none, the weights not being a function of the cells."""
         raise NotImplementedError(f"{type(self).__name__} gives no weights from cells of mass alone.")
 
     def check(self, n, sample_weight=None):
@@ -311,8 +315,8 @@ class _SpectralRisk(BaseRisk):
         grid, _ = _cells(n, sample_weight)
         return np.maximum(np.diff(self._cumulative(grid)), 0.0)
 
-    def cell_weights(self, share, below, above, total, n_samples):
-        """``Phi(C_i) - Phi(C_(i-1))`` over the given cells (:meth:`BaseRisk.cell_weights`)."""
+    def _run_weights(self, share, below, above, total, n_samples):
+        """``Phi(C_i) - Phi(C_(i-1))`` over the given cells."""
         self._validate()
         grid = np.minimum(np.asarray(below, dtype=np.float64), 1.0)
         return np.maximum(np.diff(self._cumulative(grid)), 0.0)
@@ -369,8 +373,8 @@ class ERM(_TailMean):
         v = _check_sample_weight(sample_weight, n)
         return v / v.sum()
 
-    def cell_weights(self, share, below, above, total, n_samples):
-        """The shares of the weight themselves (:meth:`BaseRisk.cell_weights`)."""
+    def _run_weights(self, share, below, above, total, n_samples):
+        """The shares of the weight themselves."""
         return np.array(share, dtype=np.float64)
 
 
@@ -564,8 +568,8 @@ class _RankedRangeMean(BaseRisk):
         w[max(n - high, start) - start : max(min(n - low, stop), start) - start] = 1.0 / (high - low)
         return w
 
-    def cell_weights(self, share, below, above, total, n_samples):
-        """The mass of each cell inside the ranked range, per unit of it (:meth:`BaseRisk.cell_weights`)."""
+    def _run_weights(self, share, below, above, total, n_samples):
+        """The mass of each cell inside the ranked range, per unit of it."""
         return self._range_weights(np.minimum(np.asarray(above, dtype=np.float64), 1.0), total, n_samples)
 
 
