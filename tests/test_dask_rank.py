@@ -17,7 +17,9 @@ TOL = 1e-12
 
 
 @pytest.fixture(autouse=True)
-def synchronous():
+def synchronous(monkeypatch):
+    """The synchronous scheduler, and partitions of 8 rows by default: many, on tiny data."""
+    monkeypatch.setattr(dask_rank, "_PARTITION_ROWS", 8)
     with dask.config.set(scheduler="synchronous"):
         yield
 

@@ -43,6 +43,9 @@ from .._jit import njit
 #: Sampled rows per partition, over all chunks (the splitters' accuracy: partitions within about
 #: ``1 +- 1/sqrt(_OVERSAMPLE)`` of their mean size).
 _OVERSAMPLE = 32
+#: Rows per partition of the sort, by default (8 MB of keys): fewer partitions than chunks keep the
+#: shuffles' pieces (chunks x partitions tasks) few.
+_PARTITION_ROWS = 2**20
 #: Blocks summarised at each end of a partition in the first merge (doubled for a partition that needs more).
 _FIRST_SUMMARY = 16
 
@@ -268,8 +271,8 @@ def _to_chunks(written, ends):
         chunk = chunk.astype(np.int16)  # a stable sort of small integers is a radix sort
     order = np.argsort(chunk, kind="stable")
     cut = np.searchsorted(chunk[order], np.arange(ends.size + 1))
-    return tuple((row[order[cut[c]:cut[c + 1]]], q[order[cut[c]:cut[c + 1]]], ids[order[cut[c]:cut[c + 1]]])
-                 for c in range(ends.size))
+    row, q, ids = row[order], q[order], ids[order]
+    return tuple((row[a:b], q[a:b], ids[a:b]) for a, b in zip(cut[:-1], cut[1:]))
 
 
 def _assemble(offset, size, *pieces):
@@ -340,7 +343,9 @@ class _Sorted:
         self.ends = np.cumsum(self.chunks)
         self.n = int(self.ends[-1])
         n_chunks = len(self.chunks)
-        n_parts = max(1, min(n_chunks if n_partitions is None else int(n_partitions), self.n))
+        if n_partitions is None:
+            n_partitions = min(n_chunks, math.ceil(self.n / _PARTITION_ROWS))
+        n_parts = max(1, min(int(n_partitions), self.n))
         offsets = self.ends - np.asarray(self.chunks)
         name = _unique("sort")
         tasks = {(name, i): (_sort_chunk, int(offsets[i]), (keys.name, i))
@@ -478,7 +483,8 @@ class DaskSortedRankStep:
         (``risk.weights(n, sample_weight[order])``); default ``masses``.
         Only with ``masses``.
     n_partitions : int, optional
-        Partitions of the sort; default the keys' number of chunks.
+        Partitions of the sort; default one per 2^20 keys (at most one per
+        chunk).  The shuffles cost ``chunks x partitions`` small tasks.
 
     Notes
     -----
@@ -673,30 +679,43 @@ def _push(stack, entry):
     return pooled
 
 
+def _stack_partition(stack, p, s):
+    """Push partition ``p``'s blocks (summaries ``s``) on the global PAVA stack; may raise ``_NeedMore``."""
+    entries = [list(row) + [(p, int(b)), (p, int(b))] for row, b in zip(s["table"], s["index"])]
+    if s["complete"]:
+        for entry in entries:
+            _push(stack, entry)
+        return
+    count = len(entries) // 2
+    settled = False
+    for entry in entries[:count]:
+        if settled:  # the blocks above one that did not pool keep their increasing means
+            stack.append(entry)
+        else:
+            settled = not _push(stack, entry)
+    if not settled:
+        raise _NeedMore(p)
+    known = sum(1 for row in s["table"] if row[2] > 1)
+    stack.append([_MIDDLE, p, s["n_pooled"] - known])
+    stack.extend(entries[count:])
+
+
 def _stack_partitions(summaries):
-    """The global PAVA stack from the partitions' summaries (raises :class:`_NeedMore`)."""
-    stack = []
+    """The global PAVA stack from the partitions' summaries, or the partitions that must send more.
+
+    After a partition that must send more, the stack starts afresh, so that
+    one pass finds the others too (the final pass has none).
+    """
+    stack, more = [], set()
     for p, s in enumerate(summaries):
         if s["n_blocks"] == 0:
             continue
-        entries = [list(row) + [(p, int(b)), (p, int(b))] for row, b in zip(s["table"], s["index"])]
-        if s["complete"]:
-            for entry in entries:
-                _push(stack, entry)
-            continue
-        count = len(entries) // 2
-        settled = False
-        for entry in entries[:count]:
-            if settled:  # the blocks above one that did not pool keep their increasing means
-                stack.append(entry)
-            else:
-                settled = not _push(stack, entry)
-        if not settled:
-            raise _NeedMore(p)
-        known = sum(1 for row in s["table"] if row[2] > 1)
-        stack.append([_MIDDLE, p, s["n_pooled"] - known])
-        stack.extend(entries[count:])
-    return stack
+        try:
+            _stack_partition(stack, p, s)
+        except _NeedMore as need:
+            more.add(need.partition)
+            stack = []
+    return stack, sorted(more)
 
 
 def _number_blocks(stack, summaries, merge):
@@ -744,12 +763,11 @@ def _merge_boundaries(sorted_, locals_):
                                for p in stale])
         for p, s in zip(stale, fresh):
             summaries[p] = s
-        try:
-            stack = _stack_partitions(summaries)
+        stack, stale = _stack_partitions(summaries)
+        if not stale:
             break
-        except _NeedMore as more:
-            counts[more.partition] *= 4
-            stale = [more.partition]
+        for p in stale:
+            counts[p] *= 4
     merge = _Merge(sorted_.n_parts)
     merge.first_id = [None] * sorted_.n_parts
     _number_blocks(stack, summaries, merge)
