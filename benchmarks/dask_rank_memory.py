@@ -30,6 +30,7 @@ import argparse
 import ctypes
 import gc
 import logging
+import math
 import sys
 import threading
 import time
@@ -89,6 +90,7 @@ def main(argv=None):
     parser.add_argument("--chunks-of", choices=["X", "keys"], default="X")
     parser.add_argument("--mu", type=float, default=0.1,
                         help="the smoothing over n (keys of unit spread: many rows pooled)")
+    parser.add_argument("--partitions", type=int, default=None, help="of the sort (default: the step's)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--weighted", action="store_true", help="with sample masses")
     args = parser.parse_args(argv)
@@ -107,7 +109,7 @@ def main(argv=None):
     header = (f"{'chunk MB':>9} {'rows/chunk':>10} {'chunks':>6} {'partitions':>10} {'project s':>10} "
               f"{'value s':>8} {'X @ w s':>8} {'ratio':>6} {'driver MB':>10} {'pooled':>8}")
     cluster_options = dict(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                           memory_limit="6GB", silence_logs=logging.ERROR)
+                           memory_limit="6GB", silence_logs=logging.CRITICAL)
     with distributed.LocalCluster(**cluster_options) as cluster, distributed.Client(cluster):
         print(header)
         for mb in args.chunk_mb:
@@ -121,13 +123,15 @@ def _one_size(step_class, risk, n, rows, mu, args):
     import dask.array as da
     import distributed
 
+    from skrank.backends.dask_rank import _PARTITION_ROWS
+
     rng = da.random.default_rng(0)
     keys = rng.standard_normal(n, chunks=rows).persist()
     masses = rng.uniform(0.5, 2.0, n, chunks=rows).persist() if args.weighted else None
     X = da.random.default_rng(1).standard_normal((n, args.columns), chunks=(rows, args.columns)).persist()
     w = np.random.default_rng(2).standard_normal(args.columns)
     distributed.wait([keys, X] + ([masses] if masses is not None else []))
-    step = step_class(risk, masses)
+    step = step_class(risk, masses, n_partitions=args.partitions)
     step.project(keys, mu)  # compiles the kernels on the workers
     (X @ w).compute()
     holder = {}
@@ -141,9 +145,10 @@ def _one_size(step_class, risk, n, rows, mu, args):
         value_seconds = _median_seconds(lambda: step.risk_value(keys), 1)
     product = _median_seconds(lambda: (X @ w).compute(), args.repeats)
     n_chunks = len(keys.chunks[0])
+    n_parts = min(n_chunks, math.ceil(n / _PARTITION_ROWS)) if args.partitions is None else args.partitions
     megabytes = rows * 8 * (args.columns if args.chunks_of == "X" else 1) / 1e6
     pooled = holder["pooled"].n_pooled
-    return (f"{megabytes:9.0f} {rows:10d} {n_chunks:6d} {n_chunks:10d} {seconds:10.2f} {value_seconds:8.2f} "
+    return (f"{megabytes:9.0f} {rows:10d} {n_chunks:6d} {n_parts:10d} {seconds:10.2f} {value_seconds:8.2f} "
             f"{product:8.2f} {seconds / product:6.1f} {memory.growth / 1e6:10.1f} {pooled:8d}")
 
 
