@@ -150,7 +150,10 @@ def _write_blocks(u, m, sigma, mu, starts, n_blocks, given_lo, given_hi, given_s
 def _sort_chunk(offset, key, *columns):
     """A chunk's rows sorted by ``(key, row)``: ``(keys, rows, *columns)``."""
     key = np.asarray(key, dtype=np.float64)
-    order = np.argsort(key, kind="stable")
+    order = np.argsort(key)
+    ordered = key[order]
+    if np.any(ordered[1:] == ordered[:-1]):  # ties: in the rows' order (a stable sort)
+        order = np.argsort(key, kind="stable")
     return (key[order], order + offset) + tuple(np.asarray(c, dtype=np.float64)[order] for c in columns)
 
 
