@@ -311,6 +311,18 @@ def _chunk_block_sums(ids, V):
     return block[first], np.add.reduceat(V[member[order]], first, axis=0)
 
 
+def _add_block_sums(*parts):
+    """The sums per block of several ``(blocks, sums)`` of :func:`_chunk_block_sums`, added."""
+    block = np.concatenate([p[0] for p in parts])
+    sums = np.concatenate([p[1] for p in parts])
+    if block.size == 0:
+        return block, sums
+    order = np.argsort(block, kind="stable")
+    block, sums = block[order], sums[order]
+    first = np.flatnonzero(np.concatenate(([True], block[1:] != block[:-1])))
+    return block[first], np.add.reduceat(sums, first, axis=0)
+
+
 # --------------------------------------------------------------------------- the driver's side
 
 
@@ -440,6 +452,10 @@ class PooledBlocks:
     def block_sums(self, V):
         """The sums of the rows of ``V`` over each pooled block.
 
+        Each chunk sums its rows per block; the partial sums are added in a
+        tree on the workers, so that the driver receives each block's sum
+        once (``n_pooled x k`` numbers).
+
         Parameters
         ----------
         V : dask.array.Array of shape (n,) or (n, k)
@@ -459,11 +475,13 @@ class PooledBlocks:
         if V.shape[0] != ids.shape[0]:
             raise ValueError(f"V must have the keys' {ids.shape[0]} rows, got shape {V.shape}.")
         V = V.rechunk((ids.chunks[0], -1))
+        rows = list(V.to_delayed().ravel())
+        parts = [delayed(_chunk_block_sums)(i, v) for i, v in zip(_lazy_blocks(ids), rows)]
+        while len(parts) > 1:  # a tree on the workers: the driver gets each block's sum once
+            parts = [delayed(_add_block_sums)(*parts[k:k + 4]) for k in range(0, len(parts), 4)]
+        block, sums = dask.compute(parts[0])[0]
         out = np.zeros((self.n_pooled, V.shape[1]))
-        parts = dask.compute(*[delayed(_chunk_block_sums)(i, v)
-                               for i, v in zip(_lazy_blocks(ids), list(V.to_delayed().ravel()))])
-        for block, sums in parts:
-            out[block] += sums
+        out[block] = sums
         return out
 
 
