@@ -18,6 +18,9 @@ that size), and prints per chunk size:
   (RSS sampled every 2 ms by a thread, peak minus the RSS on entry, after
   a garbage collection) over the timed projections: what the driver holds
   of the ``n`` rows (nothing: splitters, block summaries, the graph);
+* ``sums s`` and ``sums MB``: one ``block_sums(X)`` (the pooled blocks'
+  sums of the rows of ``X``, ``pooled x columns`` numbers that the driver
+  receives) and the driver's peak growth during it;
 * ``partitions`` and ``pooled``: the sort's partitions and the pooled
   blocks of the projection (``mu`` is ``--mu`` times ``n``: with keys of
   unit spread, the top of the exponential spectrum pools many rows).
@@ -107,7 +110,8 @@ def main(argv=None):
           f"2 worker processes x 1 thread; chunks of {args.chunks_of}")
     print("command: OMP_NUM_THREADS=1 python " + " ".join(["benchmarks/dask_rank_memory.py"] + sys.argv[1:]))
     header = (f"{'chunk MB':>9} {'rows/chunk':>10} {'chunks':>6} {'partitions':>10} {'project s':>10} "
-              f"{'value s':>8} {'X @ w s':>8} {'ratio':>6} {'driver MB':>10} {'pooled':>8}")
+              f"{'value s':>8} {'X @ w s':>8} {'ratio':>6} {'driver MB':>10} {'pooled':>8} "
+              f"{'sums s':>7} {'sums MB':>8}")
     cluster_options = dict(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                            memory_limit="6GB", silence_logs=logging.CRITICAL)
     with distributed.LocalCluster(**cluster_options) as cluster, distributed.Client(cluster):
@@ -144,12 +148,15 @@ def _one_size(step_class, risk, n, rows, mu, args):
         seconds = _median_seconds(project, args.repeats)
         value_seconds = _median_seconds(lambda: step.risk_value(keys), 1)
     product = _median_seconds(lambda: (X @ w).compute(), args.repeats)
+    with _PeakRSS() as sums_memory:
+        sums_seconds = _median_seconds(lambda: holder["pooled"].block_sums(X), 1)
     n_chunks = len(keys.chunks[0])
     n_parts = min(n_chunks, math.ceil(n / _PARTITION_ROWS)) if args.partitions is None else args.partitions
     megabytes = rows * 8 * (args.columns if args.chunks_of == "X" else 1) / 1e6
     pooled = holder["pooled"].n_pooled
     return (f"{megabytes:9.0f} {rows:10d} {n_chunks:6d} {n_parts:10d} {seconds:10.2f} {value_seconds:8.2f} "
-            f"{product:8.2f} {seconds / product:6.1f} {memory.growth / 1e6:10.1f} {pooled:8d}")
+            f"{product:8.2f} {seconds / product:6.1f} {memory.growth / 1e6:10.1f} {pooled:8d} "
+            f"{sums_seconds:7.2f} {sums_memory.growth / 1e6:8.1f}")
 
 
 if __name__ == "__main__":

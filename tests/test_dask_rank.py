@@ -223,3 +223,18 @@ def test_errors_name_the_input():
         DaskSortedRankStep(TopK(5)).project(good, 1.0)
     with pytest.raises(ValueError, match="sample_weight"):
         DaskSortedRankStep(TopK(50), good + 1.0).risk_value(good)
+
+
+def test_lazy_keys_and_masses_in_other_chunks():
+    """Keys computed from ``X`` (not persisted) and masses chunked otherwise: rechunked like the keys."""
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((90, 3))
+    masses = rng.uniform(0.5, 2.0, 90)
+    keys = (da.from_array(X, chunks=(20, 3)) @ np.ones(3)) ** 2
+    step = DaskSortedRankStep(Extremile(2.0), da.from_array(masses, chunks=45))
+    q, _ = step.project(keys, 2.0)
+    plain = (X @ np.ones(3)) ** 2
+    q0, _, _ = _in_memory(plain, 2.0, Extremile(2.0), masses)
+    assert q.chunks == keys.chunks
+    np.testing.assert_allclose(q.compute(), q0, rtol=0, atol=_tol(q0, plain, 2.0, masses))
+    assert step.risk_value(keys) == pytest.approx(Extremile(2.0).value(plain, masses), rel=1e-13)

@@ -363,8 +363,9 @@ class _Sorted:
         n_parts = max(1, min(int(n_partitions), self.n))
         offsets = self.ends - np.asarray(self.chunks)
         name = _unique("sort")
-        tasks = {(name, i): (_sort_chunk, int(offsets[i]), (keys.name, i))
-                 + tuple((c.name, i) for c in columns) for i in range(n_chunks)}
+        blocks = [keys.__dask_keys__()] + [c.__dask_keys__() for c in columns]
+        tasks = {(name, i): (_sort_chunk, int(offsets[i])) + tuple(b[i] for b in blocks)
+                 for i in range(n_chunks)}
         chunks = dask.persist(*_tasks(name, tasks, list(tasks), [keys, *columns]))
         # the splitters: quantiles of a regular sample of each sorted chunk, as (key, row) pairs
         per_chunk = max(2, math.ceil(_OVERSAMPLE * n_parts / n_chunks))
