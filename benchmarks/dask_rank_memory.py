@@ -20,7 +20,9 @@ that size), and prints per chunk size:
   of the ``n`` rows (nothing: splitters, block summaries, the graph);
 * ``sums s`` and ``sums MB``: one ``block_sums(X)`` (the pooled blocks'
   sums of the rows of ``X``, ``pooled x columns`` numbers that the driver
-  receives) and the driver's peak growth during it;
+  receives) and the driver's peak growth during it; ``outer s`` and
+  ``outer MB`` the same for one ``block_outer(X)`` (``sum_B S_B S_B^T /
+  m(B)``, made on a worker: ``columns x columns`` numbers come back);
 * ``partitions`` and ``pooled``: the sort's partitions and the pooled
   blocks of the projection (``mu`` is ``--mu`` times ``n``: with keys of
   unit spread, the top of the exponential spectrum pools many rows).
@@ -111,7 +113,7 @@ def main(argv=None):
     print("command: OMP_NUM_THREADS=1 python " + " ".join(["benchmarks/dask_rank_memory.py"] + sys.argv[1:]))
     header = (f"{'chunk MB':>9} {'rows/chunk':>10} {'chunks':>6} {'partitions':>10} {'project s':>10} "
               f"{'value s':>8} {'X @ w s':>8} {'ratio':>6} {'driver MB':>10} {'pooled':>8} "
-              f"{'sums s':>7} {'sums MB':>8}")
+              f"{'sums s':>7} {'sums MB':>8} {'outer s':>8} {'outer MB':>9}")
     cluster_options = dict(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                            memory_limit="6GB", silence_logs=logging.CRITICAL)
     with distributed.LocalCluster(**cluster_options) as cluster, distributed.Client(cluster):
@@ -150,13 +152,16 @@ def _one_size(step_class, risk, n, rows, mu, args):
     product = _median_seconds(lambda: (X @ w).compute(), args.repeats)
     with _PeakRSS() as sums_memory:
         sums_seconds = _median_seconds(lambda: holder["pooled"].block_sums(X), 1)
+    with _PeakRSS() as outer_memory:
+        outer_seconds = _median_seconds(lambda: holder["pooled"].block_outer(X), 1)
     n_chunks = len(keys.chunks[0])
     n_parts = min(n_chunks, math.ceil(n / _PARTITION_ROWS)) if args.partitions is None else args.partitions
     megabytes = rows * 8 * (args.columns if args.chunks_of == "X" else 1) / 1e6
     pooled = holder["pooled"].n_pooled
     return (f"{megabytes:9.0f} {rows:10d} {n_chunks:6d} {n_parts:10d} {seconds:10.2f} {value_seconds:8.2f} "
             f"{product:8.2f} {seconds / product:6.1f} {memory.growth / 1e6:10.1f} {pooled:8d} "
-            f"{sums_seconds:7.2f} {sums_memory.growth / 1e6:8.1f}")
+            f"{sums_seconds:7.2f} {sums_memory.growth / 1e6:8.1f} {outer_seconds:8.2f} "
+            f"{outer_memory.growth / 1e6:9.1f}")
 
 
 if __name__ == "__main__":

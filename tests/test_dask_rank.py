@@ -149,6 +149,8 @@ def test_pooled_blocks_are_the_in_memory_blocks_and_their_sums(weighted):
         sums = pooled.block_sums(da.from_array(V, chunks=(37, 3)))
         np.testing.assert_allclose(sums, [V[b].sum(axis=0) for b in members], rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(pooled.block_sums(da.from_array(V[:, 0], chunks=50))[:, 0], sums[:, 0])
+        outer = sum(np.outer(V[b].sum(axis=0), V[b].sum(axis=0)) / m[b].sum() for b in members)
+        np.testing.assert_allclose(pooled.block_outer(da.from_array(V, chunks=(60, 3))), outer, rtol=1e-12)
 
 
 def test_tied_keys_give_one_pooled_block_per_tie_where_the_weights_rise():

@@ -323,6 +323,12 @@ def _add_block_sums(*parts):
     return block[first], np.add.reduceat(sums, first, axis=0)
 
 
+def _outer_of_sums(part, block_mass):
+    """``sum_B S_B S_B^T / m(B)`` of the blocks' sums ``S_B`` in ``part`` (``(blocks, sums)``)."""
+    block, sums = part
+    return (sums.T / block_mass[block]) @ sums
+
+
 # --------------------------------------------------------------------------- the driver's side
 
 
@@ -468,6 +474,39 @@ class PooledBlocks:
             Row ``B``: the sum of the rows of block ``B``.
         """
         import dask
+
+        block, sums = dask.compute(self._summed(V))[0]
+        if block.size == self.n_pooled:  # every block has rows: in order already
+            return sums
+        out = np.zeros((self.n_pooled, sums.shape[1]))
+        out[block] = sums
+        return out
+
+    def block_outer(self, V):
+        """``sum_B S_B S_B^T / m(B)`` over the pooled blocks, ``S_B`` the sum of the rows of ``V`` over ``B``.
+
+        The term of the pooled blocks in the Hessian of the Newton model
+        (subtracted from the members' Gram matrix), made on a worker from
+        the blocks' sums: the driver receives ``k x k`` numbers, and sends
+        the blocks' masses.
+
+        Parameters
+        ----------
+        V : dask.array.Array of shape (n,) or (n, k)
+            Rows aligned with the keys.
+
+        Returns
+        -------
+        ndarray of shape (k, k)
+            The sum over the blocks.
+        """
+        import dask
+        from dask import delayed
+
+        return dask.compute(delayed(_outer_of_sums)(self._summed(V), self.block_mass))[0]
+
+    def _summed(self, V):
+        """The delayed ``(blocks, sums)`` of the rows of ``V``, added in a tree on the workers."""
         from dask import delayed
 
         ids = self.block_id
@@ -478,12 +517,9 @@ class PooledBlocks:
         V = V.rechunk((ids.chunks[0], -1))
         rows = list(V.to_delayed().ravel())
         parts = [delayed(_chunk_block_sums)(i, v) for i, v in zip(_lazy_blocks(ids), rows)]
-        while len(parts) > 1:  # a tree on the workers: the driver gets each block's sum once
+        while len(parts) > 1:  # a tree on the workers: each block's sum is made once
             parts = [delayed(_add_block_sums)(*parts[k:k + 4]) for k in range(0, len(parts), 4)]
-        block, sums = dask.compute(parts[0])[0]
-        out = np.zeros((self.n_pooled, V.shape[1]))
-        out[block] = sums
-        return out
+        return parts[0]
 
 
 class DaskSortedRankStep:
