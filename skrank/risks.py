@@ -99,6 +99,81 @@ class BaseRisk(BaseEstimator):
         """:meth:`weights` for a checked ``n``."""
         raise NotImplementedError
 
+    def weights_slice(self, n, start, stop):
+        """Return ``weights(n)[start:stop]``, without the other weights where the risk can.
+
+        A risk whose weights without sample weights are differences of its
+        spectrum's integral at ``i / n`` makes only the ``stop - start``
+        asked for, with the same rounding as :meth:`weights`; a rank step
+        split across workers asks each for its slice of the ranks.
+
+        Parameters
+        ----------
+        n : int
+            Number of losses.
+        start, stop : int
+            The ranks asked for, ``0 <= start <= stop <= n`` (0 the smallest loss).
+
+        Returns
+        -------
+        ndarray of shape (stop - start,)
+            The weights of the losses ranked ``start`` to ``stop - 1``.
+        """
+        n = _check_n(n)
+        if not (isinstance(start, numbers.Integral) and isinstance(stop, numbers.Integral)
+                and 0 <= start <= stop <= n):
+            raise ValueError(f"start and stop must be integers with 0 <= start <= stop <= n = {n}, "
+                             f"got start={start!r}, stop={stop!r}.")
+        return self._weights_slice(n, int(start), int(stop))
+
+    def _weights_slice(self, n, start, stop):
+        """:meth:`weights_slice` for checked arguments: here by making every weight."""
+        return self.weights(n)[start:stop]
+
+    def cell_weights(self, share, below, above, total, n_samples):
+        """The weights of consecutive losses from their cells of mass (with sample weights).
+
+        The losses ranked ``a + 1`` to ``a + k`` (ascending) hold the cells
+        ``[C_(a+t-1), C_(a+t)]`` of cumulative mass (module docstring).  This
+        gives their weights from the cells alone, as :meth:`weights` gives
+        them from all the sample weights: a rank step split across workers
+        asks each for its run of ranks.
+
+        Parameters
+        ----------
+        share : ndarray of shape (k,)
+            Each loss's share of the total weight, ``v_i / V``.
+        below : ndarray of shape (k + 1,)
+            ``C_a, ..., C_(a+k)``: the share of the weight of the losses
+            ranked below each cell's end (0 first and 1 last for the whole
+            range), summed from the smallest loss.
+        above : ndarray of shape (k + 1,)
+            ``1 - C_a, ..., 1 - C_(a+k)``, summed from the largest loss (1
+            first and 0 last for the whole range), accurate where ``C`` is
+            close to one.
+        total : float
+            ``V``, the total sample weight (the unit of an integer count).
+        n_samples : int
+            The number of samples of positive weight (those a fractional
+            count is taken of).
+
+        Returns
+        -------
+        ndarray of shape (k,)
+            The weights of the ``k`` losses.
+
+        Raises
+        ------
+        NotImplementedError
+            When the risk's weights are not a function of the cells (they
+            depend on the loss values).
+        """
+        return self._run_weights(share, below, above, total, n_samples)
+
+    def _run_weights(self, share, below, above, total, n_samples):
+        """:meth:`cell_weights`: here none, the weights not being a function of the cells."""
+        raise NotImplementedError(f"{type(self).__name__} gives no weights from cells of mass alone.")
+
     def check(self, n, sample_weight=None):
         """Raise the ValueError that :meth:`weights` would raise, making the weights only where needed.
 
@@ -225,13 +300,25 @@ class _SpectralRisk(BaseRisk):
             return super()._check(n, sample_weight)
         self._validate()
 
-    def _equal_weights(self, n):
-        """The weights without sample weights (cells ``[(i-1)/n, i/n]``)."""
-        return self._cell_weights(n, None)
+    def _equal_weights(self, n, start=0, stop=None):
+        """Weights of ranks ``start`` to ``stop - 1`` without sample weights (cells ``[(i-1)/n, i/n]``)."""
+        stop = n if stop is None else stop
+        grid = np.arange(start, stop + 1, dtype=np.float64) / n
+        return np.maximum(np.diff(self._cumulative(grid)), 0.0)
+
+    def _weights_slice(self, n, start, stop):
+        self._validate()
+        return self._equal_weights(n, start, stop)
 
     def _cell_weights(self, n, sample_weight):
         """``Phi`` integrated over each loss's cell of mass."""
         grid, _ = _cells(n, sample_weight)
+        return np.maximum(np.diff(self._cumulative(grid)), 0.0)
+
+    def _run_weights(self, share, below, above, total, n_samples):
+        """``Phi(C_i) - Phi(C_(i-1))`` over the given cells."""
+        self._validate()
+        grid = np.minimum(np.asarray(below, dtype=np.float64), 1.0)
         return np.maximum(np.diff(self._cumulative(grid)), 0.0)
 
 
@@ -279,12 +366,16 @@ class ERM(_TailMean):
     def _cumulative(self, t):
         return t
 
-    def _equal_weights(self, n):
-        return np.full(n, 1.0 / n)
+    def _equal_weights(self, n, start=0, stop=None):
+        return np.full((n if stop is None else stop) - start, 1.0 / n)
 
     def _cell_weights(self, n, sample_weight):
         v = _check_sample_weight(sample_weight, n)
         return v / v.sum()
+
+    def _run_weights(self, share, below, above, total, n_samples):
+        """The shares of the weight themselves."""
+        return np.array(share, dtype=np.float64)
 
 
 class Superquantile(_TailMean):
@@ -362,9 +453,9 @@ class ExponentialSpectral(_SpectralRisk):
         rho = float(self.rho)
         return np.exp(rho * (t - 1.0)) * (-np.expm1(-rho * t)) / (-np.expm1(-rho))
 
-    def _equal_weights(self, n):
+    def _equal_weights(self, n, start=0, stop=None):
         rho = float(self.rho)
-        i = np.arange(1, n + 1, dtype=np.float64)
+        i = np.arange(start + 1, (n if stop is None else stop) + 1, dtype=np.float64)
         return np.exp(rho * (i / n - 1.0)) * (-np.expm1(-rho / n)) / (-np.expm1(-rho))
 
 
@@ -461,11 +552,25 @@ class _RankedRangeMean(BaseRisk):
             w[n - high : n - low] = 1.0 / (high - low)
             return w
         _, total = _cells(n, sample_weight)
-        low, high = self._range_shares(total, _n_positive(sample_weight))
+        return self._range_weights(_tail_mass(sample_weight, total), total, _n_positive(sample_weight))
+
+    def _range_weights(self, above, total, n_samples):
+        """The weights of the cells whose ends leave the shares ``above`` of the weight above them."""
+        low, high = self._range_shares(total, n_samples)
         width = high - low
         # the mass of each cell between the shares 1 - high and 1 - low, per unit of the range
-        phi = np.clip(high - _tail_mass(sample_weight, total), 0.0, width) / width
+        phi = np.clip(high - above, 0.0, width) / width
         return np.maximum(np.diff(phi), 0.0)
+
+    def _weights_slice(self, n, start, stop):
+        low, high = self._ranks(n)
+        w = np.zeros(stop - start)
+        w[max(n - high, start) - start : max(min(n - low, stop), start) - start] = 1.0 / (high - low)
+        return w
+
+    def _run_weights(self, share, below, above, total, n_samples):
+        """The mass of each cell inside the ranked range, per unit of it."""
+        return self._range_weights(np.minimum(np.asarray(above, dtype=np.float64), 1.0), total, n_samples)
 
 
 class TopK(_RankedRangeMean):

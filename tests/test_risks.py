@@ -161,3 +161,54 @@ def test_check_raises_what_weights_raises(risk, n, weighted):
             risk.check(n, sample_weight)
     else:
         assert risk.check(n, sample_weight) is None
+
+
+_SLICED = SPECTRAL + [Extremile(1.0), TopK(0.3), RankedRange(m=2, k=9), RankedRange(m=0.1, k=0.6)]
+
+
+def _runs(n, pieces, rng):
+    """``pieces`` consecutive runs of ``range(n)`` (some empty), as ``(start, stop)``."""
+    cuts = np.sort(rng.integers(0, n + 1, pieces - 1))
+    ends = np.concatenate(([0], cuts, [n]))
+    return list(zip(ends[:-1], ends[1:]))
+
+
+@pytest.mark.parametrize("risk", _SLICED, ids=repr)
+@pytest.mark.parametrize("n", [10, 37, 1000])
+def test_weights_slice_is_the_slice_of_the_weights(risk, n):
+    full = risk.weights(n)
+    for start, stop in _runs(n, 6, np.random.default_rng(n)) + [(0, n), (n, n), (3, 4)]:
+        np.testing.assert_array_equal(risk.weights_slice(n, int(start), int(stop)), full[start:stop])
+    with pytest.raises(ValueError, match="start and stop"):
+        risk.weights_slice(n, 3, 2)
+
+
+def _cells_of_run(v, start, stop, total):
+    """The arguments of ``cell_weights`` for ranks ``start .. stop - 1`` of the sorted weights ``v``."""
+    share = v[start:stop] / total
+    below = np.cumsum(np.concatenate(([v[:start].sum() / total], share)))
+    above = np.cumsum(np.concatenate(([v[stop:].sum() / total], share[::-1])))[::-1]
+    if start == 0:
+        below[0], above[0] = 0.0, 1.0
+    if stop == v.size:
+        below[-1], above[-1] = 1.0, 0.0
+    return share, below, above
+
+
+@pytest.mark.parametrize("risk", _SLICED, ids=repr)
+@pytest.mark.parametrize("n", [10, 37, 1000])
+def test_cell_weights_of_runs_are_the_weighted_weights(risk, n):
+    rng = np.random.default_rng(n + 1)
+    v = rng.uniform(0.2, 3.0, n) * 7.0
+    full = risk.weights(n, v)
+    for start, stop in _runs(n, 5, rng) + [(0, n)]:
+        share, below, above = _cells_of_run(v, start, stop, v.sum())
+        got = risk.cell_weights(share, below, above, v.sum(), n)
+        # the cells' ends are summed in another order: equal to rounding of the largest weight (a
+        # weight that is a difference of nearby ends, such as a fractional cell, keeps that error)
+        np.testing.assert_allclose(got, full[start:stop], rtol=1e-12, atol=1e-12 * full.max())
+
+
+def test_cell_weights_need_weights_of_cells():
+    with pytest.raises(NotImplementedError, match="HumanAligned"):
+        HumanAligned().cell_weights(np.ones(2) / 2, [0.0, 0.5, 1.0], [1.0, 0.5, 0.0], 2.0, 2)
