@@ -39,6 +39,7 @@ import uuid
 import numpy as np
 
 from .._jit import njit
+from ..kernels.pava import pool_adjacent_violators
 
 #: Sampled rows per partition, over all chunks (the splitters' accuracy: partitions within about
 #: ``1 +- 1/sqrt(_OVERSAMPLE)`` of their mean size).
@@ -51,32 +52,6 @@ _FIRST_SUMMARY = 16
 
 
 # --------------------------------------------------------------------------- kernels
-
-
-@njit(cache=True)
-def _pava_stack(u, m, sigma, mu, starts, sums, masses):
-    """The pool-adjacent-violators stack of ``m_i u_i - mu sigma_i`` over sorted rows.
-
-    The arithmetic of :func:`skrank.datafits.smoothed_risk.pooled_projection`
-    (the same sums, the same comparison).  ``m`` has one entry per row, or
-    one for every row.  Fills ``starts[:n_blocks + 1]``, ``sums`` and
-    ``masses`` and returns ``n_blocks``; adjacent blocks have increasing
-    means.
-    """
-    n = u.shape[0]
-    stride = 1 if m.shape[0] == n else 0
-    top = -1
-    for i in range(n):
-        top += 1
-        sums[top] = m[i * stride] * u[i] - mu * sigma[i]
-        masses[top] = m[i * stride]
-        starts[top] = i
-        while top > 0 and sums[top - 1] * masses[top] >= sums[top] * masses[top - 1]:
-            sums[top - 1] += sums[top]
-            masses[top - 1] += masses[top]
-            top -= 1
-    starts[top + 1] = n
-    return top + 1
 
 
 @njit(cache=True)
@@ -237,7 +212,8 @@ def _local_pava(part, risk, cells, mu):
     size = part[0].size
     starts = np.empty(size + 1, dtype=np.int64)
     sums, masses = np.empty(size), np.empty(size)
-    nb = _pava_stack(part[0], _masses_of(part, cells), sigma, mu, starts, sums, masses)
+    nb = pool_adjacent_violators(part[0], np.arange(size), _masses_of(part, cells), sigma, mu, starts, sums,
+                                 masses)
     return dict(sigma=sigma, starts=starts[: nb + 1], sums=sums[:nb], masses=masses[:nb], n_blocks=nb)
 
 

@@ -10,6 +10,7 @@ sample weights.  The formulas are in the user guide, :ref:`methods-newton`.
 import numpy as np
 
 from .._jit import njit
+from ..kernels.pava import pool_adjacent_violators
 from ..losses import loss_value_and_derivative
 
 
@@ -77,22 +78,7 @@ def pooled_projection(keys, order, sigma, mu, block_start, m):
     """
     n = keys.shape[0]
     stride = 1 if m.shape[0] == n else 0  # m[j * stride]: the mass of sample j
-    b_sum = np.empty(n)  # sum of m (u - mu sigma / m) over the block
-    b_mass = np.empty(n)
-    top = -1
-    for i in range(n):
-        j = order[i]
-        top += 1
-        b_sum[top] = m[j * stride] * keys[j] - mu * sigma[i]
-        b_mass[top] = m[j * stride]
-        block_start[top] = i
-        # pool while the block below has a mean >= this block's mean
-        while top > 0 and b_sum[top - 1] * b_mass[top] >= b_sum[top] * b_mass[top - 1]:
-            b_sum[top - 1] += b_sum[top]
-            b_mass[top - 1] += b_mass[top]
-            top -= 1
-    n_blocks = top + 1
-    block_start[n_blocks] = n
+    n_blocks = pool_adjacent_violators(keys, order, m, sigma, mu, block_start, np.empty(n), np.empty(n))
     for b in range(n_blocks):
         lo, hi = block_start[b], block_start[b + 1]
         if hi - lo == 1:

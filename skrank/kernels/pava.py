@@ -51,6 +51,33 @@ _METHODS = ("stack", "sweep")
 # Numba kernels
 # --------------------------------------------------------------------------------------
 @njit(cache=True)
+def pool_adjacent_violators(keys, order, m, sigma, mu, starts, sums, masses):
+    """The stack of pooled blocks of ``m_j keys_j - mu sigma_i`` over ``j = order[i]``, ascending.
+
+    ``m`` has one entry per row of ``keys``, or one for every row.  Fills
+    ``starts[:n_blocks + 1]`` (first positions in the sorted order, then
+    ``n``), the blocks' ``sums`` and ``masses``; returns ``n_blocks``.
+    Adjacent blocks have increasing means ``sums / masses``.
+    """
+    n = order.shape[0]
+    stride = 1 if m.shape[0] == keys.shape[0] else 0
+    top = -1
+    for i in range(n):
+        j = order[i]
+        top += 1
+        sums[top] = m[j * stride] * keys[j] - mu * sigma[i]
+        masses[top] = m[j * stride]
+        starts[top] = i
+        # pool while the block below has a mean >= this block's mean
+        while top > 0 and sums[top - 1] * masses[top] >= sums[top] * masses[top - 1]:
+            sums[top - 1] += sums[top]
+            masses[top - 1] += masses[top]
+            top -= 1
+    starts[top + 1] = n
+    return top + 1
+
+
+@njit(cache=True)
 def isotonic_kernel(y, w, out):
     """Weighted isotonic regression of ``y`` (nondecreasing) into ``out``.
 
