@@ -39,7 +39,7 @@ import uuid
 import numpy as np
 
 from .._jit import njit
-from ..kernels.pava import pool_adjacent_violators
+from ..kernels.pava import block_moments, pool_adjacent_violators
 
 #: Sampled rows per partition, over all chunks (the splitters' accuracy: partitions within about
 #: ``1 +- 1/sqrt(_OVERSAMPLE)`` of their mean size).
@@ -57,16 +57,10 @@ _FIRST_SUMMARY = 16
 @njit(cache=True)
 def _block_moments(u, m, sigma, starts, selected, su, ss):
     """``sum m u`` and ``sum sigma`` of the selected blocks, summed in the rows' order."""
-    stride = 1 if m.shape[0] == u.shape[0] else 0
+    order = np.arange(u.shape[0])
     for t in range(selected.shape[0]):
         b = selected[t]
-        a = 0.0
-        s = 0.0
-        for i in range(starts[b], starts[b + 1]):
-            a += m[i * stride] * u[i]
-            s += sigma[i]
-        su[t] = a
-        ss[t] = s
+        su[t], ss[t], _ = block_moments(u, order, m, sigma, starts[b], starts[b + 1])
 
 
 @njit(cache=True)
@@ -82,6 +76,7 @@ def _write_blocks(u, m, sigma, mu, starts, n_blocks, given_lo, given_hi, given_s
     latter.  Returns their number.
     """
     stride = 1 if m.shape[0] == u.shape[0] else 0
+    order = np.arange(u.shape[0])
     k = 0
     b = 0
     n_local = 0
@@ -101,13 +96,7 @@ def _write_blocks(u, m, sigma, mu, starts, n_blocks, given_lo, given_hi, given_s
             ids[lo] = -1
             b += 1
             continue
-        mean_u = 0.0
-        mean_s = 0.0
-        mass = 0.0
-        for i in range(lo, hi):
-            mean_u += m[i * stride] * u[i]
-            mean_s += sigma[i]
-            mass += m[i * stride]
+        mean_u, mean_s, mass = block_moments(u, order, m, sigma, lo, hi)
         mean_u /= mass
         mean_s /= mass
         for i in range(lo, hi):

@@ -10,7 +10,7 @@ sample weights.  The formulas are in the user guide, :ref:`methods-newton`.
 import numpy as np
 
 from .._jit import njit
-from ..kernels.pava import pool_adjacent_violators
+from ..kernels.pava import block_moments, pool_adjacent_violators
 from ..losses import loss_value_and_derivative
 
 
@@ -84,14 +84,7 @@ def pooled_projection(keys, order, sigma, mu, block_start, m):
         if hi - lo == 1:
             keys[order[lo]] = sigma[lo]
             continue
-        mean_u = 0.0
-        mean_s = 0.0
-        mass = 0.0
-        for i in range(lo, hi):
-            j = order[i]
-            mean_u += m[j * stride] * keys[j]
-            mean_s += sigma[i]
-            mass += m[j * stride]
+        mean_u, mean_s, mass = block_moments(keys, order, m, sigma, lo, hi)
         mean_u /= mass
         mean_s /= mass
         for i in range(lo, hi):

@@ -77,6 +77,21 @@ def pool_adjacent_violators(keys, order, m, sigma, mu, starts, sums, masses):
     return top + 1
 
 
+@njit(cache=True, inline="always")
+def block_moments(keys, order, m, sigma, lo, hi):
+    """``(sum m_j keys_j, sum sigma_i, sum m_j)`` over sorted positions ``lo <= i < hi``, ``j = order[i]``."""
+    stride = 1 if m.shape[0] == keys.shape[0] else 0
+    su = 0.0
+    ss = 0.0
+    mass = 0.0
+    for i in range(lo, hi):
+        j = order[i]
+        su += m[j * stride] * keys[j]
+        ss += sigma[i]
+        mass += m[j * stride]
+    return su, ss, mass
+
+
 @njit(cache=True)
 def isotonic_kernel(y, w, out):
     """Weighted isotonic regression of ``y`` (nondecreasing) into ``out``.
