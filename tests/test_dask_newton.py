@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from skrank.datafits.rank_risk import RankRisk
+from skrank.datafits.rank_step import ThresholdRankStep
 from skrank.estimators import RankADMMClassifier, SpectralRiskClassifier, SpectralRiskRegressor
 from skrank.losses import get_loss
 from skrank.penalties import get_penalty
@@ -54,6 +55,8 @@ def client():
 def gathered(client, monkeypatch):
     """The sizes of the arrays that the client gathers into this process during the test."""
     monkeypatch.setenv("SKRANK_NEWTON_GATHER", "0")  # the chunked path on small data too
+    # the threshold step's last round gathers at most this many keys (all of them at this size by default)
+    monkeypatch.setattr(ThresholdRankStep, "bracket", 100)
     sizes = []
     gather = client.gather
 
@@ -134,3 +137,23 @@ def test_default_estimators_fit_on_the_workers(make, gathered):
     est = make().fit(da.from_array(X, chunks=(_CHUNK, _D)), da.from_array(y, chunks=_CHUNK))
     np.testing.assert_allclose(est.coef_.ravel(), ref.coef_.ravel(), rtol=1e-4, atol=1e-5)
     assert gathered and max(gathered) < _CHUNK
+
+
+def test_the_scheduler_keeps_no_lineage_that_grows_with_the_steps(client, monkeypatch):
+    # the kept vectors are re-rooted each step: the scheduler's tasks stay O(chunks), not O(chunks x steps)
+    from skrank.solvers.full_batch import newton
+
+    monkeypatch.setenv("SKRANK_NEWTON_GATHER", "0")
+    X, labels, _, _ = _data()
+    tasks, step = [], newton._ProximalPoint.newton_step
+
+    def counted(self, *args, **kwargs):
+        step(self, *args, **kwargs)
+        tasks.append(len(client.cluster.scheduler.tasks))
+
+    monkeypatch.setattr(newton._ProximalPoint, "newton_step", counted)
+    with dask.config.set(scheduler=client.get):
+        res = smoothed_newton(RankRisk(da.from_array(X, chunks=(200, _D)), labels, Extremile(r=2.0),
+                                       get_loss("logistic")), get_penalty("l2", 1e-3), tol=1e-9)
+    assert res.converged and len(tasks) >= 5
+    assert tasks[-1] <= 1.5 * tasks[0]

@@ -29,7 +29,7 @@ import os
 import numpy as np
 import scipy.linalg
 
-from ...backends.dask_design import bordered_gram, is_dask_array, persist, summed, weighted_gram
+from ...backends.dask_design import bordered_gram, is_dask_array, persist, rerooted, summed, weighted_gram
 from ...backends.design import Design
 from ...backends.dispatch import make_design
 from ...datafits.rank_step import rank_step_for
@@ -262,14 +262,18 @@ class ChunkedProblem(DualRecord):
         import dask
         import dask.array as da
 
-        t = self.arguments(theta) if t is None else persist(t)
+        t = self.arguments(theta) if t is None else t
         per_mass = center if self.m is None or not hasattr(center, "chunks") else center / self.m
         args = [t, "i"] + ([per_mass, "i"] if hasattr(per_mass, "chunks") else [float(per_mass), None])
-        columns = persist(da.blockwise(_losses_block, "ij", *args, code=self.loss.code,
-                                        param=self.loss.param, mu=mu, new_axes={"j": 3},
-                                        dtype=np.float64, concatenate=True))
+        # t (a line search's t0 + alpha dt) persisted with its losses, in one round trip
+        t, columns = persist(t, da.blockwise(_losses_block, "ij", *args, code=self.loss.code,
+                                             param=self.loss.param, mu=mu, new_axes={"j": 3},
+                                             dtype=np.float64, concatenate=True))
+        # the kept vectors under new keys: no lineage that grows with the steps (:func:`rerooted`)
+        t, columns = rerooted(t), rerooted(columns)
         value, d1, keys = columns[:, 0], columns[:, 1], columns[:, 2]
         q, pooled = self.rank_step.project(keys, mu)
+        q = rerooted(q)
         diff = q - self._weights(center)
         squared = diff * diff if self.m is None else diff * diff / self.m
         qv, dd = dask.compute((q * value).sum(), squared.sum())
@@ -317,24 +321,26 @@ class ChunkedProblem(DualRecord):
             member = da.zeros(self.n, chunks=(self._rows,))
         blocks = self.design.worker_blocks(state["t"], state["d1"], state["q"], self.s, member)
         outputs = dask.persist(*[task(*chunk, h) for chunk, h in zip(blocks, kept)])
-        g, dH, G_block, S_block = summed([out[0] for out in outputs])
-        self._kept_h = da.concatenate([da.from_delayed(out[1], shape=(rows,), dtype=np.float64)
-                                       for out, rows in zip(outputs, self._rows)])
+        pooled = state["pooled"]
+        outer = None
+        if pooled_rows and hasattr(pooled, "outer_task"):
+            coef = state["d1"] if self.s is None else state["d1"] * self.s
+            rows = da.blockwise(functools.partial(_rows_times, fit_intercept=self.design.fit_intercept), "ij",
+                                self.design.X, "ij", member * coef, "i", dtype=np.float64, concatenate=True,
+                                adjust_chunks={"j": self.design.p})
+            outer = pooled.outer_task(rows)  # in the same round trip as the step's sums
+        (g, dH, G_block, S_block), outer = summed([out[0] for out in outputs], outer)
+        kept_h = da.concatenate([da.from_delayed(out[1], shape=(rows,), dtype=np.float64)
+                                 for out, rows in zip(outputs, self._rows)])
+        self._kept_h = rerooted(persist(kept_h))
         self._kept_gram = dH if reset else self._kept_gram + dH
         self._updates = 0 if reset else self._updates + 1
         H = self._kept_gram.copy()
         g += self.penalty.reg * theta
         H[np.diag_indices_from(H)] += self.penalty.reg
-        pooled = state["pooled"]
         if not pooled_rows:
             return g, H, None
-        if hasattr(pooled, "block_outer"):
-            coef = state["d1"] if self.s is None else state["d1"] * self.s
-            rows = da.blockwise(functools.partial(_rows_times, fit_intercept=self.design.fit_intercept), "ij",
-                                self.design.X, "ij", member * coef, "i", dtype=np.float64, concatenate=True,
-                                adjust_chunks={"j": self.design.p})
-            outer = pooled.block_outer(rows)
-        else:
+        if outer is None:  # the threshold step's one free set
             outer = np.outer(S_block, S_block) / float(pooled.size.sum())
         return g, H, (G_block - outer) / mu
 
