@@ -114,8 +114,23 @@ def test_gather_flag_forces_the_gathered_path(monkeypatch, large_results, proble
     assert max(large_results) >= _CHUNK  # the gathered path brings the chunks' scores
 
 
-@pytest.mark.parametrize("case", ["numpy", "weights", "l1", "warm", "risk"])
+@pytest.mark.parametrize("case", ["numpy", "l1", "no_l2", "risk"])
 def test_unsupported_cases_take_the_gathered_path(case):
+    from skrank.losses import get_loss
+    from skrank.risks import HumanAligned
+
+    X, _ = _data("classification")
+    Xd = da.from_array(X, chunks=(_CHUNK, _D))
+    args = dict(X=Xd, risk=Superquantile(0.8), loss=get_loss("logistic"), penalty=Penalty(l1=0.0, l2=1e-3),
+                sample_weight=None, coef_init=None, intercept_init=None)
+    assert newton_chunked.chunked_supported(**args)
+    changed = dict(numpy=dict(X=X), l1=dict(penalty=Penalty(l1=1e-3, l2=1e-3)),
+                   no_l2=dict(penalty=Penalty(l1=1e-3, l2=0.0)), risk=dict(risk=HumanAligned()))[case]
+    assert not newton_chunked.chunked_supported(**{**args, **changed})
+
+
+@pytest.mark.parametrize("case", ["weights", "warm", "extremile", "huber"])
+def test_weights_warm_starts_and_every_spectral_risk_take_the_chunked_path(case):
     from skrank.losses import get_loss
     from skrank.risks import Extremile
 
@@ -123,11 +138,9 @@ def test_unsupported_cases_take_the_gathered_path(case):
     Xd = da.from_array(X, chunks=(_CHUNK, _D))
     args = dict(X=Xd, risk=Superquantile(0.8), loss=get_loss("logistic"), penalty=Penalty(l1=0.0, l2=1e-3),
                 sample_weight=None, coef_init=None, intercept_init=None)
-    assert newton_chunked.chunked_supported(**args)
-    changed = dict(numpy=dict(X=X), weights=dict(sample_weight=np.ones(_N)),
-                   l1=dict(penalty=Penalty(l1=1e-3, l2=1e-3)), warm=dict(coef_init=np.zeros(_D)),
-                   risk=dict(risk=Extremile(2.0)))[case]
-    assert not newton_chunked.chunked_supported(**{**args, **changed})
+    changed = dict(weights=dict(sample_weight=np.ones(_N)), warm=dict(coef_init=np.zeros(_D)),
+                   extremile=dict(risk=Extremile(2.0)), huber=dict(loss=get_loss("huber")))[case]
+    assert newton_chunked.chunked_supported(**{**args, **changed})
 
 
 def _dask_targets(y):

@@ -8,6 +8,7 @@ generated again chunk by chunk at each product (user guide, :doc:`scaling`).
 """
 
 import functools
+import uuid
 
 import numpy as np
 
@@ -207,19 +208,21 @@ def _add_all(*shares):
 _FAN_IN = 16
 
 
-def summed(shares):
-    """The termwise sum of the delayed ``shares`` (tuples), computed.
+def summed(shares, *others):
+    """The termwise sum of the delayed ``shares`` (tuples), computed (with the delayed ``others``).
 
-    Groups of ``_FAN_IN`` are summed on the workers until at most that
-    many are left: the driver receives ``O(d^2)`` numbers, not one share
-    per chunk, in the same round trip.
+    Groups of ``_FAN_IN`` are summed on the workers until one is left:
+    the driver receives ``O(d^2)`` numbers, not one share per chunk, in
+    the same round trip as ``others`` (whose values follow the sum when
+    given).
     """
     import dask
 
     add = dask.delayed(_add_all, pure=True)
-    while len(shares) > _FAN_IN:
+    while len(shares) > 1:
         shares = [add(*shares[i:i + _FAN_IN]) for i in range(0, len(shares), _FAN_IN)]
-    return _add_all(*dask.compute(*shares))
+    out = dask.compute(shares[0], *others)
+    return out if others else out[0]
 
 
 def _arguments_block(X, *vectors, w, b, scaled, shifted):
@@ -433,3 +436,50 @@ class DaskDesign(Design):
         """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0`` on the workers, summed there."""
         self.passes += 1
         return self.worker_sum(_gram_block, h, fit_intercept=self.fit_intercept)[0]
+
+
+class _Key:
+    """A task key passed as a plain value (not substituted by the scheduler)."""
+
+    def __init__(self, key):
+        self.key = key
+
+
+def _held(key):
+    """The data a worker holds under ``key.key``: a new task's result without a dependency."""
+    from distributed import get_worker
+
+    return get_worker().data[key.key]
+
+
+def rerooted(array):
+    """The persisted ``array`` under new keys whose tasks have no dependencies, where its chunks are held.
+
+    On a ``dask.distributed`` client the scheduler keeps the record of
+    every task that a held result depends on (its lineage), so that a lost
+    chunk can be computed again: a vector made from the last step's
+    vectors, step after step, grows that record with the chunks times the
+    steps.  Each chunk is taken over by a task that reads it on its worker
+    (no copy), and the old keys are released with ``array``.  Elsewhere
+    (a local scheduler: no lineage is kept) ``array`` is returned.
+    """
+    import dask
+    import dask.array as da
+
+    try:
+        from distributed import default_client, futures_of, wait
+
+        client = default_client()
+    except (ImportError, ValueError):
+        return array
+    futures = futures_of(array)
+    if not futures or dask.base.get_scheduler() != client.get:
+        return array
+    wait(futures)
+    holders = client.who_has(futures)
+    name = "rerooted-" + uuid.uuid4().hex  # new keys each time: never one that is being released
+    old = list(dask.core.flatten(array.__dask_keys__()))
+    new = [client.submit(_held, _Key(key), key=(name,) + tuple(key[1:]), workers=list(holders[key]),
+                         allow_other_workers=False, pure=False) for key in old]
+    wait(new)  # before the old keys may be released
+    return da.Array({future.key: future for future in new}, name, array.chunks, dtype=array.dtype)

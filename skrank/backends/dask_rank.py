@@ -288,6 +288,15 @@ def _add_block_sums(*parts):
     return block[first], np.add.reduceat(sums, first, axis=0)
 
 
+def _masses_of_blocks(n_pooled, given_mass, given_id, first_ids, *local_masses):
+    """The pooled blocks' masses from the partitions' own blocks and those the boundary merge gave."""
+    mass = np.empty(n_pooled)
+    for first, masses in zip(first_ids, local_masses):
+        mass[first:first + masses.size] = masses
+    mass[given_id] = given_mass
+    return mass
+
+
 def _outer_of_sums(part, block_mass):
     """``sum_B S_B S_B^T / m(B)`` of the blocks' sums ``S_B`` in ``part`` (``(blocks, sums)``)."""
     block, sums = part
@@ -412,13 +421,9 @@ class PooledBlocks:
         if self._block_mass is None:
             import dask
 
-            mass = np.empty(self.n_pooled)
             local_masses, first_ids = self._local
-            for first, masses in zip(first_ids, dask.compute(*local_masses)):
-                mass[first:first + masses.size] = masses
-            given_mass, given_id = self._given
-            mass[given_id] = given_mass
-            self._block_mass = mass
+            self._block_mass = _masses_of_blocks(self.n_pooled, *self._given, first_ids,
+                                                 *dask.compute(*local_masses))
         return self._block_mass
 
     def block_sums(self, V):
@@ -466,9 +471,23 @@ class PooledBlocks:
             The sum over the blocks.
         """
         import dask
+
+        return dask.compute(self.outer_task(V))[0]
+
+    def outer_task(self, V):
+        """:meth:`block_outer` as a delayed value, to be computed with other reductions in one round trip.
+
+        The blocks' masses are made in the same task from the partitions'
+        (unless :attr:`block_mass` has them already).
+        """
         from dask import delayed
 
-        return dask.compute(delayed(_outer_of_sums)(self._summed(V), self.block_mass))[0]
+        if self._block_mass is not None:
+            return delayed(_outer_of_sums)(self._summed(V), self._block_mass)
+        local_masses, first_ids = self._local
+        mass = delayed(_masses_of_blocks, pure=True)(self.n_pooled, *self._given, list(first_ids),
+                                                     *local_masses)
+        return delayed(_outer_of_sums)(self._summed(V), mass)
 
     def _summed(self, V):
         """The delayed ``(blocks, sums)`` of the rows of ``V``, added in a tree on the workers."""

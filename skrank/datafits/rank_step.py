@@ -166,17 +166,23 @@ def rank_step_for(design, risk, mass, m, keys_on_workers=False):
     design : skrank.backends.design.Design
         Gives ``n``.
     risk : skrank.risks.BaseRisk
-    mass, m : ndarray of shape (n,) or None
+    mass, m : ndarray or dask.array.Array of shape (n,), or None
         The sample weights (None: unit masses) and the masses of the metric.
     keys_on_workers : bool, default=False
-        Whether the keys are Dask arrays kept on the workers, for a risk
-        with ``threshold_rank_step`` and no sample weights; else they come
-        to the host.
+        Whether the keys are Dask arrays kept on the workers (``mass`` and
+        ``m`` too); else they come to the host.
 
     Returns
     -------
-    HostRankStep or ThresholdRankStep
+    HostRankStep, ThresholdRankStep or skrank.backends.dask_rank.DaskSortedRankStep
+        On the workers: the threshold form where it is exact (a risk with
+        ``threshold_rank_step`` and unit masses: no sort), else the sample
+        sort and PAVA.
     """
-    if keys_on_workers:
+    if not keys_on_workers:
+        return HostRankStep(risk, design.n, mass, m)
+    if risk.threshold_rank_step and mass is None:
         return ThresholdRankStep(risk, design.n)
-    return HostRankStep(risk, design.n, mass, m)
+    from ..backends.dask_rank import DaskSortedRankStep
+
+    return DaskSortedRankStep(risk, masses=m, sample_weight=mass)

@@ -25,7 +25,7 @@ from .smoothed_risk import losses_and_keys, relative_weights
 #: A Gram matrix's row is recomputed when its weight moved by more than this (the certificate allows it).
 HESSIAN_SLACK = 0.05
 #: Smallest share of the total mass a sample's mass is given.
-_SMALLEST_SHARE = 2.0 ** -52
+SMALLEST_SHARE = 2.0 ** -52
 #: Most steps of :func:`zero_search`, and the factor by which the estimated gap must shrink
 #: every ``_ZERO_WINDOW`` of them for the search to go on.
 _ZERO_STEPS = 50
@@ -42,6 +42,8 @@ class DualRecord:
     gather_to_finish = False
     #: The passes over ``X`` of the block term's own Gram matrices.
     block_passes = 0
+    #: Whether the mean risk's cold fit starts by Newton's method on its fixed weights.
+    newton_on_fixed_weights = True
 
     def __init__(self, loss, penalty, design):
         self.loss, self.design = loss, design
@@ -95,7 +97,7 @@ class SmoothedRankRisk(DualRecord):
             # of mass, accurate to a few ulps of their sum: a share of the mass below 2^-52 is
             # not resolved by them, and as a mass it would make their rounding a huge weight per
             # unit of mass.  Such masses (zero ones included) are raised to that share.
-            self.m = np.maximum(v * (n / v.sum()), n * _SMALLEST_SHARE)
+            self.m = np.maximum(v * (n / v.sum()), n * SMALLEST_SHARE)
         self.rank_step = rank_step_for(design, risk, self.mass, self.m)
         # s, c (None: no shift) and the masses where the design keeps its n-vectors
         self._s = self.s if design.vectors_on_host else design.to_native(np.ascontiguousarray(self.s))

@@ -151,6 +151,11 @@ def _zero_small_coefficients(problem, theta, F):
     return (trial, F_trial) if F_trial <= F else (theta, F)
 
 
+def _n_pooled(pooled):
+    """The number of pooled blocks of a rank step's record (``Pooled`` or ``PooledBlocks``)."""
+    return pooled.n_pooled if hasattr(pooled, "n_pooled") else pooled.size.size
+
+
 def _with_dual_gap(problem, best):
     """``best = (F, theta, gap, weights)`` with the gap of ``F`` to the largest dual bound found."""
     return best[:2] + (max(best[0] - problem.best_dual, 0.0), best[3])
@@ -176,7 +181,7 @@ class _ProximalPoint:
         self.steps = 0
         center, top = problem.first_center(theta, warm)
         native_center = problem.design.to_native(center)  # the weights where the n-vectors live
-        if not warm and problem.risk.is_mean:
+        if not warm and problem.risk.is_mean and problem.newton_on_fixed_weights:
             # the mean risk is the problem (its weights are the centre): Newton's method on it; other risks
             # start at theta = 0, where the smoothing pools the tied losses
             theta, self.steps = _newton_fixed_weights(problem, theta, native_center, 1e-1, max_iter)
@@ -215,7 +220,7 @@ class _ProximalPoint:
             self.best = (F, self.theta.copy(), gap, state["q_host"])
         self.history.append(F)
         self.progress(self.steps, F, gap / max(abs(F), 1e-300),
-                      f"outer={self.outer} mu={self.mu:.3g} pooled blocks={state['pooled'].size.size}")
+                      f"outer={self.outer} mu={self.mu:.3g} pooled blocks={_n_pooled(state['pooled'])}")
         if self.best[2] <= tol * abs(self.best[0]):
             self.certified = True
             return True
@@ -322,12 +327,18 @@ def smoothed_newton(datafit, penalty, *, coef_init=None, intercept_init=None, ma
         ``P(sigma)`` of the certificate, per sample), ``passes`` (products with ``[X, 1]`` or its
         transpose, a weighted Gram matrix counted as one) and ``time``.
     """
+    return _solve(datafit, penalty, False, coef_init=coef_init, intercept_init=intercept_init,
+                  max_iter=max_iter, tol=tol, verbose=verbose)
+
+
+def _solve(datafit, penalty, gathered, *, coef_init, intercept_init, max_iter, tol, verbose):
+    """:func:`smoothed_newton`; ``gathered``: with the vectors of length ``n`` in this process."""
     start = time.perf_counter()
     check_supported("newton", datafit, penalty)
     X, y, risk, loss, fit_intercept, sample_weight = datafit.weighted()
     # the vectors of length n on the workers where they can be (:mod:`.newton_chunked`), else gathered
-    if chunked_supported(X, risk, loss, penalty, sample_weight, coef_init, intercept_init):
-        problem = ChunkedProblem(X, y, risk, loss, penalty, fit_intercept)
+    if not gathered and chunked_supported(X, risk, loss, penalty, sample_weight, coef_init, intercept_init):
+        problem = ChunkedProblem(X, y, risk, loss, penalty, fit_intercept, sample_weight)
     else:
         problem = datafit.smoothed(penalty)
     design = problem.design
@@ -373,8 +384,8 @@ def _finished_gathered(datafit, penalty, result, *, max_iter, tol, verbose, prog
     The Newton steps, the history and the passes of both fits add up.
     """
     progress.note("a check needs the losses in one place: the fit goes on with its vectors gathered")
-    rest = smoothed_newton(datafit, penalty, coef_init=result.coef, intercept_init=result.intercept,
-                           max_iter=max(max_iter - result.n_iter, 1), tol=tol, verbose=verbose)
+    rest = _solve(datafit, penalty, True, coef_init=result.coef, intercept_init=result.intercept,
+                  max_iter=max(max_iter - result.n_iter, 1), tol=tol, verbose=verbose)
     info = dict(rest.info, passes=result.info["passes"] + rest.info["passes"],
                 time=result.info["time"] + rest.info["time"])
     return SolverResult(

@@ -1,17 +1,17 @@
 """The certified Newton solver on a Dask ``X`` whose vectors of length ``n`` stay on the workers.
 
 :class:`ChunkedProblem` is :class:`skrank.datafits.smoothed_rank_risk.SmoothedRankRisk`'s twin for a
-Dask array ``X`` chunked by rows, for a risk with ``threshold_rank_step`` (the superquantile) without
-sample weights, a loss with ``twice_differentiable`` (logistic or squared) and an l2 penalty.  Every
-vector of length ``n`` (loss arguments, losses, slopes, keys, rank weights ``q``, the centre) is a
-Dask array chunked like ``X``'s rows and persisted where the chunks are computed (the workers of a
-``dask.distributed`` cluster); the process that drives the fit receives only reductions: ``O(d^2)``
-numbers per chunk, and the rank step's counting reductions
-(:func:`skrank.datafits.threshold_projection.capped_threshold_dask`: ``O(chunks x candidates)`` per
-round and at most ``bracket`` keys in its last one).  The rank step
-(:class:`~skrank.datafits.rank_step.ThresholdRankStep`) is the threshold form of the capped simplex:
-no sort, no PAVA, no order.  Its free set ``{0 < q < cap}`` is the one pooled block whose block term
-enters the Newton model.
+Dask array ``X`` chunked by rows: every convex spectral risk, with or without sample weights, cold or
+warm, with an l2 penalty.  Every vector of length ``n`` (loss arguments, losses, slopes, keys, masses,
+rank weights ``q``, the centre) is a Dask array chunked like ``X``'s rows and persisted where the
+chunks are computed (the workers of a ``dask.distributed`` cluster); the process that drives the fit
+receives only reductions: ``O(d^2)`` numbers per step, and the rank step's own (its splitters and
+boundary summaries, or counting reductions).  The rank step
+(:func:`~skrank.datafits.rank_step.rank_step_for` with ``keys_on_workers``) is the threshold form of
+the capped simplex (:class:`~skrank.datafits.rank_step.ThresholdRankStep`: the superquantile without
+sample weights, whose free set ``{0 < q < cap}`` is the one pooled block) or the sample sort and PAVA
+of :class:`~skrank.backends.dask_rank.DaskSortedRankStep` (every other risk; the pooled blocks' term
+of the Newton model from ``PooledBlocks.block_outer``).
 
 The check that ``theta = 0`` is optimal (where no iterate beats the start)
 runs here too (:meth:`ChunkedProblem.certify_zero`).  The dual ascent of a
@@ -19,8 +19,8 @@ fit whose Newton steps stall in rounding needs the losses in one place:
 where it is needed, the chunked fit stops and the fit finishes on the
 gathered path (:class:`~skrank.datafits.smoothed_rank_risk.SmoothedRankRisk`),
 warm-started from the chunked fit's best point, so that it certifies as
-that path does.  Warm starts, sample weights, other risks and an l1 part
-take the gathered path from the start; ``SKRANK_NEWTON_GATHER=1`` forces it.
+that path does.  An l1 part takes the gathered path from the start;
+``SKRANK_NEWTON_GATHER=1`` forces it.
 """
 
 import functools
@@ -29,11 +29,17 @@ import os
 import numpy as np
 import scipy.linalg
 
-from ...backends.dask_design import bordered_gram, is_dask_array, persist, summed, weighted_gram
+from ...backends.dask_design import bordered_gram, is_dask_array, persist, rerooted, summed, weighted_gram
 from ...backends.design import Design
 from ...backends.dispatch import make_design
 from ...datafits.rank_step import rank_step_for
-from ...datafits.smoothed_rank_risk import HESSIAN_SLACK, DualRecord, ridged_cholesky, zero_search
+from ...datafits.smoothed_rank_risk import (
+    HESSIAN_SLACK,
+    SMALLEST_SHARE,
+    DualRecord,
+    ridged_cholesky,
+    zero_search,
+)
 from ...datafits.smoothed_risk import losses_and_keys
 
 #: The gathered path's vectors of length ``n`` (about 27 float64 ones in the driving process), in
@@ -71,11 +77,13 @@ def chunked_supported(X, risk, loss, penalty, sample_weight, coef_init, intercep
     X : array-like of shape (n, d)
         The features: a Dask array is needed.
     risk, loss, penalty
-        A risk with ``threshold_rank_step``, a ``twice_differentiable`` loss, an l2 penalty alone.
+        A spectral risk (weights given by the ranks), a loss, a penalty
+        with an l2 part and no l1 part (the certificate of an l1 part is
+        the gathered path's).
     sample_weight : array-like of shape (n,) or None
-        None is needed.
+        NumPy or Dask sample weights, or None.
     coef_init, intercept_init : ndarray, float or None
-        None is needed (a cold start).
+        A warm start, or None.
 
     Returns
     -------
@@ -85,9 +93,8 @@ def chunked_supported(X, risk, loss, penalty, sample_weight, coef_init, intercep
     forced = os.environ.get("SKRANK_NEWTON_GATHER", "")
     if forced not in ("", "0"):
         return False
-    fits = (is_dask_array(X) and risk.threshold_rank_step and sample_weight is None
-            and loss.twice_differentiable and float(penalty.l1) == 0.0 and float(penalty.l2) > 0.0
-            and coef_init is None and intercept_init is None)
+    fits = (is_dask_array(X) and not risk.depends_on_values and float(penalty.l1) == 0.0
+            and float(penalty.l2) > 0.0)
     if not fits or forced == "0":
         return fits
     return X.shape[0] * _GATHERED_BYTES_PER_ROW > _GATHER_BUDGET and _on_distributed_workers()
@@ -109,15 +116,16 @@ def _gram_change(X, delta, fit_intercept):
     return bordered_gram(G, weighted.sum(axis=0), delta.sum()) if fit_intercept else G
 
 
-def _step_block(X, t, d1, q, s, kept, loss, cap, slack, fit_intercept):
-    """One chunk's shares of the gradient's data part, the Hessian's change and the free block's sums.
+def _step_block(X, t, d1, q, s, member, kept, loss, slack, fit_intercept):
+    """One chunk's shares of the gradient's data part, the Hessian's change and the pooled rows' sums.
 
-    Returns ``((g, dH, G_F, S_F), h_kept)``: ``g = [X, 1]^T (s q l')``; the
+    Returns ``((g, dH, G_B, S_B), h_kept)``: ``g = [X, 1]^T (s q l')``; the
     Hessian's weights ``h = q l''`` replace the ``kept`` ones only on the
     rows where they moved by more than ``slack`` (relative; all rows when
     ``kept`` is None), whose change of ``[X, 1]^T diag(h_kept) [X, 1]`` is
-    ``dH``; ``G_F = sum_F g_i g_i^T`` and ``S_F = sum_F g_i`` with
-    ``g_i = l'_i s_i [x_i, 1]`` and ``F`` the chunk's members of the free set.
+    ``dH``; ``G_B = sum_i m_i g_i g_i^T`` and ``S_B = sum_i m_i g_i`` with
+    ``g_i = l'_i s_i [x_i, 1]`` and ``m_i = member_i`` the mass of a row in
+    a pooled block (0 for the others).
     """
     X = np.asarray(X, dtype=np.float64)
     coef = d1 if s is None else d1 * s
@@ -131,13 +139,19 @@ def _step_block(X, t, d1, q, s, kept, loss, cap, slack, fit_intercept):
         dH = _gram_change(X[changed], h[changed] - kept[changed], fit_intercept)
         h_kept = kept.copy()
         h_kept[changed] = h[changed]
-    free = (q > 0.0) & (q < cap)
-    G_free = weighted_gram(X, np.where(free, coef * coef, 0.0), fit_intercept)
-    coef_free = np.where(free, coef, 0.0)
-    S_free = X.T @ coef_free
+    G_block = weighted_gram(X, member * coef * coef, fit_intercept)
+    coef_block = member * coef
+    S_block = X.T @ coef_block
     if fit_intercept:
-        g, S_free = np.append(g, r.sum()), np.append(S_free, coef_free.sum())
-    return (g, dH, G_free, S_free), h_kept
+        g, S_block = np.append(g, r.sum()), np.append(S_block, coef_block.sum())
+    return (g, dH, G_block, S_block), h_kept
+
+
+def _rows_times(X, v, fit_intercept):
+    """``v[:, None] [X, 1]`` of one chunk: the rows whose block sums make the pooled blocks' term."""
+    X = np.asarray(X, dtype=np.float64)
+    rows = X * v[:, None]
+    return np.hstack([rows, v[:, None]]) if fit_intercept else rows
 
 
 def _away_block(X, z, sa, w, b):
@@ -158,37 +172,56 @@ class ChunkedProblem(DualRecord):
     """The Newton problem whose vectors of length ``n`` are Dask arrays persisted on the workers.
 
     See the module docstring for the case it covers.  The states of
-    :meth:`smoothed` hold persisted arrays, and their pooled record the
-    size of the free set (no order).  The products with ``X`` of vectors on
-    the workers are the design's (``DaskDesign.worker_matvec``,
-    ``worker_rmatvec``, ``worker_gram``, ``worker_sum``).
+    :meth:`smoothed` hold persisted arrays, and their pooled record is the
+    rank step's.  The products with ``X`` of vectors on the workers are
+    the design's (``DaskDesign.worker_matvec``, ``worker_rmatvec``,
+    ``worker_gram``, ``worker_sum``).
 
     Parameters
     ----------
     X : dask.array.Array of shape (n, d)
     y : ndarray or dask.array.Array of shape (n,)
     risk : skrank.risks.BaseRisk
-        With ``threshold_rank_step`` (the superquantile).
+        A convex spectral risk.
     loss : skrank.losses.Loss
-        With ``twice_differentiable`` (logistic or squared).
     penalty : skrank.penalties.Penalty
-        l2 only.
+        With an l2 part, without an l1 part.
     fit_intercept : bool
+    sample_weight : ndarray or dask.array.Array of shape (n,), optional
     """
 
-    def __init__(self, X, y, risk, loss, penalty, fit_intercept):
+    #: Newton's method on the mean risk's fixed weights (``SmoothedRankRisk``'s first steps) is not
+    #: made here: the proximal point iterations make it.
+    newton_on_fixed_weights = False
+
+    def __init__(self, X, y, risk, loss, penalty, fit_intercept, sample_weight=None):
         super().__init__(loss, penalty, make_design(X, fit_intercept))
         self._rows = self.design.X.chunks[0]
         self.n = y.shape[0]
         # affine_map: s = -y, c = 0 (classification) or s = 1, c = -y (regression)
         vector = self.design.worker_vector(y, np.negative)
         self.s, self.c = (vector, None) if loss.task == "classification" else (None, vector)
-        self.risk, self.mass = risk, None
-        self.rank_step = rank_step_for(self.design, risk, None, None, keys_on_workers=True)
-        self.cap, self.total = self.rank_step.cap, self.rank_step.total
+        self.risk = risk
+        self.mass, self.m = None, None
+        if sample_weight is not None:
+            self.mass, self.m = self._masses(sample_weight)
+        self.rank_step = rank_step_for(self.design, risk, self.mass, self.m, keys_on_workers=True)
+        # the largest rank weight per unit of mass (of unit masses): the scale of the first smoothing
+        self.top = float(getattr(self.rank_step, "cap", risk.weights_slice(self.n, self.n - 1, self.n)[0]))
         #: The Hessian's kept weights per row (persisted, chunked like ``X``), their Gram matrix and
         #: the updates since it was summed afresh (:meth:`derivatives`).
         self._kept_h, self._kept_gram, self._updates = None, None, 0
+
+    def _masses(self, sample_weight):
+        """The sample weights and the masses of the metric (``SmoothedRankRisk``'s), on the workers."""
+        import dask
+
+        weight = self.design.worker_vector(sample_weight, np.asarray)
+        largest, total = (float(v) for v in dask.compute(weight.max(), weight.sum()))
+        # relative_weights: an exact power of two brings the largest into [1/2, 1)
+        scale = np.ldexp(1.0, -int(np.frexp(largest)[1]))
+        m = persist(np.maximum(weight * (scale * self.n / (scale * total)), self.n * SMALLEST_SHARE))
+        return weight, m
 
     def arguments(self, theta, shift=True):
         """``s [X, 1] theta + c`` (without ``shift``: ``s [X, 1] theta``), persisted, chunked like ``X``."""
@@ -199,42 +232,80 @@ class ChunkedProblem(DualRecord):
         return self.rank_step.risk_value(losses) + self.penalty.value(theta)
 
     def first_center(self, theta, warm):
-        """The mean weight ``total / n`` (a number) and the cap; warm starts take the gathered path."""
-        if warm:
-            raise NotImplementedError("the chunked Newton path starts cold only")
-        return self.total / self.n, self.cap
+        """The first centre and the largest rank weight per unit of mass.
+
+        Cold: the mean weight per unit of mass (a number).  Warm: the
+        projection of the losses at ``theta`` at a tiny smoothing (within
+        ``1e-9`` of their rank weights, tied losses sharing theirs), made on
+        the workers.
+        """
+        if not warm:
+            return 1.0 / self.n, self.top
+        import dask
+
+        losses = persist(self.arguments(theta).map_blocks(self.loss.value, dtype=np.float64))
+        low, high = (float(v) for v in dask.compute(losses.min(), losses.max()))
+        mu = 1e-9 * max(high - low, abs(high), 1e-300) / max(self.top, 1e-300)
+        return self.rank_step.project(losses, mu)[0], self.top
+
+    def _weights(self, center):
+        """The centre's weights: a Dask array, or the number per unit of mass times the masses."""
+        if hasattr(center, "chunks") or self.m is None:
+            return center
+        return self.m * float(center)
 
     def smoothed(self, theta, mu, center, t=None):
-        """``F_mu(theta; center)`` and its state (``SmoothedRankRisk.smoothed``), by the threshold form.
+        """``F_mu(theta; center)`` and its state (``SmoothedRankRisk.smoothed``), where the chunks live.
 
-        ``center``: a persisted Dask array, or one number (the mean weight).
+        ``center``: a persisted Dask array, or one number (the mean weight per unit of mass).
         """
         import dask
         import dask.array as da
 
-        t = self.arguments(theta) if t is None else persist(t)
-        args = [t, "i"] + ([center, "i"] if hasattr(center, "chunks") else [float(center), None])
-        columns = persist(da.blockwise(_losses_block, "ij", *args, code=self.loss.code,
-                                        param=self.loss.param, mu=mu, new_axes={"j": 3},
-                                        dtype=np.float64, concatenate=True))
+        t = self.arguments(theta) if t is None else t
+        per_mass = center if self.m is None or not hasattr(center, "chunks") else center / self.m
+        args = [t, "i"] + ([per_mass, "i"] if hasattr(per_mass, "chunks") else [float(per_mass), None])
+        # t (a line search's t0 + alpha dt) persisted with its losses, in one round trip
+        t, columns = persist(t, da.blockwise(_losses_block, "ij", *args, code=self.loss.code,
+                                             param=self.loss.param, mu=mu, new_axes={"j": 3},
+                                             dtype=np.float64, concatenate=True))
+        # the kept vectors under new keys: no lineage that grows with the steps (:func:`rerooted`)
+        t, columns = rerooted(t), rerooted(columns)
         value, d1, keys = columns[:, 0], columns[:, 1], columns[:, 2]
         q, pooled = self.rank_step.project(keys, mu)
-        diff = q - center
-        qv, dd = dask.compute((q * value).sum(), (diff * diff).sum())
+        q = rerooted(q)
+        diff = q - self._weights(center)
+        squared = diff * diff if self.m is None else diff * diff / self.m
+        qv, dd = dask.compute((q * value).sum(), squared.sum())
         omega = float(qv) - 0.5 * mu * float(dd)
         state = dict(t=t, columns=columns, value=value, d1=d1, q=q, q_host=q, pooled=pooled)
         return omega + self.penalty.value(theta), state
 
+    def _members(self, state):
+        """The mass of each row in a pooled block (0 elsewhere), a Dask array; None without pooled blocks."""
+        pooled = state["pooled"]
+        if not hasattr(pooled, "block_outer"):  # the threshold step: the free set, unit masses
+            if int(pooled.size.sum()) < 2:
+                return None
+            q = state["q"]
+            return ((q > 0.0) & (q < self.rank_step.cap)).astype(np.float64)
+        if pooled.n_pooled == 0:
+            return None
+        inside = pooled.block_id >= 0
+        return inside.astype(np.float64) if self.m is None else self.m * inside
+
     def derivatives(self, theta, state, mu, block):
         """Gradient, Hessian and block term of ``F_mu``, summed over the chunks in one pass.
 
-        The block term of the free set ``F`` is
-        ``(1/mu) [sum_F g_i g_i^T - S_F S_F^T / |F|]``, ``S_F = sum_F g_i``.
-        ``block`` is ignored: the block term comes in the same pass (None
-        when ``|F| < 2``).  The Hessian
-        is that of ``SmoothedRankRisk.hessian``, within ``HESSIAN_SLACK``: each
-        chunk adds the change of the rows whose weight moved by more than
-        that, and it is summed afresh every ``Design.max_updates`` steps.
+        The block term is ``(1/mu) [sum_B sum_{i in B} m_i g_i g_i^T - sum_B S_B S_B^T / m(B)]``,
+        ``S_B = sum_B m_i g_i`` (``SmoothedRankRisk.block_scatter``): the
+        members' Gram matrix comes in the step's pass, the blocks' sums'
+        term from the rank step's record (``PooledBlocks.block_outer``; of
+        the one free set of the threshold step, in the same pass).
+        ``block`` is ignored.  The Hessian is that of
+        ``SmoothedRankRisk.hessian``, within ``HESSIAN_SLACK``: each chunk
+        adds the change of the rows whose weight moved by more than that,
+        and it is summed afresh every ``Design.max_updates`` steps.
         """
         import dask
         import dask.array as da
@@ -242,21 +313,36 @@ class ChunkedProblem(DualRecord):
         self.design.passes += 1
         reset = self._kept_h is None or self._updates >= Design.max_updates
         kept = [None] * len(self._rows) if reset else list(self._kept_h.to_delayed().ravel())
-        task = dask.delayed(functools.partial(_step_block, loss=self.loss, cap=self.cap, slack=HESSIAN_SLACK,
+        task = dask.delayed(functools.partial(_step_block, loss=self.loss, slack=HESSIAN_SLACK,
                                               fit_intercept=self.design.fit_intercept), pure=True, nout=2)
-        blocks = self.design.worker_blocks(state["t"], state["d1"], state["q"], self.s)
+        member = self._members(state)
+        pooled_rows = member is not None
+        if not pooled_rows:
+            member = da.zeros(self.n, chunks=(self._rows,))
+        blocks = self.design.worker_blocks(state["t"], state["d1"], state["q"], self.s, member)
         outputs = dask.persist(*[task(*chunk, h) for chunk, h in zip(blocks, kept)])
-        g, dH, G_free, S_free = summed([out[0] for out in outputs])
-        self._kept_h = da.concatenate([da.from_delayed(out[1], shape=(rows,), dtype=np.float64)
-                                       for out, rows in zip(outputs, self._rows)])
+        pooled = state["pooled"]
+        outer = None
+        if pooled_rows and hasattr(pooled, "outer_task"):
+            coef = state["d1"] if self.s is None else state["d1"] * self.s
+            rows = da.blockwise(functools.partial(_rows_times, fit_intercept=self.design.fit_intercept), "ij",
+                                self.design.X, "ij", member * coef, "i", dtype=np.float64, concatenate=True,
+                                adjust_chunks={"j": self.design.p})
+            outer = pooled.outer_task(rows)  # in the same round trip as the step's sums
+        (g, dH, G_block, S_block), outer = summed([out[0] for out in outputs], outer)
+        kept_h = da.concatenate([da.from_delayed(out[1], shape=(rows,), dtype=np.float64)
+                                 for out, rows in zip(outputs, self._rows)])
+        self._kept_h = rerooted(persist(kept_h))
         self._kept_gram = dH if reset else self._kept_gram + dH
         self._updates = 0 if reset else self._updates + 1
         H = self._kept_gram.copy()
         g += self.penalty.reg * theta
         H[np.diag_indices_from(H)] += self.penalty.reg
-        n_free = int(state["pooled"].size.sum())
-        scatter = None if n_free < 2 else (G_free - np.outer(S_free, S_free) / n_free) / mu
-        return g, H, scatter
+        if not pooled_rows:
+            return g, H, None
+        if outer is None:  # the threshold step's one free set
+            outer = np.outer(S_block, S_block) / float(pooled.size.sum())
+        return g, H, (G_block - outer) / mu
 
     def certificate(self, theta, state, decrease):
         """``SmoothedRankRisk.certificate`` by reductions over the chunks (the risk by its threshold form)."""
@@ -297,9 +383,9 @@ class ChunkedProblem(DualRecord):
     def certify_zero(self, q, tol):
         """``SmoothedRankRisk.certify_zero`` with the vectors on the workers.
 
-        The same accelerated alternating projections, with unit masses:
-        the projection onto the capped simplex by its threshold, the
-        products with ``[X, 1]`` by reductions over the chunks.
+        The same accelerated alternating projections in the masses' metric:
+        the rank step's projection, the products with ``[X, 1]`` by
+        reductions over the chunks.
         """
         import dask
         import dask.array as da
@@ -313,7 +399,8 @@ class ChunkedProblem(DualRecord):
         slope = float(self.loss.derivatives(np.array([low]))[1][0])
         ones = da.ones(self.n, chunks=(self._rows,))
         sa = persist(slope * (ones if self.s is None else self.s))
-        factor = ridged_cholesky(lambda: self.design.worker_gram(sa * sa))
+        weight = sa * sa if self.m is None else self.m * sa * sa
+        factor = ridged_cholesky(lambda: self.design.worker_gram(weight))
         if factor is None:
             return F0
 
@@ -324,10 +411,11 @@ class ChunkedProblem(DualRecord):
             w, b = self.design.split(scipy.linalg.cho_solve(factor, u, check_finite=False))
             self.design.passes += 1
             keys = persist(da.blockwise(functools.partial(_away_block, w=w, b=b), "i", self.design.X, "ij",
-                                         z, "i", sa, "i", dtype=np.float64, concatenate=True))
+                                        z if self.m is None else z / self.m, "i", sa, "i", dtype=np.float64,
+                                        concatenate=True))
             q_new = self.rank_step.project(keys, 1.0)[0]
             return q_new, transposed(q_new)
 
         zero_search(self, F0, q, transposed(q), tol, step,
-                     lambda q_new: self.dual_bound(q_new, slope * ones))
+                    lambda q_new: self.dual_bound(q_new, slope * ones))
         return F0
