@@ -58,8 +58,8 @@ class PartialAUCTerm:
 
     def terms(self, keys, y, weight, gradient):
         """The surrogate and its derivatives in the sorted ``keys`` (``X w``)."""
-        return partial_auc_terms(keys, y, self.loss, self.fpr_range, tpr_min=self.tpr_min, sample_weight=weight,
-                                 gradient=gradient)
+        return partial_auc_terms(keys, y, self.loss, self.fpr_range, tpr_min=self.tpr_min,
+                                 sample_weight=weight, gradient=gradient)
 
     def metric(self, keys, y, weight):
         """The (two-way) partial AUC of the sorted ``keys``."""
@@ -218,7 +218,7 @@ class WorkerAnchoredObjective(LogisticAnchoredObjective):
         return value, None if dz is None else self.design.worker_rmatvec(dz)
 
     def variable_scale(self):
-        """The units of ``theta`` (:meth:`skrank.datafits.base.Datafit.variable_scale`), summed on the workers."""
+        """The units of ``theta`` (``Datafit.variable_scale``), their sums made on the workers."""
         if getattr(self, "_variable_scale", None) is None:
             import dask.array as da
 
@@ -365,7 +365,8 @@ def sorted_metric(h, y, sample_weight, kind, fpr_range=(0.0, 1.0), tpr_min=0.0):
     import dask
 
     blocks = [list(a.to_delayed().ravel()) for a in (h, y)]
-    blocks.append([None] * len(blocks[0]) if sample_weight is None else list(sample_weight.to_delayed().ravel()))
+    blocks.append([None] * len(blocks[0]) if sample_weight is None
+                  else list(sample_weight.to_delayed().ravel()))
     parts = list(zip(*blocks))
     stats = np.array(dask.compute(*[dask.delayed(_partition_stats, pure=True)(*b) for b in parts]))
     totals = stats[:, 3:5].sum(axis=0)

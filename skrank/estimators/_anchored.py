@@ -63,7 +63,7 @@ class RankingFit:
 
     #: with a value, the smooth step's margin follows the spread of the logistic regression's scores
     _relative_margin = None
-    #: a Dask ``y`` stays on the workers; the fits without a form there take it into memory (:meth:`_datafit`)
+    #: a Dask ``y`` stays on the workers; a fit without a form there takes it into memory (``_datafit``)
     _keeps_dask_targets = True
 
     def _fit_context(self, X):
@@ -75,7 +75,7 @@ class RankingFit:
         return entry is not None and not entry.anchored
 
     def _worker_rank_term(self):
-        """Hook: the rank term with a form on Dask workers (:mod:`skrank.datafits.worker_ranking`), or None."""
+        """Hook: the rank term with a form on Dask workers (``datafits.worker_ranking``), or None."""
         return None
 
     def _datafit(self, X, y, sample_weight):
@@ -89,7 +89,8 @@ class RankingFit:
         term = self._worker_rank_term() if self._anchored() else None
         if is_dask_array(X) and worker_ranking.takes(make_design(X, True), term, self._rank_weight):
             alpha = resolve_alpha(self.alpha, y, sample_weight)
-            datafit = worker_ranking.WorkerAnchoredObjective(term, X, y, self._rank_weight, alpha, sample_weight)
+            datafit = worker_ranking.WorkerAnchoredObjective(term, X, y, self._rank_weight, alpha,
+                                                             sample_weight)
             return datafit, datafit.penalty
         if is_dask_array(y):
             y = arrays.to_host(y)
