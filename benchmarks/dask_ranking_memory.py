@@ -100,8 +100,9 @@ def main():
                 seconds = time.perf_counter() - start
                 rows_out.append((label, mb, X.numblocks[0], memory.growth / 2**20, seconds,
                                  estimator.n_iter_))
-                print(f"{label:36s} {mb:5g} MB  {X.numblocks[0]:4d} chunks  driver +{memory.growth / 2**20:7.1f} "
-                      f"MiB  {seconds:8.1f} s  {estimator.n_iter_} iterations", flush=True)
+                growth = memory.growth / 2**20
+                print(f"{label:36s} {mb:5g} MB  {X.numblocks[0]:4d} chunks  driver +{growth:7.1f} MiB  "
+                      f"{seconds:8.1f} s  {estimator.n_iter_} iterations", flush=True)
     print()
     print(f"n x d = {n} x {d}")
     print("estimator | chunk MB | chunks | driver RSS growth (MiB) | seconds | iterations")

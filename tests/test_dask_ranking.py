@@ -74,8 +74,11 @@ ESTIMATORS = [PartialAUCClassifier(), PartialAUCClassifier(tpr_min=0.5), Average
 def _check_equal(fitted, reference, X):
     scale = np.abs(reference.coef_).max()
     assert np.allclose(fitted.coef_, reference.coef_, atol=1e-5 * scale, rtol=0)
-    assert np.allclose(fitted.intercept_, reference.intercept_, atol=1e-5 * max(1.0, abs(reference.intercept_[0])))
-    assert abs(fitted.objective_ - reference.objective_) <= reference.tol * 1e-2 * max(1.0, abs(reference.objective_))
+    size = max(1.0, abs(reference.intercept_[0]))
+    assert np.allclose(fitted.intercept_, reference.intercept_, atol=1e-5 * size)
+    # the solver's tolerance, with room: the two fits take the same iterations, their sums in other orders
+    size = max(1.0, abs(reference.objective_))
+    assert abs(fitted.objective_ - reference.objective_) <= reference.tol * 1e-2 * size
     a, b = fitted.decision_function(X), reference.decision_function(X)
     assert np.array_equal(np.argsort(a, kind="stable"), np.argsort(b, kind="stable"))
 
@@ -137,7 +140,8 @@ def test_sorted_metric_matches_the_metrics(ties, weighted, region, client):
     wd = None if w is None else da.from_array(w[order], chunks=(chunks,))
     fpr_range, tpr_min = region
     expected = region_area(pos, h, w, fpr_range=fpr_range, tpr_min=tpr_min)
-    assert sorted_metric(hd, yd, wd, "roc", fpr_range, tpr_min) == pytest.approx(expected, rel=1e-12, abs=1e-14)
+    got = sorted_metric(hd, yd, wd, "roc", fpr_range, tpr_min)
+    assert got == pytest.approx(expected, rel=1e-12, abs=1e-14)
     expected = average_precision(pos, h, w)
     assert sorted_metric(hd, yd, wd, "precision") == pytest.approx(expected, rel=1e-12)
 
@@ -152,3 +156,19 @@ def test_sort_by_key_orders_ties_by_row(client):
     assert np.array_equal(rows.compute(), order)
     assert np.array_equal(sorted_keys.compute(), keys[order])
     assert np.array_equal(sorted_column.compute(), column[order])
+
+
+@pytest.mark.parametrize("estimator", [PartialAUCClassifier(), AveragePrecisionClassifier()],
+                         ids=["pauc", "ap"])
+def test_one_vs_rest_on_workers(estimator, gathered):
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(900, 4))
+    y = np.argmax(X[:, :3] + rng.normal(size=(900, 3)), axis=1)
+    reference = estimator.__class__().fit(X, y)
+    gathered.clear()
+    fitted = estimator.__class__().fit(da.from_array(X, chunks=(150, 4)), da.from_array(y, chunks=150))
+    assert max(_sizes(gathered)) < 100
+    assert np.array_equal(fitted.classes_, reference.classes_)
+    assert np.allclose(fitted.coef_, reference.coef_, atol=1e-5 * np.abs(reference.coef_).max())
+    assert np.allclose(fitted.objective_, reference.objective_, atol=1e-6)
+    assert np.array_equal(fitted.predict(X), reference.predict(X))
