@@ -20,6 +20,18 @@ def is_dask_array(X):
     return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks")
 
 
+def on_distributed_workers():
+    """Whether Dask computes on a ``dask.distributed`` client's workers (else with a local scheduler)."""
+    import dask
+
+    try:
+        from distributed import default_client
+        client = default_client()
+    except (ImportError, ValueError):  # no distributed, no client
+        return False
+    return dask.base.get_scheduler() == client.get
+
+
 def check_dask_array(X):
     """A float64 Dask array of known row chunks and a single column chunk.
 
@@ -395,6 +407,16 @@ class DaskDesign(Design):
         return np.sum(self._run(weighted_gram, self._slices(h), flags), axis=0)
 
     # -- products with n-vectors kept on the workers (Dask arrays chunked like X's rows) ----------
+    def vectors_on_workers(self):
+        """Whether the chunks are computed by a ``dask.distributed`` client's workers.
+
+        There the ``n``-vectors of a fit (scores, labels, derivatives) can
+        stay where they are made, the driving process receiving reductions
+        only; with a local scheduler the chunks are computed in the driving
+        process anyway.
+        """
+        return on_distributed_workers()
+
     def worker_vector(self, v, function):
         """``function(v)`` persisted on the workers, chunked like ``X``'s rows (``v``: NumPy or Dask)."""
         rows = self.X.chunks[0]

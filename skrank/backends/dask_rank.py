@@ -394,6 +394,52 @@ class _Sorted:
         self.total, self.n_samples = total, n_samples
 
 
+def sort_by_key(keys, *columns, n_partitions=None):
+    """The rows sorted by ``(key, row)`` on the workers, with their positions, as Dask arrays.
+
+    The sample sort of :class:`DaskSortedRankStep` (:ref:`the rank step on
+    Dask workers <methods-partitioned-surrogates>`): ascending keys over the
+    chunks of the result (every key of a chunk at most every key of the
+    next), tied keys in the order of their rows.  The driver receives a
+    sample of the keys and a few numbers per partition.
+
+    Parameters
+    ----------
+    keys : dask.array.Array of shape (n,)
+        Finite keys, known chunk sizes.
+    *columns : dask.array.Array of shape (n,)
+        Values that travel with the keys (as float64), rechunked like them.
+    n_partitions : int, default=None
+        The number of partitions (chunks of the result); None for one per
+        ``2**20`` keys, at most one per chunk of ``keys``.
+
+    Returns
+    -------
+    sorted_keys : dask.array.Array of shape (n,)
+        Persisted, chunked by partition.
+    rows : dask.array.Array of int64 of shape (n,)
+        The position of each sorted key in ``keys``.
+    *sorted_columns : dask.array.Array of shape (n,)
+        The columns in the same order.
+    """
+    import dask.array as da
+    from dask.highlevelgraph import HighLevelGraph
+
+    if keys.ndim != 1:
+        raise ValueError(f"keys must be a 1-d Dask array, got {keys.ndim} dimensions.")
+    keys = keys.astype(np.float64)
+    columns = [_check_chunks("a column", c, keys) for c in columns]
+    sorted_ = _Sorted(keys, columns, n_partitions, False)
+    chunks = (tuple(int(c) for c in sorted_.counts),)
+    arrays = []
+    for k in range(2 + len(columns)):
+        name = _unique(f"sorted-{k}")
+        layer = {(name, p): (operator.getitem, part.key, k) for p, part in enumerate(sorted_.parts)}
+        graph = HighLevelGraph.from_collections(name, layer, dependencies=list(sorted_.parts))
+        arrays.append(da.Array(graph, name, chunks=chunks, dtype=np.int64 if k == 1 else np.float64))
+    return tuple(arrays)
+
+
 class PooledBlocks:
     """The pooled blocks of a :meth:`DaskSortedRankStep.project` (blocks of more than one row).
 

@@ -56,6 +56,16 @@ class Design:
     #: The namespace of the design's ``n``-vectors (NumPy here).
     xp = np
 
+    def vectors_on_workers(self):
+        """Whether ``n``-vectors can stay where ``X``'s chunks are computed, apart from this process.
+
+        True for a Dask ``X`` computed by a ``dask.distributed`` client's
+        workers (:meth:`skrank.backends.dask_design.DaskDesign.vectors_on_workers`);
+        the fits whose arithmetic has a form on the workers then keep their
+        vectors of length ``n`` there.  False here: the vectors are in memory.
+        """
+        return False
+
     def native_matvec(self, theta):
         """``[X, 1] theta`` as an ``n``-vector of :attr:`xp`, where ``X`` lives (here :meth:`matvec`)."""
         return self.matvec(theta)

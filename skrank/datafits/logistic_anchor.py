@@ -126,6 +126,23 @@ class LogisticAnchoredObjective(Datafit):
     def _scale_row_weight(self):
         return self.row_weight
 
+    def ranked_score_spread(self, theta):
+        """The (weighted) standard deviation of the scores that the rank term ranks, at ``theta``."""
+        values = self.rank_objective.ranked_scores(theta)
+        mean = float(self.row_weight @ values)
+        return float(np.sqrt(self.row_weight @ (values - mean) ** 2))
+
+    def segment_metric(self, start, end):
+        """The training metric along the segment from ``start`` to ``end``, a function of the fraction.
+
+        The scores are linear in ``theta``: those of the segment's points
+        need no pass over ``X`` beyond the two ends'.
+        """
+        first, last = self.design.matvec(start), self.design.matvec(end)
+        metric = self.rank_objective.metric
+        return lambda fraction: metric(first if fraction == 0.0 else last if fraction == 1.0
+                                       else first + fraction * (last - first))
+
 
 def logistic_terms(xp, z, sign, weight, gradient):
     """The weighted mean logistic loss of the margins ``sign z`` and its derivatives in ``z``, in ``xp``.

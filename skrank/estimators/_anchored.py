@@ -4,11 +4,15 @@ import copy
 
 import numpy as np
 
+from ..backends import arrays
+from ..backends.dask_design import is_dask_array
+from ..backends.dispatch import make_design
 from ..backends.threads import blas_threads
+from ..datafits import worker_ranking
 from ..datafits.logistic_anchor import LogisticAnchoredObjective
 from ..solvers.progress import Progress
 from ..solvers.registry import solve
-from ._platt import platt_calibrate
+from ._platt import platt_calibrate, platt_from_scores
 
 #: ``alpha`` of ``partial_fit`` when ``alpha=None``: a stream has no ``n_samples``
 STREAM_ALPHA = 1e-4
@@ -59,6 +63,8 @@ class RankingFit:
 
     #: with a value, the smooth step's margin follows the spread of the logistic regression's scores
     _relative_margin = None
+    #: a Dask ``y`` stays on the workers; a fit without a form there takes it into memory (``_datafit``)
+    _keeps_dask_targets = True
 
     def _fit_context(self, X):
         return blas_threads(X)
@@ -68,8 +74,26 @@ class RankingFit:
         entry = self._solvers.get(self.solver)  # None for "auto"
         return entry is not None and not entry.anchored
 
+    def _worker_rank_term(self):
+        """Hook: the rank term with a form on Dask workers (``datafits.worker_ranking``), or None."""
+        return None
+
     def _datafit(self, X, y, sample_weight):
-        """The objective (its l2 penalty inside) and that penalty: the rank surrogate, or its anchored mix."""
+        """The objective (its l2 penalty inside) and that penalty: the rank surrogate, or its anchored mix.
+
+        On a Dask ``X`` computed by a client's workers, an anchored fit
+        whose rank term has a form there keeps its ``n``-vectors on the
+        workers (:class:`skrank.datafits.worker_ranking.WorkerAnchoredObjective`);
+        other fits take the targets into memory.
+        """
+        term = self._worker_rank_term() if self._anchored() else None
+        if is_dask_array(X) and worker_ranking.takes(make_design(X, True), term, self._rank_weight):
+            alpha = resolve_alpha(self.alpha, y, sample_weight)
+            datafit = worker_ranking.WorkerAnchoredObjective(term, X, y, self._rank_weight, alpha,
+                                                             sample_weight)
+            return datafit, datafit.penalty
+        if is_dask_array(y):
+            y = arrays.to_host(y)
         rank = self._rank_datafit(X, y, sample_weight, 0.0) if self._anchored() else None
         alpha = resolve_alpha(self.alpha, y, sample_weight)
         datafit = (self._rank_datafit(X, y, sample_weight, alpha) if rank is None
@@ -97,6 +121,10 @@ class RankingFit:
         result.coef, result.info["score_intercept"] = own, float(theta[-1]) if datafit.fits_intercept else 0.0
         result.info["margin"] = rank.loss.margin
         result.info["solver"] = self._solver
+        if hasattr(datafit, "platt_inputs"):  # the scores, labels and weights where the datafit keeps them
+            return platt_from_scores(result, *datafit.platt_inputs(result.coef))
+        if is_dask_array(y):
+            y = arrays.to_host(y)
         return platt_calibrate(result, X, y, sample_weight)
 
     def _update_stream(self, stream):
@@ -125,7 +153,7 @@ def _anchored_start(info, objective, penalty, estimator, coef_init, intercept_in
         objective.anchor = np.asarray(result.coef, dtype=np.float64)
         objective.anchor_iterations = 0 if coef_init is not None else int(result.n_iter)
     if relative_margin is not None:
-        spread = _weighted_std(objective.rank_objective.ranked_scores(objective.anchor), objective.row_weight)
+        spread = objective.ranked_score_spread(objective.anchor)
         objective.rank_objective.set_margin(relative_margin * spread if spread > 0 else 1.0)
     if coef_init is None:
         return objective.anchor
@@ -160,16 +188,14 @@ def _ranking_kept(objective, logistic, result):
     records its objective and, in ``info["kept_fraction"]``, its position
     on the segment.
     """
-    metric = objective.rank_objective.metric
     theta = result.coef
-    # the scores are linear in theta: those of the segment's points need no pass over X
-    start, end = objective.design.matvec(logistic), objective.design.matvec(theta)
-    reference = metric(start)
-    if metric(end) >= reference:
+    metric = objective.segment_metric(logistic, theta)
+    reference = metric(0.0)
+    if metric(1.0) >= reference:
         return theta
     kept = 0.0
     for k in range(_SEGMENT_POINTS - 1, 0, -1):
-        if metric(start + k / _SEGMENT_POINTS * (end - start)) >= reference:
+        if metric(k / _SEGMENT_POINTS) >= reference:
             kept = k / _SEGMENT_POINTS
             break
     theta = logistic + kept * (theta - logistic)
@@ -177,7 +203,3 @@ def _ranking_kept(objective, logistic, result):
     result.info["kept_fraction"] = kept
     return theta
 
-
-def _weighted_std(values, weights):
-    mean = float(weights @ values)
-    return float(np.sqrt(weights @ (values - mean) ** 2))

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..backends import arrays
 from ..backends.array_api_design import array_api_namespace
+from ..backends.dask_design import is_dask_array
 from ..backends.dispatch import make_design
 from ._tasks import samples_method_doc
 
@@ -97,6 +98,10 @@ def fit_platt(scores, y, *, sample_weight=None, max_iter=100):
 
 def _namespace(a):
     """NumPy for a NumPy array (or a list), else the array-API namespace of ``a``."""
+    if is_dask_array(a):
+        import dask.array as da
+
+        return da
     xp = array_api_namespace(a)
     return np if xp is None else xp
 
@@ -167,6 +172,23 @@ def platt_calibrate(result, X, y, sample_weight=None):
     y = design.to_native(np.asarray(y, dtype=np.float64))
     if sample_weight is not None:
         sample_weight = design.to_native(np.asarray(sample_weight, dtype=np.float64))
+    return platt_from_scores(result, scores, y, sample_weight)
+
+
+def platt_from_scores(result, scores, y, sample_weight=None):
+    """:func:`platt_calibrate` from the training scores, labels and weights, wherever they live.
+
+    Parameters
+    ----------
+    result : skrank.solvers.SolverResult
+    scores, y, sample_weight : arrays of shape (n,)
+        In one namespace: NumPy's, an array-API library's, or Dask arrays
+        (then every sum of the fit is a reduction on the workers).
+
+    Returns
+    -------
+    result
+    """
     result.intercept, result.info["calibration"] = platt_threshold(scores, y, sample_weight)
     return result
 

@@ -5,6 +5,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..datafits import worker_ranking
 from ..datafits.average_precision import AveragePrecisionObjective
 from ..pairwise_losses import AVERAGE_PRECISION_LOSSES, get_pairwise_loss
 from ..solvers.registry import solvers_for
@@ -168,6 +169,9 @@ class AveragePrecisionClassifier(RankingFit, PlattRankingMixin, RankLinearClassi
 
     def _anchored(self):
         return self._rank_weight < 1.0
+
+    def _worker_rank_term(self):
+        return worker_ranking.AveragePrecisionTerm(self._pair_loss)
 
     def _rank_datafit(self, X, y, sample_weight, alpha):
         return AveragePrecisionObjective(X, y, self._pair_loss, alpha, sample_weight)

@@ -5,6 +5,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..datafits import worker_ranking
 from ..datafits.partial_auc import PartialAUCObjective, SigmoidScorePartialAUC
 from ..metrics import _check_roc_region
 from ..pairwise_losses import PARTIAL_AUC_LOSSES, get_pairwise_loss
@@ -278,6 +279,11 @@ class PartialAUCClassifier(RankingFit, PlattRankingMixin, RankLinearClassifierMi
 
     def _anchored(self):
         return self._rank_weight < 1.0 or self.link == "sigmoid" or self._loss == "smooth_step"
+
+    def _worker_rank_term(self):
+        if self.link == "sigmoid":
+            return None
+        return worker_ranking.PartialAUCTerm(self._pair_loss, self._fpr_range, self.tpr_min)
 
     def _rank_datafit(self, X, y, sample_weight, alpha):
         objective = PartialAUCObjective(X, y, self._fpr_range, self._pair_loss, alpha,
