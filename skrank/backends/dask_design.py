@@ -474,16 +474,18 @@ def _held(key):
     return get_worker().data[key.key]
 
 
-def rerooted(array):
-    """The persisted ``array`` under new keys whose tasks have no dependencies, where its chunks are held.
+def rerooted(*arrays):
+    """The persisted ``arrays`` under new keys whose tasks have no dependencies, where their chunks are held.
 
     On a ``dask.distributed`` client the scheduler keeps the record of
     every task that a held result depends on (its lineage), so that a lost
     chunk can be computed again: a vector made from the last step's
     vectors, step after step, grows that record with the chunks times the
     steps.  Each chunk is taken over by a task that reads it on its worker
-    (no copy), and the old keys are released with ``array``.  Elsewhere
-    (a local scheduler: no lineage is kept) ``array`` is returned.
+    (no copy; one submission per worker for all the arrays), and the old
+    keys are released with the arrays.  Elsewhere (a local scheduler: no
+    lineage is kept) the arrays are returned.  One array, or a tuple of
+    several.
     """
     import dask
     import dask.array as da
@@ -493,15 +495,22 @@ def rerooted(array):
 
         client = default_client()
     except (ImportError, ValueError):
-        return array
-    futures = futures_of(array)
+        client = None
+    futures = [] if client is None else futures_of(list(arrays))
     if not futures or dask.base.get_scheduler() != client.get:
-        return array
+        return arrays if len(arrays) > 1 else arrays[0]
     wait(futures)
     holders = client.who_has(futures)
-    name = "rerooted-" + uuid.uuid4().hex  # new keys each time: never one that is being released
-    old = list(dask.core.flatten(array.__dask_keys__()))
-    new = [client.submit(_held, _Key(key), key=(name,) + tuple(key[1:]), workers=list(holders[key]),
-                         allow_other_workers=False, pure=False) for key in old]
+    names = ["rerooted-" + uuid.uuid4().hex for _ in arrays]  # new keys: never one being released
+    by_worker = {}
+    for name, array in zip(names, arrays):
+        for key in dask.core.flatten(array.__dask_keys__()):  # one submission per worker
+            by_worker.setdefault(sorted(holders[key])[0], []).append(((name,) + tuple(key[1:]), key))
+    new = []
+    for worker, pairs in by_worker.items():
+        new += client.map(_held, [_Key(key) for _, key in pairs], key=[k for k, _ in pairs],
+                          workers=[worker], allow_other_workers=False, pure=False)
     wait(new)  # before the old keys may be released
-    return da.Array({future.key: future for future in new}, name, array.chunks, dtype=array.dtype)
+    out = tuple(da.Array({f.key: f for f in new if f.key[0] == name}, name, array.chunks, dtype=array.dtype)
+                for name, array in zip(names, arrays))
+    return out if len(out) > 1 else out[0]

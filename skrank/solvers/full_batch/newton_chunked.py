@@ -270,7 +270,7 @@ class ChunkedProblem(DualRecord):
                                              param=self.loss.param, mu=mu, new_axes={"j": 3},
                                              dtype=np.float64, concatenate=True))
         # the kept vectors under new keys: no lineage that grows with the steps (:func:`rerooted`)
-        t, columns = rerooted(t), rerooted(columns)
+        t, columns = rerooted(t, columns)
         value, d1, keys = columns[:, 0], columns[:, 1], columns[:, 2]
         q, pooled = self.rank_step.project(keys, mu)
         q = rerooted(q)
