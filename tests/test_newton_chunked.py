@@ -269,7 +269,7 @@ def test_the_chunked_path_is_chosen_on_a_cluster_beyond_the_budget(monkeypatch, 
     from skrank.losses import get_loss
 
     monkeypatch.delenv("SKRANK_NEWTON_GATHER")
-    monkeypatch.setattr(newton_chunked, "_on_distributed_workers", lambda: cluster)
+    monkeypatch.setattr(newton_chunked, "on_distributed_workers", lambda: cluster)
     args = dict(risk=Superquantile(0.8), loss=get_loss("logistic"), penalty=Penalty(l1=0.0, l2=1e-3),
                 sample_weight=None, coef_init=None, intercept_init=None)
     X = da.zeros((rows, 3), chunks=(rows // 4, 3))
@@ -278,15 +278,15 @@ def test_the_chunked_path_is_chosen_on_a_cluster_beyond_the_budget(monkeypatch, 
 
 def test_a_local_scheduler_is_not_a_cluster():
     with dask.config.set(scheduler="synchronous"):
-        assert not newton_chunked._on_distributed_workers()
+        assert not newton_chunked.on_distributed_workers()
 
 
 def test_a_distributed_client_computes_on_its_workers():
     distributed = pytest.importorskip("distributed")
     with distributed.Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0"):
-        assert newton_chunked._on_distributed_workers()
+        assert newton_chunked.on_distributed_workers()
         with dask.config.set(scheduler="synchronous"):
-            assert not newton_chunked._on_distributed_workers()
+            assert not newton_chunked.on_distributed_workers()
 
 
 def test_no_task_of_the_fit_stays_in_the_scheduler_after_it():

@@ -29,7 +29,15 @@ import os
 import numpy as np
 import scipy.linalg
 
-from ...backends.dask_design import bordered_gram, is_dask_array, persist, rerooted, summed, weighted_gram
+from ...backends.dask_design import (
+    bordered_gram,
+    is_dask_array,
+    on_distributed_workers,
+    persist,
+    rerooted,
+    summed,
+    weighted_gram,
+)
 from ...backends.design import Design
 from ...backends.dispatch import make_design
 from ...datafits.rank_step import rank_step_for
@@ -47,18 +55,6 @@ from ...datafits.smoothed_risk import losses_and_keys
 #: times at 10^6 to 10^4 rows on a 2-worker ``LocalCluster``, ``benchmarks/scale.py``) and its memory small.
 _GATHERED_BYTES_PER_ROW = 27 * 8
 _GATHER_BUDGET = 64 * 2**20
-
-
-def _on_distributed_workers():
-    """Whether Dask computes on a ``dask.distributed`` client's workers (else with a local scheduler)."""
-    import dask
-
-    try:
-        from distributed import default_client
-        client = default_client()
-    except (ImportError, ValueError):  # no distributed, no client
-        return False
-    return dask.base.get_scheduler() == client.get
 
 
 def chunked_supported(X, risk, loss, penalty, sample_weight, coef_init, intercept_init):
@@ -97,7 +93,7 @@ def chunked_supported(X, risk, loss, penalty, sample_weight, coef_init, intercep
             and float(penalty.l2) > 0.0)
     if not fits or forced == "0":
         return fits
-    return X.shape[0] * _GATHERED_BYTES_PER_ROW > _GATHER_BUDGET and _on_distributed_workers()
+    return X.shape[0] * _GATHERED_BYTES_PER_ROW > _GATHER_BUDGET and on_distributed_workers()
 
 
 def _losses_block(t, center, code, param, mu):
