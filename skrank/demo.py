@@ -158,7 +158,8 @@ def warning_notes(rows):
     Parameters
     ----------
     rows : list of dict
-        The rows :func:`run_demo` returns.
+        The rows :func:`run_demo` returns; their ``model``, ``dataset`` and
+        ``warnings`` are read.
 
     Returns
     -------

@@ -31,6 +31,33 @@ __all__ = [
 ]
 
 
+#: Texts the partial-AUC metrics' and scorers' docstrings name as ``{key}``, written in by :func:`_fill_doc`.
+_SHARED_DOC = {
+    "average": """average : {"macro", "micro"} or None, default="macro"
+        For a multi-label indicator ``y_true`` of shape (n_samples,
+        n_labels), dense or SciPy sparse, with scores of the same shape: the mean of the labels'
+        scores ("macro"), the score of all (sample, label) pairs pooled
+        ("micro", each pair with its sample's weight), or the array of the
+        labels' scores (None), as in :func:`sklearn.metrics.roc_auc_score`.
+        Ignored for binary ``y_true``.""",
+    "region": """tpr_min : float
+        The true-positive-rate floor, in ``[0, 1)``.
+    fpr_max : float or None, default=None
+        The false-positive-rate ceiling, in ``(0, 1]``; None reads it from
+        ``fpr_range``, and one of the two is required.""",
+    "input_errors": """If ``y_true`` is not binary or holds a single class, if its labels
+        mix strings and numbers, if ``y_score`` holds NaN or infinity or
+        has columns for a binary ``y_true``, if the lengths disagree""",
+}
+
+
+def _fill_doc(func):
+    """Write the texts of :data:`_SHARED_DOC` into ``func``'s docstring; returns ``func``."""
+    for key, text in _SHARED_DOC.items():
+        func.__doc__ = func.__doc__.replace("{" + key + "}", text)
+    return func
+
+
 def _check_fpr_range(fpr_range):
     """Validate ``fpr_range`` and return it as two floats ``(alpha, beta)``."""
     try:
@@ -71,6 +98,7 @@ def _area_between(x, y, alpha, beta):
     return float(np.sum(0.5 * (y_lo + y_hi) * (hi - lo)))
 
 
+@_fill_doc
 def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=None, pos_label=None,
                       average="macro"):
     """Normalised partial area under the ROC curve over a false-positive-rate range.
@@ -100,13 +128,7 @@ def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=No
         Label of the positive class.  When None the larger of the two labels
         present in ``y_true`` is positive (as in ``roc_auc_score`` and as
         ``classes_[1]`` of scikit-learn classifiers).
-    average : {"macro", "micro"} or None, default="macro"
-        For a multi-label indicator ``y_true`` of shape (n_samples,
-        n_labels), dense or SciPy sparse, with scores of the same shape: the mean of the labels'
-        scores ("macro"), the score of all (sample, label) pairs pooled
-        ("micro", each pair with its sample's weight), or the array of the
-        labels' scores (None), as in :func:`sklearn.metrics.roc_auc_score`.
-        Ignored for binary ``y_true``.
+    {average}
 
     Returns
     -------
@@ -117,9 +139,7 @@ def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=No
     Raises
     ------
     ValueError
-        If ``y_true`` is not binary or holds a single class, if its labels
-        mix strings and numbers, if ``y_score`` holds NaN or infinity or
-        has columns for a binary ``y_true``, if the lengths disagree, or if
+        {input_errors}, or if
         ``fpr_range`` is not a valid range.
 
     See Also
@@ -318,6 +338,7 @@ def _excess_over(x, y, level):
     return x, np.maximum(y - level, 0.0)
 
 
+@_fill_doc
 def two_way_partial_auc_score(y_true, y_score, *, tpr_min, fpr_max=None, fpr_range=None, sample_weight=None,
                               pos_label=None, average="macro"):
     """Normalised two-way partial AUC: the ROC area where TPR >= ``tpr_min`` and FPR <= ``fpr_max``.
@@ -344,11 +365,7 @@ def two_way_partial_auc_score(y_true, y_score, *, tpr_min, fpr_max=None, fpr_ran
         True binary labels.
     y_score : array-like of shape (n_samples,)
         Scores, larger meaning more likely positive.
-    tpr_min : float
-        The true-positive-rate floor, in ``[0, 1)``.
-    fpr_max : float or None, default=None
-        The false-positive-rate ceiling, in ``(0, 1]``; None reads it from
-        ``fpr_range``, and one of the two is required.
+    {region}
     fpr_range : tuple of two floats or None, default=None
         The false-positive rates ``(0, fpr_max)``, as the estimators take
         them; it must start at 0 when ``tpr_min > 0``.
@@ -356,13 +373,7 @@ def two_way_partial_auc_score(y_true, y_score, *, tpr_min, fpr_max=None, fpr_ran
         Sample weights.
     pos_label : int, float, bool or str, default=None
         Label of the positive class; None means the larger label.
-    average : {"macro", "micro"} or None, default="macro"
-        For a multi-label indicator ``y_true`` of shape (n_samples,
-        n_labels), dense or SciPy sparse, with scores of the same shape: the mean of the labels'
-        scores ("macro"), the score of all (sample, label) pairs pooled
-        ("micro", each pair with its sample's weight), or the array of the
-        labels' scores (None), as in :func:`sklearn.metrics.roc_auc_score`.
-        Ignored for binary ``y_true``.
+    {average}
 
     Returns
     -------
@@ -372,9 +383,7 @@ def two_way_partial_auc_score(y_true, y_score, *, tpr_min, fpr_max=None, fpr_ran
     Raises
     ------
     ValueError
-        If ``y_true`` is not binary or holds a single class, if its labels
-        mix strings and numbers, if ``y_score`` holds NaN or infinity or
-        has columns for a binary ``y_true``, if the lengths disagree, if ``tpr_min`` or
+        {input_errors}, if ``tpr_min`` or
         ``fpr_max`` is out of range, if neither ``fpr_max`` nor
         ``fpr_range`` is given, if they disagree, or if ``tpr_min > 0`` and
         ``fpr_range`` does not start at 0.
@@ -403,6 +412,7 @@ def two_way_partial_auc_score(y_true, y_score, *, tpr_min, fpr_max=None, fpr_ran
     return region_area(y_true == pos_label, y_score, sample_weight, fpr_range=fpr_range, tpr_min=tpr_min)
 
 
+@_fill_doc
 def make_two_way_partial_auc_scorer(*, tpr_min, fpr_max=None, fpr_range=None, pos_label=None):
     """Scorer for :func:`two_way_partial_auc_score`, for ``GridSearchCV(scoring=...)``.
 
@@ -414,11 +424,7 @@ def make_two_way_partial_auc_scorer(*, tpr_min, fpr_max=None, fpr_range=None, po
 
     Parameters
     ----------
-    tpr_min : float
-        The true-positive-rate floor, in ``[0, 1)``.
-    fpr_max : float or None, default=None
-        The false-positive-rate ceiling, in ``(0, 1]``; None reads it from
-        ``fpr_range``, and one of the two is required.
+    {region}
     fpr_range : tuple of two floats or None, default=None
         The false-positive rates ``(0, fpr_max)``; it must start at 0 when
         ``tpr_min > 0``.

@@ -13,6 +13,7 @@ from ..backends.dask_design import is_dask_array
 from ..backends.dispatch import external_kind
 from ..exceptions import ConstantOptimumWarning
 from ..solvers.registry import solve
+from ._params import fit_doc
 
 
 def _scores_constant(X, coef):
@@ -91,35 +92,22 @@ class FitTemplate:
             result = solve(info, datafit, penalty, **options)
             return self._finish(result, datafit, X, y, sample_weight)
 
+    @fit_doc("Fit the model.",
+             y="""Targets of a regressor; class labels of a classifier, where two
+classes give one binary problem and more give one-vs-rest
+problems.  PartialAUCClassifier and AveragePrecisionClassifier
+also take a multi-label indicator matrix, dense or SciPy sparse,
+of 0 and 1 (or of two other values, such as -1 and 1, the larger
+meaning the label is on): one ranking per label (``classes_``
+then holds the labels' indices, and ``predict`` returns a matrix
+of the same two values).  Labels must be all strings or all
+numbers.""",
+             sample_weight="""Nonnegative weights of the samples: the risk becomes that of the
+weighted empirical distribution (integer weights fit as repeated
+rows, zero weights as dropped rows; :mod:`skrank.risks`).
+Multiplied by ``class_weight``'s weights where the estimator has
+that parameter.""")
     def fit(self, X, y, sample_weight=None):
-        """Fit the model.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training data.
-        y : array-like of shape (n_samples,) or (n_samples, n_labels)
-            Targets of a regressor; class labels of a classifier, where two
-            classes give one binary problem and more give one-vs-rest
-            problems.  PartialAUCClassifier and AveragePrecisionClassifier
-            also take a multi-label indicator matrix, dense or SciPy sparse,
-            of 0 and 1 (or of two other values, such as -1 and 1, the larger
-            meaning the label is on): one ranking per label (``classes_``
-            then holds the labels' indices, and ``predict`` returns a matrix
-            of the same two values).  Labels must be all strings or all
-            numbers.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Nonnegative weights of the samples: the risk becomes that of the
-            weighted empirical distribution (integer weights fit as repeated
-            rows, zero weights as dropped rows; :mod:`skrank.risks`).
-            Multiplied by ``class_weight``'s weights where the estimator has
-            that parameter.
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-        """
         self._validate_params()
         self.__dict__.pop("_streams", None)
         X, y = self._validate_fit_data(X, y)

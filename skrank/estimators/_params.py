@@ -1,9 +1,11 @@
-"""The estimators' constructors, written once from their parameters and defaults.
+"""The estimators' constructors and shared docstrings, written once from their parameters and texts.
 
 scikit-learn reads an estimator's parameters from the signature of its
 ``__init__``, which must take each one as a keyword and store it as given.
 :func:`keyword_init` writes that ``__init__`` from the defaults, so that the
-estimators that share parameters share their declaration too.
+estimators that share parameters share their declaration too;
+:func:`fit_doc` and :func:`samples_method_doc` write the docstrings of the
+methods that share their parameters.
 """
 
 import inspect
@@ -83,3 +85,53 @@ def options_doc(names, *, first=()):
     """
     return ", ".join(f'"{name}"' for name in (*first, *names))
 
+
+_SAMPLES_METHOD_DOC = """{summary}
+
+        Parameters
+        ----------
+        X : {{array-like, sparse matrix}} of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        {returns}
+            {description}
+        """
+
+
+_FIT_DOC = """{summary}
+
+        Parameters
+        ----------
+        X : {{array-like, sparse matrix}} of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,) or (n_samples, n_labels)
+            {y}
+        sample_weight : array-like of shape (n_samples,), default=None
+            {sample_weight}
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+
+
+def _method_doc(template, **texts):
+    """A decorator that writes ``texts``, each continued at the indent of a description, into ``template``."""
+    def decorate(method):
+        method.__doc__ = template.format(**{k: v.replace("\n", "\n" + " " * 12) for k, v in texts.items()})
+        return method
+
+    return decorate
+
+
+def samples_method_doc(summary, returns, description):
+    """A decorator that gives a method of the samples ``X`` alone its numpydoc docstring."""
+    return _method_doc(_SAMPLES_METHOD_DOC, summary=summary, returns=returns, description=description)
+
+
+def fit_doc(summary, y, sample_weight):
+    """A decorator that gives a ``fit(X, y, sample_weight=None)`` its numpydoc docstring."""
+    return _method_doc(_FIT_DOC, summary=summary, y=y, sample_weight=sample_weight)

@@ -16,7 +16,7 @@ from ..backends import arrays
 from ..backends.array_api_design import array_api_namespace
 from ..backends.dask_design import is_dask_array
 from ..backends.dispatch import make_design
-from ._tasks import samples_method_doc
+from ._params import samples_method_doc
 
 
 def fit_platt(scores, y, *, sample_weight=None, max_iter=100):

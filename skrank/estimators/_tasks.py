@@ -10,30 +10,8 @@ from ..backends import arrays
 from ..backends.array_api_design import to_numpy
 from ..backends.dask_design import is_dask_array
 from ..metrics import _check_label_types, _dense
+from ._params import samples_method_doc
 from ._streams import StreamingMethod
-
-_SAMPLES_METHOD_DOC = """{summary}
-
-        Parameters
-        ----------
-        X : {{array-like, sparse matrix}} of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        {returns}
-            {description}
-        """
-
-
-def samples_method_doc(summary, returns, description):
-    """A decorator that gives a method of the samples ``X`` alone its numpydoc docstring."""
-    def decorate(method):
-        method.__doc__ = _SAMPLES_METHOD_DOC.format(summary=summary, returns=returns,
-                                                    description=description.replace("\n", "\n" + " " * 12))
-        return method
-
-    return decorate
 
 
 def _labels_of(y):

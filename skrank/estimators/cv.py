@@ -26,8 +26,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from ..metrics import _check_label_types, partial_auc_score, two_way_partial_auc_score
 from ..solvers.registry import solvers_for
-from ._params import keyword_init, options_doc, parameter_defaults
-from ._tasks import samples_method_doc
+from ._params import fit_doc, keyword_init, options_doc, parameter_defaults, samples_method_doc
 from .average_precision import AveragePrecisionClassifier
 from .partial_auc import PartialAUCClassifier, _fitted_region
 
@@ -218,31 +217,18 @@ class _RankClassifierCVMixin(ClassifierMixin, BaseEstimator):
         tags.target_tags.multi_output = True
         return tags
 
+    @fit_doc("Fit the paths on every fold, select ``(alpha, rank_weight)`` and refit on all the data.",
+             y="""Class labels (more than two classes are one-vs-rest problems),
+or a multi-label indicator matrix of 0 and 1 (one problem per
+label), as for the base estimator.""",
+             sample_weight="""Nonnegative weights of the samples.  Each fold's fits take the
+weights of its training part, and its held-out part is scored
+with its weights (``scoring(estimator, X, y, sample_weight=...)``,
+so a callable scorer must then accept them); the final refit
+takes them all.  With ``scoring=None``, a held-out fold that
+holds a single class of every problem has no ranking to score
+and is left out of the mean, with a warning.""")
     def fit(self, X, y, sample_weight=None):
-        """Fit the paths on every fold, select ``(alpha, rank_weight)`` and refit on all the data.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training data.
-        y : array-like of shape (n_samples,) or (n_samples, n_labels)
-            Class labels (more than two classes are one-vs-rest problems),
-            or a multi-label indicator matrix of 0 and 1 (one problem per
-            label), as for the base estimator.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Nonnegative weights of the samples.  Each fold's fits take the
-            weights of its training part, and its held-out part is scored
-            with its weights (``scoring(estimator, X, y, sample_weight=...)``,
-            so a callable scorer must then accept them); the final refit
-            takes them all.  With ``scoring=None``, a held-out fold that
-            holds a single class of every problem has no ranking to score
-            and is left out of the mean, with a warning.
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-        """
         self._validate_params()
         X_given = X
         _check_label_types(y, "y")
@@ -363,11 +349,15 @@ _GRID_DOC_TEMPLATE = """
         an int is the number of folds of a
         :class:`~sklearn.model_selection.StratifiedKFold`; an iterable
         yields ``(train, test)`` index arrays.
-"""
+    scoring : str, callable or None, default=None
+        The held-out score, greater is better: a scorer name of
+        :func:`sklearn.metrics.get_scorer_names` or a callable
+        ``scorer(estimator, X, y)``.  None means {scoring}"""
 
 
-def _grid_doc(rank_weights):
-    return _GRID_DOC_TEMPLATE.replace("{rank_weights}", rank_weights)
+def _grid_doc(rank_weights, scoring):
+    """The parameters of the search: the grid, the folds and ``scoring`` (``scoring``: what None means)."""
+    return _GRID_DOC_TEMPLATE.replace("{rank_weights}", rank_weights).replace("{scoring}", scoring)
 
 
 _COMMON_DOC = """
@@ -394,9 +384,28 @@ _AVERAGE_PRECISION_CAVEAT = """
     stationary point.  Read more in the user guide: :doc:`average_precision`.
 """
 
+#: What ``scoring=None`` means, for :func:`_grid_doc`.
+_PARTIAL_AUC_SCORING = """the partial AUC over
+        ``fpr_range`` of the decision function,
+        :func:`skrank.metrics.partial_auc_score` (the two-way partial AUC,
+        :func:`skrank.metrics.two_way_partial_auc_score`, when
+        ``tpr_min > 0``), averaged over the one-vs-rest problems or labels
+        when there are several."""
+_AVERAGE_PRECISION_SCORING = """the average precision of
+        the decision function (:func:`sklearn.metrics.average_precision_score`),
+        averaged over the one-vs-rest problems or labels when there are
+        several."""
 
-def _selection_doc(base, caveat):
-    return f"""    Each fold fits a warm-started path of penalties for every rank weight,
+
+def _selection_doc(base, surrogate, caveat):
+    """The summary and description of the CV estimator of ``base``, whose rank surrogate is ``surrogate``."""
+    return f"""{base} with ``alpha`` and ``rank_weight`` chosen by cross-validation.
+
+    Tunes the penalty ``alpha`` and the weight ``rank_weight`` of the
+    {surrogate} surrogate against the logistic loss of
+    :class:`~skrank.estimators.{base}` over a grid, in the
+    manner of :class:`sklearn.linear_model.LogisticRegressionCV`.
+    Each fold fits a warm-started path of penalties for every rank weight,
     and the pair of best mean held-out score (on ties the largest ``alpha``,
     then the smallest ``rank_weight``) is refitted on all the data
     (``best_estimator_``).  More than two classes are one-vs-rest problems
@@ -470,23 +479,9 @@ def _search_doc(base):
 
 
 class PartialAUCClassifierCV(_RankClassifierCVMixin):
-    __doc__ = f"""PartialAUCClassifier with ``alpha`` and ``rank_weight`` chosen by cross-validation.
-
-    Tunes the penalty ``alpha`` and the weight ``rank_weight`` of the
-    partial-AUC surrogate against the logistic loss of
-    :class:`~skrank.estimators.PartialAUCClassifier` over a grid, in the
-    manner of :class:`sklearn.linear_model.LogisticRegressionCV`.
-{_selection_doc("PartialAUCClassifier", _PARTIAL_AUC_CAVEAT)}
+    __doc__ = f"""{_selection_doc("PartialAUCClassifier", "partial-AUC", _PARTIAL_AUC_CAVEAT)}
     Parameters
-    ----------{_grid_doc('(0.0, 0.05, 0.2)')}    scoring : str, callable or None, default=None
-        The held-out score, greater is better: a scorer name of
-        :func:`sklearn.metrics.get_scorer_names` or a callable
-        ``scorer(estimator, X, y)``.  None means the partial AUC over
-        ``fpr_range`` of the decision function,
-        :func:`skrank.metrics.partial_auc_score` (the two-way partial AUC,
-        :func:`skrank.metrics.two_way_partial_auc_score`, when
-        ``tpr_min > 0``), averaged over the one-vs-rest problems or labels
-        when there are several.
+    ----------{_grid_doc('(0.0, 0.05, 0.2)', _PARTIAL_AUC_SCORING)}
     fpr_range : tuple of two floats or None, default=None
         ``(fpr_min, fpr_max)`` of the partial AUC, fitted and (with
         ``scoring=None``) scored.  None means ``(0, fpr_max)`` when
@@ -545,21 +540,10 @@ class PartialAUCClassifierCV(_RankClassifierCVMixin):
 
 
 class AveragePrecisionClassifierCV(_RankClassifierCVMixin):
-    __doc__ = f"""AveragePrecisionClassifier with ``alpha`` and ``rank_weight`` chosen by cross-validation.
-
-    Tunes the penalty ``alpha`` and the weight ``rank_weight`` of the
-    average-precision surrogate against the logistic loss of
-    :class:`~skrank.estimators.AveragePrecisionClassifier` over a grid, in
-    the manner of :class:`sklearn.linear_model.LogisticRegressionCV`.
-{_selection_doc("AveragePrecisionClassifier", _AVERAGE_PRECISION_CAVEAT)}
+    __doc__ = f"""{_selection_doc("AveragePrecisionClassifier", "average-precision",
+                                  _AVERAGE_PRECISION_CAVEAT)}
     Parameters
-    ----------{_grid_doc('(0.0, 0.2, 0.5)')}    scoring : str, callable or None, default=None
-        The held-out score, greater is better: a scorer name of
-        :func:`sklearn.metrics.get_scorer_names` or a callable
-        ``scorer(estimator, X, y)``.  None means the average precision of
-        the decision function (:func:`sklearn.metrics.average_precision_score`),
-        averaged over the one-vs-rest problems or labels when there are
-        several.
+    ----------{_grid_doc('(0.0, 0.2, 0.5)', _AVERAGE_PRECISION_SCORING)}
     loss : {{"squared_hinge", "logistic", "sigmoid"}}, default="squared_hinge"
         The surrogate of the precision's indicator.
     class_weight : dict, "balanced" or None, default=None
