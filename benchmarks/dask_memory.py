@@ -17,13 +17,11 @@ Usage::
 """
 
 import argparse
-import ctypes
-import gc
 import sys
-import threading
 import time
 
 import numpy as np
+from _memory import PeakMemory
 
 _D = 20
 _FITS = ("admm", "default", "erm", "superquantile", "extremile", "exponential", "topk")
@@ -40,35 +38,6 @@ def _estimator(name):
     if name == "default":
         return SpectralRiskClassifier()
     return SpectralRiskClassifier(risk=risks[name])
-
-
-class _PeakRSS:
-    """The peak resident memory of this process, sampled by a thread every ``every`` seconds."""
-
-    def __init__(self, every=0.01):
-        import psutil
-
-        self._me, self._every, self._stop = psutil.Process(), every, threading.Event()
-
-    def _sample(self):
-        while not self._stop.wait(self._every):
-            self.peak = max(self.peak, self._me.memory_info().rss)
-
-    def __enter__(self):
-        gc.collect()
-        try:
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-        except (OSError, AttributeError):  # not glibc
-            pass
-        self.before = self.peak = self._me.memory_info().rss
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, self._me.memory_info().rss)
 
 
 class _RoundTrips:
@@ -137,7 +106,7 @@ def main():
             plain = min(_plain_pass(X) for _ in range(2))
             for name in args.fits.split(","):
                 est = _estimator(name)
-                with _PeakRSS() as memory, _RoundTrips() as trips:
+                with PeakMemory() as memory, _RoundTrips() as trips:
                     start = time.perf_counter()
                     est.fit(X, y)
                     seconds = time.perf_counter() - start

@@ -32,50 +32,13 @@ that size), and prints per chunk size:
 """
 
 import argparse
-import ctypes
-import gc
 import logging
 import math
 import sys
-import threading
 import time
 
 import numpy as np
-
-
-class _PeakRSS:
-    """Peak resident memory of this process over the ``with`` block, minus the RSS on entry (bytes)."""
-
-    def __init__(self, every=0.002):
-        import psutil
-
-        self._me = psutil.Process()
-        self._every = every
-        self._stop = threading.Event()
-
-    def _sample(self):
-        while not self._stop.wait(self._every):
-            self.peak = max(self.peak, self._me.memory_info().rss)
-
-    def __enter__(self):
-        gc.collect()
-        try:
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-        except (OSError, AttributeError):  # not glibc
-            pass
-        self.before = self.peak = self._me.memory_info().rss
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, self._me.memory_info().rss)
-
-    @property
-    def growth(self):
-        return self.peak - self.before
+from _memory import PeakMemory
 
 
 def _median_seconds(run, repeats):
@@ -146,13 +109,13 @@ def _one_size(step_class, risk, n, rows, mu, args):
         holder["q"], holder["pooled"] = step.project(keys, mu)
         distributed.wait(holder["q"])
 
-    with _PeakRSS() as memory:
+    with PeakMemory(every=0.002) as memory:
         seconds = _median_seconds(project, args.repeats)
         value_seconds = _median_seconds(lambda: step.risk_value(keys), 1)
     product = _median_seconds(lambda: (X @ w).compute(), args.repeats)
-    with _PeakRSS() as sums_memory:
+    with PeakMemory(every=0.002) as sums_memory:
         sums_seconds = _median_seconds(lambda: holder["pooled"].block_sums(X), 1)
-    with _PeakRSS() as outer_memory:
+    with PeakMemory(every=0.002) as outer_memory:
         outer_seconds = _median_seconds(lambda: holder["pooled"].block_outer(X), 1)
     n_chunks = len(keys.chunks[0])
     n_parts = min(n_chunks, math.ceil(n / _PARTITION_ROWS)) if args.partitions is None else args.partitions

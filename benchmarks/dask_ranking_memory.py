@@ -13,38 +13,10 @@ Usage::
 """
 
 import argparse
-import os
-import threading
 import time
 
 import numpy as np
-
-
-def _rss():
-    with open(f"/proc/{os.getpid()}/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-class PeakRSS:
-    """The peak RSS of this process above its value at entry, sampled by a thread."""
-
-    def __enter__(self):
-        self.base = self.peak = _rss()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-        return self
-
-    def _sample(self):
-        while not self._stop.is_set():
-            self.peak = max(self.peak, _rss())
-            time.sleep(0.01)
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, _rss())
-        self.growth = self.peak - self.base
+from _memory import PeakMemory
 
 
 def _block(block_id, rows, d, seed):
@@ -95,7 +67,7 @@ def main():
                 label, factory = make[key]
                 estimator = factory()
                 start = time.perf_counter()
-                with PeakRSS() as memory:
+                with PeakMemory() as memory:
                     estimator.fit(X, y)
                 seconds = time.perf_counter() - start
                 rows_out.append((label, mb, X.numblocks[0], memory.growth / 2**20, seconds,

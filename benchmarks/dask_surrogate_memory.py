@@ -19,12 +19,11 @@ Run (about a minute at the default size on two cores)::
 """
 
 import argparse
-import os
 import sys
-import threading
 import time
 
 import numpy as np
+from _memory import PeakMemory
 
 
 def _scores(block_info=None):
@@ -45,36 +44,6 @@ def _weights(block_info=None):
     info = block_info[None]
     rng = np.random.default_rng(20_000 + info["chunk-location"][0])
     return rng.random(info["chunk-shape"][0]) * 2.0
-
-
-class PeakRSS:
-    """The peak resident memory of this process while the block runs, sampled every 5 ms."""
-
-    def __init__(self):
-        import psutil
-
-        self.process = psutil.Process(os.getpid())
-
-    def __enter__(self):
-        self.start = self.peak = self.process.memory_info().rss
-        self.running = True
-        self.thread = threading.Thread(target=self._sample, daemon=True)
-        self.thread.start()
-        return self
-
-    def _sample(self):
-        while self.running:
-            self.peak = max(self.peak, self.process.memory_info().rss)
-            time.sleep(0.005)
-
-    def __exit__(self, *exc):
-        self.running = False
-        self.thread.join()
-        self.peak = max(self.peak, self.process.memory_info().rss)
-
-    @property
-    def growth_mb(self):
-        return (self.peak - self.start) / 2**20
 
 
 def main(argv=None):
@@ -120,12 +89,12 @@ def main(argv=None):
         ]
         for name, evaluate in cases:
             evaluate()  # first call: imports and compilation out of the measure
-            with PeakRSS() as rss:
+            with PeakMemory(every=0.005) as rss:
                 start = time.perf_counter()
                 value, g = evaluate()
                 seconds = time.perf_counter() - start
             del g
-            print(f"{name:48s} {seconds:8.2f} {rss.growth_mb:15.1f}")
+            print(f"{name:48s} {seconds:8.2f} {rss.growth / 2**20:15.1f}")
         if args.gathered:
             _gathered(h, y, w, step, hinge)
     print("command: OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/dask_surrogate_memory.py "
@@ -143,7 +112,7 @@ def _gathered(h, y, w, step, hinge):
     from skrank.datafits.average_precision import ap_surrogate_and_score_gradients
     from skrank.datafits.partial_auc import PartialAUCObjective
 
-    with PeakRSS() as rss:
+    with PeakMemory(every=0.005) as rss:
         start = time.perf_counter()
         hv, yv = h.compute(), y.compute()
         wv = None if w is None else w.compute()
@@ -151,14 +120,14 @@ def _gathered(h, y, w, step, hinge):
                                         sample_weight=wv)
         objective.linear_terms(hv)
         seconds = time.perf_counter() - start
-    print(f"{'gathered: partial AUC, smooth step':48s} {seconds:8.2f} {rss.growth_mb:15.1f}")
+    print(f"{'gathered: partial AUC, smooth step':48s} {seconds:8.2f} {rss.growth / 2**20:15.1f}")
     del objective
-    with PeakRSS() as rss:
+    with PeakMemory(every=0.005) as rss:
         start = time.perf_counter()
         hv = _sigmoid(h).compute()
         ap_surrogate_and_score_gradients(hv, yv, hinge, wv)
         seconds = time.perf_counter() - start
-    print(f"{'gathered: average precision, squared hinge':48s} {seconds:8.2f} {rss.growth_mb:15.1f}")
+    print(f"{'gathered: average precision, squared hinge':48s} {seconds:8.2f} {rss.growth / 2**20:15.1f}")
 
 
 if __name__ == "__main__":

@@ -61,15 +61,13 @@ import os
 os.environ.setdefault("SCIPY_ARRAY_API", "1")  # for scikit-learn's array API dispatch (--gpu)
 
 import argparse  # noqa: E402
-import ctypes  # noqa: E402
 import functools  # noqa: E402
-import gc  # noqa: E402
-import threading  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
+from _memory import PeakMemory  # noqa: E402
 
 from skrank.backends.array_api_design import ArrayAPIDesign  # noqa: E402
 from skrank.backends.dask_design import DaskDesign  # noqa: E402
@@ -209,61 +207,8 @@ def _plain_pass(X):
     return time.perf_counter() - start
 
 
-class _Memory:
-    """Peak RSS of this process and of the processes ``pids`` (summed), sampled every ``every`` seconds.
-
-    ``before`` and ``workers_before``: the RSS on entry, after a garbage
-    collection and a ``malloc_trim`` (glibc), so that memory freed before
-    the fit is not counted as held; ``peak`` and ``workers_peak``: the
-    largest samples, the last one taken on exit.
-    """
-
-    def __init__(self, pids=(), every=0.01):
-        import psutil
-
-        self._me = psutil.Process()
-        self._workers = [psutil.Process(pid) for pid in pids]
-        self._every = every
-        self._stop = threading.Event()
-
-    def _workers_rss(self):
-        total = 0
-        for process in self._workers:
-            try:
-                total += process.memory_info().rss
-            except Exception:  # a worker gone (restarted by its nanny)
-                pass
-        return total
-
-    def _read(self):
-        self.peak = max(self.peak, self._me.memory_info().rss)
-        if self._workers:
-            self.workers_peak = max(self.workers_peak, self._workers_rss())
-
-    def _sample(self):
-        while not self._stop.wait(self._every):
-            self._read()
-
-    def __enter__(self):
-        gc.collect()
-        try:
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-        except (OSError, AttributeError):  # not glibc
-            pass
-        self.before = self.peak = self._me.memory_info().rss
-        self.workers_before = self.workers_peak = self._workers_rss()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        self._read()
-
-
 def _fit(est, X, y, memory=None):
-    """``(est, seconds, tracemalloc peak)`` of ``est.fit(X, y)``, within ``memory`` (a :class:`_Memory`)."""
+    """``(est, seconds, tracemalloc peak)`` of ``est.fit(X, y)``, within ``memory`` (a ``PeakMemory``)."""
     import contextlib
 
     with memory if memory is not None else contextlib.nullcontext():
@@ -293,7 +238,7 @@ def _traced_fit(est, X, y, trace=True):
 
 
 def _row(n, backend, X, y, task, reference, memory=None):
-    """Fit, print the table's row; ``memory``: a :class:`_Memory` (``--driver-memory``), else None."""
+    """Fit, print the table's row; ``memory``: a :class:`PeakMemory` (``--driver-memory``), else None."""
     est, seconds, peak = _fit(_estimator(task), X, y, memory)
     host = 1.0 - _product_seconds[0] / seconds
     passes = int(est._last_result_info.get("passes", 0))
@@ -319,7 +264,7 @@ def _cluster_row(n, lazy, y, task, ref, driver_memory):
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
-        memory = _Memory(client.run(os.getpid).values()) if driver_memory else None
+        memory = PeakMemory(client.run(os.getpid).values()) if driver_memory else None
         _row(n, "cluster", lazy, y, task, ref, memory)
 
 
@@ -344,7 +289,7 @@ def main():
 
     backends = args.backends.split(",")
     cluster = args.cluster or "cluster" in backends
-    memory = (lambda: _Memory()) if args.driver_memory else (lambda: None)
+    memory = (lambda: PeakMemory()) if args.driver_memory else (lambda: None)
     source = (_Replicated(args.data[5:]) if args.data.startswith("real:")
               else _Synthetic(args.data, args.columns))
     cupy = _gpu() if args.gpu else None

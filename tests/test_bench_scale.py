@@ -22,9 +22,14 @@ def _table(script, *args):
 
 
 def _table_here(script, monkeypatch, capsys, *args):
-    """:func:`_table` run as ``__main__`` in this process, whose imports are paid already."""
+    """:func:`_table` run as ``__main__`` in this process, whose imports are paid already.
+
+    The benchmarks' folder goes first on ``sys.path``, as for ``python benchmarks/SCRIPT``, so that
+    the script imports its sibling modules (``_memory``).
+    """
     import runpy
 
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
     monkeypatch.setattr(sys, "argv", [str(BENCHMARKS / script), *args])
     capsys.readouterr()
     runpy.run_path(str(BENCHMARKS / script), run_name="__main__")
