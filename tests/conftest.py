@@ -1,4 +1,4 @@
-"""Shared fixtures: the cvxpy referee for rank objectives and the small data sets.
+"""Shared fixtures: the cvxpy referee for rank objectives, the small data sets and a Dask client.
 
 The referee solves the same convex problem as the solvers, generically, with
 CLARABEL at tight tolerances, so a test can compare a solver's objective with
@@ -153,6 +153,18 @@ class CvxpyReferee:
         if return_solution:
             return value, w_opt, b_opt
         return value
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A ``LocalCluster`` of two in-process workers of one thread, and its client (the default one).
+
+    One per test module that asks for it; skips the test where ``distributed`` is missing.
+    """
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+        yield client
 
 
 @pytest.fixture(scope="session")

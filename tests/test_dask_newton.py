@@ -20,7 +20,7 @@ from skrank.solvers.full_batch.newton import smoothed_newton
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
-distributed = pytest.importorskip("distributed")
+pytest.importorskip("distributed")  # the client fixture (conftest.py)
 
 _N, _D, _CHUNK = 2_000, 4, 1_000
 
@@ -42,13 +42,6 @@ def _arrays(results):
             yield from _arrays(list(item.values()))
         else:
             yield item
-
-
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
-        yield client
 
 
 @pytest.fixture

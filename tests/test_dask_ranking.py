@@ -19,19 +19,12 @@ from skrank.estimators import AveragePrecisionClassifier, PartialAUCClassifier
 from skrank.metrics import average_precision, region_area
 
 da = pytest.importorskip("dask.array")
-distributed = pytest.importorskip("distributed")
+pytest.importorskip("distributed")  # the client fixture (conftest.py)
 
 import skrank.backends.dask_rank as dask_rank  # noqa: E402
 from skrank.datafits.worker_ranking import sorted_metric  # noqa: E402
 
 N, D, CHUNK = 2400, 5, 300
-
-
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
-        yield client
 
 
 @pytest.fixture
