@@ -140,22 +140,22 @@ def _cache_folders(py_file):
         candidates.append(os.path.join(AppDirs(appname="numba", appauthor=False).user_cache_dir, subpath))
     except Exception:
         pass
-    write = None
-    read = []
-    for folder in candidates:
+    write, read = None, []
+
+    def consider(folder):
+        """Read ``folder`` where it exists, and write to it if it is the first writable one."""
+        nonlocal write
         if write is None and _is_writable_folder(folder):
             write = folder
-            read.append(folder)
-        elif os.path.isdir(folder):
-            read.append(folder)
+        elif not os.path.isdir(folder):
+            return
+        read.append(folder)
+
+    for folder in candidates:
+        consider(folder)
     temp_root = _private_temp_root(create=write is None)
     if temp_root is not None:
-        folder = os.path.join(temp_root, subpath)
-        if write is None and _is_writable_folder(folder):
-            write = folder
-            read.append(folder)
-        elif os.path.isdir(folder):
-            read.append(folder)
+        consider(os.path.join(temp_root, subpath))
     return write, tuple(read)
 
 

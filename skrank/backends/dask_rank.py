@@ -252,10 +252,6 @@ def _assemble(offset, size, *pieces):
     return q, ids
 
 
-def _pick(pair, k):
-    return pair[k]
-
-
 def _partition_value(part, risk, cells):
     """``sum sigma_i l_(i)`` over one partition of sorted losses."""
     if part[0].size == 0:

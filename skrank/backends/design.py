@@ -197,7 +197,6 @@ class Design:
         self._gram, self._h, self._updates = G, h.copy(), 0
         return G.copy()
 
-    rel_change = 0.2
     #: Low-rank updates of :meth:`gram` before a full recomputation.
     max_updates = 20
     #: Most rows gathered for one update of :meth:`gram` (beyond, it is recomputed).

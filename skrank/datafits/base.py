@@ -11,14 +11,12 @@ term ``D`` of a subclass and states what a solver may ask of it:
 
 * :meth:`Datafit.value` and :meth:`Datafit.value_and_grad`, the value and the
   gradient (a Clarke subgradient where ``D`` has kinks);
-* :meth:`Datafit.hessp`, a product with the Hessian, where
-  :attr:`Datafit.has_hessian_product` says one is defined;
 * :meth:`Datafit.smoothness`, a Lipschitz constant of the gradient where one
   is known, else None;
 * :meth:`Datafit.variable_scale`, the units of ``theta`` (a diagonal
   preconditioner for :func:`skrank.solvers.full_batch.lbfgs.lbfgs`);
 * :attr:`Datafit.penalty`, the l2 penalty it holds (the solvers' second argument);
-* :attr:`Datafit.fits_intercept` and :attr:`Datafit.supports_sample_weight`.
+* :attr:`Datafit.fits_intercept`.
 """
 
 import numpy as np
@@ -43,18 +41,10 @@ class Datafit:
         The products with the data.
     alpha : float
         Strength of the l2 penalty on ``w``.
-    n_passes : int
-        The number of values with gradients computed so far (one pass over
-        the data each).
     """
 
     #: whether ``theta`` ends with an intercept ``b`` (not penalised)
     fits_intercept = False
-    #: whether the datafit takes sample weights
-    supports_sample_weight = True
-    #: whether :meth:`hessp` gives products with the Hessian
-    has_hessian_product = False
-    n_passes = 0
 
     def _data_term(self, theta, gradient):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -110,32 +100,7 @@ class Datafit:
         value, grad = self._data_term(theta, gradient=True)
         w = self._coef(theta)
         grad[: w.shape[0]] += self.alpha * w
-        self.n_passes += 1
         return value + self._penalty(w), grad
-
-    def hessp(self, theta, vector):
-        """The product of the Hessian of ``F`` at ``theta`` with ``vector``, where defined.
-
-        Parameters
-        ----------
-        theta : ndarray of shape (n_params,)
-            The parameters.
-        vector : ndarray of shape (n_params,)
-            The direction.
-
-        Returns
-        -------
-        ndarray of shape (n_params,)
-            The product.
-
-        Raises
-        ------
-        NotImplementedError
-            When :attr:`has_hessian_product` is False (the rank surrogates
-            here are piecewise smooth in ``theta``: their Hessian changes
-            with the order of the scores).
-        """
-        raise NotImplementedError(f"{type(self).__name__} gives no Hessian products.")
 
     def smoothness(self):
         """A Lipschitz constant of the gradient of ``F``, where one is known.

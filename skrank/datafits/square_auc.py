@@ -96,35 +96,8 @@ def system_of_moments(moments_pos, moments_neg, alpha, margin):
     return A, 2.0 * margin * dmu
 
 
-def square_auc_system(X_pos, X_neg, alpha, margin, pos_weight=None, neg_weight=None):
-    """The normal equations ``A w = r`` of the full-AUC square loss.
-
-    Parameters
-    ----------
-    X_pos, X_neg : {ndarray, sparse matrix}
-        The positives' and the negatives' rows.
-    alpha : float
-        Strength of the l2 penalty.
-    margin : float
-        The margin ``c``.
-    pos_weight, neg_weight : ndarray, default=None
-        Sample weights of the positives' and the negatives' rows (the
-        moments are then the weighted ones); None for
-        unit weights.
-
-    Returns
-    -------
-    A : ndarray of shape (d, d)
-        ``2 (S+ + S- + dmu dmu') + alpha I``, the (constant) Hessian of ``F``.
-    r : ndarray of shape (d,)
-        ``2 c dmu``.
-    """
-    return system_of_moments(class_moments(X_pos, pos_weight), class_moments(X_neg, neg_weight),
-                              alpha, margin)
-
-
 def labelled_square_auc_system(X, y, alpha, margin, sample_weight=None):
-    """:func:`square_auc_system` of the rows of ``X`` split by the labels ``y``.
+    """The normal equations ``A w = r`` of the full-AUC square loss of the rows of ``X`` labelled ``y``.
 
     Parameters
     ----------
@@ -133,15 +106,19 @@ def labelled_square_auc_system(X, y, alpha, margin, sample_weight=None):
         (:func:`two_class_moments`).
     y : ndarray of shape (n,)
         Labels in {-1, +1}, both present.
-    alpha, margin : float
-        As in :func:`square_auc_system`.
+    alpha : float
+        Strength of the l2 penalty.
+    margin : float
+        The margin ``c``.
     sample_weight : ndarray of shape (n,), default=None
         Weights of the rows; None for unit weights.
 
     Returns
     -------
     A : ndarray of shape (d, d)
+        ``2 (S+ + S- + dmu dmu') + alpha I``, the (constant) Hessian of ``F``.
     r : ndarray of shape (d,)
+        ``2 c dmu``.
     """
     return system_of_moments(*two_class_moments(X, np.asarray(y) > 0, sample_weight), alpha, margin)
 

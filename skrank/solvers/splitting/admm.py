@@ -23,7 +23,6 @@ from ..result import SolverResult
 from ..stochastic.docs import fill_doc
 from .admm_wstep import WStep
 
-_RHO_NAMES = ("paper", "adaptive")
 
 # ------------------------------------------------------------------------------------
 # rho schedules
