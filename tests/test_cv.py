@@ -117,16 +117,16 @@ def test_each_path_is_warm_started_from_the_previous_alpha(name, data, monkeypat
     X, y = data
     cv_class, base_class, params, _ = CASES[name]
     starts = []
-    fit = base_class.fit
+    fit = base_class._fit_prepared
 
-    def spy(self, X, y, sample_weight=None):
-        start = self.ranking_coef_.copy() if (self.warm_start and hasattr(self, "ranking_coef_")) else None
+    def spy(self, prepared, warm=False):
+        start = self.ranking_coef_.copy() if (warm and hasattr(self, "ranking_coef_")) else None
         starts.append((self.rank_weight, self.alpha, start))
-        fit(self, X, y, sample_weight)
+        fit(self, prepared, warm)
         starts[-1] += (self.ranking_coef_.copy(),)
         return self
 
-    monkeypatch.setattr(base_class, "fit", spy)
+    monkeypatch.setattr(base_class, "_fit_prepared", spy)
     cv_class(alphas=[1e-1, 1e-2, 1e-3], rank_weights=[0.0, 1.0], cv=2, refit=False, **params).fit(X, y)
     assert len(starts) == 2 * 2 * 3
     for path in range(4):  # folds times rank weights, each path from the largest alpha down

@@ -24,8 +24,9 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ..metrics import _check_label_types, partial_auc_score, two_way_partial_auc_score
+from ..metrics import _check_label_types, partial_auc_score, region_area, two_way_partial_auc_score
 from ..solvers.registry import solvers_for
+from ._anchored import SharedAnchors
 from ._params import keyword_init, options_doc, parameter_defaults
 from ._tasks import samples_method_doc
 from .average_precision import AveragePrecisionClassifier
@@ -91,9 +92,10 @@ class _ProblemMeanScorer:
         The classes of ``y`` (the labels' indices for a multi-label ``y``).
     """
 
-    def __init__(self, metric, classes):
+    def __init__(self, metric, classes, unchecked=None):
         self.metric = metric
         self.classes = classes
+        self.unchecked = unchecked
 
     def _problems(self, y, scores):
         if np.ndim(y) == 2:
@@ -103,40 +105,92 @@ class _ProblemMeanScorer:
         return [(y == label, scores[:, j]) for j, label in enumerate(self.classes)]
 
     def __call__(self, estimator, X, y, sample_weight=None):
-        scores = np.asarray(estimator.decision_function(X), dtype=np.float64)
+        return self._mean(y, np.asarray(estimator.decision_function(X), dtype=np.float64), sample_weight)
+
+    def score_rankings(self, ranking_coef, X, y, sample_weight=None):
+        """The score of the rankings ``X @ ranking_coef.T``, one row of ``ranking_coef`` per problem.
+
+        The metrics are ranking metrics: the decision function of a fit,
+        ``A X @ ranking_coef.T + B`` with a Platt slope ``A > 0``, scores
+        the same, so a search need not fit the Platt map of each cell.
+        """
+        scores = np.asarray(X @ np.asarray(ranking_coef).T, dtype=np.float64)
+        return self._mean(y, scores[:, 0] if scores.shape[1] == 1 else scores, sample_weight)
+
+    def _mean(self, y, scores, sample_weight):
         values = []
         for target, column in self._problems(y, scores):
             present = target if sample_weight is None else target[sample_weight > 0]
             if present.all() or not present.any():
                 continue  # one class held out: no ranking to score
-            values.append(self.metric(target, column, sample_weight=sample_weight))
+            if self.unchecked is not None and sample_weight is None and np.all(np.isfinite(column)):
+                values.append(self.unchecked(target, column))  # the checks passed: the same value
+            else:
+                values.append(self.metric(target, column, sample_weight=sample_weight))
         return float(np.mean(values)) if values else np.nan
 
 
-def _fit_path(estimator, X, y, sample_weight, train, test, alphas, scorer, classes):
-    """Fit ``estimator`` (warm started) along ``alphas`` on ``train``; score each fit on ``test``.
+def _average_precision_unchecked(target, scores):
+    """:func:`sklearn.metrics.average_precision_score` of a boolean ``target`` without weights, unchecked.
 
-    Returns the held-out scores, shape ``(n_alphas,)``, the ranking
-    coefficients ``ranking_coef_``, shape ``(n_alphas, n_problems,
-    n_features)``, and the solver's iterations, shape ``(n_alphas,
-    n_problems)``.  ``classes`` are those of the whole ``y``: a training
-    part without one of them is refused (ValueError naming ``cv``).
+    The same arithmetic on the same arrays (the precision-recall curve at
+    every distinct score, integrated as a step function), so the same float.
+    """
+    order = np.argsort(scores, kind="mergesort")[::-1]
+    sorted_scores, positive = scores[order], target[order].astype(np.float64)
+    thresholds = np.r_[np.flatnonzero(np.diff(sorted_scores)), positive.shape[0] - 1]
+    tps = np.cumsum(positive)[thresholds]
+    fps = 1 + thresholds.astype(np.float64) - tps
+    predicted = tps + fps
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision = np.where(predicted != 0, tps / predicted, 0.0)
+    recall = tps / tps[-1]
+    precision, recall = np.r_[precision[::-1], 1.0], np.r_[recall[::-1], 0.0]
+    return float(max(0.0, -np.sum(np.diff(recall) * precision[:-1])))
+
+
+def _fit_fold(estimator, X, y, sample_weight, train, test, alphas, rank_weights, scorer, classes):
+    """Fit the paths of every rank weight along ``alphas`` on ``train``; score each fit on ``test``.
+
+    One estimator checks the training part once (:meth:`_prepare_fit`)
+    and fits every cell of the grid from it: for each rank weight the
+    penalties from the largest down, each fit warm started from the
+    previous one; the logistic regression of each penalty, the start and
+    reference of every rank weight's fit, is fitted once and shared
+    (:class:`~skrank.estimators._anchored.SharedAnchors`).  A scorer that scores rankings
+    (``score_rankings``) takes the fits' ``ranking_coef_``, which spares
+    their Platt maps.
+
+    Returns, per rank weight, the held-out scores, shape ``(n_alphas,)``,
+    the ranking coefficients ``ranking_coef_``, shape ``(n_alphas,
+    n_problems, n_features)``, and the solver's iterations, shape
+    ``(n_alphas, n_problems)``.  ``classes`` are those of the whole ``y``:
+    a training part without one of them is refused (ValueError naming
+    ``cv``).
     """
     X_train, y_train = _safe_indexing(X, train), y[train]
-    _check_training_classes(y_train, classes, None if sample_weight is None else sample_weight[train])
+    weight_train = None if sample_weight is None else sample_weight[train]
+    _check_training_classes(y_train, classes, weight_train)
     X_test, y_test = _safe_indexing(X, test), y[test]
-    fit_params, score_params = {}, {}
-    if sample_weight is not None:
-        fit_params["sample_weight"] = sample_weight[train]
-        score_params["sample_weight"] = sample_weight[test]
-    scores, coefs, n_iter = [], [], []
-    for alpha in alphas:
-        estimator.set_params(alpha=float(alpha))
-        estimator.fit(X_train, y_train, **fit_params)
-        scores.append(scorer(estimator, X_test, y_test, **score_params))
-        coefs.append(np.atleast_2d(np.asarray(estimator.ranking_coef_, dtype=np.float64)))
-        n_iter.append(np.atleast_1d(estimator.n_iter_))
-    return np.asarray(scores, dtype=np.float64), np.asarray(coefs), np.asarray(n_iter, dtype=np.int64)
+    score_params = {} if sample_weight is None else {"sample_weight": sample_weight[test]}
+    ranks = hasattr(scorer, "score_rankings")
+    estimator._ranking_only = ranks
+    estimator._shared_anchors = SharedAnchors()
+    prepared = estimator._prepare_fit(X_train, y_train, weight_train)
+    paths = []
+    for rank_weight in rank_weights:
+        scores, coefs, n_iter = [], [], []
+        for k, alpha in enumerate(alphas):
+            estimator.alpha, estimator.rank_weight = float(alpha), float(rank_weight)
+            estimator._fit_prepared(prepared, warm=k > 0)
+            coef = np.atleast_2d(np.asarray(estimator.ranking_coef_, dtype=np.float64))
+            scores.append(scorer.score_rankings(coef, X_test, y_test, **score_params) if ranks
+                          else scorer(estimator, X_test, y_test, **score_params))
+            coefs.append(coef)
+            n_iter.append(np.atleast_1d(estimator.n_iter_))
+        paths.append((np.asarray(scores, dtype=np.float64), np.asarray(coefs),
+                      np.asarray(n_iter, dtype=np.int64)))
+    return paths
 
 
 def _check_training_classes(y_train, classes, sample_weight):
@@ -273,11 +327,12 @@ class _RankClassifierCVMixin(ClassifierMixin, BaseEstimator):
         scorer = self._default_scorer(self.classes_) if self.scoring is None else check_scoring(
             self._base_estimator(), scoring=self.scoring)
         base = self._base_estimator()
-        paths = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_path)(clone(base).set_params(rank_weight=float(rank_weight)), X, y,
-                               sample_weight, train, test, alphas, scorer, self.classes_)
-            for train, test in folds for rank_weight in rank_weights
+        folds_paths = Parallel(n_jobs=self.n_jobs)(
+            delayed(_fit_fold)(clone(base), X, y, sample_weight, train, test, alphas, rank_weights, scorer,
+                               self.classes_)
+            for train, test in folds
         )
+        paths = [path for fold in folds_paths for path in fold]
         n_folds, n_rw, n_alphas = len(folds), rank_weights.shape[0], alphas.shape[0]
         n_problems = paths[0][1].shape[1]
         # one problem (two classes) keeps the shapes of a single ranking
@@ -374,9 +429,10 @@ _COMMON_DOC = """
     verbose : int, default=0
         Print the solver's progress when positive.
     n_jobs : int or None, default=None
-        Number of jobs that fit the paths in parallel (one path per fold
-        and rank weight), with joblib; None means 1 outside a
-        :func:`joblib.parallel_backend` context, -1 all processors.
+        Number of jobs that fit the folds in parallel (one job per fold,
+        which fits the paths of every rank weight), with joblib; None means
+        1 outside a :func:`joblib.parallel_backend` context, -1 all
+        processors.
     refit : bool, default=True
         Refit the base estimator on all the data with the selected
         ``(alpha_, rank_weight_)``.  With ``refit=False`` there is no
@@ -541,7 +597,11 @@ class PartialAUCClassifierCV(_RankClassifierCVMixin):
             def metric(target, scores, sample_weight=None):
                 return partial_auc_score(target, scores, fpr_range=fpr_range,
                                          sample_weight=sample_weight, pos_label=True)
-        return _ProblemMeanScorer(metric, classes)
+
+        def unchecked(target, scores):
+            return region_area(target, scores, fpr_range=fpr_range, tpr_min=tpr_min)
+
+        return _ProblemMeanScorer(metric, classes, unchecked)
 
 
 class AveragePrecisionClassifierCV(_RankClassifierCVMixin):
@@ -600,4 +660,4 @@ class AveragePrecisionClassifierCV(_RankClassifierCVMixin):
         def metric(target, scores, sample_weight=None):
             return average_precision_score(target, scores, sample_weight=sample_weight, pos_label=True)
 
-        return _ProblemMeanScorer(metric, classes)
+        return _ProblemMeanScorer(metric, classes, _average_precision_unchecked)
