@@ -3,7 +3,10 @@
 In the manner of :class:`sklearn.linear_model.LogisticRegressionCV`: for
 each fold and each ``rank_weight`` the penalties ``alphas`` are fitted as a
 path, from the largest to the smallest, each fit starting from the
-coefficients of the previous one; the pair ``(alpha, rank_weight)`` of best
+coefficients of the previous one (or, ``path="rank_weight"``, the rank
+weights of each penalty); each fold is checked once, and the logistic
+regression of each penalty, which starts every rank weight's fit, is
+fitted once; the pair ``(alpha, rank_weight)`` of best
 mean held-out score is then refitted on all the data.  Several classes are
 one-vs-rest problems and a multi-label ``y`` one problem per label, as in
 the base estimators; one pair is chosen for all of them, by the mean over
@@ -35,7 +38,7 @@ from .partial_auc import PartialAUCClassifier, _fitted_region
 __all__ = ["PartialAUCClassifierCV", "AveragePrecisionClassifierCV"]
 
 #: The parameters of the CV estimators that the base estimator does not have.
-_CV_PARAMS = ("alphas", "rank_weights", "cv", "scoring", "n_jobs", "refit")
+_CV_PARAMS = ("alphas", "rank_weights", "path", "cv", "scoring", "n_jobs", "refit")
 #: The base estimator's parameters that the CV estimators set themselves.
 _SEARCHED = ("alpha", "rank_weight", "warm_start")
 
@@ -149,17 +152,30 @@ def _average_precision_unchecked(target, scores):
     return float(max(0.0, -np.sum(np.diff(recall) * precision[:-1])))
 
 
-def _fit_fold(estimator, X, y, sample_weight, train, test, alphas, rank_weights, scorer, classes):
-    """Fit the paths of every rank weight along ``alphas`` on ``train``; score each fit on ``test``.
+def _path_start(path, i, k):
+    """The grid cell whose fit starts the fit of cell ``(i, k)`` (rank weight ``i``, alpha ``k``), or None.
+
+    ``path="alpha"``: the previous (larger) alpha of the same rank weight;
+    ``path="rank_weight"``: the previous (smaller) rank weight of the same
+    alpha, and for the first rank weight the previous alpha.  The first
+    cell of a path starts cold.
+    """
+    if path == "rank_weight" and i > 0:
+        return i - 1, k
+    return (i, k - 1) if k > 0 else None
+
+
+def _fit_fold(estimator, X, y, sample_weight, train, test, alphas, rank_weights, scorer, classes, path):
+    """Fit every cell of the grid on ``train``, warm started along ``path``; score each fit on ``test``.
 
     One estimator checks the training part once (:meth:`_prepare_fit`)
-    and fits every cell of the grid from it: for each rank weight the
-    penalties from the largest down, each fit warm started from the
-    previous one; the logistic regression of each penalty, the start and
+    and fits every cell from it, the penalties from the largest down,
+    each fit warm started from that of the cell :func:`_path_start`
+    names.  The logistic regression of each penalty, the start and
     reference of every rank weight's fit, is fitted once and shared
-    (:class:`~skrank.estimators._anchored.SharedAnchors`).  A scorer that scores rankings
-    (``score_rankings``) takes the fits' ``ranking_coef_``, which spares
-    their Platt maps.
+    (:class:`~skrank.estimators._anchored.SharedAnchors`).  A scorer that
+    scores rankings (``score_rankings``) takes the fits'
+    ``ranking_coef_``, which spares their Platt maps.
 
     Returns, per rank weight, the held-out scores, shape ``(n_alphas,)``,
     the ranking coefficients ``ranking_coef_``, shape ``(n_alphas,
@@ -177,20 +193,23 @@ def _fit_fold(estimator, X, y, sample_weight, train, test, alphas, rank_weights,
     estimator._ranking_only = ranks
     estimator._shared_anchors = SharedAnchors()
     prepared = estimator._prepare_fit(X_train, y_train, weight_train)
-    paths = []
-    for rank_weight in rank_weights:
-        scores, coefs, n_iter = [], [], []
-        for k, alpha in enumerate(alphas):
+    cells = {}  # (i, k): score, ranking_coef_, n_iter_, and the start of a fit that goes on from it
+    for k, alpha in enumerate(alphas):
+        for i, rank_weight in enumerate(rank_weights):
             estimator.alpha, estimator.rank_weight = float(alpha), float(rank_weight)
-            estimator._fit_prepared(prepared, warm=k > 0)
+            start = _path_start(path, i, k)
+            if start is not None:
+                estimator.ranking_coef_, estimator.score_intercept_ = cells[start][3]
+            estimator._fit_prepared(prepared, warm=start is not None)
             coef = np.atleast_2d(np.asarray(estimator.ranking_coef_, dtype=np.float64))
-            scores.append(scorer.score_rankings(coef, X_test, y_test, **score_params) if ranks
-                          else scorer(estimator, X_test, y_test, **score_params))
-            coefs.append(coef)
-            n_iter.append(np.atleast_1d(estimator.n_iter_))
-        paths.append((np.asarray(scores, dtype=np.float64), np.asarray(coefs),
-                      np.asarray(n_iter, dtype=np.int64)))
-    return paths
+            score = (scorer.score_rankings(coef, X_test, y_test, **score_params) if ranks
+                     else scorer(estimator, X_test, y_test, **score_params))
+            cells[i, k] = (score, coef, np.atleast_1d(estimator.n_iter_),
+                           (estimator.ranking_coef_, estimator.score_intercept_))
+    return [(np.asarray([cells[i, k][0] for k in range(len(alphas))], dtype=np.float64),
+             np.asarray([cells[i, k][1] for k in range(len(alphas))]),
+             np.asarray([cells[i, k][2] for k in range(len(alphas))], dtype=np.int64))
+            for i in range(len(rank_weights))]
 
 
 def _check_training_classes(y_train, classes, sample_weight):
@@ -231,7 +250,7 @@ def _search_init(base_class, rank_weights):
     The base's parameters keep their defaults, but for those the search
     sets itself (``alpha``, ``rank_weight``, ``warm_start``).
     """
-    return keyword_init(alphas=7, rank_weights=rank_weights, cv=5, scoring=None,
+    return keyword_init(alphas=7, rank_weights=rank_weights, path="alpha", cv=5, scoring=None,
                         **parameter_defaults(base_class, leave_out=_SEARCHED), n_jobs=None, refit=True)
 
 
@@ -250,6 +269,7 @@ class _RankClassifierCVMixin(ClassifierMixin, BaseEstimator):
         constraints.update({
             "alphas": [Interval(Integral, 1, None, closed="left"), "array-like"],
             "rank_weights": ["array-like"],
+            "path": [StrOptions({"alpha", "rank_weight"})],
             "cv": ["cv_object"],
             "scoring": [StrOptions(set(get_scorer_names())), callable, None],
             "n_jobs": [Integral, None],
@@ -329,7 +349,7 @@ class _RankClassifierCVMixin(ClassifierMixin, BaseEstimator):
         base = self._base_estimator()
         folds_paths = Parallel(n_jobs=self.n_jobs)(
             delayed(_fit_fold)(clone(base), X, y, sample_weight, train, test, alphas, rank_weights, scorer,
-                               self.classes_)
+                               self.classes_, self.path)
             for train, test in folds
         )
         paths = [path for fold in folds_paths for path in fold]
@@ -413,6 +433,18 @@ _GRID_DOC_TEMPLATE = """
         The weights ``rank_weight`` in [0, 1] to try, sorted in increasing
         order (repeated values once): 0 is an l2-penalised logistic
         regression, 1 the pure rank objective.
+    path : {"alpha", "rank_weight"}, default="alpha"
+        The cell of the grid each fit is warm started from.  ``"alpha"``:
+        the previous (larger) penalty of the same rank weight, a path of
+        penalties for each rank weight, as in
+        :class:`~sklearn.linear_model.LogisticRegressionCV`.
+        ``"rank_weight"``: the previous (smaller) rank weight of the same
+        penalty, the first rank weight from the previous penalty: the
+        default rank weights lie closer together than the penalties, a
+        decade apart, and the search takes fewer iterations (user guide,
+        :doc:`benchmarks`).  The objectives are not convex (but for the
+        full AUC with a convex loss): the two paths can reach different
+        stationary points of a cell, and select another cell.
     cv : int, cross-validation generator or iterable, default=5
         The folds, as :func:`sklearn.model_selection.check_cv` reads them:
         an int is the number of folds of a
@@ -452,10 +484,12 @@ _AVERAGE_PRECISION_CAVEAT = """
 
 
 def _selection_doc(base, caveat):
-    return f"""    Each fold fits a warm-started path of penalties for every rank weight,
-    and the pair of best mean held-out score (on ties the largest ``alpha``,
-    then the smallest ``rank_weight``) is refitted on all the data
-    (``best_estimator_``).  More than two classes are one-vs-rest problems
+    return f"""    Each fold fits a warm-started path of penalties for every rank weight
+    (or of rank weights for every penalty, ``path="rank_weight"``), with
+    the logistic regression of each penalty, the start of every rank
+    weight's fit, fitted once; the pair of best mean held-out score (on
+    ties the largest ``alpha``, then the smallest ``rank_weight``) is
+    refitted on all the data (``best_estimator_``).  More than two classes are one-vs-rest problems
     and a multi-label ``y`` one problem per label, as for {base}; one pair
     is chosen for them all, by the mean over the problems of their held-out
     scores.
