@@ -40,9 +40,7 @@ a figure of the per-table gains with their intervals.
 training part of the first split of each table, ``LogisticRegressionCV(Cs=10,
 cv=5)`` scored by each ``-cv`` estimator's metric and the estimator itself
 (the same five stratified folds), each fit ``--repeats`` times (the median
-kept), and prints the seconds and their ratio per table.  The table
-``breast_cancer`` (scikit-learn's) may be named in ``--tables`` besides the
-suite's.
+kept), and prints the seconds and their ratio per table.
 
 Usage (from the repository root; one thread per process)::
 
@@ -227,17 +225,8 @@ def print_cv_timing(records):
 
 
 def _load_tables(names, suite):
-    """``(name, X, y)`` of the tables named (``breast_cancer`` is scikit-learn's), in the suite's order."""
-    tables = []
-    if "breast_cancer" in names:
-        from sklearn.datasets import load_breast_cancer
-
-        X, y = load_breast_cancer(return_X_y=True)
-        tables.append(("breast_cancer", X, (y == 0).astype(np.float64)))  # malignant, 37%, positive
-    for table in load_suite(suite):
-        if table.name in names:
-            tables.append((table.name, table.X, table.y))
-    return tables
+    """``(name, X, y)`` of the suite's tables named, in the suite's order."""
+    return [(table.name, table.X, table.y) for table in load_suite(suite) if table.name in names]
 
 
 def _interval(d):

@@ -65,8 +65,6 @@ class RankingFit:
     _relative_margin = None
     #: a Dask ``y`` stays on the workers; a fit without a form there takes it into memory (``_datafit``)
     _keeps_dask_targets = True
-    #: a search's fits that only rank (their held-out scores): no Platt map, ``coef_ = ranking_coef_``
-    _ranking_only = False
     #: a search's store of the logistic starts of one training set (:class:`SharedAnchors`), or None
     _shared_anchors = None
 
@@ -125,9 +123,6 @@ class RankingFit:
         result.coef, result.info["score_intercept"] = own, float(theta[-1]) if datafit.fits_intercept else 0.0
         result.info["margin"] = rank.loss.margin
         result.info["solver"] = self._solver
-        if self._ranking_only:
-            result.intercept, result.info["calibration"] = 0.0, (1.0, 0.0)
-            return result
         if hasattr(datafit, "platt_inputs"):  # the scores, labels and weights where the datafit keeps them
             return platt_from_scores(result, *datafit.platt_inputs(result.coef))
         if is_dask_array(y):

@@ -27,6 +27,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from ..backends import arrays
 from ..metrics import _check_label_types, partial_auc_score, region_area, two_way_partial_auc_score
 from ..solvers.registry import solvers_for
 from ._anchored import SharedAnchors
@@ -108,17 +109,10 @@ class _ProblemMeanScorer:
         return [(y == label, scores[:, j]) for j, label in enumerate(self.classes)]
 
     def __call__(self, estimator, X, y, sample_weight=None):
-        return self._mean(y, np.asarray(estimator.decision_function(X), dtype=np.float64), sample_weight)
-
-    def score_rankings(self, ranking_coef, X, y, sample_weight=None):
-        """The score of the rankings ``X @ ranking_coef.T``, one row of ``ranking_coef`` per problem.
-
-        The metrics are ranking metrics: the decision function of a fit,
-        ``A X @ ranking_coef.T + B`` with a Platt slope ``A > 0``, scores
-        the same, so a search need not fit the Platt map of each cell.
-        """
-        scores = np.asarray(X @ np.asarray(ranking_coef).T, dtype=np.float64)
-        return self._mean(y, scores[:, 0] if scores.shape[1] == 1 else scores, sample_weight)
+        # the search checked X: the fitted estimator's decision function without its checks, the same floats
+        coef, intercept = np.atleast_2d(estimator.coef_).T, np.atleast_1d(estimator.intercept_)
+        scores = arrays.one_column_flat(arrays.linear_scores(X, coef, intercept))
+        return self._mean(y, np.asarray(scores, dtype=np.float64), sample_weight)
 
     def _mean(self, y, scores, sample_weight):
         values = []
@@ -173,9 +167,7 @@ def _fit_fold(estimator, X, y, sample_weight, train, test, alphas, rank_weights,
     each fit warm started from that of the cell :func:`_path_start`
     names.  The logistic regression of each penalty, the start and
     reference of every rank weight's fit, is fitted once and shared
-    (:class:`~skrank.estimators._anchored.SharedAnchors`).  A scorer that
-    scores rankings (``score_rankings``) takes the fits'
-    ``ranking_coef_``, which spares their Platt maps.
+    (:class:`~skrank.estimators._anchored.SharedAnchors`).
 
     Returns, per rank weight, the held-out scores, shape ``(n_alphas,)``,
     the ranking coefficients ``ranking_coef_``, shape ``(n_alphas,
@@ -189,8 +181,6 @@ def _fit_fold(estimator, X, y, sample_weight, train, test, alphas, rank_weights,
     _check_training_classes(y_train, classes, weight_train)
     X_test, y_test = _safe_indexing(X, test), y[test]
     score_params = {} if sample_weight is None else {"sample_weight": sample_weight[test]}
-    ranks = hasattr(scorer, "score_rankings")
-    estimator._ranking_only = ranks
     estimator._shared_anchors = SharedAnchors()
     prepared = estimator._prepare_fit(X_train, y_train, weight_train)
     cells = {}  # (i, k): score, ranking_coef_, n_iter_, and the start of a fit that goes on from it
@@ -202,8 +192,7 @@ def _fit_fold(estimator, X, y, sample_weight, train, test, alphas, rank_weights,
                 estimator.ranking_coef_, estimator.score_intercept_ = cells[start][3]
             estimator._fit_prepared(prepared, warm=start is not None)
             coef = np.atleast_2d(np.asarray(estimator.ranking_coef_, dtype=np.float64))
-            score = (scorer.score_rankings(coef, X_test, y_test, **score_params) if ranks
-                     else scorer(estimator, X_test, y_test, **score_params))
+            score = scorer(estimator, X_test, y_test, **score_params)
             cells[i, k] = (score, coef, np.atleast_1d(estimator.n_iter_),
                            (estimator.ranking_coef_, estimator.score_intercept_))
     return [(np.asarray([cells[i, k][0] for k in range(len(alphas))], dtype=np.float64),
