@@ -36,12 +36,19 @@ kernels: ``benchmarks/first_fit.py`` measures that).  ``--per-table``
 prints every table's line.  ``--json`` writes every number, ``--plot``
 a figure of the per-table gains with their intervals.
 
+``--cv-timing`` times the cross-validated estimators instead: on the
+training part of the first split of each table, ``LogisticRegressionCV(Cs=10,
+cv=5)`` scored by each ``-cv`` estimator's metric and the estimator itself
+(the same five stratified folds), each fit ``--repeats`` times (the median
+kept), and prints the seconds and their ratio per table.
+
 Usage (from the repository root; one thread per process)::
 
     OMP_NUM_THREADS=1 python benchmarks/tabular_suite.py            # the whole suite
     OMP_NUM_THREADS=1 python benchmarks/tabular_suite.py --quick    # 5 small tables, 2 splits
     OMP_NUM_THREADS=1 python benchmarks/tabular_suite.py --estimators pauc03,pauc03-cv --per-table
     OMP_NUM_THREADS=1 python benchmarks/tabular_suite.py --jobs 2 --json out.json --plot gains.png
+    OMP_NUM_THREADS=1 python benchmarks/tabular_suite.py --cv-timing --quick --tables breast_cancer,hmda
 """
 
 import argparse
@@ -165,6 +172,63 @@ def _run_table(name, X, y, estimators, params, n_splits):
     return records
 
 
+def _median_seconds(model, X, y, repeats):
+    """The median over ``repeats`` fits of ``model`` on ``(X, y)``, in seconds."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        model.fit(X, y)
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def cv_timing(name, X, y, estimators, params, repeats):
+    """Seconds of ``LogisticRegressionCV`` and of each ``-cv`` estimator on the first split's training part.
+
+    Both see the same five stratified folds (``cv=5``) and score by the
+    estimator's metric.  Returns one record per estimator.
+    """
+    from threadpoolctl import threadpool_limits
+
+    warnings.simplefilter("ignore")
+    splitter = StratifiedShuffleSplit(n_splits=1, test_size=0.3, random_state=0)
+    train, _ = next(splitter.split(np.zeros(len(y)), y))
+    scaler = MaxAbsScaler() if sp.issparse(X) else StandardScaler()
+    X_train, y_train = scaler.fit_transform(X[train]), y[train]
+    records = []
+    with threadpool_limits(1):
+        _warm_up(estimators, params)
+        for key in estimators:
+            metric = key.partition("-")[0]
+            own = {p: (1.0 / len(y_train) if v == "1/n" else v) for p, v in params.items()}
+            ref = _median_seconds(reference("cv", metric), X_train, y_train, repeats)
+            est = _median_seconds(make_estimator(key, own), X_train, y_train, repeats)
+            records.append(dict(table=name, estimator=key, n_samples=int(X_train.shape[0]),
+                                ref_seconds=ref, est_seconds=est, ratio=est / ref))
+    return records
+
+
+def print_cv_timing(records):
+    keys = list(dict.fromkeys(r["estimator"] for r in records))
+    head = f"{'table':<22} {'n':>7} {'LRCV s':>8} " + " ".join(f"{k + ' s':>13} {'x':>5}" for k in keys)
+    print(head)
+    print("-" * len(head))
+    for table in dict.fromkeys(r["table"] for r in records):
+        rows = {r["estimator"]: r for r in records if r["table"] == table}
+        first = rows[keys[0]]
+        cells = " ".join(f"{rows[k]['est_seconds']:>13.3f} {rows[k]['ratio']:>5.1f}" for k in keys)
+        print(f"{table:<22} {first['n_samples']:>7} {first['ref_seconds']:>8.3f} {cells}")
+    ratios = {k: [r["ratio"] for r in records if r["estimator"] == k] for k in keys}
+    print(f"{'ratio median, max':<39} " + " ".join(
+        f"{'':>13} {np.median(v):>5.1f}" for v in ratios.values()))
+    print(f"{'':<39} " + " ".join(f"{'':>13} {max(v):>5.1f}" for v in ratios.values()))
+
+
+def _load_tables(names, suite):
+    """``(name, X, y)`` of the suite's tables named, in the suite's order."""
+    return [(table.name, table.X, table.y) for table in load_suite(suite) if table.name in names]
+
+
 def _interval(d):
     """Mean and 95% t interval of ``d`` (the mean three times when it has one value or no spread)."""
     d = np.asarray(d, dtype=np.float64)
@@ -274,23 +338,39 @@ def main(argv=None):
     parser.add_argument("--per-table", action="store_true")
     parser.add_argument("--json", default=None, help="write the records and the summary here")
     parser.add_argument("--plot", default=None, help="write the per-table gains figure here")
+    parser.add_argument("--cv-timing", action="store_true",
+                        help="time the -cv estimators against LogisticRegressionCV (no scores)")
+    parser.add_argument("--repeats", type=int, default=3, help="fits per timing with --cv-timing (median)")
     args = parser.parse_args(argv)
     suite = "quick" if args.quick else "imbalanced"
     splits = args.splits or (2 if args.quick else 5)
     names = args.tables.split(",") if args.tables else list(suite_names(suite))
+    if args.quick and args.tables:
+        names = list(dict.fromkeys(list(suite_names("quick")) + names))
     estimators = args.estimators.split(",")
     params = json.loads(args.params)
+    if args.cv_timing:
+        estimators = [k for k in estimators if k.endswith("-cv")]
     jobs = []
-    for table in load_suite(suite if not args.tables else "imbalanced"):
-        if table.name not in names:
-            continue
-        X, y = table.X, table.y
+    for name, X, y in _load_tables(names, "imbalanced" if args.tables else suite):
         if args.max_rows and X.shape[0] > args.max_rows:
             keep, _ = next(StratifiedShuffleSplit(n_splits=1, train_size=args.max_rows, random_state=0)
                            .split(np.zeros(len(y)), y))
             X, y = X[np.sort(keep)], y[np.sort(keep)]
-        jobs.append((table.name, X, y, estimators, params, splits))
+        jobs.append((name, X, y, estimators, params, splits))
     start = time.perf_counter()
+    if args.cv_timing:
+        import skrank
+
+        records = [r for name, X, y, *_ in jobs
+                   for r in cv_timing(name, X, y, estimators, params, args.repeats)]
+        print(f"{len(jobs)} tables, median of {args.repeats} fits, {time.perf_counter() - start:.0f} s; "
+              f"skrank {skrank.__file__}; command: python {' '.join(sys.argv)}")
+        print_cv_timing(records)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(dict(records=records, params=params), f, indent=1)
+        return records
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:
             results = list(pool.map(run_table, jobs))

@@ -117,25 +117,128 @@ def test_each_path_is_warm_started_from_the_previous_alpha(name, data, monkeypat
     X, y = data
     cv_class, base_class, params, _ = CASES[name]
     starts = []
-    fit = base_class.fit
+    fit = base_class._fit_prepared
 
-    def spy(self, X, y, sample_weight=None):
-        start = self.ranking_coef_.copy() if (self.warm_start and hasattr(self, "ranking_coef_")) else None
+    def spy(self, prepared, warm=False):
+        start = self.ranking_coef_.copy() if (warm and hasattr(self, "ranking_coef_")) else None
         starts.append((self.rank_weight, self.alpha, start))
-        fit(self, X, y, sample_weight)
+        fit(self, prepared, warm)
         starts[-1] += (self.ranking_coef_.copy(),)
         return self
 
-    monkeypatch.setattr(base_class, "fit", spy)
+    monkeypatch.setattr(base_class, "_fit_prepared", spy)
     cv_class(alphas=[1e-1, 1e-2, 1e-3], rank_weights=[0.0, 1.0], cv=2, refit=False, **params).fit(X, y)
     assert len(starts) == 2 * 2 * 3
-    for path in range(4):  # folds times rank weights, each path from the largest alpha down
-        calls = starts[3 * path: 3 * path + 3]
-        assert [alpha for _, alpha, _, _ in calls] == [1e-1, 1e-2, 1e-3]
-        assert len({rank_weight for rank_weight, _, _, _ in calls}) == 1
-        assert calls[0][2] is None  # the first fit of a path starts cold
-        for previous, current in zip(calls, calls[1:]):
-            assert_array_equal(current[2], previous[3])
+    for fold in range(2):  # each fold's fits, and in them the path of each rank weight
+        for rank_weight in (0.0, 1.0):
+            calls = [call for call in starts[6 * fold: 6 * fold + 6] if call[0] == rank_weight]
+            assert [alpha for _, alpha, _, _ in calls] == [1e-1, 1e-2, 1e-3]  # from the largest alpha down
+            assert calls[0][2] is None  # the first fit of a path starts cold
+            for previous, current in zip(calls, calls[1:]):
+                assert_array_equal(current[2], previous[3])
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_rank_weight_paths_start_from_the_previous_rank_weight(name, data, monkeypatch):
+    X, y = data
+    cv_class, base_class, params, _ = CASES[name]
+    starts = []
+    fit = base_class._fit_prepared
+
+    def spy(self, prepared, warm=False):
+        start = self.ranking_coef_.copy() if (warm and hasattr(self, "ranking_coef_")) else None
+        starts.append((self.rank_weight, self.alpha, start))
+        fit(self, prepared, warm)
+        starts[-1] += (self.ranking_coef_.copy(),)
+        return self
+
+    monkeypatch.setattr(base_class, "_fit_prepared", spy)
+    cv_class(alphas=[1e-1, 1e-2], rank_weights=[0.0, 0.5, 1.0], cv=2, refit=False, path="rank_weight",
+             **params).fit(X, y)
+    for fold in range(2):
+        fits = {(r, a): (start, end) for r, a, start, end in starts[6 * fold: 6 * fold + 6]}
+        assert fits[0.0, 1e-1][0] is None  # the first cell starts cold
+        assert_array_equal(fits[0.0, 1e-2][0], fits[0.0, 1e-1][1])  # the first rank weight: along alpha
+        for alpha in (1e-1, 1e-2):  # the others from the previous rank weight of their alpha
+            assert_array_equal(fits[0.5, alpha][0], fits[0.0, alpha][1])
+            assert_array_equal(fits[1.0, alpha][0], fits[0.5, alpha][1])
+
+
+def _search_by_public_fits(base, X, y, folds, alphas, rank_weights, metric):
+    """The search done with the base estimator's own ``fit`` and ``decision_function``.
+
+    For each fold and rank weight a warm-started estimator is fitted along
+    ``alphas`` and scored on the held-out part: the held-out scores,
+    shape ``(n_folds, n_rank_weights, n_alphas)``, and the ranking
+    coefficients of every cell.
+    """
+    scores = np.empty((len(folds), len(rank_weights), len(alphas)))
+    coefs = np.empty((len(folds), len(rank_weights), len(alphas), X.shape[1]))
+    for f, (train, test) in enumerate(folds):
+        for i, rank_weight in enumerate(rank_weights):
+            estimator = base.set_params(rank_weight=rank_weight, warm_start=True)
+            estimator.__dict__.pop("ranking_coef_", None)  # each path starts cold
+            for k, alpha in enumerate(alphas):
+                estimator.set_params(alpha=alpha).fit(X[train], y[train])
+                scores[f, i, k] = metric(y[test], estimator.decision_function(X[test]))
+                coefs[f, i, k] = estimator.ranking_coef_.ravel()
+    return scores, coefs
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_search_equals_the_public_fits_it_replaces(name, data):
+    # the search checks each fold once, shares the logistic starts and scores without checks: every cell
+    # is the base estimator's warm-started fit, bit for bit, and scores the same float, on features of
+    # few values too (tied scores, where the decision function's rounding decides which scores tie)
+    X, y = data
+    X = np.clip(np.round(X), -1.0, 1.0)  # three values: many repeated rows
+    cv_class, base_class, _, _ = CASES[name]
+    folds = _folds(X, y)
+    params = {"fpr_range": (0.0, 0.3)} if name == "pauc" else {}  # the default smooth step, margin_ kept
+    rank_weights = (0.0, 0.05, 0.2)
+    search = cv_class(alphas=4, rank_weights=rank_weights, cv=folds, **params).fit(X, y)
+    metric = (METRICS["ap"] if name == "ap" else
+              (lambda target, scores: partial_auc_score(target, scores, fpr_range=(0.0, 0.3))))
+    with _quiet():
+        scores, coefs = _search_by_public_fits(base_class(**params), X, y, folds, search.alphas_,
+                                               rank_weights, metric)
+    assert_array_equal(search.coefs_paths_, coefs)
+    assert_array_equal(search.scores_, scores)
+    best = np.unravel_index(np.argmax(scores.mean(axis=0).T), (len(search.alphas_), len(rank_weights)))
+    assert (search.alpha_, search.rank_weight_) == (search.alphas_[best[0]], rank_weights[best[1]])
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_logistic_start_is_fitted_once_per_fold_and_alpha(name, data, monkeypatch):
+    # every rank weight r > 0 starts from (and must rank as well as) the logistic regression of its
+    # alpha: one fit of it per fold and alpha serves them all, and the refit fits its own
+    import skrank.estimators._anchored as anchored
+
+    X, y = data
+    cv_class, _, _, _ = CASES[name]
+    params = {"fpr_range": (0.0, 0.3)} if name == "pauc" else {}
+    calls = []
+    solve = anchored.solve
+
+    def counting(info, datafit, penalty, **options):
+        calls.append(datafit.rank_weight)
+        return solve(info, datafit, penalty, **options)
+
+    monkeypatch.setattr(anchored, "solve", counting)
+    cv_class(alphas=3, rank_weights=(0.0, 0.05, 0.2), cv=_folds(X, y, 2), **params).fit(X, y)
+    assert calls == [0.0] * (2 * 3 + 1)
+
+
+def test_average_precision_of_the_search_is_scikit_learns():
+    # the search's unchecked average precision: the same float as average_precision_score, ties included
+    from skrank.estimators.cv import _average_precision_unchecked
+
+    rng = np.random.default_rng(0)
+    for n, levels in [(7, 3), (50, 5), (200, 1000), (1000, 10**9)]:
+        target = rng.random(n) < 0.3
+        target[:2] = [True, False]
+        scores = rng.integers(0, levels, n).astype(np.float64) / 7.0
+        assert _average_precision_unchecked(target, scores) == average_precision_score(target, scores)
 
 
 # --------------------------------------------------------------------------------------

@@ -65,6 +65,8 @@ class RankingFit:
     _relative_margin = None
     #: a Dask ``y`` stays on the workers; a fit without a form there takes it into memory (``_datafit``)
     _keeps_dask_targets = True
+    #: a search's store of the logistic starts of one training set (:class:`SharedAnchors`), or None
+    _shared_anchors = None
 
     def _fit_context(self, X):
         return blas_threads(X)
@@ -137,21 +139,19 @@ def _anchored_start(info, objective, penalty, estimator, coef_init, intercept_in
     The logistic regression of the same ``alpha`` (the objective at
     ``r = 0``, fitted by the row ``info``) is also the ranking that the
     fit must match for ``r > 0`` (:func:`_anchored_end`), so it is fitted
-    on a warm start too; ``objective.anchor`` keeps it.  With the
+    on a warm start too (or taken from the estimator's ``_shared_anchors``,
+    :class:`SharedAnchors`); ``objective.anchor`` keeps it.  With the
     estimator's ``_relative_margin``, the rank loss's margin becomes that
     many (weighted) standard deviations of its ranked scores, so that the
     band the loss smooths over follows their spread.
     """
     r, relative_margin = objective.rank_weight, estimator._relative_margin
     if coef_init is None or r > 0.0 or relative_margin is not None:
-        objective.variable_scale()  # computed once, shared with the copy
-        plain = copy.copy(objective)
-        plain.rank_weight = 0.0
-        max_iter = 500 if estimator.max_iter is None else estimator.max_iter
-        result = solve(info, plain, penalty, coef_init=np.zeros(objective.X.shape[1] + 1), tol=estimator.tol,
-                       max_iter=max_iter)
-        objective.anchor = np.asarray(result.coef, dtype=np.float64)
-        objective.anchor_iterations = 0 if coef_init is not None else int(result.n_iter)
+        shared = estimator._shared_anchors
+        fit = (_fit_logistic(info, objective, penalty, estimator) if shared is None
+               else shared.get(info, objective, penalty, estimator))
+        objective.anchor = fit[0]
+        objective.anchor_iterations = 0 if coef_init is not None else fit[1]
     if relative_margin is not None:
         spread = objective.ranked_score_spread(objective.anchor)
         objective.rank_objective.set_margin(relative_margin * spread if spread > 0 else 1.0)
@@ -159,6 +159,42 @@ def _anchored_start(info, objective, penalty, estimator, coef_init, intercept_in
         return objective.anchor
     intercept = 0.0 if intercept_init is None else float(intercept_init)
     return np.append(np.asarray(coef_init, dtype=np.float64), intercept)
+
+
+def _fit_logistic(info, objective, penalty, estimator):
+    """The logistic regression of ``objective`` (its ``r = 0``) from zero: ``(theta, iterations)``."""
+    objective.variable_scale()  # computed once, shared with the copy
+    plain = copy.copy(objective)
+    plain.rank_weight = 0.0
+    max_iter = 500 if estimator.max_iter is None else estimator.max_iter
+    result = solve(info, plain, penalty, coef_init=np.zeros(objective.X.shape[1] + 1), tol=estimator.tol,
+                   max_iter=max_iter)
+    return np.asarray(result.coef, dtype=np.float64), int(result.n_iter)
+
+
+class SharedAnchors:
+    """The logistic starts of the anchored fits of one training set, each fitted once.
+
+    A search over ``(alpha, rank_weight)`` on one training set needs the
+    logistic regression of each ``alpha`` (and problem) as the start and
+    reference of every rank weight: an estimator whose ``_shared_anchors``
+    is such a store fits it at the first fit that needs it and takes it
+    from the store after: the same coefficients as a fit of its own, bit
+    for bit.  The key is the penalty, the solver's settings and the
+    problem's labels and weights, so the store must serve one ``X`` only.
+    """
+
+    def __init__(self):
+        self._fits = {}
+
+    def get(self, info, objective, penalty, estimator):
+        """``(theta, iterations)`` of the logistic start of ``objective``, fitted on the first call."""
+        key = (info.name, objective.alpha, estimator.tol, estimator.max_iter,
+               objective.margin_sign.tobytes(), objective.row_weight.tobytes())
+        if key not in self._fits:
+            self._fits[key] = _fit_logistic(info, objective, penalty, estimator)
+        theta, iterations = self._fits[key]
+        return theta.copy(), iterations
 
 
 def _anchored_end(objective, result, verbose):

@@ -3,6 +3,7 @@
 import contextlib
 import time
 import warnings
+from typing import Any, NamedTuple
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -40,6 +41,19 @@ def problem_labels(classes):
 def problem_target(y, positive):
     """The targets of one problem: ``y`` for a regression, else +1 for class ``positive``, -1 for the rest."""
     return y if positive is None else np.where(y == positive, 1.0, -1.0)
+
+
+class PreparedFit(NamedTuple):
+    """The checked data of one ``fit``: what :meth:`FitTemplate._prepare_fit` returns."""
+
+    #: the training data, checked (the samples of zero weight dropped)
+    X: Any
+    #: each binary problem's targets (:func:`problem_target`)
+    problems: list
+    #: the checked weights, or None for equal weights
+    sample_weight: Any
+    #: the classes of a classifier, None for a regression
+    classes: Any
 
 
 class FitTemplate:
@@ -109,6 +123,21 @@ Multiplied by ``class_weight``'s weights where the estimator has
 that parameter.""")
     def fit(self, X, y, sample_weight=None):
         self._validate_params()
+        return self._fit_prepared(self._prepare_fit(X, y, sample_weight),
+                                  warm=getattr(self, "warm_start", False))
+
+    def _prepare_fit(self, X, y, sample_weight=None):
+        """The checked data of ``fit``: ``X``, each problem's targets, the weights and the classes.
+
+        What depends on the data alone, not on the parameters that a search
+        changes between fits of the same data (``alpha``, ``rank_weight``):
+        a cross-validation checks each fold once and fits it many times
+        with :meth:`_fit_prepared`.
+
+        Returns
+        -------
+        PreparedFit
+        """
         self.__dict__.pop("_streams", None)
         X, y = self._validate_fit_data(X, y)
         weighted = sample_weight is not None or getattr(self, "class_weight", None) is not None
@@ -118,9 +147,25 @@ that parameter.""")
         sample_weight = self._fit_sample_weight(X, y, sample_weight)
         X, y, sample_weight = self._drop_weightless(X, y, sample_weight)
         classes = self._fit_classes(y, sample_weight)
+        return PreparedFit(X, self._problem_targets(y, classes), sample_weight, classes)
+
+    def _fit_prepared(self, prepared, warm=False):
+        """Fit the problems of ``prepared`` (:meth:`_prepare_fit`) with the current parameters.
+
+        Parameters
+        ----------
+        prepared : PreparedFit
+        warm : bool, default=False
+            Start from the fitted coefficients, when they are of the same
+            problems and features (:meth:`_warm_starts`).
+
+        Returns
+        -------
+        self
+        """
+        X, problems, sample_weight, classes = prepared
         self._check_before_solve(X, sample_weight)
-        problems = self._problem_targets(y, classes)
-        starts = self._warm_starts(len(problems), X.shape[1], warm=getattr(self, "warm_start", False))
+        starts = self._warm_starts(len(problems), X.shape[1], warm=warm)
         results = [self._run_solver(X, target, coef_init, intercept_init, sample_weight)
                    for target, (coef_init, intercept_init) in zip(problems, starts)]
         if classes is not None:

@@ -3,7 +3,10 @@
 In the manner of :class:`sklearn.linear_model.LogisticRegressionCV`: for
 each fold and each ``rank_weight`` the penalties ``alphas`` are fitted as a
 path, from the largest to the smallest, each fit starting from the
-coefficients of the previous one; the pair ``(alpha, rank_weight)`` of best
+coefficients of the previous one (or, ``path="rank_weight"``, the rank
+weights of each penalty); each fold is checked once, and the logistic
+regression of each penalty, which starts every rank weight's fit, is
+fitted once; the pair ``(alpha, rank_weight)`` of best
 mean held-out score is then refitted on all the data.  Several classes are
 one-vs-rest problems and a multi-label ``y`` one problem per label, as in
 the base estimators; one pair is chosen for all of them, by the mean over
@@ -24,8 +27,10 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ..metrics import _check_label_types, partial_auc_score, two_way_partial_auc_score
+from ..backends import arrays
+from ..metrics import _check_label_types, partial_auc_score, region_area, two_way_partial_auc_score
 from ..solvers.registry import solvers_for
+from ._anchored import SharedAnchors
 from ._params import fit_doc, keyword_init, options_doc, parameter_defaults, samples_method_doc
 from .average_precision import AveragePrecisionClassifier
 from .partial_auc import PartialAUCClassifier, _fitted_region
@@ -33,7 +38,7 @@ from .partial_auc import PartialAUCClassifier, _fitted_region
 __all__ = ["PartialAUCClassifierCV", "AveragePrecisionClassifierCV"]
 
 #: The parameters of the CV estimators that the base estimator does not have.
-_CV_PARAMS = ("alphas", "rank_weights", "cv", "scoring", "n_jobs", "refit")
+_CV_PARAMS = ("alphas", "rank_weights", "path", "cv", "scoring", "n_jobs", "refit")
 #: The base estimator's parameters that the CV estimators set themselves.
 _SEARCHED = ("alpha", "rank_weight", "warm_start")
 
@@ -90,9 +95,10 @@ class _ProblemMeanScorer:
         The classes of ``y`` (the labels' indices for a multi-label ``y``).
     """
 
-    def __init__(self, metric, classes):
+    def __init__(self, metric, classes, unchecked=None):
         self.metric = metric
         self.classes = classes
+        self.unchecked = unchecked
 
     def _problems(self, y, scores):
         if np.ndim(y) == 2:
@@ -102,40 +108,96 @@ class _ProblemMeanScorer:
         return [(y == label, scores[:, j]) for j, label in enumerate(self.classes)]
 
     def __call__(self, estimator, X, y, sample_weight=None):
-        scores = np.asarray(estimator.decision_function(X), dtype=np.float64)
+        # the search checked X: the fitted estimator's decision function without its checks, the same floats
+        coef, intercept = np.atleast_2d(estimator.coef_).T, np.atleast_1d(estimator.intercept_)
+        scores = arrays.one_column_flat(arrays.linear_scores(X, coef, intercept))
+        return self._mean(y, np.asarray(scores, dtype=np.float64), sample_weight)
+
+    def _mean(self, y, scores, sample_weight):
         values = []
         for target, column in self._problems(y, scores):
             present = target if sample_weight is None else target[sample_weight > 0]
             if present.all() or not present.any():
                 continue  # one class held out: no ranking to score
-            values.append(self.metric(target, column, sample_weight=sample_weight))
+            if self.unchecked is not None and sample_weight is None and np.all(np.isfinite(column)):
+                values.append(self.unchecked(target, column))  # the checks passed: the same value
+            else:
+                values.append(self.metric(target, column, sample_weight=sample_weight))
         return float(np.mean(values)) if values else np.nan
 
 
-def _fit_path(estimator, X, y, sample_weight, train, test, alphas, scorer, classes):
-    """Fit ``estimator`` (warm started) along ``alphas`` on ``train``; score each fit on ``test``.
+def _average_precision_unchecked(target, scores):
+    """:func:`sklearn.metrics.average_precision_score` of a boolean ``target`` without weights, unchecked.
 
-    Returns the held-out scores, shape ``(n_alphas,)``, the ranking
-    coefficients ``ranking_coef_``, shape ``(n_alphas, n_problems,
-    n_features)``, and the solver's iterations, shape ``(n_alphas,
-    n_problems)``.  ``classes`` are those of the whole ``y``: a training
-    part without one of them is refused (ValueError naming ``cv``).
+    The same arithmetic on the same arrays (the precision-recall curve at
+    every distinct score, integrated as a step function), so the same float.
+    """
+    order = np.argsort(scores, kind="mergesort")[::-1]
+    sorted_scores, positive = scores[order], target[order].astype(np.float64)
+    thresholds = np.r_[np.flatnonzero(np.diff(sorted_scores)), positive.shape[0] - 1]
+    tps = np.cumsum(positive)[thresholds]
+    fps = 1 + thresholds.astype(np.float64) - tps
+    predicted = tps + fps
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision = np.where(predicted != 0, tps / predicted, 0.0)
+    recall = tps / tps[-1]
+    precision, recall = np.r_[precision[::-1], 1.0], np.r_[recall[::-1], 0.0]
+    return float(max(0.0, -np.sum(np.diff(recall) * precision[:-1])))
+
+
+def _path_start(path, i, k):
+    """The grid cell whose fit starts the fit of cell ``(i, k)`` (rank weight ``i``, alpha ``k``), or None.
+
+    ``path="alpha"``: the previous (larger) alpha of the same rank weight;
+    ``path="rank_weight"``: the previous (smaller) rank weight of the same
+    alpha, and for the first rank weight the previous alpha.  The first
+    cell of a path starts cold.
+    """
+    if path == "rank_weight" and i > 0:
+        return i - 1, k
+    return (i, k - 1) if k > 0 else None
+
+
+def _fit_fold(estimator, X, y, sample_weight, train, test, alphas, rank_weights, scorer, classes, path):
+    """Fit every cell of the grid on ``train``, warm started along ``path``; score each fit on ``test``.
+
+    One estimator checks the training part once (:meth:`_prepare_fit`)
+    and fits every cell from it, the penalties from the largest down,
+    each fit warm started from that of the cell :func:`_path_start`
+    names.  The logistic regression of each penalty, the start and
+    reference of every rank weight's fit, is fitted once and shared
+    (:class:`~skrank.estimators._anchored.SharedAnchors`).
+
+    Returns, per rank weight, the held-out scores, shape ``(n_alphas,)``,
+    the ranking coefficients ``ranking_coef_``, shape ``(n_alphas,
+    n_problems, n_features)``, and the solver's iterations, shape
+    ``(n_alphas, n_problems)``.  ``classes`` are those of the whole ``y``:
+    a training part without one of them is refused (ValueError naming
+    ``cv``).
     """
     X_train, y_train = _safe_indexing(X, train), y[train]
-    _check_training_classes(y_train, classes, None if sample_weight is None else sample_weight[train])
+    weight_train = None if sample_weight is None else sample_weight[train]
+    _check_training_classes(y_train, classes, weight_train)
     X_test, y_test = _safe_indexing(X, test), y[test]
-    fit_params, score_params = {}, {}
-    if sample_weight is not None:
-        fit_params["sample_weight"] = sample_weight[train]
-        score_params["sample_weight"] = sample_weight[test]
-    scores, coefs, n_iter = [], [], []
-    for alpha in alphas:
-        estimator.set_params(alpha=float(alpha))
-        estimator.fit(X_train, y_train, **fit_params)
-        scores.append(scorer(estimator, X_test, y_test, **score_params))
-        coefs.append(np.atleast_2d(np.asarray(estimator.ranking_coef_, dtype=np.float64)))
-        n_iter.append(np.atleast_1d(estimator.n_iter_))
-    return np.asarray(scores, dtype=np.float64), np.asarray(coefs), np.asarray(n_iter, dtype=np.int64)
+    score_params = {} if sample_weight is None else {"sample_weight": sample_weight[test]}
+    estimator._shared_anchors = SharedAnchors()
+    prepared = estimator._prepare_fit(X_train, y_train, weight_train)
+    cells = {}  # (i, k): score, ranking_coef_, n_iter_, and the start of a fit that goes on from it
+    for k, alpha in enumerate(alphas):
+        for i, rank_weight in enumerate(rank_weights):
+            estimator.alpha, estimator.rank_weight = float(alpha), float(rank_weight)
+            start = _path_start(path, i, k)
+            if start is not None:
+                estimator.ranking_coef_, estimator.score_intercept_ = cells[start][3]
+            estimator._fit_prepared(prepared, warm=start is not None)
+            coef = np.atleast_2d(np.asarray(estimator.ranking_coef_, dtype=np.float64))
+            score = scorer(estimator, X_test, y_test, **score_params)
+            cells[i, k] = (score, coef, np.atleast_1d(estimator.n_iter_),
+                           (estimator.ranking_coef_, estimator.score_intercept_))
+    return [(np.asarray([cells[i, k][0] for k in range(len(alphas))], dtype=np.float64),
+             np.asarray([cells[i, k][1] for k in range(len(alphas))]),
+             np.asarray([cells[i, k][2] for k in range(len(alphas))], dtype=np.int64))
+            for i in range(len(rank_weights))]
 
 
 def _check_training_classes(y_train, classes, sample_weight):
@@ -176,7 +238,7 @@ def _search_init(base_class, rank_weights):
     The base's parameters keep their defaults, but for those the search
     sets itself (``alpha``, ``rank_weight``, ``warm_start``).
     """
-    return keyword_init(alphas=7, rank_weights=rank_weights, cv=5, scoring=None,
+    return keyword_init(alphas=7, rank_weights=rank_weights, path="alpha", cv=5, scoring=None,
                         **parameter_defaults(base_class, leave_out=_SEARCHED), n_jobs=None, refit=True)
 
 
@@ -195,6 +257,7 @@ class _RankClassifierCVMixin(ClassifierMixin, BaseEstimator):
         constraints.update({
             "alphas": [Interval(Integral, 1, None, closed="left"), "array-like"],
             "rank_weights": ["array-like"],
+            "path": [StrOptions({"alpha", "rank_weight"})],
             "cv": ["cv_object"],
             "scoring": [StrOptions(set(get_scorer_names())), callable, None],
             "n_jobs": [Integral, None],
@@ -259,11 +322,12 @@ and is left out of the mean, with a warning.""")
         scorer = self._default_scorer(self.classes_) if self.scoring is None else check_scoring(
             self._base_estimator(), scoring=self.scoring)
         base = self._base_estimator()
-        paths = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_path)(clone(base).set_params(rank_weight=float(rank_weight)), X, y,
-                               sample_weight, train, test, alphas, scorer, self.classes_)
-            for train, test in folds for rank_weight in rank_weights
+        folds_paths = Parallel(n_jobs=self.n_jobs)(
+            delayed(_fit_fold)(clone(base), X, y, sample_weight, train, test, alphas, rank_weights, scorer,
+                               self.classes_, self.path)
+            for train, test in folds
         )
+        paths = [path for fold in folds_paths for path in fold]
         n_folds, n_rw, n_alphas = len(folds), rank_weights.shape[0], alphas.shape[0]
         n_problems = paths[0][1].shape[1]
         # one problem (two classes) keeps the shapes of a single ranking
@@ -344,6 +408,18 @@ _GRID_DOC_TEMPLATE = """
         The weights ``rank_weight`` in [0, 1] to try, sorted in increasing
         order (repeated values once): 0 is an l2-penalised logistic
         regression, 1 the pure rank objective.
+    path : {"alpha", "rank_weight"}, default="alpha"
+        The cell of the grid each fit is warm started from.  ``"alpha"``:
+        the previous (larger) penalty of the same rank weight, a path of
+        penalties for each rank weight, as in
+        :class:`~sklearn.linear_model.LogisticRegressionCV`.
+        ``"rank_weight"``: the previous (smaller) rank weight of the same
+        penalty, the first rank weight from the previous penalty: the
+        default rank weights lie closer together than the penalties, a
+        decade apart, and the search takes fewer iterations (user guide,
+        :doc:`benchmarks`).  The objectives are not convex (but for the
+        full AUC with a convex loss): the two paths can reach different
+        stationary points of a cell, and select another cell.
     cv : int, cross-validation generator or iterable, default=5
         The folds, as :func:`sklearn.model_selection.check_cv` reads them:
         an int is the number of folds of a
@@ -364,9 +440,10 @@ _COMMON_DOC = """
     verbose : int, default=0
         Print the solver's progress when positive.
     n_jobs : int or None, default=None
-        Number of jobs that fit the paths in parallel (one path per fold
-        and rank weight), with joblib; None means 1 outside a
-        :func:`joblib.parallel_backend` context, -1 all processors.
+        Number of jobs that fit the folds in parallel (one job per fold,
+        which fits the paths of every rank weight), with joblib; None means
+        1 outside a :func:`joblib.parallel_backend` context, -1 all
+        processors.
     refit : bool, default=True
         Refit the base estimator on all the data with the selected
         ``(alpha_, rank_weight_)``.  With ``refit=False`` there is no
@@ -405,10 +482,12 @@ def _selection_doc(base, surrogate, caveat):
     {surrogate} surrogate against the logistic loss of
     :class:`~skrank.estimators.{base}` over a grid, in the
     manner of :class:`sklearn.linear_model.LogisticRegressionCV`.
-    Each fold fits a warm-started path of penalties for every rank weight,
-    and the pair of best mean held-out score (on ties the largest ``alpha``,
-    then the smallest ``rank_weight``) is refitted on all the data
-    (``best_estimator_``).  More than two classes are one-vs-rest problems
+    Each fold fits a warm-started path of penalties for every rank weight
+    (or of rank weights for every penalty, ``path="rank_weight"``), with
+    the logistic regression of each penalty, the start of every rank
+    weight's fit, fitted once; the pair of best mean held-out score (on
+    ties the largest ``alpha``, then the smallest ``rank_weight``) is
+    refitted on all the data (``best_estimator_``).  More than two classes are one-vs-rest problems
     and a multi-label ``y`` one problem per label, as for {base}; one pair
     is chosen for them all, by the mean over the problems of their held-out
     scores.
@@ -536,7 +615,11 @@ class PartialAUCClassifierCV(_RankClassifierCVMixin):
             def metric(target, scores, sample_weight=None):
                 return partial_auc_score(target, scores, fpr_range=fpr_range,
                                          sample_weight=sample_weight, pos_label=True)
-        return _ProblemMeanScorer(metric, classes)
+
+        def unchecked(target, scores):
+            return region_area(target, scores, fpr_range=fpr_range, tpr_min=tpr_min)
+
+        return _ProblemMeanScorer(metric, classes, unchecked)
 
 
 class AveragePrecisionClassifierCV(_RankClassifierCVMixin):
@@ -584,4 +667,4 @@ class AveragePrecisionClassifierCV(_RankClassifierCVMixin):
         def metric(target, scores, sample_weight=None):
             return average_precision_score(target, scores, sample_weight=sample_weight, pos_label=True)
 
-        return _ProblemMeanScorer(metric, classes)
+        return _ProblemMeanScorer(metric, classes, _average_precision_unchecked)

@@ -119,7 +119,8 @@ def lbfgs(datafit, penalty, *, coef_init, max_iter=500, tol=1e-6, memory=10, ver
 
     def callback(intermediate_result):
         history.append(float(intermediate_result.fun))
-        progress(len(history), history[-1], float(np.max(np.abs(fun.g / test), initial=0.0)))
+        if progress.verbose > 0:  # the criterion costs a pass over the gradient: only for the lines
+            progress(len(history), history[-1], float(np.max(np.abs(fun.g / test), initial=0.0)))
 
     res = minimize(
         fun, u0, jac=True, method="L-BFGS-B", callback=callback,
