@@ -302,6 +302,22 @@ class _FallbackCache(FunctionCache):
         if self._cache_file is not None:
             self._cache_file.flush()
 
+    def load_overload(self, sig, target_context):
+        """The cached overload of ``sig``, or None, with the target context initialised lazily.
+
+        Numba refreshes the whole target context before it reads an entry:
+        it imports and installs every typing and lowering registry, most of
+        a warm process's first call.  Rebuilding compiled code needs only
+        the runtime (its allocation functions are linked by name); a
+        compilation refreshes the context itself.
+        """
+        from numba.core.runtime import rtsys
+
+        rtsys.initialize(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+        return None
+
     def _load_overload(self, sig, target_context):
         if not self._enabled or not self._readers:
             return None
