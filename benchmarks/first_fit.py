@@ -5,9 +5,11 @@ anywhere it looks) and runs, in a new Python process, ``import skrank``
 after NumPy and scikit-learn, then ``skrank.<estimator>(**params).fit`` on
 a 300 x 6 synthetic table (``make_classification`` / ``make_regression``);
 then a second process does the same with the cache the first one wrote.
-Columns: the seconds of the import of scikit-learn, the seconds ``import
-skrank`` adds to it, the first fit with the empty cache and the fit in the
-second process; each the median of ``--repeat`` runs.
+Columns: the seconds of the import of NumPy and scikit-learn, the seconds
+``import skrank`` adds to it, the first fit with the empty cache (Numba is
+imported by the first fit, not by ``import skrank``), the two together,
+the fit and the import in the second process; each the median of
+``--repeat`` runs.
 
 Run: ``python benchmarks/first_fit.py [--repeat 3] [--source FOLDER] [--all]``
 """
@@ -51,15 +53,18 @@ def main(argv=None):
     print(f"package: {os.path.abspath(args.source)}; table {args.rows} x {args.features}; "
           f"medians of {args.repeat} runs")
     print("| estimator | parameters | sklearn import s | skrank import s | first fit s "
-          "| second process fit s | second process import s |")
-    print("|---|---|---|---|---|---|---|")
+          "| import + first fit s | second process fit s | second process import s |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, params in configs:
         runs = [first_fit(name, n_rows=args.rows, n_features=args.features, source=args.source,
                           **params) for _ in range(args.repeat)]
+        for run in runs:
+            run["total"] = run["import_cold"] + run["cold"]
         med = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
         shown = ", ".join(f"{k}={v!r}" for k, v in params.items()) or "defaults"
         print(f"| {name} | {shown} | {med['sklearn']:.2f} | {med['import_cold']:.2f} "
-              f"| {med['cold']:.2f} | {med['warm']:.2f} | {med['import_warm']:.2f} |", flush=True)
+              f"| {med['cold']:.2f} | {med['total']:.2f} | {med['warm']:.2f} "
+              f"| {med['import_warm']:.2f} |", flush=True)
     print(f"\nreproduce: python benchmarks/first_fit.py {' '.join(sys.argv[1:])}".rstrip())
 
 
