@@ -38,7 +38,7 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.errors import NumbaWarning
 
 import skrank
-from skrank import _jit
+from skrank import _jit, _numba_cache
 
 pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="file modes and users are POSIX ones"),
@@ -361,9 +361,9 @@ def kernel_file(tmp_path, monkeypatch):
     """A module of two cached kernels, importable afresh by :func:`_load`, and the warning flag reset."""
     path = tmp_path / "kernels.py"
     path.write_text(KERNEL)
-    monkeypatch.setattr(_jit, "_warned", False)
+    monkeypatch.setattr(_numba_cache, "_warned", False)
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
-    monkeypatch.setattr(_jit.config, "CACHE_DIR", "")
+    monkeypatch.setattr(_numba_cache.config, "CACHE_DIR", "")
     return path
 
 
@@ -375,8 +375,8 @@ def _load(path):
 
 
 def test_no_writable_folder_warns_once_and_compiles(kernel_file, monkeypatch):
-    monkeypatch.setattr(_jit, "_is_writable_folder", lambda path: False)
-    monkeypatch.setattr(_jit, "_private_temp_root", lambda create: None)
+    monkeypatch.setattr(_numba_cache, "_is_writable_folder", lambda path: False)
+    monkeypatch.setattr(_numba_cache, "_private_temp_root", lambda create: None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         module = _load(kernel_file)
@@ -414,28 +414,28 @@ def test_damaged_entries_in_process(kernel_file):
 
 def test_private_temporary_folder_must_be_the_users_alone(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    assert _jit._private_temp_root(create=False) is None
-    root = _jit._private_temp_root(create=True)
+    assert _numba_cache._private_temp_root(create=False) is None
+    root = _numba_cache._private_temp_root(create=True)
     assert root is not None and stat.S_IMODE(os.stat(root).st_mode) == 0o700
-    assert _jit._private_temp_root(create=False) == root
+    assert _numba_cache._private_temp_root(create=False) == root
     os.chmod(root, 0o777)
-    assert _jit._private_temp_root(create=True) is None
+    assert _numba_cache._private_temp_root(create=True) is None
     os.rmdir(root)
     os.symlink(tmp_path, root)
-    assert _jit._private_temp_root(create=True) is None
+    assert _numba_cache._private_temp_root(create=True) is None
     os.unlink(root)
     if os.geteuid() == 0:
         os.mkdir(root, 0o700)
         os.chown(root, 65534, -1)
-        assert _jit._private_temp_root(create=True) is None
+        assert _numba_cache._private_temp_root(create=True) is None
 
 
 def test_njit_without_cache_and_with_signatures(kernel_file):
     plain = _jit.njit(lambda x: x + 1)
     assert isinstance(plain, Dispatcher) and plain(1) == 2
-    assert not isinstance(plain._cache, _jit._FallbackCache)
+    assert not isinstance(plain._cache, _numba_cache._FallbackCache)
     module = _load(kernel_file)
-    assert isinstance(module.square._cache, _jit._FallbackCache)
+    assert isinstance(module.square._cache, _numba_cache._FallbackCache)
     assert len(module.square.overloads) == 1 and module.square(3.0) == 9.0
     assert list(kernel_file.parent.glob("__pycache__/kernels.square-*.nbc"))
     with pytest.raises(TypeError):

@@ -199,8 +199,10 @@ def range_loss_and_score_gradients(h_pos, h_neg, omega, loss, orders=None, pos_w
     center = 0.5 * (h_neg.mean() + h_pos.mean()) if h_pos.size and h_neg.size else 0.0
     h_pos = h_pos - center
     h_neg = h_neg - center
-    if orders is not None and not callable(omega) and not callable(pos_weight) and loss.pieces:
+    if (orders is not None and not callable(omega) and not callable(pos_weight) and loss.pieces
+            and h_pos.shape[0] + h_neg.shape[0] >= COMPILED_SORT_FROM):
         # the common case in one compiled call: re-sort both classes, then the prefix sums
+        # (fewer scores: the same sums after NumPy's sorts, below, with fewer kernels to compile)
         g_pos = np.empty_like(h_pos)
         g_neg = np.empty_like(h_neg)
         vp = np.empty(0) if pos_weight is None else np.asarray(pos_weight, dtype=np.float64)
@@ -245,16 +247,26 @@ def range_loss_and_score_gradients(h_pos, h_neg, omega, loss, orders=None, pos_w
     return float(total), g_pos, g_neg
 
 
+#: Below this many values NumPy's stable sort is as fast as the compiled ones, and needs no compilation.
+COMPILED_SORT_FROM = 1024
+
+
 def resort_scores(vals, order):
     """``vals`` sorted ascending, ``order`` (a permutation, e.g. the last call's) updated in place to sort it.
 
     Tied values keep their order in ``order`` (the sums here do not depend
-    on the order of ties).  Insertion sort when few values moved far from
-    ``order``, otherwise :func:`_range_radix_sort` (three radix passes), or
-    when the values cluster :func:`_radix_sort` (six): ``O(n)``, where a
-    comparison sort costs several times more.
+    on the order of ties).  Below :data:`COMPILED_SORT_FROM` values, NumPy's
+    stable sort (a timsort, linear on nearly sorted values); otherwise
+    insertion sort when few values moved far from ``order``, else
+    :func:`_range_radix_sort` (three radix passes), or when the values
+    cluster :func:`_radix_sort` (six): ``O(n)``, where a comparison sort
+    costs several times more.
     """
     keys = vals[order]
+    if keys.shape[0] < COMPILED_SORT_FROM:
+        moved = np.argsort(keys, kind="stable")
+        order[:] = order[moved]
+        return keys[moved]
     _resort_keys(keys, order)
     return keys
 

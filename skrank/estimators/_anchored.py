@@ -8,7 +8,6 @@ from ..backends import arrays
 from ..backends.dask_design import is_dask_array
 from ..backends.dispatch import make_design
 from ..backends.threads import blas_threads
-from ..datafits import worker_ranking
 from ..datafits.logistic_anchor import LogisticAnchoredObjective
 from ..solvers.progress import Progress
 from ..solvers.registry import solve
@@ -88,12 +87,16 @@ class RankingFit:
         workers (:class:`skrank.datafits.worker_ranking.WorkerAnchoredObjective`);
         other fits take the targets into memory.
         """
-        term = self._worker_rank_term() if self._anchored() else None
-        if is_dask_array(X) and worker_ranking.takes(make_design(X, True), term, self._rank_weight):
-            alpha = resolve_alpha(self.alpha, y, sample_weight)
-            datafit = worker_ranking.WorkerAnchoredObjective(term, X, y, self._rank_weight, alpha,
-                                                             sample_weight)
-            return datafit, datafit.penalty
+        if is_dask_array(X):
+            # (the module of the workers' objective is loaded for Dask inputs only)
+            from ..datafits import worker_ranking
+
+            term = self._worker_rank_term() if self._anchored() else None
+            if worker_ranking.takes(make_design(X, True), term, self._rank_weight):
+                alpha = resolve_alpha(self.alpha, y, sample_weight)
+                datafit = worker_ranking.WorkerAnchoredObjective(term, X, y, self._rank_weight,
+                                                                 alpha, sample_weight)
+                return datafit, datafit.penalty
         if is_dask_array(y):
             y = arrays.to_host(y)
         rank = self._rank_datafit(X, y, sample_weight, 0.0) if self._anchored() else None

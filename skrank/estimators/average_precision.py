@@ -5,11 +5,10 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..datafits import worker_ranking
 from ..datafits.average_precision import AveragePrecisionObjective
 from ..pairwise_losses import AVERAGE_PRECISION_LOSSES, get_pairwise_loss
 from ..solvers.registry import solvers_for
-from ..solvers.stochastic.soap import OPTIMIZERS
+from ..solvers.stochastic.soap_kernel import OPTIMIZERS
 from ._anchored import STREAM_ALPHA, RankingFit
 from ._base import RankLinearModel
 from ._params import keyword_init, options_doc
@@ -171,6 +170,8 @@ class AveragePrecisionClassifier(RankingFit, PlattRankingMixin, RankLinearClassi
         return self._rank_weight < 1.0
 
     def _worker_rank_term(self):
+        from ..datafits import worker_ranking
+
         return worker_ranking.AveragePrecisionTerm(self._pair_loss)
 
     def _rank_datafit(self, X, y, sample_weight, alpha):

@@ -5,7 +5,6 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..datafits import worker_ranking
 from ..datafits.partial_auc import PartialAUCObjective, SigmoidScorePartialAUC
 from ..metrics import _check_roc_region
 from ..pairwise_losses import PARTIAL_AUC_LOSSES, get_pairwise_loss
@@ -283,6 +282,8 @@ class PartialAUCClassifier(RankingFit, PlattRankingMixin, RankLinearClassifierMi
     def _worker_rank_term(self):
         if self.link == "sigmoid":
             return None
+        from ..datafits import worker_ranking
+
         return worker_ranking.PartialAUCTerm(self._pair_loss, self._fpr_range, self.tpr_min)
 
     def _rank_datafit(self, X, y, sample_weight, alpha):

@@ -17,10 +17,9 @@ from .docs import fill_doc
 from .epochs import EpochStream
 from .outer_loop import OuterLoop
 from .sampling import seed_state
-from .soap_kernel import ADAM, MOMENTUM, SGD, soap_steps
+from .soap_kernel import OPTIMIZERS, soap_steps
 from .units import FeatureUnits
 
-OPTIMIZERS = {"sgd": SGD, "momentum": MOMENTUM, "adam": ADAM}
 #: default step sizes per optimizer (``learning_rate=None``), in units of the
 #: inverse of the mean squared row norm for SGD and momentum
 DEFAULT_LEARNING_RATES = {"sgd": 10.0, "momentum": 10.0, "adam": 1e-2}

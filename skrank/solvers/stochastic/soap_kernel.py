@@ -14,6 +14,8 @@ from ...pairwise_losses import pair_value_and_derivative
 from .sampling import sample_block
 
 SGD, MOMENTUM, ADAM = 0, 1, 2
+#: the codes of the ``optimizer`` options
+OPTIMIZERS = {"sgd": SGD, "momentum": MOMENTUM, "adam": ADAM}
 #: lower clip ``u0`` of the second moving average (Algorithm 2); the
 #: anchor's own pair keeps it above ``l(0) w_+ / B`` anyway
 U_FLOOR = 1e-12
