@@ -552,7 +552,41 @@ class PooledBlocks:
         return parts[0]
 
 
-class DaskSortedRankStep:
+class WorkerRankStep:
+    """What a fit asks of a rank step of Dask keys beyond ``project`` and ``risk_value`` (a mixin).
+
+    The fit's first centre, its restart (none: no order is kept) and the
+    pooled blocks' term of the Newton model (:meth:`block_terms`, of the
+    subclasses).
+    """
+
+    def top(self, n):
+        """The largest rank weight per unit of mass, of unit masses: the scale of the first smoothing."""
+        return float(self.risk.weights_slice(n, n - 1, n)[0])
+
+    def first_center(self, losses, warm, n):
+        """The first centre and :meth:`top`: the mean weight per unit of mass (one number), cold.
+
+        Warm: the projection of ``losses()`` (the losses at the start) at a
+        tiny smoothing (within ``1e-9`` of their rank weights, tied losses
+        sharing theirs), made on the workers.
+        """
+        top = self.top(n)
+        if not warm:
+            return 1.0 / n, top
+        import dask
+
+        losses = losses()
+        low, high = (float(v) for v in dask.compute(losses.min(), losses.max()))
+        mu = 1e-9 * max(high - low, abs(high), 1e-300) / max(top, 1e-300)
+        return self.project(losses, mu)[0], top
+
+    def restarted_from(self, keys):
+        """The step itself: it keeps no order to start from."""
+        return self
+
+
+class DaskSortedRankStep(WorkerRankStep):
     """The rank step of a spectral risk (projection and value) for keys on Dask workers.
 
     Parameters
@@ -619,13 +653,15 @@ class DaskSortedRankStep:
         else:
             self.risk.cell_weights(np.zeros(0), np.zeros(1), np.ones(1), sorted_.total, sorted_.n_samples)
 
-    def risk_value(self, losses):
+    def risk_value(self, losses, pooled=None):
         """``Omega(losses) = sum_i sigma_i l_(i)``, the (weighted) risk of the losses.
 
         Parameters
         ----------
         losses : dask.array.Array of shape (n,)
             The losses, chunked like the masses.
+        pooled : object, optional
+            Ignored (a projection's record).
 
         Returns
         -------
@@ -673,6 +709,27 @@ class DaskSortedRankStep:
         pooled = PooledBlocks(merge.n_pooled, ids, merge.given_mass, merge.given_id, local_masses,
                               merge.first_id)
         return q, pooled
+
+
+    def block_terms(self, q, pooled, slopes):
+        """The pooled blocks' term of the Newton model: ``(h_block, (v, reduce), finish)``, or None.
+
+        ``slopes(None)`` gives ``l'_i s_i`` of every row; ``h_block = m
+        slope^2`` and ``v = m slope`` on the rows of pooled blocks (0
+        elsewhere); ``reduce`` makes ``sum_B S_B S_B^T / m(B)`` of the rows
+        ``v[:, None] [X, 1]`` (:meth:`PooledBlocks.outer_task`), which
+        ``finish`` returns as it is.
+        """
+        if pooled.n_pooled == 0:
+            return None
+        inside = pooled.block_id >= 0
+        member = inside.astype(np.float64) if self.masses is None else self.masses * inside
+        coef = slopes(None)
+        return member * coef * coef, (member * coef, pooled.outer_task), _unchanged
+
+
+def _unchanged(outer):
+    return outer
 
 
 def _back_to_chunks(sorted_, written):
