@@ -447,7 +447,7 @@ class DaskDesign(Design):
         """
         return on_distributed_workers()
 
-    def worker_vector(self, v, function):
+    def worker_vector(self, v, function=np.asarray):
         """``function(v)`` persisted on the workers, chunked like ``X``'s rows (``v``: NumPy or Dask)."""
         rows = self.X.chunks[0]
         if is_dask_array(v):  # made where v lives
@@ -484,8 +484,8 @@ class DaskDesign(Design):
         self.passes += 1
         return self.worker_sum(_transposed_block, v, fit_intercept=self.fit_intercept)[0]
 
-    def worker_gram(self, h):
-        """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0`` on the workers, summed there."""
+    def worker_gram(self, h, slack=0.0):
+        """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0`` on the workers, summed there (exactly: no ``slack``)."""
         self.passes += 1
         return self.worker_sum(_gram_block, h, fit_intercept=self.fit_intercept)[0]
 

@@ -553,24 +553,15 @@ class PooledBlocks:
 
 
 class WorkerRankStep:
-    """What a fit asks of a rank step of Dask keys beyond ``project`` and ``risk_value`` (a mixin).
-
-    The fit's first centre, its restart (none: no order is kept) and the
-    pooled blocks' term of the Newton model (:meth:`block_terms`, of the
-    subclasses).
-    """
+    """What a fit asks of a rank step of Dask keys beyond ``project``, ``risk_value``, ``block_terms``."""
 
     def top(self, n):
         """The largest rank weight per unit of mass, of unit masses: the scale of the first smoothing."""
         return float(self.risk.weights_slice(n, n - 1, n)[0])
 
     def first_center(self, losses, warm, n):
-        """The first centre and :meth:`top`: the mean weight per unit of mass (one number), cold.
-
-        Warm: the projection of ``losses()`` (the losses at the start) at a
-        tiny smoothing (within ``1e-9`` of their rank weights, tied losses
-        sharing theirs), made on the workers.
-        """
+        """The first centre and :meth:`top`: cold, the mean weight per unit of mass (one number); warm,
+        the projection of ``losses()`` at a tiny smoothing (within ``1e-9`` of their rank weights)."""
         top = self.top(n)
         if not warm:
             return 1.0 / n, top
@@ -712,24 +703,18 @@ class DaskSortedRankStep(WorkerRankStep):
 
 
     def block_terms(self, q, pooled, slopes):
-        """The pooled blocks' term of the Newton model: ``(h_block, (v, reduce), finish)``, or None.
+        """The pooled blocks' term of the Newton model ``(h_block, (v, reduce), finish)``, or None.
 
-        ``slopes(None)`` gives ``l'_i s_i`` of every row; ``h_block = m
-        slope^2`` and ``v = m slope`` on the rows of pooled blocks (0
-        elsewhere); ``reduce`` makes ``sum_B S_B S_B^T / m(B)`` of the rows
-        ``v[:, None] [X, 1]`` (:meth:`PooledBlocks.outer_task`), which
-        ``finish`` returns as it is.
+        ``h_block = m g^2``, ``v = m g`` (``g = slopes(None)``) on the pooled
+        rows, 0 elsewhere; ``reduce`` makes ``sum_B S_B S_B^T / m(B)``
+        (:meth:`PooledBlocks.outer_task`), which ``finish`` keeps.
         """
         if pooled.n_pooled == 0:
             return None
         inside = pooled.block_id >= 0
         member = inside.astype(np.float64) if self.masses is None else self.masses * inside
         coef = slopes(None)
-        return member * coef * coef, (member * coef, pooled.outer_task), _unchanged
-
-
-def _unchanged(outer):
-    return outer
+        return member * coef * coef, (member * coef, pooled.outer_task), lambda outer: outer
 
 
 def _back_to_chunks(sorted_, written):

@@ -1,15 +1,13 @@
 """The design of a Dask ``X`` whose fit keeps its vectors of length ``n`` on the workers.
 
-:class:`WorkerDesign` does a fit's ``n``-vector work
-(:class:`skrank.backends.design.Design`'s "kept" vectors: loss arguments,
+:class:`WorkerDesign` does a fit's ``n``-vector work (loss arguments,
 losses, slopes, keys, masses, rank weights, the centre) on Dask arrays
 chunked like ``X``'s rows and persisted where the chunks are computed (the
-workers of a ``dask.distributed`` cluster).  The process that drives the fit
-receives only reductions: ``O(d^2)`` numbers per step.  A Newton step is one
-fused graph (:meth:`WorkerDesign.step_products`): the gradient, the change
-of the Hessian's kept weights, the pooled blocks' sums, in one round trip;
-the kept vectors are re-rooted (:func:`~skrank.backends.dask_design.rerooted`)
-so that the scheduler's record does not grow with the steps.
+workers of a ``dask.distributed`` cluster); the driving process receives
+``O(d^2)`` numbers per step.  A Newton step is one fused graph
+(:meth:`WorkerDesign.step_products`); the kept vectors are re-rooted
+(:func:`~skrank.backends.dask_design.rerooted`) so that the scheduler's
+record does not grow with the steps.
 """
 
 import functools
@@ -86,10 +84,8 @@ def _dual_block(X, q, a, s, c, loss, side, shrink):
 class WorkerDesign(DaskDesign):
     """:class:`DaskDesign` whose fit keeps its ``n``-vectors on the workers (see the module docstring).
 
-    Its kept vectors are Dask arrays chunked like ``X``'s rows; its
-    native ones too (:meth:`to_native` and :meth:`to_host` leave them
-    where they are).  The Hessian's weights per row are kept on the
-    workers between steps, their Gram matrix here.
+    Its kept and native vectors are the same Dask arrays; the Hessian's
+    weights per row are kept on the workers between steps.
 
     Parameters
     ----------
@@ -111,11 +107,11 @@ class WorkerDesign(DaskDesign):
     def to_host(self, v):
         return v
 
-    def to_native(self, v):
-        return v
-
-    def vector(self, v, function=np.asarray):
-        return self.worker_vector(v, function)
+    to_native = to_host
+    vector, affine = DaskDesign.worker_vector, DaskDesign.worker_matvec
+    native_matvec = DaskDesign.worker_matvec
+    native_rmatvec = kept_rmatvec = DaskDesign.worker_rmatvec
+    native_gram = kept_gram = DaskDesign.worker_gram
 
     def constant(self, value):
         import dask.array as da
@@ -131,21 +127,6 @@ class WorkerDesign(DaskDesign):
     def kept_matvec(self, theta):
         return self.worker_matvec(theta, kept=False)
 
-    def kept_rmatvec(self, v):
-        return self.worker_rmatvec(v)
-
-    def kept_gram(self, h):
-        return self.worker_gram(h)
-
-    def native_matvec(self, theta):
-        return self.worker_matvec(theta)
-
-    def native_rmatvec(self, r):
-        return self.worker_rmatvec(r)
-
-    def native_gram(self, h, slack=0.0):
-        return self.worker_gram(h)
-
     def extremes(self, v):
         import dask
 
@@ -157,17 +138,11 @@ class WorkerDesign(DaskDesign):
     loss_values = kept_losses
 
     def loss_derivatives(self, loss, t):
-        """``(l, l', l'')`` at ``t``, lazily: computed with what uses them."""
+        """``(l, l', l'')`` at ``t``, lazily (computed with what uses them)."""
         return tuple(t.map_blocks(_derivative, loss=loss, k=k, dtype=np.float64) for k in range(3))
 
-    def affine(self, theta, scale, shift=None):
-        return self.worker_matvec(theta, scale, shift)
-
     def losses_and_keys(self, loss, t, mu, center):
-        """``(t, l, l', keys)`` persisted together in one round trip and re-rooted.
-
-        ``center``: a Dask array, or one number (the same for every row).
-        """
+        """``(t, l, l', keys)`` persisted in one round trip, re-rooted (``center``: Dask, or a number)."""
         import dask.array as da
 
         args = [t, "i"] + ([center, "i"] if is_dask_array(center) else [float(center), None])
@@ -183,11 +158,7 @@ class WorkerDesign(DaskDesign):
         return tuple(float(v) for v in dask.compute(*[(a * b).sum() for a, b in pairs]))
 
     def dual_value(self, q, a, s, c, loss, conjugate, on_host=False):
-        """:meth:`Design.dual_value` (``conjugate`` of an l2 part: no scale) in two round trips.
-
-        The intercept's excess and the totals of each side come in one,
-        ``z`` and the value in one pass over the chunks.
-        """
+        """:meth:`Design.dual_value` (of an l2 part: no scale) in two round trips, one pass over ``X``."""
         import dask
         import dask.array as da
 
@@ -204,17 +175,13 @@ class WorkerDesign(DaskDesign):
         return value - conjugate(z)[1]
 
     def step_products(self, r, h, slack, block=None):
-        """:meth:`Design.step_products` as one fused graph over the chunks, in one round trip.
+        """:meth:`Design.step_products` of Dask ``n``-vectors (lazy ones too) as one graph, one round trip.
 
-        ``r``, ``h``: Dask ``n``-vectors (lazy ones are computed in the same
-        graph).  The Hessian's weights ``h`` are kept per row on the
-        workers: each chunk adds the change of the rows whose weight moved
-        by more than ``slack``, and the matrix is summed afresh every
-        :attr:`Design.max_updates` steps.  ``block``: None or ``(h_block,
-        (v, reduce))``: ``G_block = [X, 1]^T diag(h_block) [X, 1]`` and
-        ``P = reduce(rows)`` of the rows ``v[:, None] [X, 1]`` (a delayed
-        reduction made in the same round trip), or ``[X, 1]^T v`` where
-        ``reduce`` is None.
+        Each chunk adds the change of the kept Hessian weights that moved by
+        more than ``slack`` (summed afresh every :attr:`Design.max_updates`
+        steps).  ``block``: None or ``(h_block, (v, reduce))``: ``G_block =
+        [X, 1]^T diag(h_block) [X, 1]`` and ``P = reduce(rows)`` (a delayed
+        reduction) of the rows ``v[:, None] [X, 1]``, or ``[X, 1]^T v``.
         """
         import dask
         import dask.array as da

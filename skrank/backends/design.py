@@ -93,9 +93,7 @@ class Design:
         """The ``n``-vector ``v`` of :attr:`xp` as a writable NumPy array (here ``v`` itself)."""
         return v
 
-    def to_native(self, v):
-        """The NumPy vector ``v`` as an ``n``-vector of :attr:`xp` (here ``v`` itself)."""
-        return v
+    to_native = keep = rerooted = to_host
 
     def sigmoid(self, z):
         """The logistic sigmoid of the ``n``-vector ``z`` of :attr:`xp`, in :attr:`xp`."""
@@ -109,8 +107,9 @@ class Design:
         """:meth:`gram` of the weights ``h``, an ``n``-vector of :attr:`xp` (here :meth:`gram`)."""
         return self.gram(h, slack)
 
-    # -- the n-vector work of a fit: NumPy vectors in this process here ----------------------------
-    # "kept" vectors are the fit's vectors where the rank step reads them (here in memory)
+    # -- the n-vector work of a fit.  Its "kept" vectors are where the rank step reads them: NumPy ones
+    # here (kept_matvec, kept_rmatvec, kept_gram: matvec, rmatvec, weighted_gram); keep (computed and
+    # held) and rerooted (held without the record of how it was made) return them as they are
 
     def vector(self, v, function=np.asarray):
         """``function(v)`` as a kept ``n``-vector (``v``: array-like)."""
@@ -119,26 +118,6 @@ class Design:
     def constant(self, value):
         """A kept ``n``-vector of ``value`` (here a read-only view of one number)."""
         return np.broadcast_to(float(value), self.n)
-
-    def keep(self, v):
-        """``v`` computed and held (here ``v`` itself)."""
-        return v
-
-    def rerooted(self, v):
-        """``v`` held without the record of how it was made (here ``v`` itself)."""
-        return v
-
-    def kept_matvec(self, theta):
-        """``[X, 1] theta`` as a kept ``n``-vector."""
-        return self.matvec(theta)
-
-    def kept_rmatvec(self, v):
-        """``[X, 1]^T v`` for a kept ``n``-vector ``v``."""
-        return self.rmatvec(v)
-
-    def kept_gram(self, h):
-        """``[X, 1]^T diag(h) [X, 1]`` for a kept ``n``-vector ``h >= 0``."""
-        return self.weighted_gram(h)
 
     def extremes(self, v):
         """``(min v, max v)`` of a kept ``n``-vector."""
@@ -364,3 +343,8 @@ class Design:
             G[d, :d] = G[:d, d]
             G[d, d] = root @ root
         return G
+
+    def kept_gram(self, h):
+        return self.weighted_gram(h)
+
+    kept_matvec, kept_rmatvec = matvec, rmatvec

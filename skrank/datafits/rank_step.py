@@ -181,12 +181,8 @@ class ThresholdRankStep(WorkerRankStep):
         return self.cap
 
     def block_terms(self, q, pooled, slopes):
-        """The free set's term of the Newton model (``DaskSortedRankStep.block_terms``), or None.
-
-        The one pooled block is the free set ``{0 < q < cap}`` of unit
-        masses: its sum ``S`` of the rows ``v[:, None] [X, 1]`` comes with
-        the step's other sums, and ``finish(S) = S S^T / |free set|``.
-        """
+        """``DaskSortedRankStep.block_terms`` of the one block, the free set ``{0 < q < cap}`` of unit
+        masses: ``finish(S) = S S^T / |free set|`` of its sum ``S = [X, 1]^T v``."""
         size = int(pooled.size.sum())
         if size < 2:
             return None

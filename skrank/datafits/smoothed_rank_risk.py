@@ -111,20 +111,11 @@ class SmoothedRankRisk:
             self.best_dual, self.best_dual_weights = value, q
 
     def exported_weights(self, q):
-        """The certificate's weights as the result gives them: ``q``, or None where they are kept apart.
-
-        A Dask array of the weights would keep the fit's tasks in the
-        scheduler after the fit.
-        """
+        """The certificate's weights as the result gives them: ``q``; None where they are kept apart."""
         return None if self.design.keeps_vectors_apart else q
 
     def first_center(self, theta, warm):
-        """The centre of the first smoothing and the largest rank weight per unit of mass, at ``theta``.
-
-        The rank step's (``first_center``): the mean weight (the weights of
-        the mean risk) or, from a warm start, the rank weights of the losses
-        at ``theta``.
-        """
+        """The first centre and the largest rank weight per unit of mass (the rank step's)."""
         return self.rank_step.first_center(lambda: self._losses(theta), warm, self.n)
 
     def arguments(self, theta, shift=True):
@@ -159,8 +150,7 @@ class SmoothedRankRisk:
     def smoothed(self, theta, mu, center, t=None):
         """``F_mu(theta; center)`` and what its derivatives need (``t``: the loss arguments at ``theta``).
 
-        ``center``: an ``n``-vector of the design's, or one number per unit
-        of mass (a first centre kept apart).
+        ``center``: an ``n``-vector, or one number per unit of mass.
         """
         design = self.design
         if t is None:
