@@ -561,14 +561,6 @@ def get_loss(name, *, epsilon=1.0):
     return Loss(name=name, **spec)
 
 
-@njit(cache=True)
-def losses_and_keys(t, code, param, mu, center, value, d1, keys):
-    """Fill ``value`` and ``d1`` with ``l`` and ``l'`` at ``t``, and ``keys = mu center + l``."""
-    for i in range(t.shape[0]):
-        value[i], d1[i] = loss_value_and_derivative(code, t[i], param)
-        keys[i] = mu * center[i] + value[i]
-
-
 def values_in(xp, loss, t):
     """``l(t)`` for an array ``t`` of the namespace ``xp`` (the kernels' formulas, on ``t``'s device).
 

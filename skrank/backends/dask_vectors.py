@@ -14,7 +14,7 @@ import functools
 
 import numpy as np
 
-from ..losses import losses_and_keys
+from ..kernels.pava import losses_and_keys
 from .dask_design import DaskDesign, bordered_gram, is_dask_array, persist, rerooted, summed, weighted_gram
 
 

@@ -5,7 +5,8 @@ import scipy.sparse as sp
 from scipy.linalg.blas import dsyrk
 from scipy.special import expit
 
-from ..losses import conjugate_in, losses_and_keys
+from ..kernels.pava import losses_and_keys
+from ..losses import conjugate_in
 
 #: Entries of ``X`` gathered per block when a weighted Gram matrix is formed.
 CHUNK_ENTRIES = 1 << 20

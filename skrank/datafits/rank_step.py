@@ -1,19 +1,22 @@
 """The rank step of a smoothed spectral risk: the projection onto its weights' polytope, and its value.
 
-A rank step is any object with the two methods the smoothed risk
+A rank step is any object with the methods the smoothed risk
 (:class:`skrank.datafits.smoothed_rank_risk.SmoothedRankRisk`) asks for::
 
     project(keys, mu) -> (q, pooled)
     risk_value(losses, pooled=None) -> float
+    first_center(losses, warm, n), block_terms(q, pooled, slopes), restarted_from(keys)
 
 ``project`` returns the weights ``q = proj_P(keys / mu)`` onto the base
 polytope ``P(sigma)`` of the risk's weights, in the metric of the masses,
 in the container of ``keys``, and ``pooled``, a :class:`Pooled` record of
 the blocks of tied weights whose term enters the Newton model.
 ``risk_value`` is the exact (weighted) risk ``Omega(l)`` of the losses
-(``pooled``: an earlier projection's record, a hint for the sort).
-:func:`rank_step_for` chooses :class:`HostRankStep` (a sort and a PAVA on
-the host) or :class:`ThresholdRankStep` (Dask keys on the workers).
+(``pooled``: an earlier projection's record, a hint for the sort); the
+others give the fit's first centre, the pooled blocks' term of the Newton
+model and a restart.  :func:`rank_step_for` chooses :class:`HostRankStep`
+(a sort and a PAVA on the host), :class:`ThresholdRankStep` or
+``DaskSortedRankStep`` (Dask keys on the workers).
 """
 
 from typing import NamedTuple

@@ -120,8 +120,11 @@ class SmoothedRankRisk:
 
     def arguments(self, theta, shift=True):
         """The loss arguments ``s [X, 1] theta + c`` kept; without ``shift``, ``s [X, 1] theta``."""
-        t = self.design.kept_matvec(theta) * self.s
-        return t + self.c if shift else t
+        t = self.design.kept_matvec(theta)
+        t *= self.s  # in place on a NumPy vector
+        if shift:
+            t += self.c
+        return t
 
     def _losses(self, theta):
         """The losses at ``theta``, kept."""
