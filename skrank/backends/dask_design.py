@@ -416,15 +416,13 @@ class DaskDesign(Design):
     def keeping_vectors_for(self, risk, penalty):
         """:class:`~skrank.backends.dask_vectors.WorkerDesign` where the fit keeps its vectors on the workers.
 
-        The fit of a spectral ``risk`` (weights given by the ranks) with a
-        ``penalty`` with an l2 part and no l1 part (whose certificate needs
-        the losses in one place) can keep them there.  That saves the
-        driving process's memory only when they are computed by a
-        ``dask.distributed`` client's workers, and costs more round trips:
-        it is chosen there, beyond ``_GATHER_BUDGET`` bytes of the gathered
-        vectors.  The environment variable ``SKRANK_NEWTON_GATHER``
-        overrides the choice: ``"1"`` gathers, ``"0"`` keeps them apart
-        wherever the fit can.  Else ``self``: the vectors are gathered.
+        A spectral ``risk`` (weights given by the ranks) with a ``penalty``
+        with an l2 part and no l1 part (an l1 certificate needs the losses
+        in one place) can; it pays (saves the driver's memory for more round
+        trips) on a ``dask.distributed`` client's workers beyond
+        ``_GATHER_BUDGET`` bytes of gathered vectors.  ``SKRANK_NEWTON_GATHER``
+        overrides: ``"1"`` gathers, ``"0"`` keeps them apart wherever the fit
+        can.  Else ``self``: the vectors are gathered.
         """
         forced = os.environ.get("SKRANK_NEWTON_GATHER", "")
         fits = (forced in ("", "0") and not risk.depends_on_values and float(penalty.l1) == 0.0

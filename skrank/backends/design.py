@@ -65,10 +65,8 @@ class Design:
     def keeping_vectors_for(self, risk, penalty):
         """The design of a fit of ``risk`` with ``penalty`` (here ``self``: the vectors in memory).
 
-        A design whose ``n``-vectors can stay where ``X`` is computed
-        (:meth:`skrank.backends.dask_design.DaskDesign.keeping_vectors_for`)
-        returns its form that keeps them there, where that fits the problem
-        and pays.
+        A Dask design returns its form that keeps them on the workers where
+        that fits the problem and pays (``DaskDesign.keeping_vectors_for``).
         """
         return self
 
