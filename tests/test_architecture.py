@@ -83,7 +83,7 @@ def _cycle(graph):
 def test_full_batch_solvers_import_down_and_without_circles():
     modules = _modules()
     solvers = {name: path for name, path in modules.items() if name.startswith(_FULL_BATCH + ".")}
-    assert f"{_FULL_BATCH}.newton" in solvers and f"{_FULL_BATCH}.newton_chunked" in solvers
+    assert f"{_FULL_BATCH}.newton" in solvers and f"{_FULL_BATCH}.setup" in solvers
     graph = {}
     for name, path in solvers.items():
         imported = _imported(name, path, modules)

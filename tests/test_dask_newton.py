@@ -11,11 +11,11 @@ import pytest
 
 from skrank.datafits.rank_risk import RankRisk
 from skrank.datafits.rank_step import ThresholdRankStep
+from skrank.datafits.smoothed_rank_risk import chunked_supported
 from skrank.estimators import RankADMMClassifier, SpectralRiskClassifier, SpectralRiskRegressor
 from skrank.losses import get_loss
 from skrank.penalties import get_penalty
 from skrank.risks import ERM, ExponentialSpectral, Extremile, Superquantile, TopK
-from skrank.solvers.full_batch import newton_chunked
 from skrank.solvers.full_batch.newton import smoothed_newton
 
 dask = pytest.importorskip("dask")
@@ -119,7 +119,7 @@ def test_the_chunked_problem_is_made_for_weighted_spectral_risks(monkeypatch):
     X, labels, _, weights = _data()
     args = dict(risk=Extremile(r=2.0), loss=get_loss("logistic"), penalty=get_penalty("l2", 1e-2),
                 sample_weight=weights, coef_init=np.zeros(_D), intercept_init=0.0)
-    assert newton_chunked.chunked_supported(da.from_array(X, chunks=(_CHUNK, _D)), **args)
+    assert chunked_supported(da.from_array(X, chunks=(_CHUNK, _D)), **args)
 
 
 @pytest.mark.parametrize("make", [SpectralRiskClassifier, RankADMMClassifier, SpectralRiskRegressor])

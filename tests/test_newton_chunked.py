@@ -1,15 +1,15 @@
-"""The Newton solver's chunked path on a Dask ``X`` (:mod:`skrank.solvers.full_batch.newton_chunked`)."""
+"""The Newton solver's chunked path on a Dask ``X``: its vectors on the workers (``WorkerDesign``)."""
 
 import numpy as np
 import pytest
 
 from skrank.backends import dask_design
 from skrank.datafits.rank_step import ThresholdRankStep
-from skrank.datafits.smoothed_rank_risk import SmoothedRankRisk
+from skrank.datafits.smoothed_rank_risk import SmoothedRankRisk, chunked_supported
 from skrank.estimators import RankADMMClassifier, RankADMMRegressor
 from skrank.penalties import Penalty
 from skrank.risks import Superquantile
-from skrank.solvers.full_batch import newton, newton_chunked
+from skrank.solvers.full_batch import newton
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
@@ -38,18 +38,21 @@ def chunked(monkeypatch):
     monkeypatch.setenv("SKRANK_NEWTON_GATHER", "0")
 
 
+#: The paths of the problems the fits make: their vectors gathered in this process, or on the workers.
+GATHERED, CHUNKED = "gathered", "on the workers"
+
+
 @pytest.fixture
 def problems(monkeypatch):
-    """The classes of the problems the fits make."""
+    """The paths of the problems the fits make."""
     made = []
-    for cls in (SmoothedRankRisk, newton_chunked.ChunkedProblem):
-        init = cls.__init__
+    init = SmoothedRankRisk.__init__
 
-        def record(self, *args, _init=init, **kwargs):
-            made.append(type(self))
-            _init(self, *args, **kwargs)
+    def record(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        made.append(CHUNKED if self.design.keeps_vectors_apart else GATHERED)
 
-        monkeypatch.setattr(cls, "__init__", record)
+    monkeypatch.setattr(SmoothedRankRisk, "__init__", record)
     return made
 
 
@@ -86,7 +89,7 @@ def test_chunked_fit_equals_numpy_fit(task, fit_intercept, problems):
     ref = _estimator(task, fit_intercept=fit_intercept).fit(X, y)
     with dask.config.set(scheduler="synchronous"):
         est = _estimator(task, fit_intercept=fit_intercept).fit(da.from_array(X, chunks=(_CHUNK, _D)), y)
-    assert problems == [SmoothedRankRisk, newton_chunked.ChunkedProblem]
+    assert problems == [GATHERED, CHUNKED]
     assert est._last_result_info["certified"]
     assert abs(est.objective_ - ref.objective_) <= 1e-9 * abs(ref.objective_)
     np.testing.assert_allclose(est.coef_, ref.coef_, atol=1e-5 * np.abs(ref.coef_).max())
@@ -98,7 +101,7 @@ def test_chunked_fit_brings_no_vector_of_length_n(monkeypatch, large_results, pr
     X, y = _data("classification")
     with dask.config.set(scheduler="synchronous"):
         est = _estimator("classification").fit(da.from_array(X, chunks=(_CHUNK, _D)), y)
-    assert problems == [newton_chunked.ChunkedProblem]
+    assert problems == [CHUNKED]
     assert est._last_result_info["certified"]
     assert len(large_results) > 10
     assert max(large_results) <= max(1_000, (_D + 1) ** 2) < _CHUNK
@@ -109,7 +112,7 @@ def test_gather_flag_forces_the_gathered_path(monkeypatch, large_results, proble
     X, y = _data("classification")
     with dask.config.set(scheduler="synchronous"):
         est = _estimator("classification").fit(da.from_array(X, chunks=(_CHUNK, _D)), y)
-    assert problems == [SmoothedRankRisk]
+    assert problems == [GATHERED]
     assert est._last_result_info["certified"]
     assert max(large_results) >= _CHUNK  # the gathered path brings the chunks' scores
 
@@ -123,10 +126,10 @@ def test_unsupported_cases_take_the_gathered_path(case):
     Xd = da.from_array(X, chunks=(_CHUNK, _D))
     args = dict(X=Xd, risk=Superquantile(0.8), loss=get_loss("logistic"), penalty=Penalty(l1=0.0, l2=1e-3),
                 sample_weight=None, coef_init=None, intercept_init=None)
-    assert newton_chunked.chunked_supported(**args)
+    assert chunked_supported(**args)
     changed = dict(numpy=dict(X=X), l1=dict(penalty=Penalty(l1=1e-3, l2=1e-3)),
                    no_l2=dict(penalty=Penalty(l1=1e-3, l2=0.0)), risk=dict(risk=HumanAligned()))[case]
-    assert not newton_chunked.chunked_supported(**{**args, **changed})
+    assert not chunked_supported(**{**args, **changed})
 
 
 @pytest.mark.parametrize("case", ["weights", "warm", "extremile", "huber"])
@@ -140,7 +143,7 @@ def test_weights_warm_starts_and_every_spectral_risk_take_the_chunked_path(case)
                 sample_weight=None, coef_init=None, intercept_init=None)
     changed = dict(weights=dict(sample_weight=np.ones(_N)), warm=dict(coef_init=np.zeros(_D)),
                    extremile=dict(risk=Extremile(2.0)), huber=dict(loss=get_loss("huber")))[case]
-    assert newton_chunked.chunked_supported(**{**args, **changed})
+    assert chunked_supported(**{**args, **changed})
 
 
 def _dask_targets(y):
@@ -156,7 +159,7 @@ def test_dask_targets_stay_on_the_workers(task, monkeypatch, large_results, prob
     ref = _estimator(task).fit(X, y)
     with dask.config.set(scheduler="synchronous"):
         est = _estimator(task).fit(da.from_array(X, chunks=(_CHUNK, _D)), _dask_targets(y))
-    assert problems == [SmoothedRankRisk, newton_chunked.ChunkedProblem]
+    assert problems == [GATHERED, CHUNKED]
     assert est._last_result_info["certified"]
     assert abs(est.objective_ - ref.objective_) <= 1e-9 * abs(ref.objective_)
     assert max(large_results) <= max(1_000, (_D + 1) ** 2) < _CHUNK
@@ -220,7 +223,7 @@ def test_zero_optimum_is_certified_on_the_workers(monkeypatch, large_results, pr
     assert ref._last_result_info["certified"] and not np.any(ref.coef_)
     with dask.config.set(scheduler="synchronous"):
         est = _estimator("classification", alpha=10.0).fit(da.from_array(X, chunks=(_CHUNK, _D)), y)
-    assert problems == [SmoothedRankRisk, newton_chunked.ChunkedProblem]
+    assert problems == [GATHERED, CHUNKED]
     assert est._last_result_info["certified"] and not np.any(est.coef_)
     assert abs(est.objective_ - ref.objective_) <= 1e-9 * abs(ref.objective_)
     assert max(large_results) <= max(1_000, (_D + 1) ** 2) < _CHUNK
@@ -234,7 +237,7 @@ def test_a_stalled_fit_finishes_on_the_gathered_path(monkeypatch, problems):
     original = newton._ProximalPoint.outer_iteration
 
     def stall_once(self, decrease_q, tol):
-        if isinstance(self.problem, newton_chunked.ChunkedProblem) and not calls:
+        if self.problem.design.keeps_vectors_apart and not calls:
             calls.append(1)
             self.problem.dual_ascent(self.theta, 1)  # as a stalled fit calls it
         return original(self, decrease_q, tol)
@@ -242,7 +245,7 @@ def test_a_stalled_fit_finishes_on_the_gathered_path(monkeypatch, problems):
     monkeypatch.setattr(newton._ProximalPoint, "outer_iteration", stall_once)
     with dask.config.set(scheduler="synchronous"):
         est = _estimator("classification").fit(da.from_array(X, chunks=(_CHUNK, _D)), y)
-    assert problems == [SmoothedRankRisk, newton_chunked.ChunkedProblem, SmoothedRankRisk]
+    assert problems == [GATHERED, CHUNKED, GATHERED]
     assert est._last_result_info["certified"]
     assert abs(est.objective_ - ref.objective_) <= 1e-9 * abs(ref.objective_)
 
@@ -269,24 +272,24 @@ def test_the_chunked_path_is_chosen_on_a_cluster_beyond_the_budget(monkeypatch, 
     from skrank.losses import get_loss
 
     monkeypatch.delenv("SKRANK_NEWTON_GATHER")
-    monkeypatch.setattr(newton_chunked, "on_distributed_workers", lambda: cluster)
+    monkeypatch.setattr(dask_design, "on_distributed_workers", lambda: cluster)
     args = dict(risk=Superquantile(0.8), loss=get_loss("logistic"), penalty=Penalty(l1=0.0, l2=1e-3),
                 sample_weight=None, coef_init=None, intercept_init=None)
     X = da.zeros((rows, 3), chunks=(rows // 4, 3))
-    assert newton_chunked.chunked_supported(X, **args) is chunked_path
+    assert chunked_supported(X, **args) is chunked_path
 
 
 def test_a_local_scheduler_is_not_a_cluster():
     with dask.config.set(scheduler="synchronous"):
-        assert not newton_chunked.on_distributed_workers()
+        assert not dask_design.on_distributed_workers()
 
 
 def test_a_distributed_client_computes_on_its_workers():
     distributed = pytest.importorskip("distributed")
     with distributed.Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0"):
-        assert newton_chunked.on_distributed_workers()
+        assert dask_design.on_distributed_workers()
         with dask.config.set(scheduler="synchronous"):
-            assert not newton_chunked.on_distributed_workers()
+            assert not dask_design.on_distributed_workers()
 
 
 def test_no_task_of_the_fit_stays_in_the_scheduler_after_it():

@@ -57,7 +57,7 @@ FIT = textwrap.dedent(
         import numpy as np
         import skrank
         from numba.core.dispatcher import Dispatcher
-        from skrank.datafits.smoothed_risk import losses_and_keys
+        from skrank.kernels.pava import losses_and_keys
         from skrank.losses import LOGISTIC, loss_derivatives_upto2
         t = np.linspace(-3.0, 3.0, 7)
         value, first, second, keys = (np.empty(7) for _ in range(4))

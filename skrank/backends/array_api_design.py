@@ -12,6 +12,7 @@ few vectors of length ``n``.
 
 import numpy as np
 
+from ..losses import derivatives_in, values_in
 from .design import CHUNK_ENTRIES, Design
 
 #: Entries of ``X`` scaled at once when a weighted Gram matrix or block sums are formed.
@@ -120,7 +121,7 @@ class ArrayAPIDesign(Design):
         return [(a, min(a + self._step, self.n)) for a in range(0, self.n, self._step)]
 
     def _on_device(self, a):
-        return to_namespace(np.asarray(a, dtype=np.float64), self.xp, self.device)
+        return to_namespace(np.ascontiguousarray(a, dtype=np.float64), self.xp, self.device)
 
     def _times(self, w):
         # the host copy of a new product, or a view of it: copied only when the library lends it read-only
@@ -152,6 +153,21 @@ class ArrayAPIDesign(Design):
 
     def to_host(self, v):
         return np.require(to_numpy(v), requirements="W")
+
+    def affine(self, theta, scale, shift=None):
+        t = self.native_matvec(theta) * scale
+        return t if shift is None else t + shift
+
+    def loss_values(self, loss, t):
+        return values_in(self.xp, loss, t)
+
+    def loss_derivatives(self, loss, t):
+        return derivatives_in(self.xp, loss, t)
+
+    def losses_and_keys(self, loss, t, mu, center):
+        """``(t, l, l', keys)``: ``l``, ``l'`` on the device, the keys on the host (the rank step's)."""
+        value, d1, _ = self.loss_derivatives(loss, t)
+        return t, value, d1, self.to_host(mu * center + value)
 
     def to_native(self, v):
         return self._on_device(v)

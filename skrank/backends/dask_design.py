@@ -8,11 +8,18 @@ generated again chunk by chunk at each product (user guide, :doc:`scaling`).
 """
 
 import functools
+import os
 import uuid
 
 import numpy as np
 
 from .design import Design
+
+#: A fit's gathered vectors of length ``n`` (about 27 float64 ones in the driving process), in bytes per
+#: row, and the size below which they are gathered on a cluster: there it is faster (1.5 to 3.6 times at
+#: 10^6 to 10^4 rows on a 2-worker ``LocalCluster``, ``benchmarks/scale.py``) and its memory small.
+_GATHERED_BYTES_PER_ROW = 27 * 8
+_GATHER_BUDGET = 64 * 2**20
 
 
 def is_dask_array(X):
@@ -406,6 +413,27 @@ class DaskDesign(Design):
         flags = [self.fit_intercept] * len(self._blocks)
         return np.sum(self._run(weighted_gram, self._slices(h), flags), axis=0)
 
+    def keeping_vectors_for(self, risk, penalty):
+        """:class:`~skrank.backends.dask_vectors.WorkerDesign` where the fit keeps its vectors on the workers.
+
+        A spectral ``risk`` (weights given by the ranks) with a ``penalty``
+        with an l2 part and no l1 part (an l1 certificate needs the losses
+        in one place) can; it pays (saves the driver's memory for more round
+        trips) on a ``dask.distributed`` client's workers beyond
+        ``_GATHER_BUDGET`` bytes of gathered vectors.  ``SKRANK_NEWTON_GATHER``
+        overrides: ``"1"`` gathers, ``"0"`` keeps them apart wherever the fit
+        can.  Else ``self``: the vectors are gathered.
+        """
+        forced = os.environ.get("SKRANK_NEWTON_GATHER", "")
+        fits = (forced in ("", "0") and not risk.depends_on_values and float(penalty.l1) == 0.0
+                and float(penalty.l2) > 0.0)
+        if fits and (forced == "0" or (self.n * _GATHERED_BYTES_PER_ROW > _GATHER_BUDGET
+                                       and on_distributed_workers())):
+            from .dask_vectors import WorkerDesign
+
+            return WorkerDesign(self.X, self.fit_intercept)
+        return self
+
     # -- products with n-vectors kept on the workers (Dask arrays chunked like X's rows) ----------
     def vectors_on_workers(self):
         """Whether the chunks are computed by a ``dask.distributed`` client's workers.
@@ -417,7 +445,7 @@ class DaskDesign(Design):
         """
         return on_distributed_workers()
 
-    def worker_vector(self, v, function):
+    def worker_vector(self, v, function=np.asarray):
         """``function(v)`` persisted on the workers, chunked like ``X``'s rows (``v``: NumPy or Dask)."""
         rows = self.X.chunks[0]
         if is_dask_array(v):  # made where v lives
@@ -434,8 +462,8 @@ class DaskDesign(Design):
         task = self._dask.delayed(functools.partial(function, **kwargs), pure=True)
         return summed([task(*blocks) for blocks in self.worker_blocks(*arrays)])
 
-    def worker_matvec(self, theta, scale=None, shift=None):
-        """``scale ([X, 1] theta) + shift`` persisted on the workers (None: no scale, no shift)."""
+    def worker_matvec(self, theta, scale=None, shift=None, kept=True):
+        """``scale ([X, 1] theta) + shift`` on the workers (None: none), persisted if ``kept``."""
         import dask.array as da
 
         self.passes += 1
@@ -447,15 +475,15 @@ class DaskDesign(Design):
         t = da.blockwise(functools.partial(_arguments_block, w=np.ascontiguousarray(w), b=b,
                                            scaled=scale is not None, shifted=shift is not None),
                          "i", *args, dtype=np.float64, concatenate=True)
-        return persist(t)
+        return persist(t) if kept else t
 
     def worker_rmatvec(self, v):
         """``[X, 1]^T v`` for ``v`` on the workers, summed there."""
         self.passes += 1
         return self.worker_sum(_transposed_block, v, fit_intercept=self.fit_intercept)[0]
 
-    def worker_gram(self, h):
-        """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0`` on the workers, summed there."""
+    def worker_gram(self, h, slack=0.0):
+        """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0`` on the workers, summed there (exactly: no ``slack``)."""
         self.passes += 1
         return self.worker_sum(_gram_block, h, fit_intercept=self.fit_intercept)[0]
 

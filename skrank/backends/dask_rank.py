@@ -548,7 +548,32 @@ class PooledBlocks:
         return parts[0]
 
 
-class DaskSortedRankStep:
+class WorkerRankStep:
+    """What a fit asks of a rank step of Dask keys beyond ``project``, ``risk_value``, ``block_terms``."""
+
+    def top(self, n):
+        """The largest rank weight per unit of mass, of unit masses: the scale of the first smoothing."""
+        return float(self.risk.weights_slice(n, n - 1, n)[0])
+
+    def first_center(self, losses, warm, n):
+        """The first centre and :meth:`top`: cold, the mean weight per unit of mass (one number); warm,
+        the projection of ``losses()`` at a tiny smoothing (within ``1e-9`` of their rank weights)."""
+        top = self.top(n)
+        if not warm:
+            return 1.0 / n, top
+        import dask
+
+        losses = losses()
+        low, high = (float(v) for v in dask.compute(losses.min(), losses.max()))
+        mu = 1e-9 * max(high - low, abs(high), 1e-300) / max(top, 1e-300)
+        return self.project(losses, mu)[0], top
+
+    def restarted_from(self, keys):
+        """The step itself: it keeps no order to start from."""
+        return self
+
+
+class DaskSortedRankStep(WorkerRankStep):
     """The rank step of a spectral risk (projection and value) for keys on Dask workers.
 
     Parameters
@@ -615,13 +640,15 @@ class DaskSortedRankStep:
         else:
             self.risk.cell_weights(np.zeros(0), np.zeros(1), np.ones(1), sorted_.total, sorted_.n_samples)
 
-    def risk_value(self, losses):
+    def risk_value(self, losses, pooled=None):
         """``Omega(losses) = sum_i sigma_i l_(i)``, the (weighted) risk of the losses.
 
         Parameters
         ----------
         losses : dask.array.Array of shape (n,)
             The losses, chunked like the masses.
+        pooled : object, optional
+            Ignored (a projection's record).
 
         Returns
         -------
@@ -669,6 +696,21 @@ class DaskSortedRankStep:
         pooled = PooledBlocks(merge.n_pooled, ids, merge.given_mass, merge.given_id, local_masses,
                               merge.first_id)
         return q, pooled
+
+
+    def block_terms(self, q, pooled, slopes):
+        """The pooled blocks' term of the Newton model ``(h_block, (v, reduce), finish)``, or None.
+
+        ``h_block = m g^2``, ``v = m g`` (``g = slopes(None)``) on the pooled
+        rows, 0 elsewhere; ``reduce`` makes ``sum_B S_B S_B^T / m(B)``
+        (:meth:`PooledBlocks.outer_task`), which ``finish`` keeps.
+        """
+        if pooled.n_pooled == 0:
+            return None
+        inside = pooled.block_id >= 0
+        member = inside.astype(np.float64) if self.masses is None else self.masses * inside
+        coef = slopes(None)
+        return member * coef * coef, (member * coef, pooled.outer_task), lambda outer: outer
 
 
 def _back_to_chunks(sorted_, written):

@@ -5,6 +5,9 @@ import scipy.sparse as sp
 from scipy.linalg.blas import dsyrk
 from scipy.special import expit
 
+from ..kernels.pava import losses_and_keys
+from ..losses import conjugate_in
+
 #: Entries of ``X`` gathered per block when a weighted Gram matrix is formed.
 CHUNK_ENTRIES = 1 << 20
 
@@ -56,6 +59,17 @@ class Design:
     #: The namespace of the design's ``n``-vectors (NumPy here).
     xp = np
 
+    #: Whether a fit's ``n``-vectors stay apart from this process, where ``X``'s chunks are computed.
+    keeps_vectors_apart = False
+
+    def keeping_vectors_for(self, risk, penalty):
+        """The design of a fit of ``risk`` with ``penalty`` (here ``self``: the vectors in memory).
+
+        A Dask design returns its form that keeps them on the workers where
+        that fits the problem and pays (``DaskDesign.keeping_vectors_for``).
+        """
+        return self
+
     def vectors_on_workers(self):
         """Whether ``n``-vectors can stay where ``X``'s chunks are computed, apart from this process.
 
@@ -78,9 +92,7 @@ class Design:
         """The ``n``-vector ``v`` of :attr:`xp` as a writable NumPy array (here ``v`` itself)."""
         return v
 
-    def to_native(self, v):
-        """The NumPy vector ``v`` as an ``n``-vector of :attr:`xp` (here ``v`` itself)."""
-        return v
+    to_native = keep = rerooted = to_host
 
     def sigmoid(self, z):
         """The logistic sigmoid of the ``n``-vector ``z`` of :attr:`xp`, in :attr:`xp`."""
@@ -93,6 +105,81 @@ class Design:
     def native_gram(self, h, slack=0.0):
         """:meth:`gram` of the weights ``h``, an ``n``-vector of :attr:`xp` (here :meth:`gram`)."""
         return self.gram(h, slack)
+
+    # -- the n-vector work of a fit.  Its "kept" vectors are where the rank step reads them: NumPy ones
+    # here (kept_matvec, kept_rmatvec, kept_gram: matvec, rmatvec, weighted_gram); keep (computed and
+    # held) and rerooted (held without the record of how it was made) return them as they are
+
+    def vector(self, v, function=np.asarray):
+        """``function(v)`` as a kept ``n``-vector (``v``: array-like)."""
+        return function(np.asarray(v, dtype=np.float64))
+
+    def constant(self, value):
+        """A kept ``n``-vector of ``value`` (here a read-only view of one number)."""
+        return np.broadcast_to(float(value), self.n)
+
+    def extremes(self, v):
+        """``(min v, max v)`` of a kept ``n``-vector."""
+        return float(np.min(v)), float(np.max(v))
+
+    def kept_losses(self, loss, t):
+        """``l(t)`` for kept loss arguments ``t``."""
+        return loss.value(t)
+
+    def affine(self, theta, scale, shift=None):
+        """``scale ([X, 1] theta) + shift`` (None: no shift) as an ``n``-vector of :attr:`xp`."""
+        t = self.matvec(theta)
+        t *= scale
+        if shift is not None:
+            t += shift
+        return t
+
+    def loss_values(self, loss, t):
+        """``l(t)`` for loss arguments ``t`` of :attr:`xp`."""
+        return loss.value(t)
+
+    def loss_derivatives(self, loss, t):
+        """``(l(t), l'(t), l''(t))`` for loss arguments ``t`` of :attr:`xp`."""
+        return loss.derivatives(t)
+
+    def losses_and_keys(self, loss, t, mu, center):
+        """``(t, l(t), l'(t), keys)`` with ``keys = mu center + l(t)`` kept (``center``: an ``n``-vector).
+
+        ``t`` is returned as the fit holds it from then on.
+        """
+        n = t.size
+        value, d1, keys = np.empty(n), np.empty(n), np.empty(n)
+        losses_and_keys(t, loss.code, loss.param, mu, center, value, d1, keys)
+        return t, value, d1, keys
+
+    def sums_of_products(self, *pairs):
+        """``a . b`` for each pair of ``n``-vectors of :attr:`xp`, as floats."""
+        return tuple(float(a @ b) for a, b in pairs)
+
+    def dual_value(self, q, a, s, c, loss, conjugate, on_host=False):
+        """``sum_i q_i (a_i c_i - l*(a_i)) - R*(-z)`` with ``z = X^T (s q a)``, ``a`` first made feasible.
+
+        ``a`` is shrunk toward 0 on the side of the excess of
+        ``sum_i s_i q_i a_i`` (the intercept's slope, which must vanish) and
+        then by the scale that ``conjugate(z)`` returns with ``R*(-z)``
+        (that of an l1 part alone).  ``c`` None: no shift.  The vectors are
+        of :attr:`xp`, or NumPy ones with ``on_host``.
+        """
+        native = not (on_host or self.vectors_on_host)
+        xp = self.xp if native else np
+        u = s * q * a
+        if self.fit_intercept:
+            excess = float(xp.sum(u))
+            side = u > 0.0 if excess > 0.0 else u < 0.0
+            total = float(xp.sum(u[side]))
+            if total != 0.0:
+                shrink = max(1.0 - excess / total, 0.0)
+                a = xp.where(side, a * shrink, a)
+                u = xp.where(side, u * shrink, u)
+        scale, conjugate_penalty = conjugate((self.native_rmatvec if native else self.rmatvec)(u)[: self.d])
+        a = a * scale
+        conj = conjugate_in(xp, loss, a) if native else loss.conjugate(a)
+        return float(q @ (-conj if c is None else a * c - conj)) - conjugate_penalty
 
     def _times(self, w):
         """``X w``, a new writable NumPy vector (where ``X`` lives, for the designs of other arrays)."""
@@ -213,9 +300,10 @@ class Design:
         One product after the other here; a design whose passes are costly
         (:attr:`fuses_products`) computes them in one pass.
         """
+        g, H = self.native_rmatvec(r), self.native_gram(h, slack)
         if block is None:
-            return self.rmatvec(r), self.gram(h, slack), None, None
-        return self.rmatvec(r), self.gram(h, slack), self.weighted_gram(block[0]), self.left_product(block[1])
+            return g, H, None, None
+        return g, H, self.weighted_gram(block[0]), self.left_product(block[1])
 
     def left_product(self, M):
         """``M [X, 1]`` as a dense array, for a sparse ``M`` with ``n`` columns."""
@@ -253,3 +341,8 @@ class Design:
             G[d, :d] = G[:d, d]
             G[d, d] = root @ root
         return G
+
+    def kept_gram(self, h):
+        return self.weighted_gram(h)
+
+    kept_matvec, kept_rmatvec = matvec, rmatvec

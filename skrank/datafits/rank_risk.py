@@ -120,14 +120,17 @@ class RankRisk:
             X = np.asarray(X, dtype=np.float64)
         return make_design(X, self.fit_intercept)
 
-    def smoothed(self, penalty):
+    def smoothed(self, penalty, gathered=False):
         """This datafit bound to its design and ``penalty``: the smoothed objective of the Newton solver.
+
+        ``gathered``: with the vectors of length ``n`` in this process even
+        where the design could keep them apart (on Dask workers).
 
         Returns
         -------
         skrank.datafits.smoothed_rank_risk.SmoothedRankRisk
         """
-        return SmoothedRankRisk(self, penalty)
+        return SmoothedRankRisk(self, penalty, gathered)
 
     def objective(self, coef, intercept, penalty):
         """The exact ``F(w, b)`` with ``penalty`` (:func:`rank_objective`)."""

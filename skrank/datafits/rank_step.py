@@ -1,25 +1,30 @@
 """The rank step of a smoothed spectral risk: the projection onto its weights' polytope, and its value.
 
-A rank step is any object with the two methods the smoothed risk
+A rank step is any object with the methods the smoothed risk
 (:class:`skrank.datafits.smoothed_rank_risk.SmoothedRankRisk`) asks for::
 
     project(keys, mu) -> (q, pooled)
     risk_value(losses, pooled=None) -> float
+    first_center(losses, warm, n), block_terms(q, pooled, slopes), restarted_from(keys)
 
 ``project`` returns the weights ``q = proj_P(keys / mu)`` onto the base
 polytope ``P(sigma)`` of the risk's weights, in the metric of the masses,
 in the container of ``keys``, and ``pooled``, a :class:`Pooled` record of
 the blocks of tied weights whose term enters the Newton model.
 ``risk_value`` is the exact (weighted) risk ``Omega(l)`` of the losses
-(``pooled``: an earlier projection's record, a hint for the sort).
-:func:`rank_step_for` chooses :class:`HostRankStep` (a sort and a PAVA on
-the host) or :class:`ThresholdRankStep` (Dask keys on the workers).
+(``pooled``: an earlier projection's record, a hint for the sort); the
+others give the fit's first centre, the pooled blocks' term of the Newton
+model and a restart.  :func:`rank_step_for` chooses :class:`HostRankStep`
+(a sort and a PAVA on the host), :class:`ThresholdRankStep` or
+``DaskSortedRankStep`` (Dask keys on the workers).
 """
 
 from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 
+from ..backends.dask_rank import DaskSortedRankStep, WorkerRankStep
 from .partial_auc import resort_scores
 from .smoothed_risk import pooled_projection
 from .threshold_projection import capped_projection, capped_threshold_dask
@@ -93,6 +98,54 @@ class HostRankStep:
         pooled = np.flatnonzero(sizes > 1)
         return keys, Pooled(order, self._starts[pooled], sizes[pooled])
 
+    def restarted_from(self, keys):
+        """:meth:`restarted` from the order of ``keys``."""
+        return self.restarted(np.argsort(keys, kind="stable"))
+
+    def first_center(self, losses, warm, n):
+        """The centre of the first smoothing and the largest rank weight per unit of mass.
+
+        The centre is the mean weight (the weights of the mean risk) or, from a
+        warm start, the rank weights of ``losses()`` (the losses at the start),
+        tied losses sharing their weights in proportion to their masses.
+        """
+        losses = losses()
+        order = np.argsort(losses, kind="stable")
+        sigma = self.weights(order)
+        if warm:
+            first = np.flatnonzero(np.r_[True, np.diff(losses[order]) != 0.0])
+            mass = self.m[order]
+            share = np.add.reduceat(sigma, first) / np.add.reduceat(mass, first)
+            center = np.empty(order.size)
+            center[order] = mass * np.repeat(share, np.diff(np.r_[first, order.size]))
+        else:
+            center = self.m * (sigma.sum() / order.size)
+        return center, float(np.max(sigma / self.m[order]))
+
+    def block_terms(self, q, pooled, slopes):
+        """The pooled blocks' term of the Newton model: ``(h, M, finish)``, or None without pooled blocks.
+
+        ``slopes(idx)`` gives ``g_i = l'_i s_i`` of the rows ``idx``; ``h``
+        the members' weights ``m_i g_i^2``, ``M`` the sparse matrix of the
+        block sums ``S_B = sum_B m_i g_i [x_i, 1]`` (``M [X, 1]``), and
+        ``finish(M [X, 1]) = sum_B S_B S_B^T / m(B)``.
+        """
+        order, block_start, size = pooled
+        if size.size == 0:
+            return None
+        first = np.cumsum(size) - size
+        pos = np.arange(size.sum()) - np.repeat(first - block_start, size)
+        idx = order[pos]
+        coef = slopes(idx)
+        mass = self.m[idx]
+        h = np.zeros(order.size)
+        h[idx] = mass * coef * coef
+        # the members come block by block: the rows of the indicator, without a conversion from pairs
+        indptr = np.concatenate(([0], np.cumsum(size)))
+        indicator = sp.csr_matrix((mass * coef, idx, indptr), shape=(size.size, order.size))
+        block_mass = np.add.reduceat(mass, first)
+        return h, indicator, lambda sums: (sums.T / block_mass) @ sums
+
     def risk_value(self, losses, pooled=None):
         """``Omega(l)``, the (weighted) risk of the NumPy ``losses`` (sorted from ``pooled.order``)."""
         if pooled is None:
@@ -102,7 +155,7 @@ class HostRankStep:
         return float(resort_scores(losses, order) @ self.weights(order))
 
 
-class ThresholdRankStep:
+class ThresholdRankStep(WorkerRankStep):
     """The rank step of a one-threshold risk on Dask vectors: the capped simplex by its threshold.
 
     No sort, no PAVA, no order: the weights are ``clip(keys / mu - tau,
@@ -125,6 +178,20 @@ class ThresholdRankStep:
         self.cap, self.total = risk.threshold_level(n) / n, 1.0
         #: ``compute``/``persist`` calls of the threshold searches.
         self.rounds = 0
+
+    def top(self, n):
+        """The cap: the largest weight (of unit masses)."""
+        return self.cap
+
+    def block_terms(self, q, pooled, slopes):
+        """``DaskSortedRankStep.block_terms`` of the one block, the free set ``{0 < q < cap}`` of unit
+        masses: ``finish(S) = S S^T / |free set|`` of its sum ``S = [X, 1]^T v``."""
+        size = int(pooled.size.sum())
+        if size < 2:
+            return None
+        member = ((q > 0.0) & (q < self.cap)).astype(np.float64)
+        coef = slopes(None)
+        return member * coef * coef, (member * coef, None), lambda S: np.outer(S, S) / float(size)
 
     def threshold(self, keys, mu):
         """The threshold ``tau`` of ``proj_P(keys / mu)``."""
@@ -158,7 +225,7 @@ class ThresholdRankStep:
         return t * self.total + self.cap * float(da.maximum(losses - t, 0.0).sum())
 
 
-def rank_step_for(design, risk, mass, m, keys_on_workers=False):
+def rank_step_for(design, risk, mass, m, keys_on_workers=None):
     """The rank step of ``risk`` for keys where the fit keeps its ``n``-vectors.
 
     Parameters
@@ -168,9 +235,10 @@ def rank_step_for(design, risk, mass, m, keys_on_workers=False):
     risk : skrank.risks.BaseRisk
     mass, m : ndarray or dask.array.Array of shape (n,), or None
         The sample weights (None: unit masses) and the masses of the metric.
-    keys_on_workers : bool, default=False
+    keys_on_workers : bool, optional
         Whether the keys are Dask arrays kept on the workers (``mass`` and
-        ``m`` too); else they come to the host.
+        ``m`` too); else they come to the host.  Default: whether the
+        design keeps its vectors apart (``design.keeps_vectors_apart``).
 
     Returns
     -------
@@ -179,10 +247,8 @@ def rank_step_for(design, risk, mass, m, keys_on_workers=False):
         ``threshold_rank_step`` and unit masses: no sort), else the sample
         sort and PAVA.
     """
-    if not keys_on_workers:
+    if not (design.keeps_vectors_apart if keys_on_workers is None else keys_on_workers):
         return HostRankStep(risk, design.n, mass, m)
     if risk.threshold_rank_step and mass is None:
         return ThresholdRankStep(risk, design.n)
-    from ..backends.dask_rank import DaskSortedRankStep
-
-    return DaskSortedRankStep(risk, masses=m, sample_weight=mass)
+    return DaskSortedRankStep(risk, masses=None if mass is None else m, sample_weight=mass)

@@ -7,20 +7,20 @@ that the certified Newton solver minimises by the proximal point method
 :ref:`methods-newton`).  :class:`SmoothedRankRisk` evaluates it, its
 gradient, Hessian and the pooled blocks' term of its Newton model, the
 exact objective and the certificates (a Fenchel dual bound, its ascent, the
-check of ``theta = 0``).  Where the design keeps its ``n``-vectors (on the
-host, or in ``X``'s array-API namespace: ``design.vectors_on_host``) is the
-design's business; only the rank step (:mod:`.rank_step`) runs on the host.
+check of ``theta = 0``).  Its ``n``-vector work is the design's: in this
+process (NumPy), in ``X``'s array-API namespace (``design.vectors_on_host``)
+or, for a Dask ``X`` whose fit keeps them apart
+(``design.keeps_vectors_apart``), on the workers, each Newton step one
+fused graph (:class:`skrank.backends.dask_vectors.WorkerDesign`).  The
+rank step (:mod:`.rank_step`) runs where the design keeps the keys.
 """
 
 import numpy as np
 import scipy.linalg
-import scipy.sparse as sp
 
 from ..backends.dispatch import make_design
-from ..losses import conjugate_in, derivatives_in, values_in
 from .penalty_model import PenaltyModel
 from .rank_step import rank_step_for
-from .smoothed_risk import losses_and_keys, relative_weights
 
 #: A Gram matrix's row is recomputed when its weight moved by more than this (the certificate allows it).
 HESSIAN_SLACK = 0.05
@@ -35,32 +35,15 @@ _ZERO_SHRINK = 0.1
 _DUAL_ASCENT_PATIENCE = 20
 
 
-class DualRecord:
-    """The largest dual bound found so far (with an l2 part) and its weights ``q``."""
+def chunked_supported(X, risk, loss, penalty, sample_weight=None, coef_init=None, intercept_init=None):
+    """Whether the fit of ``risk`` on ``X`` with ``penalty`` keeps its ``n``-vectors on Dask workers.
 
-    #: Whether the fit needs a check this problem cannot make, and finishes with its vectors gathered.
-    gather_to_finish = False
-    #: The passes over ``X`` of the block term's own Gram matrices.
-    block_passes = 0
-    #: Whether the mean risk's cold fit starts by Newton's method on its fixed weights.
-    newton_on_fixed_weights = True
-
-    def __init__(self, loss, penalty, design):
-        self.loss, self.design = loss, design
-        self.penalty = PenaltyModel(penalty, design)
-        self.best_dual, self.best_dual_weights = -np.inf, None
-
-    def record_dual(self, value, q):
-        """Keep ``value`` and its weights ``q`` when it is the largest dual bound so far."""
-        if value > self.best_dual:
-            self.best_dual, self.best_dual_weights = value, q
-
-    def native_arguments(self, theta, shift=True):
-        """The loss arguments as an ``n``-vector where the design keeps them (here :meth:`arguments`)."""
-        return self.arguments(theta, shift)
+    The design's choice (``keeping_vectors_for``): the other arguments do not change it.
+    """
+    return make_design(X, True).keeping_vectors_for(risk, penalty).keeps_vectors_apart
 
 
-class SmoothedRankRisk(DualRecord):
+class SmoothedRankRisk:
     """A rank-risk datafit bound to its design and penalty: ``F``, ``F_mu`` and their derivatives.
 
     Parameters
@@ -68,89 +51,94 @@ class SmoothedRankRisk(DualRecord):
     datafit : skrank.datafits.rank_risk.RankRisk
         The data, a risk with nondecreasing weights, a smooth loss and the
         sample weights (the risk is that of the weighted empirical
-        distribution).  Its design ``[X, 1]`` keeps the ``n``-vectors where
-        it says (``vectors_on_host``, ``to_native``, ``to_host``, ``xp``).
+        distribution).  Its design ``[X, 1]`` does the ``n``-vector work
+        where it keeps them (``keeping_vectors_for``).
     penalty : skrank.penalties.Penalty
+    gathered : bool, default=False
+        Whether the vectors are gathered in this process even where the
+        design could keep them apart.
     """
 
-    def __init__(self, datafit, penalty):
+    #: Whether the fit needs a check this problem cannot make, and finishes with its vectors gathered.
+    gather_to_finish = False
+
+    def __init__(self, datafit, penalty, gathered=False):
         risk, loss, sample_weight = datafit.risk, datafit.loss, datafit.sample_weight
         design = datafit.design()
-        super().__init__(loss, penalty, design)
+        if not gathered:
+            design = design.keeping_vectors_for(risk, penalty)
+        self.loss, self.design, self.risk = loss, design, risk
+        self.penalty = PenaltyModel(penalty, design)
+        self.best_dual, self.best_dual_weights = -np.inf, None
         #: The same design, whose kept Gram matrix is the block term's (:meth:`block_scatter`).
         self._block_design = None
-        s, c = datafit.affine_map()
-        n = self.n = s.size
-        # c = 0 (classification) or s = 1 (regression): a view of one number, not a vector
+        n = self.n = design.n
+        # s, c, m: kept n-vectors (where the rank step reads them); c = 0 (classification) or s = 1
+        # (regression), a view of one number in memory
+        self._ones = design.constant(1.0)
+        y = design.vector(datafit.y, np.negative)
         if loss.task == "classification":
-            self.s, self.c = s, np.broadcast_to(0.0, n)
+            self.s, self.c = y, design.constant(0.0)
         else:
-            self.s, self.c = np.broadcast_to(1.0, n), c
-        self.risk = risk
-        if sample_weight is None:
-            self.mass, self.m = None, np.broadcast_to(1.0, n)
-        else:
+            self.s, self.c = self._ones, y
+        self.mass, self.m = None, self._ones
+        if sample_weight is not None:
             # masses of mean 1 (:mod:`skrank.datafits.smoothed_risk`); rank weights per order
-            self.mass = np.asarray(sample_weight, dtype=np.float64)  # in the caller's units (counts)
-            v = relative_weights(self.mass)
+            self.mass = design.vector(sample_weight)  # in the caller's units (counts)
+            # an exact power of two brings the largest into [1/2, 1) (relative_weights)
+            v = self.mass * np.ldexp(1.0, -int(np.frexp(design.extremes(self.mass)[1])[1]))
             # The rank weights are differences of the spectrum's integral at the ends of the cells
             # of mass, accurate to a few ulps of their sum: a share of the mass below 2^-52 is
             # not resolved by them, and as a mass it would make their rounding a huge weight per
             # unit of mass.  Such masses (zero ones included) are raised to that share.
-            self.m = np.maximum(v * (n / v.sum()), n * SMALLEST_SHARE)
+            self.m = design.keep(np.maximum(v * (n / float(v.sum())), n * SMALLEST_SHARE))
         self.rank_step = rank_step_for(design, risk, self.mass, self.m)
-        # s, c (None: no shift) and the masses where the design keeps its n-vectors
-        self._s = self.s if design.vectors_on_host else design.to_native(np.ascontiguousarray(self.s))
+        # s, c (None: no shift) and the masses (None: unit masses) as the design's native n-vectors
+        self._s = design.to_native(self.s)
         self._c = None if loss.task == "classification" else design.to_native(self.c)
         self._m = None if self.mass is None else design.to_native(self.m)
 
+    @property
+    def newton_on_fixed_weights(self):
+        """Whether the mean risk's cold fit starts by Newton's method on its fixed weights (in memory)."""
+        return not self.design.keeps_vectors_apart
+
+    def record_dual(self, value, q):
+        """Keep ``value`` and its weights ``q`` when it is the largest dual bound so far."""
+        if value > self.best_dual:
+            self.best_dual, self.best_dual_weights = value, q
+
     def exported_weights(self, q):
-        """The certificate's weights as the result gives them (here ``q`` itself)."""
-        return q
+        """The certificate's weights as the result gives them: ``q``; None where they are kept apart."""
+        return None if self.design.keeps_vectors_apart else q
 
     def first_center(self, theta, warm):
-        """The centre of the first smoothing and the largest rank weight per unit of mass, at ``theta``.
-
-        The centre is the mean weight (the weights of the mean risk) or, from a
-        warm start, the rank weights of the losses at ``theta``, tied losses
-        sharing their weights in proportion to their masses.
-        """
-        losses = self.loss.value(self.arguments(theta))
-        order = np.argsort(losses, kind="stable")
-        sigma = self.rank_step.weights(order)
-        if warm:
-            first = np.flatnonzero(np.r_[True, np.diff(losses[order]) != 0.0])
-            mass = self.m[order]
-            share = np.add.reduceat(sigma, first) / np.add.reduceat(mass, first)
-            center = np.empty(order.size)
-            center[order] = mass * np.repeat(share, np.diff(np.r_[first, order.size]))
-        else:
-            center = self.m * (sigma.sum() / order.size)
-        return center, float(np.max(sigma / self.m[order]))
+        """The first centre and the largest rank weight per unit of mass (the rank step's)."""
+        return self.rank_step.first_center(lambda: self._losses(theta), warm, self.n)
 
     def arguments(self, theta, shift=True):
-        """The loss arguments ``s [X, 1] theta + c`` on the host; without ``shift``, ``s [X, 1] theta``."""
-        t = self.design.matvec(theta)
-        t *= self.s
+        """The loss arguments ``s [X, 1] theta + c`` kept; without ``shift``, ``s [X, 1] theta``."""
+        t = self.design.kept_matvec(theta)
+        t *= self.s  # in place on a NumPy vector
         if shift:
             t += self.c
         return t
 
+    def _losses(self, theta):
+        """The losses at ``theta``, kept."""
+        return self.design.kept_losses(self.loss, self.arguments(theta))
+
     def native_arguments(self, theta, shift=True):
         """:meth:`arguments` as an ``n``-vector where the design keeps them."""
-        if self.design.vectors_on_host:
-            return self.arguments(theta, shift)
-        t = self.design.native_matvec(theta) * self._s
-        return t + self._c if shift and self._c is not None else t
+        return self.design.affine(theta, self._s, self._c if shift else None)
 
     def loss_values(self, t):
         """``l(t)`` for loss arguments ``t`` of the design's namespace."""
-        return self.loss.value(t) if self.design.vectors_on_host else values_in(self.design.xp, self.loss, t)
+        return self.design.loss_values(self.loss, t)
 
     def loss_derivatives(self, t):
         """``(l(t), l'(t), l''(t))`` for loss arguments ``t`` of the design's namespace."""
-        on_host = self.design.vectors_on_host
-        return self.loss.derivatives(t) if on_host else derivatives_in(self.design.xp, self.loss, t)
+        return self.design.loss_derivatives(self.loss, t)
 
     def risk_value(self, losses, pooled=None):
         """``Omega(l)``, the (weighted) risk of the losses (``pooled``: a projection's record, a hint)."""
@@ -158,32 +146,25 @@ class SmoothedRankRisk(DualRecord):
 
     def objective(self, theta):
         """The exact ``F(theta)``."""
-        return self.risk_value(self.loss.value(self.arguments(theta))) + self.penalty.value(theta)
-
-    def _losses_and_keys(self, t, mu, center):
-        """``(l, l', keys)`` at ``t``, ``keys = mu center / m + l`` on the host."""
-        unit = self.mass is None  # unit masses: no divisions, no reordered copies
-        if not self.design.vectors_on_host:
-            value, d1, _ = self.loss_derivatives(t)
-            return value, d1, self.design.to_host(mu * (center if unit else center / self._m) + value)
-        n = t.size
-        value, d1, keys = np.empty(n), np.empty(n), np.empty(n)
-        losses_and_keys(t, self.loss.code, self.loss.param, mu, center if unit else center / self.m,
-                        value, d1, keys)
-        return value, d1, keys
+        return self.risk_value(self._losses(theta)) + self.penalty.value(theta)
 
     def smoothed(self, theta, mu, center, t=None):
-        """``F_mu(theta; center)`` and what its derivatives need (``t``: the loss arguments at ``theta``)."""
+        """``F_mu(theta; center)`` and what its derivatives need (``t``: the loss arguments at ``theta``).
+
+        ``center``: an ``n``-vector, or one number per unit of mass.
+        """
+        design = self.design
         if t is None:
             t = self.native_arguments(theta)
-        value, d1, keys = self._losses_and_keys(t, mu, center)
+        per_mass = center if self._m is None or np.ndim(center) == 0 else center / self._m
+        t, value, d1, keys = design.losses_and_keys(self.loss, t, mu, per_mass)
         q_host, pooled = self.rank_step.project(keys, mu)
-        q = self.design.to_native(q_host)
-        diff = q - center
-        omega = float(q @ value) - 0.5 * mu * float(diff @ (diff if self.mass is None else diff / self._m))
+        q = design.rerooted(design.to_native(q_host))
+        diff = q - (center if self._m is None or np.ndim(center) > 0 else self._m * center)
+        qv, dd = design.sums_of_products((q, value), (diff, diff if self._m is None else diff / self._m))
         # l'' is not computed: only the accepted states need it (:meth:`curvature`)
         state = dict(t=t, value=value, d1=d1, q=q, q_host=q_host, pooled=pooled)
-        return omega + self.penalty.value(theta), state
+        return qv - 0.5 * mu * dd + self.penalty.value(theta), state
 
     def curvature(self, state):
         """``l''(t)`` at the state's loss arguments."""
@@ -207,17 +188,12 @@ class SmoothedRankRisk(DualRecord):
         pass over ``X`` where the design fuses its products.
         """
         terms = self._block_terms(state) if block else None
-        q, design = state["q"], self.design
-        if not design.vectors_on_host:
-            g, H = self.gradient(theta, q, state["d1"]), self.hessian(q, self.curvature(state))
-            if terms is None:
-                return g, H, None
-            return g, H, _scatter(design.weighted_gram(terms[0]), design.left_product(terms[1]), terms[2], mu)
-        g, H, G_block, sums = design.step_products(self.s * q * state["d1"], q * self.curvature(state),
-                                                   HESSIAN_SLACK, None if terms is None else terms[:2])
+        q = state["q"]
+        g, H, G_block, sums = self.design.step_products(self._s * q * state["d1"], q * self.curvature(state),
+                                                        HESSIAN_SLACK, None if terms is None else terms[:2])
         g += self.penalty.reg * theta
         H[np.diag_indices_from(H)] += self.penalty.reg
-        return g, H, None if terms is None else _scatter(G_block, sums, terms[2], mu)
+        return g, H, None if terms is None else (G_block - terms[2](sums)) / mu
 
     def block_scatter(self, state, mu):
         """``(1/mu) sum_B sum_{i in B} m_i (g_i - g_B)(g_i - g_B)^T``, ``g_i = l'_i s_i [x_i, 1]``.
@@ -225,19 +201,20 @@ class SmoothedRankRisk(DualRecord):
         ``g_B`` is the members' mean weighted by the masses ``m``.  Computed
         as ``sum_i m_i g_i g_i^T - sum_B S_B S_B^T / m(B)`` with the block
         sums ``S_B = sum_B m_i g_i``: a weighted Gram matrix of the members
-        and one product with a sparse block-indicator matrix, without
-        gathering rows.  None without pooled blocks.
+        and one product with a sparse block-indicator matrix (the rank
+        step's ``block_terms``), without gathering rows.  None without
+        pooled blocks.
         """
         terms = self._block_terms(state)
         if terms is None:
             return None
-        h, indicator, block_mass = terms
+        h, indicator, finish = terms
         sums = self.design.left_product(indicator)
         if self._block_design is None:
             self._block_design = make_design(self.design.X, self.design.fit_intercept)
         # exact, but only the rows whose weight changed are added again (after a move of the centre: those
         # that joined or left the blocks)
-        return _scatter(self._block_design.gram(h), sums, block_mass, mu)
+        return (self._block_design.gram(h) - finish(sums)) / mu
 
     @property
     def block_passes(self):
@@ -245,22 +222,14 @@ class SmoothedRankRisk(DualRecord):
         return 0 if self._block_design is None else self._block_design.passes
 
     def _block_terms(self, state):
-        """``(h, M, m(B))`` of :meth:`block_scatter`: the members' weights ``m_i l'_i^2``, the sparse
-        matrix of the block sums and the blocks' masses; None without pooled blocks."""
-        order, block_start, size = state["pooled"]
-        if size.size == 0:
-            return None
-        first = np.cumsum(size) - size
-        pos = np.arange(size.sum()) - np.repeat(first - block_start, size)
-        idx = order[pos]
-        coef = self.design.take(state["d1"], idx) * self.s[idx]
-        mass = self.m[idx]
-        h = np.zeros(self.s.size)
-        h[idx] = mass * coef * coef
-        # the members come block by block: the rows of the indicator, without a conversion from pairs
-        indptr = np.concatenate(([0], np.cumsum(size)))
-        indicator = sp.csr_matrix((mass * coef, idx, indptr), shape=(size.size, self.s.size))
-        return h, indicator, np.add.reduceat(mass, first)
+        """The rank step's ``block_terms`` of the state's projection; None without pooled blocks."""
+        d1 = state["d1"]
+
+        def slopes(idx):
+            # l'_i s_i: of the rows idx on the host, or of every row where the design keeps them (None)
+            return d1 * self._s if idx is None else self.design.take(d1, idx) * self.s[idx]
+
+        return self.rank_step.block_terms(state["q"], state["pooled"], slopes)
 
     def certificate(self, theta, state, decrease):
         """``(F(theta), bound on F(theta) - F*, estimate of F(theta) - F*)`` from the state's weights ``q``.
@@ -280,12 +249,13 @@ class SmoothedRankRisk(DualRecord):
         from the slopes at ``theta`` sees only the penalty's curvature and is
         far larger than ``F(theta) - F*`` until the gradient is tiny).
         """
-        value = state["value"]
+        value, q = state["value"], state["q"]
         omega = self.risk_value(self.design.to_host(value), state["pooled"])  # the sorted losses' risk
         F = omega + self.penalty.value(theta)
-        estimate = max(omega - float(state["q"] @ value), 0.0) + decrease / (1.0 - HESSIAN_SLACK)
+        (weighted,) = self.design.sums_of_products((q, value))
+        estimate = max(omega - weighted, 0.0) + decrease / (1.0 - HESSIAN_SLACK)
         if self.penalty.l2 > 0.0:
-            self.record_dual(self.dual_bound(state["q"], state["d1"]), state["q_host"])
+            self.record_dual(self.dual_bound(q, state["d1"]), state["q_host"])
             return F, max(F - self.best_dual, 0.0), estimate
         return F, estimate, estimate
 
@@ -298,30 +268,14 @@ class SmoothedRankRisk(DualRecord):
         when ``sum_i s_i q_i a_i = 0`` (the intercept).  ``a`` is first made
         to satisfy this by shrinking the entries on the side of the excess
         toward 0 and, without an l2 part, to satisfy ``||z||_inf <= l1`` by
-        shrinking all of it (0 lies in the domain of every loss's ``l*``).
+        shrinking all of it (0 lies in the domain of every loss's ``l*``):
+        the design's ``dual_value``.
         ``R*(y) = sum_j (|y_j| - l1)_+^2 / (2 l2)`` with an l2 part.
         ``q`` and ``a`` are ``n``-vectors of the design's namespace, or
-        NumPy ones with ``on_host`` (the dual ascent's, the zero check's).
+        kept ones with ``on_host`` (the dual ascent's, the zero check's).
         """
-        design = self.design
-        native = not (on_host or design.vectors_on_host)
-        xp = design.xp if native else np
-        s, c = (self._s, self._c) if native else (self.s, None if self._c is None else self.c)
-        a = slope
-        u = s * q * a
-        if design.fit_intercept:
-            excess = float(xp.sum(u))
-            side = u > 0.0 if excess > 0.0 else u < 0.0
-            total = float(xp.sum(u[side]))
-            if total != 0.0:
-                shrink = max(1.0 - excess / total, 0.0)
-                a = xp.where(side, a * shrink, a)
-                u = xp.where(side, u * shrink, u)
-        rmatvec = design.native_rmatvec if native else design.rmatvec
-        scale, conjugate_penalty = self.penalty.conjugate(rmatvec(u)[: design.d])
-        a = a * scale
-        conjugate = conjugate_in(xp, self.loss, a) if native else self.loss.conjugate(a)
-        return float(q @ (-conjugate if c is None else a * c - conjugate)) - conjugate_penalty
+        s, c = (self.s, None if self._c is None else self.c) if on_host else (self._s, self._c)
+        return self.design.dual_value(q, slope, s, c, self.loss, self.penalty.conjugate, on_host)
 
     def certify_zero(self, q, tol):
         """Raise the dual bound toward ``F(0)`` where every loss ties at ``theta = 0``; returns ``F(0)``.
@@ -334,30 +288,31 @@ class SmoothedRankRisk(DualRecord):
         ``A = [X, 1]^T diag(s l'(0))``: a point of both is sought by
         accelerated alternating projections (:func:`zero_search`: projected
         gradient steps of ``||A q||^2`` in the metric of ``(A diag(m)
-        A^T)^-1``, one weighted Gram matrix, then two products with ``X``,
-        one sort and one PAVA a step), from the weights ``q``.  None when the
-        losses do not tie at 0 or the penalty has no l2 part.
+        A^T)^-1``, one weighted Gram matrix, then two products with ``X``
+        and one projection a step), from the weights ``q`` (kept ones).
+        None when the losses do not tie at 0 or the penalty has no l2 part.
         """
         design, m = self.design, self.m
-        t = self.arguments(np.zeros(design.p))
-        if self.penalty.l2 == 0.0 or np.ptp(t) != 0.0:
+        zero = np.zeros(design.p)
+        low, high = design.extremes(self.arguments(zero))
+        if self.penalty.l2 == 0.0 or low != high:
             return None
-        F0 = self.objective(np.zeros(design.p))
-        _, slope, _ = self.loss.derivatives(t)
-        sa = self.s * slope
-        factor = ridged_cholesky(lambda: design.weighted_gram(m * sa * sa))
+        F0 = self.objective(zero)
+        slope = float(self.loss.derivatives(np.array([low]))[1][0])
+        sa = design.keep(slope * self.s)
+        factor = ridged_cholesky(lambda: design.kept_gram(m * sa * sa))
         if factor is None:
             return F0
-        q = np.array(q, dtype=np.float64)
-        rank_step = self.rank_step.restarted(np.argsort(q / m, kind="stable"))
+        rank_step = self.rank_step.restarted_from(q / m)
 
         def step(z, u):
-            keys = (z - m * sa * design.matvec(scipy.linalg.cho_solve(factor, u, check_finite=False))) / m
+            solved = scipy.linalg.cho_solve(factor, u, check_finite=False)
+            keys = design.keep((z - m * sa * design.kept_matvec(solved)) / m)
             q_new, _ = rank_step.project(keys, 1.0)
-            return q_new, design.rmatvec(sa * q_new)
+            return q_new, design.kept_rmatvec(sa * q_new)
 
-        zero_search(self, F0, q, design.rmatvec(sa * q), tol, step,
-                    lambda q_new: self.dual_bound(q_new, slope, on_host=True))
+        zero_search(self, F0, q, design.kept_rmatvec(sa * q), tol, step,
+                    lambda q_new: self.dual_bound(q_new, slope * self._ones, on_host=True))
         return F0
 
     def dual_ascent(self, theta, max_steps):
@@ -369,8 +324,14 @@ class SmoothedRankRisk(DualRecord):
         slopes ``a`` the bound ``q . (a c - l*(a)) - R*(-X^T (s q a))`` is
         concave in ``q``; it is maximised over ``P(sigma)`` by projected
         gradient steps (one sort and one PAVA each), starting from the best
-        weights so far.  Returns whether the best bound rose.
+        weights so far.  Returns whether the best bound rose.  The ascent
+        needs the losses in one place: where the design keeps them apart,
+        it marks the fit to be finished with its vectors gathered
+        (:attr:`gather_to_finish`) and returns False.
         """
+        if self.design.keeps_vectors_apart:
+            self.gather_to_finish = True
+            return False
         if self.best_dual_weights is None:
             return False
         design, m = self.design, self.m
@@ -388,7 +349,7 @@ class SmoothedRankRisk(DualRecord):
             coef[: design.d] = self.penalty.conjugate_gradient(-design.rmatvec(sa * q)[: design.d])
             # ascent in the metric of the masses, then the projection onto P in that metric
             keys = (q + step * m * (e + sa * design.matvec(coef))) / m
-            q, _ = self.rank_step.restarted(np.argsort(keys, kind="stable")).project(keys, 1.0)
+            q, _ = self.rank_step.restarted_from(keys).project(keys, 1.0)
             bound = self.dual_bound(q, slope, on_host=True)
             gain = bound - self.best_dual
             if gain > 0.0:
@@ -400,11 +361,6 @@ class SmoothedRankRisk(DualRecord):
             if since >= _DUAL_ASCENT_PATIENCE:
                 break  # no step closed a thousandth of the gap for a while
         return improved
-
-
-def _scatter(G_block, sums, block_mass, mu):
-    """The block term ``(G_block - sum_B S_B S_B^T / m(B)) / mu``."""
-    return (G_block - (sums.T / block_mass) @ sums) / mu
 
 
 def ridged_cholesky(gram):

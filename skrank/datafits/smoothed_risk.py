@@ -11,7 +11,6 @@ import numpy as np
 
 from .._jit import njit
 from ..kernels.pava import block_moments, pool_adjacent_violators
-from ..losses import loss_value_and_derivative
 
 
 def relative_weights(sample_weight):
@@ -91,14 +90,6 @@ def pooled_projection(keys, order, sigma, mu, block_start, m):
             j = order[i]
             keys[j] = m[j * stride] * (mean_s + (keys[j] - mean_u) / mu)
     return n_blocks
-
-
-@njit(cache=True)
-def losses_and_keys(t, code, param, mu, center, value, d1, keys):
-    """Fill ``value`` and ``d1`` with ``l`` and ``l'`` at ``t``, and ``keys = mu center + l``."""
-    for i in range(t.shape[0]):
-        value[i], d1[i] = loss_value_and_derivative(code, t[i], param)
-        keys[i] = mu * center[i] + value[i]
 
 
 @njit(cache=True)

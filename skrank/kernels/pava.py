@@ -14,7 +14,9 @@ blocks whose values are out of order.
     Euclidean projection onto the permutahedron of ``sigma`` (SOREL's dual
     step, Ge and Jiang 2024, Algorithm 1 line 4), reusing the isotonic kernel;
 ``sorted_weighted_sum``
-    ``sum_i sigma_i x_(i)`` with ascending order statistics.
+    ``sum_i sigma_i x_(i)`` with ascending order statistics;
+``losses_and_keys``
+    the losses, their slopes and the keys ``mu center + l`` that a smoothed projection pools.
 
 The z-steps are described in the user guide (:ref:`rank-admm-algorithm`,
 :ref:`rank-admm-even-zstep`), the kernels' conventions and their cache in
@@ -30,10 +32,12 @@ from ..losses import (
     check_param,
     loss_prox,
     loss_value,
+    loss_value_and_derivative,
 )
 from .sorting import resort
 
 __all__ = [
+    "losses_and_keys",
     "isotonic_regression",
     "zstep_sorted",
     "zstep",
@@ -704,3 +708,11 @@ def sorted_weighted_sum(values, sigma):
             "(the length of values)."
         )
     return float(np.dot(np.sort(values), sigma))
+
+
+@njit(cache=True)
+def losses_and_keys(t, code, param, mu, center, value, d1, keys):
+    """Fill ``value`` and ``d1`` with ``l`` and ``l'`` at ``t``, and ``keys = mu center + l``."""
+    for i in range(t.shape[0]):
+        value[i], d1[i] = loss_value_and_derivative(code, t[i], param)
+        keys[i] = mu * center[i] + value[i]

@@ -14,7 +14,6 @@ import numpy as np
 
 from ..progress import Progress
 from ..result import SolverResult
-from .newton_chunked import ChunkedProblem, chunked_supported
 from .setup import check_supported, starting_theta
 
 #: ``mu`` at the start, in units of (objective at the start) / (n max sigma).
@@ -335,12 +334,8 @@ def _solve(datafit, penalty, gathered, *, coef_init, intercept_init, max_iter, t
     """:func:`smoothed_newton`; ``gathered``: with the vectors of length ``n`` in this process."""
     start = time.perf_counter()
     check_supported("newton", datafit, penalty)
-    X, y, risk, loss, fit_intercept, sample_weight = datafit.weighted()
-    # the vectors of length n on the workers where they can be (:mod:`.newton_chunked`), else gathered
-    if not gathered and chunked_supported(X, risk, loss, penalty, sample_weight, coef_init, intercept_init):
-        problem = ChunkedProblem(X, y, risk, loss, penalty, fit_intercept, sample_weight)
-    else:
-        problem = datafit.smoothed(penalty)
+    # the vectors of length n on the workers where the design keeps them there, else gathered
+    problem = datafit.smoothed(penalty, gathered)
     design = problem.design
     progress = Progress("newton", verbose, max_iter, unit="Newton step", criterion="certified gap")
     theta = starting_theta(design, coef_init, intercept_init)
@@ -379,7 +374,7 @@ def _solve(datafit, penalty, gathered, *, coef_init, intercept_init, max_iter, t
 
 
 def _finished_gathered(datafit, penalty, result, *, max_iter, tol, verbose, progress):
-    """``result`` of a chunked fit, finished gathered (``SmoothedRankRisk``) from its coefficients.
+    """``result`` of a fit on the workers, finished with its vectors gathered, from its coefficients.
 
     The Newton steps, the history and the passes of both fits add up.
     """

@@ -1,0 +1,210 @@
+"""The design of a Dask ``X`` whose fit keeps its vectors of length ``n`` on the workers.
+
+:class:`WorkerDesign` does a fit's ``n``-vector work (loss arguments,
+losses, slopes, keys, masses, rank weights, the centre) on Dask arrays
+chunked like ``X``'s rows and persisted where the chunks are computed (the
+workers of a ``dask.distributed`` cluster); the driving process receives
+``O(d^2)`` numbers per step.  A Newton step is one fused graph
+(:meth:`WorkerDesign.step_products`); the kept vectors are re-rooted
+(:func:`~skrank.backends.dask_design.rerooted`) so that the scheduler's
+record does not grow with the steps.
+"""
+
+import functools
+
+import numpy as np
+
+from ..kernels.pava import losses_and_keys
+from .dask_design import DaskDesign, bordered_gram, is_dask_array, persist, rerooted, summed, weighted_gram
+
+
+def _losses_block(t, center, code, param, mu):
+    """One chunk's ``(l, l', keys)`` as three columns (:func:`skrank.losses.losses_and_keys`)."""
+    n = t.shape[0]
+    out = np.empty((3, n))
+    center = np.broadcast_to(np.asarray(center, dtype=np.float64), (n,))
+    losses_and_keys(t, code, param, mu, np.ascontiguousarray(center), out[0], out[1], out[2])
+    return out.T
+
+
+def _derivative(t, loss, k):
+    """The ``k``-th of ``(l, l', l'')`` at one chunk's ``t``."""
+    return loss.derivatives(t)[k]
+
+
+def _gram_change(X, delta, fit_intercept):
+    """``[X, 1]^T diag(delta) [X, 1]`` for weights ``delta`` of any sign."""
+    weighted = X * delta[:, None]
+    G = X.T @ weighted
+    return bordered_gram(G, weighted.sum(axis=0), delta.sum()) if fit_intercept else G
+
+
+def _step_block(X, r, h, h_block, v, kept, slack, fit_intercept):
+    """One chunk's shares of :meth:`WorkerDesign.step_products`, and its kept Hessian weights.
+
+    Returns ``(shares, h_kept)``: ``shares = (g, dH)`` or, with a block
+    term, ``(g, dH, G_B, S_B)``: ``g = [X, 1]^T r``; the weights ``h``
+    replace the ``kept`` ones only on the rows where they moved by more
+    than ``slack`` (relative; all rows when ``kept`` is None), whose change
+    of ``[X, 1]^T diag(h_kept) [X, 1]`` is ``dH``; ``G_B = [X, 1]^T
+    diag(h_block) [X, 1]`` and ``S_B = [X, 1]^T v``.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    g = X.T @ r
+    if kept is None:
+        dH, h_kept = weighted_gram(X, h, fit_intercept), h
+    else:
+        changed = np.flatnonzero(np.abs(h - kept) > slack * kept)
+        dH = _gram_change(X[changed], h[changed] - kept[changed], fit_intercept)
+        h_kept = kept.copy()
+        h_kept[changed] = h[changed]
+    if fit_intercept:
+        g = np.append(g, r.sum())
+    if h_block is None:
+        return (g, dH), h_kept
+    S_block = X.T @ v
+    if fit_intercept:
+        S_block = np.append(S_block, v.sum())
+    return (g, dH, weighted_gram(X, h_block, fit_intercept), S_block), h_kept
+
+
+def _rows_times(X, v, fit_intercept):
+    """``v[:, None] [X, 1]`` of one chunk: the rows whose block sums make the pooled blocks' term."""
+    rows = np.asarray(X, dtype=np.float64) * v[:, None]
+    return np.hstack([rows, v[:, None]]) if fit_intercept else rows
+
+
+def _dual_block(X, q, a, s, c, loss, side, shrink):
+    """A chunk's ``X^T (s q a')`` and ``sum q (a' c - l*(a'))``, ``a' = a`` but ``shrink a`` on ``side``."""
+    a = np.where(np.sign(s * q * a) == side, a * shrink, a)
+    value = q @ (a * c - loss.conjugate(a)) if c is not None else -(q @ loss.conjugate(a))
+    return np.asarray(X, dtype=np.float64).T @ (s * q * a), float(value)
+
+
+class WorkerDesign(DaskDesign):
+    """:class:`DaskDesign` whose fit keeps its ``n``-vectors on the workers (see the module docstring).
+
+    Its kept and native vectors are the same Dask arrays; the Hessian's
+    weights per row are kept on the workers between steps.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n, d)
+    fit_intercept : bool
+    """
+
+    keeps_vectors_apart = True
+    vectors_on_host = False
+
+    def __init__(self, X, fit_intercept):
+        super().__init__(X, fit_intercept)
+        self._rows = self.X.chunks[0]
+        self._kept_h = None
+
+    def keeping_vectors_for(self, risk, penalty):
+        return self
+
+    def to_host(self, v):
+        return v
+
+    to_native = to_host
+    vector, affine = DaskDesign.worker_vector, DaskDesign.worker_matvec
+    native_matvec = DaskDesign.worker_matvec
+    native_rmatvec = kept_rmatvec = DaskDesign.worker_rmatvec
+    native_gram = kept_gram = DaskDesign.worker_gram
+
+    def constant(self, value):
+        import dask.array as da
+
+        return da.full(self.n, float(value), chunks=(self._rows,))
+
+    def keep(self, v):
+        return persist(v)
+
+    def rerooted(self, v):
+        return rerooted(v)
+
+    def kept_matvec(self, theta):
+        return self.worker_matvec(theta, kept=False)
+
+    def extremes(self, v):
+        import dask
+
+        return tuple(float(x) for x in dask.compute(v.min(), v.max()))
+
+    def kept_losses(self, loss, t):
+        return persist(t.map_blocks(loss.value, dtype=np.float64))
+
+    loss_values = kept_losses
+
+    def loss_derivatives(self, loss, t):
+        """``(l, l', l'')`` at ``t``, lazily (computed with what uses them)."""
+        return tuple(t.map_blocks(_derivative, loss=loss, k=k, dtype=np.float64) for k in range(3))
+
+    def losses_and_keys(self, loss, t, mu, center):
+        """``(t, l, l', keys)`` persisted in one round trip, re-rooted (``center``: Dask, or a number)."""
+        import dask.array as da
+
+        args = [t, "i"] + ([center, "i"] if is_dask_array(center) else [float(center), None])
+        t, columns = persist(t, da.blockwise(_losses_block, "ij", *args, code=loss.code, param=loss.param,
+                                             mu=mu, new_axes={"j": 3}, dtype=np.float64, concatenate=True))
+        t, columns = rerooted(t, columns)
+        return t, columns[:, 0], columns[:, 1], columns[:, 2]
+
+    def sums_of_products(self, *pairs):
+        """``a . b`` for each pair of Dask ``n``-vectors, in one round trip."""
+        import dask
+
+        return tuple(float(v) for v in dask.compute(*[(a * b).sum() for a, b in pairs]))
+
+    def dual_value(self, q, a, s, c, loss, conjugate, on_host=False):
+        """:meth:`Design.dual_value` (of an l2 part: no scale) in two round trips, one pass over ``X``."""
+        import dask
+        import dask.array as da
+
+        side, shrink = 0.0, 1.0
+        if self.fit_intercept:
+            u = s * q * a
+            excess, positive, negative = (float(v) for v in dask.compute(
+                u.sum(), da.maximum(u, 0.0).sum(), da.minimum(u, 0.0).sum()))
+            side, total = (1.0, positive) if excess > 0.0 else (-1.0, negative)
+            if total != 0.0:
+                shrink = max(1.0 - excess / total, 0.0)
+        self.passes += 1
+        z, value = self.worker_sum(_dual_block, q, a, s, c, loss=loss, side=side, shrink=shrink)
+        return value - conjugate(z)[1]
+
+    def step_products(self, r, h, slack, block=None):
+        """:meth:`Design.step_products` of Dask ``n``-vectors (lazy ones too) as one graph, one round trip.
+
+        Each chunk adds the change of the kept Hessian weights that moved by
+        more than ``slack`` (summed afresh every :attr:`Design.max_updates`
+        steps).  ``block``: None or ``(h_block, (v, reduce))``: ``G_block =
+        [X, 1]^T diag(h_block) [X, 1]`` and ``P = reduce(rows)`` (a delayed
+        reduction) of the rows ``v[:, None] [X, 1]``, or ``[X, 1]^T v``.
+        """
+        import dask
+        import dask.array as da
+
+        self.passes += 1
+        reset = self._kept_h is None or self._updates >= self.max_updates
+        kept = [None] * len(self._rows) if reset else list(self._kept_h.to_delayed().ravel())
+        h_block, (v, reduce) = (None, (None, None)) if block is None else block
+        task = dask.delayed(functools.partial(_step_block, slack=slack, fit_intercept=self.fit_intercept),
+                            pure=True, nout=2)
+        chunks = self.worker_blocks(r, h, h_block, v)
+        outputs = dask.persist(*[task(*chunk, k) for chunk, k in zip(chunks, kept)])
+        outer = None
+        if reduce is not None:
+            rows = functools.partial(_rows_times, fit_intercept=self.fit_intercept)
+            outer = reduce(da.blockwise(rows, "ij", self.X, "ij", v, "i", dtype=np.float64, concatenate=True,
+                                        adjust_chunks={"j": self.p}))
+        sums, outer = summed([out[0] for out in outputs], outer)
+        kept_h = da.concatenate([da.from_delayed(out[1], shape=(rows,), dtype=np.float64)
+                                 for out, rows in zip(outputs, self._rows)])
+        self._kept_h = rerooted(persist(kept_h))
+        self._gram = sums[1] if reset else self._gram + sums[1]
+        self._updates = 0 if reset else self._updates + 1
+        if block is None:
+            return sums[0], self._gram.copy(), None, None
+        return sums[0], self._gram.copy(), sums[2], sums[3] if reduce is None else outer
