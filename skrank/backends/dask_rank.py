@@ -40,6 +40,7 @@ import numpy as np
 
 from .._jit import njit
 from ..kernels.pava import block_moments, pool_adjacent_violators
+from .worker_rank_step import WorkerRankStep
 
 #: Sampled rows per partition, over all chunks (the splitters' accuracy: partitions within about
 #: ``1 +- 1/sqrt(_OVERSAMPLE)`` of their mean size).
@@ -546,31 +547,6 @@ class PooledBlocks:
         while len(parts) > 1:  # a tree on the workers: each block's sum is made once
             parts = [delayed(_add_block_sums)(*parts[k:k + 4]) for k in range(0, len(parts), 4)]
         return parts[0]
-
-
-class WorkerRankStep:
-    """What a fit asks of a rank step of Dask keys beyond ``project``, ``risk_value``, ``block_terms``."""
-
-    def top(self, n):
-        """The largest rank weight per unit of mass, of unit masses: the scale of the first smoothing."""
-        return float(self.risk.weights_slice(n, n - 1, n)[0])
-
-    def first_center(self, losses, warm, n):
-        """The first centre and :meth:`top`: cold, the mean weight per unit of mass (one number); warm,
-        the projection of ``losses()`` at a tiny smoothing (within ``1e-9`` of their rank weights)."""
-        top = self.top(n)
-        if not warm:
-            return 1.0 / n, top
-        import dask
-
-        losses = losses()
-        low, high = (float(v) for v in dask.compute(losses.min(), losses.max()))
-        mu = 1e-9 * max(high - low, abs(high), 1e-300) / max(top, 1e-300)
-        return self.project(losses, mu)[0], top
-
-    def restarted_from(self, keys):
-        """The step itself: it keeps no order to start from."""
-        return self
 
 
 class DaskSortedRankStep(WorkerRankStep):

@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from ..backends.dask_rank import DaskSortedRankStep, WorkerRankStep
+from ..backends.worker_rank_step import WorkerRankStep
 from .partial_auc import resort_scores
 from .smoothed_risk import pooled_projection
 from .threshold_projection import capped_projection, capped_threshold_dask
@@ -251,4 +251,6 @@ def rank_step_for(design, risk, mass, m, keys_on_workers=None):
         return HostRankStep(risk, design.n, mass, m)
     if risk.threshold_rank_step and mass is None:
         return ThresholdRankStep(risk, design.n)
+    from ..backends.dask_rank import DaskSortedRankStep  # Dask's sort loads with the first fit on Dask keys
+
     return DaskSortedRankStep(risk, masses=None if mass is None else m, sample_weight=mass)

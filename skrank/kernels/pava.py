@@ -712,7 +712,23 @@ def sorted_weighted_sum(values, sigma):
 
 @njit(cache=True)
 def losses_and_keys(t, code, param, mu, center, value, d1, keys):
-    """Fill ``value`` and ``d1`` with ``l`` and ``l'`` at ``t``, and ``keys = mu center + l``."""
+    """Fill ``value`` and ``d1`` with ``l`` and ``l'`` at ``t``, and ``keys = mu center + l``.
+
+    Parameters
+    ----------
+    t : ndarray of shape (n,)
+        The loss arguments.
+    code : int
+        The loss's code (:attr:`skrank.losses.Loss.code`).
+    param : float
+        The loss's parameter.
+    mu : float
+        The smoothing.
+    center : ndarray of shape (n,)
+        The centre of the smoothing.
+    value, d1, keys : ndarray of shape (n,)
+        Filled with ``l(t)``, ``l'(t)`` and ``mu center + l(t)``.
+    """
     for i in range(t.shape[0]):
         value[i], d1[i] = loss_value_and_derivative(code, t[i], param)
         keys[i] = mu * center[i] + value[i]
