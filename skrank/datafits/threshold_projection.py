@@ -313,7 +313,7 @@ def capped_threshold_dask(keys, mu, cap, total, bracket=100_000, candidates=64, 
 
     With at most ``bracket / 2`` keys, one round gathers their distinct
     values.  Else round 0 brings each chunk's keys at evenly spaced ranks
-    (its sketch, the extremes included; about ``16 n / bracket`` a chunk,
+    (its sketch, the extremes included; about ``64 n / bracket`` a chunk,
     at most ``4 bracket`` in all), from which the driver bounds ``f``
     below and above and so brackets the root; when the sketch bounds the
     breakpoints inside by ``bracket``, the next round gathers them (two
@@ -367,7 +367,7 @@ def capped_threshold_dask(keys, mu, cap, total, bracket=100_000, candidates=64, 
         ref, offset = _solve_gathered(v, w, 0, 0, 0.0, lo, hi, mu, cap, total)
         return Threshold(ref, offset, 1, v.size)
     sizes = [int(c) for c in keys.chunks[0]]
-    size = max(2, min(-(-16 * n // bracket), (4 * bracket) // max(len(blocks), 1)))
+    size = max(2, min(-(-64 * n // bracket), (4 * bracket) // max(len(blocks), 1)))
     sketches = dask.compute(*[delayed(_sketch)(blk, size) for blk in blocks])
     rounds = 1
     low = min(float(v[0]) for v, _ in sketches if v.size)
