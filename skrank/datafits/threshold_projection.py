@@ -214,12 +214,17 @@ def _bracket_stats(u, lo, hi, h):
 
 
 def _sketch(u, size):
-    """One chunk's keys at ``size`` evenly spaced ranks (the first and last included), and the ranks."""
+    """One chunk's sketch: about ``size`` of its keys (its extremes among them), ascending, and their buckets.
+
+    ``counts[j]``: the keys in ``[v[j], v[j + 1])`` (the last: those equal
+    to the largest), counted exactly (one ``searchsorted`` per key).
+    """
     u = np.asarray(u, dtype=np.float64).ravel()
     if u.size == 0:
         return np.empty(0), np.empty(0, dtype=np.int64)
-    ranks = np.unique(np.linspace(0, u.size - 1, max(2, min(size, u.size))).round().astype(np.int64))
-    return np.sort(u)[ranks], ranks
+    step = max(1, u.size // max(size, 1))
+    v = np.unique(np.concatenate((u[::step], [u.min(), u.max()])))
+    return v, np.bincount(np.searchsorted(v, u, side="right") - 1, minlength=v.size)
 
 
 def _distinct(u):
@@ -227,21 +232,22 @@ def _distinct(u):
     return np.unique(np.asarray(u, dtype=np.float64).ravel(), return_counts=True)
 
 
-def _sketch_weights(sketches, sizes):
+def _sketch_weights(sketches):
     """The sketches' keys, and each key's multiplicity in a lower and in an upper bound of ``f``.
 
-    The keys of a chunk between two of its sampled ranks lie between the two
-    sampled keys: counted at the lower one, ``f`` (nondecreasing in each
-    key) is bounded below; at the upper one, above.
+    A bucket's keys lie between its first key and the next bucket's: counted
+    at the former, ``f`` (nondecreasing in each key) is bounded below; at
+    the latter, above.
     """
     values, below, above = [], [], []
-    for (v, ranks), size in zip(sketches, sizes):
-        if size == 0:
+    for v, counts in sketches:
+        if v.size == 0:
             continue
-        gaps = np.diff(ranks) - 1  # keys strictly between two sampled ranks
+        up = np.concatenate(([0], counts[:-1]))
+        up[-1] += counts[-1]
         values.append(v)
-        below.append(np.concatenate((1 + gaps, [1])).astype(np.float64))
-        above.append(np.concatenate(([1], 1 + gaps)).astype(np.float64))
+        below.append(counts.astype(np.float64))
+        above.append(up.astype(np.float64))
     return np.concatenate(values), np.concatenate(below), np.concatenate(above)
 
 
@@ -263,7 +269,7 @@ def _last_at_least(v, weight, lo, hi, mu, cap, level):
     return lo, hi
 
 
-def _window(sketches, sizes, mu, cap, total, low, high):
+def _window(sketches, mu, cap, total, low, high):
     """A bracket ``[a, b]`` of the root from the chunks' sketches, and a bound on the breakpoints inside.
 
     ``a``: where the lower bound of ``f`` still reaches the total (with a
@@ -271,18 +277,17 @@ def _window(sketches, sizes, mu, cap, total, low, high):
     the upper bound falls below it, so ``f(b) < total``.
     """
     h = mu * cap
-    v, below, above = _sketch_weights(sketches, sizes)
+    v, below, above = _sketch_weights(sketches)
     a = _last_at_least(v, below, low, high, mu, cap, total * (1.0 + 1e-9))[0]
     b = _last_at_least(v, above, low, high, mu, cap, total * (1.0 - 1e-9))[1]
-    # the keys in [a, b] or [a + h, b + h], bounded per chunk by the sampled ranks around them
+    # the keys in [a, b] or [a + h, b + h]: at most those of the buckets that meet them
     inside = 0
-    for (u, ranks), size in zip(sketches, sizes):
-        if size == 0:
+    for u, counts in sketches:
+        if u.size == 0:
             continue
         for x, y in ((a, b), (a + h, b + h)):
-            i = max(int(np.searchsorted(u, x, side="left")) - 1, 0)
-            j = min(int(np.searchsorted(u, y, side="right")), u.size - 1)
-            inside += int(ranks[j] - ranks[i]) + 1
+            i, j = np.searchsorted(u, [x, y], side="right") - 1
+            inside += int(counts[max(i, 0):max(j, -1) + 1].sum())
     return a, b, inside
 
 
@@ -312,9 +317,10 @@ def capped_threshold_dask(keys, mu, cap, total, bracket=100_000, candidates=64, 
     """:func:`capped_threshold` for a Dask array of keys, by counting reductions over its chunks.
 
     With at most ``bracket / 2`` keys, one round gathers their distinct
-    values.  Else round 0 brings each chunk's keys at evenly spaced ranks
-    (its sketch, the extremes included; about ``64 n / bracket`` a chunk,
-    at most ``4 bracket`` in all), from which the driver bounds ``f``
+    values.  Else round 0 brings a sketch of each chunk: some of its keys
+    (its extremes, and about ``64 n / bracket`` more, at most ``4 bracket``
+    in all) with the count of its keys between each two, from which the
+    driver bounds ``f``
     below and above and so brackets the root; when the sketch bounds the
     breakpoints inside by ``bracket``, the next round gathers them (two
     rounds in all).  Otherwise each following round
@@ -366,14 +372,13 @@ def capped_threshold_dask(keys, mu, cap, total, bracket=100_000, candidates=64, 
         lo, hi = float(np.nextafter(v[0] - h, -np.inf)), float(v[-1])
         ref, offset = _solve_gathered(v, w, 0, 0, 0.0, lo, hi, mu, cap, total)
         return Threshold(ref, offset, 1, v.size)
-    sizes = [int(c) for c in keys.chunks[0]]
     size = max(2, min(-(-64 * n // bracket), (4 * bracket) // max(len(blocks), 1)))
     sketches = dask.compute(*[delayed(_sketch)(blk, size) for blk in blocks])
     rounds = 1
     low = min(float(v[0]) for v, _ in sketches if v.size)
     high = max(float(v[-1]) for v, _ in sketches if v.size)
     lo, hi = float(np.nextafter(low - h, -np.inf)), high
-    window = _window(sketches, sizes, mu, cap, total, lo, hi)
+    window = _window(sketches, mu, cap, total, lo, hi)
     if window[2] <= bracket:  # the sketch's bracket holds few breakpoints: gather them
         wa, wb = window[:2]
         v, w, (n_cap0, n_fixed, s_fixed) = _gathered(
