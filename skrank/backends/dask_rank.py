@@ -27,6 +27,13 @@ argument.  The steps:
 4. **Write.**  Each partition writes ``q`` with its corrected boundary
    blocks; the rows go back to the keys' chunks (a second shuffle).
 
+The reductions that the driver needs come back in the submissions that
+keep the results they read (:func:`persist_and_fetch`): the chunks sorted
+with their sample, the partitions with their counts, the PAVA stacks with
+their first summaries, then ``q`` written: four submissions to a
+``dask.distributed`` scheduler (more only where a merge needs longer
+summaries, or the sample weights are below the resolution of the largest).
+
 The driver holds ``O(partitions x blocks summarised)`` numbers, the
 splitters' sample (``O(partitions)`` per chunk) and, on demand, the pooled
 blocks' masses and sums.

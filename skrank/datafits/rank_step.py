@@ -123,7 +123,7 @@ class ThresholdRankStep:
 
     def __init__(self, risk, n):
         self.cap, self.total = risk.threshold_level(n) / n, 1.0
-        #: ``compute``/``persist`` calls of the threshold searches.
+        #: Submissions (``compute``/``persist``) of the threshold searches and the projections.
         self.rounds = 0
 
     def threshold(self, keys, mu):
