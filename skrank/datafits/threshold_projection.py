@@ -217,14 +217,16 @@ def _sketch(u, size):
     """One chunk's sketch: about ``size`` of its keys (its extremes among them), ascending, and their buckets.
 
     ``counts[j]``: the keys in ``[v[j], v[j + 1])`` (the last: those equal
-    to the largest), counted exactly (one ``searchsorted`` per key).
+    to the largest), counted exactly (one ``searchsorted`` per key);
+    ``equal[j]``: those equal to ``v[j]``.
     """
     u = np.asarray(u, dtype=np.float64).ravel()
     if u.size == 0:
-        return np.empty(0), np.empty(0, dtype=np.int64)
+        return np.empty(0), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     step = max(1, u.size // max(size, 1))
     v = np.unique(np.concatenate((u[::step], [u.min(), u.max()])))
-    return v, np.bincount(np.searchsorted(v, u, side="right") - 1, minlength=v.size)
+    bucket = np.searchsorted(v, u, side="right") - 1
+    return v, np.bincount(bucket, minlength=v.size), np.bincount(bucket[u == v[bucket]], minlength=v.size)
 
 
 def _distinct(u):
@@ -240,7 +242,7 @@ def _sketch_weights(sketches):
     the latter, above.
     """
     values, below, above = [], [], []
-    for v, counts in sketches:
+    for v, counts, _ in sketches:
         if v.size == 0:
             continue
         up = np.concatenate(([0], counts[:-1]))
@@ -280,14 +282,16 @@ def _window(sketches, mu, cap, total, low, high):
     v, below, above = _sketch_weights(sketches)
     a = _last_at_least(v, below, low, high, mu, cap, total * (1.0 + 1e-9))[0]
     b = _last_at_least(v, above, low, high, mu, cap, total * (1.0 - 1e-9))[1]
-    # the keys in [a, b] or [a + h, b + h]: at most those of the buckets that meet them
+    # the distinct keys in [a, b] or [a + h, b + h]: at most those of the buckets that meet them (a
+    # bucket's keys equal to its first one count once)
     inside = 0
-    for u, counts in sketches:
+    for u, counts, equal in sketches:
         if u.size == 0:
             continue
+        distinct = np.minimum(counts, counts - equal + 1)
         for x, y in ((a, b), (a + h, b + h)):
             i, j = np.searchsorted(u, [x, y], side="right") - 1
-            inside += int(counts[max(i, 0):max(j, -1) + 1].sum())
+            inside += int(distinct[max(i, 0):max(j, -1) + 1].sum())
     return a, b, inside
 
 
@@ -320,12 +324,11 @@ def capped_threshold_dask(keys, mu, cap, total, bracket=100_000, candidates=64, 
     values.  Else round 0 brings a sketch of each chunk: some of its keys
     (its extremes, and about ``64 n / bracket`` more, at most ``4 bracket``
     in all) with the count of its keys between each two, from which the
-    driver bounds ``f``
-    below and above and so brackets the root; when the sketch bounds the
-    breakpoints inside by ``bracket``, the next round gathers them (two
-    rounds in all).  Otherwise each following round
+    driver bounds ``f`` below and above and so brackets the root; when the
+    sketch bounds the distinct keys inside by ``bracket``, the next round
+    gathers them (two rounds in all).  Otherwise each following round
     evaluates ``f`` at ``candidates`` points spread evenly over the
-    bracket, in one ``compute`` call: per chunk, the keys are binned
+    bracket (the first: over the sketch's bracket), in one ``compute`` call: per chunk, the keys are binned
     between the candidates ``a_j`` and the ``a_j + mu cap`` (one
     ``searchsorted`` and two ``bincount``), and the driver sums the bins'
     counts and sums of ``keys - left edge`` (no cancellation: every term of
@@ -375,8 +378,8 @@ def capped_threshold_dask(keys, mu, cap, total, bracket=100_000, candidates=64, 
     size = max(2, min(-(-64 * n // bracket), (4 * bracket) // max(len(blocks), 1)))
     sketches = dask.compute(*[delayed(_sketch)(blk, size) for blk in blocks])
     rounds = 1
-    low = min(float(v[0]) for v, _ in sketches if v.size)
-    high = max(float(v[-1]) for v, _ in sketches if v.size)
+    low = min(float(v[0]) for v, _, _ in sketches if v.size)
+    high = max(float(v[-1]) for v, _, _ in sketches if v.size)
     lo, hi = float(np.nextafter(low - h, -np.inf)), high
     window = _window(sketches, mu, cap, total, lo, hi)
     if window[2] <= bracket:  # the sketch's bracket holds few breakpoints: gather them
