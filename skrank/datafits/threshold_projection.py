@@ -223,7 +223,7 @@ def _sketch(u, size):
     u = np.asarray(u, dtype=np.float64).ravel()
     if u.size == 0:
         return np.empty(0), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-    step = max(1, u.size // max(size, 1))
+    step = max(1, -(-u.size // max(size, 1)))  # at most size keys, and the two extremes
     v = np.unique(np.concatenate((u[::step], [u.min(), u.max()])))
     bucket = np.searchsorted(v, u, side="right") - 1
     return v, np.bincount(bucket, minlength=v.size), np.bincount(bucket[u == v[bucket]], minlength=v.size)
@@ -322,7 +322,7 @@ def capped_threshold_dask(keys, mu, cap, total, bracket=100_000, candidates=64, 
 
     With at most ``bracket / 2`` keys, one round gathers their distinct
     values.  Else round 0 brings a sketch of each chunk: some of its keys
-    (its extremes, and about ``64 n / bracket`` more, at most ``4 bracket``
+    (its extremes, and about ``64 n / bracket`` more, at most ``bracket``
     in all) with the count of its keys between each two, from which the
     driver bounds ``f`` below and above and so brackets the root; when the
     sketch bounds the distinct keys inside by ``bracket``, the next round
@@ -375,7 +375,7 @@ def capped_threshold_dask(keys, mu, cap, total, bracket=100_000, candidates=64, 
         lo, hi = float(np.nextafter(v[0] - h, -np.inf)), float(v[-1])
         ref, offset = _solve_gathered(v, w, 0, 0, 0.0, lo, hi, mu, cap, total)
         return Threshold(ref, offset, 1, v.size)
-    size = max(2, min(-(-64 * n // bracket), (4 * bracket) // max(len(blocks), 1)))
+    size = max(1, min(-(-64 * n // bracket), bracket // max(len(blocks), 1) - 2))
     sketches = dask.compute(*[delayed(_sketch)(blk, size) for blk in blocks])
     rounds = 1
     low = min(float(v[0]) for v, _, _ in sketches if v.size)
