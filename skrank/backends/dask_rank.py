@@ -27,6 +27,13 @@ argument.  The steps:
 4. **Write.**  Each partition writes ``q`` with its corrected boundary
    blocks; the rows go back to the keys' chunks (a second shuffle).
 
+The reductions that the driver needs come back in the submissions that
+keep the results they read (:func:`persist_and_fetch`): the chunks sorted
+with their sample, the partitions with their counts, the PAVA stacks with
+their first summaries, then ``q`` written: four submissions to a
+``dask.distributed`` scheduler (more only where a merge needs longer
+summaries, or the sample weights are below the resolution of the largest).
+
 The driver holds ``O(partitions x blocks summarised)`` numbers, the
 splitters' sample (``O(partitions)`` per chunk) and, on demand, the pooled
 blocks' masses and sums.
@@ -325,7 +332,6 @@ class _Sorted:
     """
 
     def __init__(self, keys, columns, n_partitions, weighted):
-        import dask
         from dask import delayed
 
         if any(np.isnan(c) for c in keys.chunks[0]):
@@ -343,10 +349,11 @@ class _Sorted:
         blocks = [keys.__dask_keys__()] + [c.__dask_keys__() for c in columns]
         tasks = {(name, i): (_sort_chunk, int(offsets[i])) + tuple(b[i] for b in blocks)
                  for i in range(n_chunks)}
-        chunks = dask.persist(*_tasks(name, tasks, list(tasks), [keys, *columns]))
-        # the splitters: quantiles of a regular sample of each sorted chunk, as (key, row) pairs
+        chunks = _tasks(name, tasks, list(tasks), [keys, *columns])
+        # the splitters: quantiles of a regular sample of each sorted chunk, as (key, row) pairs, sampled
+        # in the submission that sorts the chunks
         per_chunk = max(2, math.ceil(_OVERSAMPLE * n_parts / n_chunks))
-        samples = dask.compute(*[delayed(_sample)(c, per_chunk) for c in chunks])
+        chunks, samples = persist_and_fetch(chunks, [delayed(_sample)(c, per_chunk) for c in chunks])
         sample_key = np.concatenate([s[0] for s in samples])
         sample_row = np.concatenate([s[1] for s in samples])
         order = np.lexsort((sample_row, sample_key))
@@ -359,9 +366,11 @@ class _Sorted:
                       for i in range(n_chunks) for p in range(n_parts)})
         tasks.update({(name, p): (_gather,) + tuple((name, "piece", i, p) for i in range(n_chunks))
                       for p in range(n_parts)})
-        self.parts = dask.persist(*_tasks(name, tasks, [(name, p) for p in range(n_parts)], list(chunks)))
-        stats = np.array(dask.compute(*[delayed(_partition_stats)(p, weighted, len(columns) == 2)
-                                        for p in self.parts]))
+        parts = _tasks(name, tasks, [(name, p) for p in range(n_parts)], list(chunks))
+        # the partitions kept and their counts brought back in one submission
+        counted = [delayed(_partition_stats)(p, weighted, len(columns) == 2) for p in parts]
+        self.parts, stats = persist_and_fetch(parts, counted)
+        stats = np.array(stats)
         self.n_parts = n_parts
         self.counts = stats[:, 0].astype(np.int64)
         self.starts = np.concatenate(([0], np.cumsum(self.counts)))
@@ -656,16 +665,17 @@ class DaskSortedRankStep(WorkerRankStep):
         pooled : PooledBlocks
             The pooled blocks of the projection's isotonic regression.
         """
-        import dask
         from dask import delayed
 
         mu = float(mu)
         if not (mu > 0.0 and np.isfinite(mu)):
             raise ValueError(f"mu must be positive and finite, got {mu}.")
         sorted_ = self._sorted(keys)
-        locals_ = dask.persist(*[delayed(_local_pava)(p, self.risk, c, mu)
-                                 for p, c in zip(sorted_.parts, sorted_.cells)])
-        merge = _merge_boundaries(sorted_, locals_)
+        locals_ = [delayed(_local_pava)(p, self.risk, c, mu) for p, c in zip(sorted_.parts, sorted_.cells)]
+        # the stacks kept and their first summaries brought back in one submission
+        locals_, summaries = persist_and_fetch(locals_, _summaries(sorted_, locals_, [_FIRST_SUMMARY]
+                                                                   * sorted_.n_parts))
+        merge = _merge_boundaries(sorted_, locals_, summaries)
         written = [delayed(_write)(p, loc, c, mu, merge.given[k], merge.first_id[k])
                    for k, (p, loc, c) in enumerate(zip(sorted_.parts, locals_, sorted_.cells))]
         q, ids, local_masses = _back_to_chunks(sorted_, written)
@@ -715,6 +725,60 @@ def _back_to_chunks(sorted_, written):
                           [(name_m, p) for p in range(n_parts)], list(written))
     q, ids, *local_masses = dask.persist(*arrays, *local_masses)
     return q, ids, local_masses
+
+
+def persist_and_fetch(kept, fetched):
+    """Persist the collections ``kept`` and bring the values of ``fetched`` to the driver, in one submission.
+
+    ``dask.persist`` of both, then, on a ``dask.distributed`` client, one
+    ``gather`` of the futures of ``fetched`` (no second graph: a value
+    comes back, nothing is computed again); on a local scheduler the
+    persisted values are in memory already.
+
+    Parameters
+    ----------
+    kept : sequence of dask collections
+        Computed where they run and kept there.
+    fetched : sequence of dask collections
+        Computed and brought back (each a few numbers).
+
+    Returns
+    -------
+    kept : list
+        The persisted collections.
+    values : list
+        The values of ``fetched``, as ``dask.compute`` gives them.
+    """
+    import dask
+    from dask.base import get_scheduler
+
+    kept, fetched = list(kept), list(fetched)
+    collections = kept + fetched
+    if not collections:
+        return [], []
+    persisted = dask.persist(*collections)
+    kept, fetched = list(persisted[:len(kept)]), list(persisted[len(kept):])
+    client = getattr(get_scheduler(collections=collections), "__self__", None)
+    if not (fetched and hasattr(client, "gather")):
+        return kept, list(dask.compute(*fetched))
+    from distributed import futures_of
+
+    futures = {f.key: f for f in futures_of(fetched)}
+    layouts = [c.__dask_keys__() for c in fetched]
+    gathered = client.gather([_nested(keys, futures) for keys in layouts])
+    return kept, [_finalized(c, values) for c, values in zip(fetched, gathered)]
+
+
+def _nested(keys, futures):
+    """The nested lists of keys ``keys`` with each key replaced by its future."""
+    if isinstance(keys, list):
+        return [_nested(k, futures) for k in keys]
+    return futures[keys]
+
+
+def _finalized(collection, values):
+    finalize, args = collection.__dask_postcompute__()
+    return finalize(values, *args)
 
 
 def _unique(what):
@@ -852,24 +916,33 @@ def _number_blocks(stack, summaries, merge):
     merge.n_pooled = next_id
 
 
-def _merge_boundaries(sorted_, locals_):
-    """Pool the partitions' blocks across their boundaries: a :class:`_Merge`."""
-    import dask
+def _summaries(sorted_, locals_, counts, which=None):
+    """The delayed summaries (:func:`_summary`) of the partitions ``which`` (default all)."""
     from dask import delayed
 
+    which = range(sorted_.n_parts) if which is None else which
+    return [delayed(_summary)(sorted_.parts[p], locals_[p], sorted_.cells[p], counts[p]) for p in which]
+
+
+def _merge_boundaries(sorted_, locals_, summaries):
+    """Pool the partitions' blocks across their boundaries: a :class:`_Merge`.
+
+    ``summaries``: every partition's first summary (of ``_FIRST_SUMMARY``
+    blocks at each end); a partition whose summary is too short is asked
+    for a longer one.
+    """
+    import dask
+
     counts = [_FIRST_SUMMARY] * sorted_.n_parts
-    summaries = [None] * sorted_.n_parts
-    stale = range(sorted_.n_parts)
+    summaries = list(summaries)
     while True:
-        fresh = dask.compute(*[delayed(_summary)(sorted_.parts[p], locals_[p], sorted_.cells[p], counts[p])
-                               for p in stale])
-        for p, s in zip(stale, fresh):
-            summaries[p] = s
         stack, stale = _stack_partitions(summaries)
         if not stale:
             break
         for p in stale:
             counts[p] *= 4
+        for p, s in zip(stale, dask.compute(*_summaries(sorted_, locals_, counts, stale))):
+            summaries[p] = s
     merge = _Merge(sorted_.n_parts)
     merge.first_id = [None] * sorted_.n_parts
     _number_blocks(stack, summaries, merge)

@@ -141,16 +141,28 @@ class _Partitions:
         """Compute ``tasks`` where they run and keep them there (persisted)."""
         return self.dask.persist(*tasks)
 
+    def keep_and_fetch(self, kept, fetched):
+        """Keep ``kept`` where they run and bring ``fetched`` (a few numbers each), in one submission."""
+        from ..backends.dask_rank import persist_and_fetch
+
+        return persist_and_fetch(kept, fetched)
+
     def delayed(self, function, *args, nout=None):
         return self.dask.delayed(function, pure=True, nout=nout)(*args)
 
-    def centred(self, center, factors):
-        """Persisted blocks ``h - center`` and the weights times ``factors`` (positives', negatives')."""
+    def centred(self, center, factors, fetch=None):
+        """Persisted blocks ``h - center`` and the weights times ``factors`` (positives', negatives').
+
+        ``fetch(scores, y, weights)``: a few numbers per chunk of the centred
+        blocks, brought back in the same submission (a list, empty without).
+        """
         tasks = [self.delayed(_centre_block, h_c, y_c, w_c, center, factors, nout=2)
                  for h_c, y_c, w_c in zip(self.h, self.y, self.w)]
-        kept = self.keep(*[t[0] for t in tasks], *[t[1] for t in tasks])
+        fetched = [] if fetch is None else [self.delayed(fetch, t[0], y_c, t[1])
+                                            for t, y_c in zip(tasks, self.y)]
+        kept, values = self.keep_and_fetch([t[0] for t in tasks] + [t[1] for t in tasks], fetched)
         m = len(self.h)
-        return list(kept[:m]), list(kept[m:])
+        return kept[:m], kept[m:], values
 
     def bounds(self, center):
         """The first and last centred score of each chunk (NaN if empty), as the blocks compute them."""
@@ -241,16 +253,21 @@ def _tables(parts, values, above):
     return [parts.delayed(build, v) for v in values]
 
 
+def _totals(parts, tables, above):
+    """The (delayed) totals of the tables: each chunk's sums over all its rows."""
+    return [parts.delayed(_table_total, t, above) for t in tables]
+
+
 class _Moments:
     """Tables of per-row values of every chunk, and the sums over the scores beyond a threshold.
 
-    ``tables`` the persisted per-chunk tables of :func:`_tables`; each
-    chunk's totals are fetched into the driver (a few numbers per chunk).
+    ``tables`` the persisted per-chunk tables of :func:`_tables`;
+    ``totals`` each chunk's totals (:func:`_totals`, a few numbers per
+    chunk), fetched into the driver in the submission that kept the tables.
     """
 
-    def __init__(self, parts, scores, tables, above, first, last):
+    def __init__(self, parts, scores, tables, totals, above, first, last):
         self.parts, self.scores, self.tables = parts, scores, list(tables)
-        totals = parts.fetch(*[parts.delayed(_table_total, t, above) for t in self.tables])
         self.totals = np.asarray(totals, dtype=np.float64)
         self.above = above
         self.first, self.last = first, last
@@ -407,10 +424,10 @@ def _range_sums(h, y, loss, fpr_range, tpr_min, sample_weight, units, gradient):
         else:
             check_range_holds_negatives(parts.n_neg, fpr_range)
     center = 0.5 * (parts.sum_neg / parts.n_neg + parts.sum_pos / parts.n_pos)
-    scores, weights = parts.centred(center, factors)
+    # the centred blocks kept and their runs of tied negatives brought back in one submission
+    scores, weights, runs = parts.centred(center, factors, fetch=_tie_runs)
+    runs = np.array(runs).reshape(-1, 2)
     first, last = parts.bounds(center)
-    runs = np.array(parts.fetch(*[parts.delayed(_tie_runs, s, y_c, w_c)
-                                  for s, y_c, w_c in zip(scores, parts.y, weights)])).reshape(-1, 2)
     total_neg, total_pos = parts.w_neg * factors[1], parts.w_pos * factors[0]
     neg_before = np.concatenate([[0.0], np.cumsum(parts.stats[:, _W_NEG] * factors[1])])
     pos_before = np.concatenate([[0.0], np.cumsum(parts.stats[:, _W_POS] * factors[0])])
@@ -423,12 +440,15 @@ def _range_sums(h, y, loss, fpr_range, tpr_min, sample_weight, units, gradient):
                                     pos_range, nout=4))
     m = len(scores)
     tables = _tables(parts, [r[2] for r in ranked], True)
+    totals = _totals(parts, tables, True)
     if gradient:
-        tables += _tables(parts, [r[3] for r in ranked], False)
-    kept = parts.keep(*[r[0] for r in ranked], *[r[1] for r in ranked], *tables)
+        below = _tables(parts, [r[3] for r in ranked], False)
+        tables, totals = tables + below, totals + _totals(parts, below, False)
+    # the rank weights and the moments' tables kept, the tables' totals brought back: one submission
+    kept, totals = parts.keep_and_fetch([r[0] for r in ranked] + [r[1] for r in ranked] + tables, totals)
     omega, u = kept[:m], kept[m:2 * m]
-    neg_moments = _Moments(parts, scores, kept[2 * m:3 * m], True, first, last)
-    pos_moments = _Moments(parts, scores, kept[3 * m:], False, first, last) if gradient else None
+    neg_moments = _Moments(parts, scores, kept[2 * m:3 * m], totals[:m], True, first, last)
+    pos_moments = _Moments(parts, scores, kept[3 * m:], totals[m:], False, first, last) if gradient else None
     blocks = []
     for c in range(m):
         positive = parts.delayed(_positive, parts.y[c])
@@ -442,9 +462,8 @@ def _range_sums(h, y, loss, fpr_range, tpr_min, sample_weight, units, gradient):
                                     *sums, nout=2))
     if not gradient:
         return float(np.sum(parts.fetch(*[b[0] for b in blocks]))), None, parts, factors
-    kept = parts.keep(*[b[0] for b in blocks], *[b[1] for b in blocks])
-    total = float(np.sum(parts.fetch(*kept[:m])))
-    return total, parts.gradient(kept[m:]), parts, factors
+    kept, values = parts.keep_and_fetch([b[1] for b in blocks], [b[0] for b in blocks])
+    return float(np.sum(values)), parts.gradient(kept), parts, factors
 
 
 def partial_auc_sums(h, y, loss, fpr_range, *, tpr_min=0.0, sample_weight=None, gradient=True):
@@ -622,12 +641,14 @@ def average_precision_terms(h, y, loss, sample_weight=None, gradient=True):
         raise ValueError("average precision needs at least one positive sample in y (of positive weight).")
     factor = _units_factor(max(parts.max_pos, parts.max_neg)) if parts.weighted else 1.0
     center = (parts.sum_pos + parts.sum_neg) / n
-    scores, weights = parts.centred(center, (factor, factor))
+    scores, weights, _ = parts.centred(center, (factor, factor))
     first, last = parts.bounds(center)
     n_pos = parts.w_pos * factor
     m = len(scores)
     values = [parts.delayed(_ap_values, s, y_c, w_c) for s, y_c, w_c in zip(scores, parts.y, weights)]
-    row_moments = _Moments(parts, scores, parts.keep(*_tables(parts, values, True)), True, first, last)
+    tables = _tables(parts, values, True)
+    tables, totals = parts.keep_and_fetch(tables, _totals(parts, tables, True))
+    row_moments = _Moments(parts, scores, tables, totals, True, first, last)
     anchors = []
     for c in range(m):
         mask = parts.delayed(_anchor_mask, parts.y[c], weights[c])
@@ -636,18 +657,19 @@ def average_precision_terms(h, y, loss, sample_weight=None, gradient=True):
                                      nout=3))
     if not gradient:
         return float(np.sum(parts.fetch(*[a[0] for a in anchors]))) / n_pos, None
-    kept = parts.keep(*[a[0] for a in anchors], *[a[1] for a in anchors],
-                      *_tables(parts, [a[2] for a in anchors], False))
-    parts_value, own = kept[:m], kept[m:2 * m]
-    anchor_moments = _Moments(parts, scores, kept[2 * m:], False, first, last)
+    tables = _tables(parts, [a[2] for a in anchors], False)
+    # the anchors' derivatives and tables kept, their values and the tables' totals brought back
+    kept, fetched = parts.keep_and_fetch([a[1] for a in anchors] + tables,
+                                         [a[0] for a in anchors] + _totals(parts, tables, False))
+    own, parts_value = kept[:m], fetched[:m]
+    anchor_moments = _Moments(parts, scores, kept[m:], fetched[m:], False, first, last)
     blocks = []
     for c in range(m):
         every = parts.delayed(_every, parts.y[c])
         sums = [anchor_moments.sums(c, every, threshold) for _, _, threshold in pieces]
         blocks.append(parts.delayed(_ap_gradient, scores[c], parts.y[c], weights[c], own[c], pieces, *sums))
     kept = parts.keep(*blocks)
-    value = float(np.sum(parts.fetch(*parts_value))) / n_pos
-    return value, parts.gradient(kept)
+    return float(np.sum(parts_value)) / n_pos, parts.gradient(kept)
 
 
 def average_precision_linear_terms(z, y, loss, sample_weight=None, gradient=True):

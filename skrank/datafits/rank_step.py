@@ -176,7 +176,7 @@ class ThresholdRankStep(WorkerRankStep):
 
     def __init__(self, risk, n):
         self.cap, self.total = risk.threshold_level(n) / n, 1.0
-        #: ``compute``/``persist`` calls of the threshold searches.
+        #: Submissions (``compute``/``persist``) of the threshold searches and the projections.
         self.rounds = 0
 
     def top(self, n):
@@ -201,10 +201,13 @@ class ThresholdRankStep(WorkerRankStep):
 
     def project(self, keys, mu):
         """``q = proj_P(keys / mu)`` as a persisted Dask array; the pooled record counts the free set."""
-        import dask
+        from ..backends.dask_rank import persist_and_fetch
 
         q, _, stats = capped_projection(keys, mu, self.cap, self.threshold(keys, mu))
-        q, n_free = dask.persist(q)[0], int(dask.compute(stats["count"])[0])
+        # q kept and the free set counted in one submission
+        (q,), (n_free,) = persist_and_fetch([q], [stats["count"]])
+        self.rounds += 1
+        n_free = int(n_free)
         return q, Pooled(None, None, np.array([n_free] if n_free > 1 else [], dtype=np.int64))
 
     def risk_value(self, losses, pooled=None):

@@ -213,12 +213,122 @@ def _bracket_stats(u, lo, hi, h):
     return v, w, int(np.count_nonzero(u > b_hi)), int(np.count_nonzero(fixed)), float(np.sum(u[fixed] - lo))
 
 
+def _sketch(u, size):
+    """One chunk's sketch: about ``size`` of its keys (its extremes among them), ascending, and their buckets.
+
+    ``counts[j]``: the keys in ``[v[j], v[j + 1])`` (the last: those equal
+    to the largest), counted exactly (one ``searchsorted`` per key);
+    ``equal[j]``: those equal to ``v[j]``.
+    """
+    u = np.asarray(u, dtype=np.float64).ravel()
+    if u.size == 0:
+        return np.empty(0), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    step = max(1, -(-u.size // max(size, 1)))  # at most size keys, and the two extremes
+    v = np.unique(np.concatenate((u[::step], [u.min(), u.max()])))
+    bucket = np.searchsorted(v, u, side="right") - 1
+    return v, np.bincount(bucket, minlength=v.size), np.bincount(bucket[u == v[bucket]], minlength=v.size)
+
+
+def _distinct(u):
+    """One chunk's distinct keys and their counts."""
+    return np.unique(np.asarray(u, dtype=np.float64).ravel(), return_counts=True)
+
+
+def _sketch_weights(sketches):
+    """The sketches' keys, and each key's multiplicity in a lower and in an upper bound of ``f``.
+
+    A bucket's keys lie between its first key and the next bucket's: counted
+    at the former, ``f`` (nondecreasing in each key) is bounded below; at
+    the latter, above.
+    """
+    values, below, above = [], [], []
+    for v, counts, _ in sketches:
+        if v.size == 0:
+            continue
+        up = np.concatenate(([0], counts[:-1]))
+        up[-1] += counts[-1]
+        values.append(v)
+        below.append(counts.astype(np.float64))
+        above.append(up.astype(np.float64))
+    return np.concatenate(values), np.concatenate(below), np.concatenate(above)
+
+
+def _f(t, v, weight, mu, cap):
+    """``sum weight clip((v - t) / mu, 0, cap)``."""
+    return float(weight @ np.clip((v - t) / mu, 0.0, cap))
+
+
+def _last_at_least(v, weight, lo, hi, mu, cap, level):
+    """The largest ``t`` in ``[lo, hi]`` (about) with ``_f(t) >= level``, and the next one tried above it."""
+    for _ in range(200):
+        mid = lo + 0.5 * (hi - lo)
+        if not lo < mid < hi:
+            break
+        if _f(mid, v, weight, mu, cap) >= level:
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi
+
+
+def _window(sketches, mu, cap, total, low, high):
+    """A bracket ``[a, b]`` of the root from the chunks' sketches, and a bound on the breakpoints inside.
+
+    ``a``: where the lower bound of ``f`` still reaches the total (with a
+    relative margin for its rounding), so ``f(a) >= total``; ``b``: where
+    the upper bound falls below it, so ``f(b) < total``.
+    """
+    h = mu * cap
+    v, below, above = _sketch_weights(sketches)
+    a = _last_at_least(v, below, low, high, mu, cap, total * (1.0 + 1e-9))[0]
+    b = _last_at_least(v, above, low, high, mu, cap, total * (1.0 - 1e-9))[1]
+    # the distinct keys in [a, b] or [a + h, b + h]: at most those of the buckets that meet them (a
+    # bucket's keys equal to its first one count once)
+    inside = 0
+    for u, counts, equal in sketches:
+        if u.size == 0:
+            continue
+        distinct = np.minimum(counts, counts - equal + 1)
+        for x, y in ((a, b), (a + h, b + h)):
+            i, j = np.searchsorted(u, [x, y], side="right") - 1
+            inside += int(distinct[max(i, 0):max(j, -1) + 1].sum())
+    return a, b, inside
+
+
+def _gathered(parts):
+    """The distinct keys and counts of the chunks' bracket statistics, merged, and the other counts."""
+    v, inverse = np.unique(np.concatenate([p[0] for p in parts]), return_inverse=True)
+    w = np.bincount(inverse, weights=np.concatenate([p[1] for p in parts]).astype(np.float64),
+                    minlength=v.size)
+    rest = [sum(p[k] for p in parts) for k in (2, 3)] + [float(sum(p[4] for p in parts))]
+    return v, w, rest
+
+
+def _brackets_root(v, w, n_cap0, n_fixed, s_fixed, lo, hi, mu, cap, total):
+    """Whether ``f(lo) >= total > f(hi)``, from the keys gathered for the bracket ``[lo, hi]``."""
+    h = mu * cap
+    tail = np.concatenate((np.cumsum(w[::-1])[::-1], [0]))
+
+    def at_least(a):
+        i0, i1 = np.searchsorted(v, [a, a + h], side="left")
+        free = float(w[i0:i1] @ (v[i0:i1] - a)) + s_fixed + n_fixed * (lo - a)
+        return free / mu >= _remaining(total, cap, n_cap0 + int(tail[i1]))
+
+    return at_least(lo) and not at_least(hi)
+
+
 def capped_threshold_dask(keys, mu, cap, total, bracket=100_000, candidates=64, max_rounds=60):
     """:func:`capped_threshold` for a Dask array of keys, by counting reductions over its chunks.
 
-    Round 0 reduces the keys to their extremes.  Each following round
+    With at most ``bracket / 2`` keys, one round gathers their distinct
+    values.  Else round 0 brings a sketch of each chunk: some of its keys
+    (its extremes, and about ``64 n / bracket`` more, at most ``bracket``
+    in all) with the count of its keys between each two, from which the
+    driver bounds ``f`` below and above and so brackets the root; when the
+    sketch bounds the distinct keys inside by ``bracket``, the next round
+    gathers them (two rounds in all).  Otherwise each following round
     evaluates ``f`` at ``candidates`` points spread evenly over the
-    bracket, in one ``compute`` call: per chunk, the keys are binned
+    bracket (the first: over the sketch's bracket), in one ``compute`` call: per chunk, the keys are binned
     between the candidates ``a_j`` and the ``a_j + mu cap`` (one
     ``searchsorted`` and two ``bincount``), and the driver sums the bins'
     counts and sums of ``keys - left edge`` (no cancellation: every term of
@@ -259,11 +369,33 @@ def capped_threshold_dask(keys, mu, cap, total, bracket=100_000, candidates=64, 
         return Threshold(-np.inf, 0.0, 0, 0)
     h = mu * cap
     blocks = list(keys.to_delayed().ravel())
-    low, high = dask.compute(keys.min(), keys.max())
+    if 2 * n <= bracket:  # every key: one round
+        v, w = _gathered([(*p, 0, 0, 0.0)
+                          for p in dask.compute(*[delayed(_distinct)(blk) for blk in blocks])])[:2]
+        lo, hi = float(np.nextafter(v[0] - h, -np.inf)), float(v[-1])
+        ref, offset = _solve_gathered(v, w, 0, 0, 0.0, lo, hi, mu, cap, total)
+        return Threshold(ref, offset, 1, v.size)
+    size = max(1, min(-(-64 * n // bracket), bracket // max(len(blocks), 1) - 2))
+    sketches = dask.compute(*[delayed(_sketch)(blk, size) for blk in blocks])
     rounds = 1
-    lo, hi = float(np.nextafter(float(low) - h, -np.inf)), float(high)
-    for _ in range(max_rounds if 2 * n > bracket else 0):
-        a = np.unique(np.clip(lo + (hi - lo) * np.linspace(0.0, 1.0, candidates + 2), lo, hi))
+    low = min(float(v[0]) for v, _, _ in sketches if v.size)
+    high = max(float(v[-1]) for v, _, _ in sketches if v.size)
+    lo, hi = float(np.nextafter(low - h, -np.inf)), high
+    window = _window(sketches, mu, cap, total, lo, hi)
+    if window[2] <= bracket:  # the sketch's bracket holds few breakpoints: gather them
+        wa, wb = window[:2]
+        v, w, (n_cap0, n_fixed, s_fixed) = _gathered(
+            dask.compute(*[delayed(_bracket_stats)(blk, wa, wb, h) for blk in blocks]))
+        rounds += 1
+        if _brackets_root(v, w, n_cap0, n_fixed, s_fixed, wa, wb, mu, cap, total):
+            ref, offset = _solve_gathered(v, w, n_cap0, n_fixed, s_fixed, wa, wb, mu, cap, total)
+            return Threshold(ref, offset, rounds, v.size)
+    for _ in range(max_rounds):
+        if window is not None:  # the first candidates spread over the sketch's bracket
+            inner, window = np.linspace(window[0], window[1], candidates), None
+            a = np.unique(np.clip(np.concatenate(([lo], inner, [hi])), lo, hi))
+        else:
+            a = np.unique(np.clip(lo + (hi - lo) * np.linspace(0.0, 1.0, candidates + 2), lo, hi))
         a[0], a[-1] = lo, hi
         if a.size <= 2:  # lo and hi adjacent doubles
             break
@@ -288,14 +420,9 @@ def capped_threshold_dask(keys, mu, cap, total, bracket=100_000, candidates=64, 
         inside = (suffix[ia[j] + 1] - suffix[ia[j + 1] + 1]) + (suffix[ib[j] + 1] - suffix[ib[j + 1] + 1])
         if inside <= bracket:
             break
-    parts = dask.compute(*[delayed(_bracket_stats)(blk, lo, hi, h) for blk in blocks])
+    v, w, (n_cap0, n_fixed, s_fixed) = _gathered(
+        dask.compute(*[delayed(_bracket_stats)(blk, lo, hi, h) for blk in blocks]))
     rounds += 1
-    v, inverse = np.unique(np.concatenate([p[0] for p in parts]), return_inverse=True)
-    w = np.bincount(inverse, weights=np.concatenate([p[1] for p in parts]).astype(np.float64),
-                    minlength=v.size)
-    n_cap0 = sum(p[2] for p in parts)
-    n_fixed = sum(p[3] for p in parts)
-    s_fixed = float(sum(p[4] for p in parts))
     ref, offset = _solve_gathered(v, w, n_cap0, n_fixed, s_fixed, lo, hi, mu, cap, total)
     return Threshold(ref, offset, rounds, v.size)
 

@@ -27,7 +27,7 @@ check is computed on the sorted partitions too (:func:`sorted_metric`).
 import numpy as np
 
 from ..backends.dask_design import persist
-from ..backends.dask_rank import sort_by_key
+from ..backends.dask_rank import persist_and_fetch, sort_by_key
 from .logistic_anchor import LogisticAnchoredObjective
 from .partitioned_surrogates import (
     average_precision_linear_terms,
@@ -167,7 +167,6 @@ class WorkerAnchoredObjective(LogisticAnchoredObjective):
         return 1.0 / self._total if self.weight is None else self.row_weight
 
     def _logistic_terms(self, z, gradient):
-        import dask
         import dask.array as da
 
         m = self.sign * z
@@ -177,8 +176,8 @@ class WorkerAnchoredObjective(LogisticAnchoredObjective):
             return float(value.compute()), None
         inv = 1.0 / (e + 1.0)
         dz = -(da.where(m >= 0.0, e * inv, inv) * self.sign * self._p())
-        value, dz = dask.persist(value, dz)
-        return float(value.compute()), dz
+        (dz,), (value,) = persist_and_fetch([dz], [value])  # one submission
+        return float(value), dz
 
     def _rank_terms(self, keys, gradient):
         """The rank term and, when asked, its derivatives in ``keys`` in the rows' order."""
@@ -210,7 +209,8 @@ class WorkerAnchoredObjective(LogisticAnchoredObjective):
             dz = (1.0 - r) * dz
         if not gradient:
             return value, None
-        return value, self.design.worker_rmatvec(persist(dz))
+        # the derivatives' last elementwise steps run in the pass of [X, 1]^T: one submission
+        return value, self.design.worker_rmatvec(dz)
 
     def logistic_value_and_grad(self, theta, gradient=True):
         _, z = self._scores(theta)
