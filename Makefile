@@ -25,8 +25,8 @@ $(VENV)/.docs-installed: $(PY) pyproject.toml
 
 # The tests run in pytest-xdist workers, one per logical CPU and at most 4 (each takes up to
 # about 1.2 GB), a test file per worker: the files use different kernels, so that the workers
-# compile them once between them (a fresh clone: 4 min 44 s with tests spread one by one,
-# 4 min 03 s by file); `make test PYTEST_WORKERS=0` runs them in one process.
+# compile them once between them (a fresh clone, fast and slow tests together: 4 min 44 s with
+# tests spread one by one, 4 min 03 s by file); `make test PYTEST_WORKERS=0` runs them in one process.
 PYTEST_WORKERS ?= logical
 
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --maxprocesses=4 --dist loadfile

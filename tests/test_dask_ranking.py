@@ -163,9 +163,10 @@ def test_sort_by_key_orders_ties_by_row(client):
     assert np.array_equal(sorted_column.compute(), column[order])
 
 
-@pytest.mark.parametrize("estimator", [pytest.param(PartialAUCClassifier(), id="pauc"),
-                                       pytest.param(AveragePrecisionClassifier(), id="ap",
-                                                    marks=pytest.mark.slow)])
+# one-vs-rest on Dask arrays: test_dask.py::test_ranking_dask_fit_one_vs_rest in ``make test``
+@pytest.mark.slow
+@pytest.mark.parametrize("estimator", [PartialAUCClassifier(), AveragePrecisionClassifier()],
+                         ids=["pauc", "ap"])
 def test_one_vs_rest_on_workers(estimator, gathered):
     rng = np.random.default_rng(6)
     X = rng.normal(size=(900, 4))
