@@ -67,7 +67,7 @@ def local_cluster():
 
 
 def _cluster_cases():
-    """Every estimator: ``make test`` fits the first (a ranker: the next test), ``make test-slow`` all."""
+    """Every estimator: ``make test`` fits the first (a ranker: the next test), the others are slow."""
     fast = {IDS[0]}
     cases = [(e, t, i) for (e, t, _), i in zip(ESTIMATORS, IDS)]
     cases += [(e, "classification", i) for (e, _), i in zip(RANKERS, RANKER_IDS)]
