@@ -82,16 +82,17 @@ def _expected_failed_checks(estimator):
 
 
 #: The CV estimators on a small grid (2 alphas x 2 rank weights, the default 5 folds): ``make test``
-#: runs every check on them; at their defaults (7 x 3 x 5 fits a search, about 100 s for a check on
-#: sparse input), the CV estimators' checks run in ``make test-slow``.
+#: runs their checks on dense input; their checks on sparse input, and every check at their defaults
+#: (7 x 3 x 5 fits a search, about 100 s for a check on sparse input), run in ``make test-slow``.
 SMALL_GRIDS = [skrank.PartialAUCClassifierCV(alphas=2, rank_weights=(0.0, 0.2)),
                skrank.AveragePrecisionClassifierCV(alphas=2, rank_weights=(0.0, 0.5))]
 
 
 def _is_slow_check(estimator, check):
-    """A check of a CV estimator at its defaults (a search over its default grid)."""
-    return type(estimator).__name__.endswith("CV") and not any(
-        estimator is small for small in SMALL_GRIDS)
+    """A check of a CV estimator at its defaults (a search over its default grid), or on sparse input."""
+    if not type(estimator).__name__.endswith("CV"):
+        return False
+    return not any(estimator is small for small in SMALL_GRIDS) or "sparse" in check.func.__name__
 
 
 def _mark_slow_checks(parametrize, is_slow):
