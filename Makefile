@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: test demo docs bench clean
+.PHONY: test test-slow demo docs bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,13 +25,22 @@ $(VENV)/.docs-installed: $(PY) pyproject.toml
 
 # The tests run in pytest-xdist workers, one per logical CPU and at most 4 (each takes up to
 # about 1.2 GB), a test file per worker: the files use different kernels, so that the workers
-# compile them once between them (a fresh clone: 4 min 44 s with tests spread one by one,
-# 4 min 03 s by file); `make test PYTEST_WORKERS=0` runs them in one process.
+# compile them once between them (a fresh clone, fast and slow tests together: 4 min 44 s with
+# tests spread one by one, 4 min 03 s by file); `make test PYTEST_WORKERS=0` runs them in one process.
 PYTEST_WORKERS ?= logical
 
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --maxprocesses=4 --dist loadfile
+
+# `make test` runs the fast suite: every test but those marked `slow` (the exhaustive sweeps: each
+# behaviour keeps a representative case here); `make test-slow` runs the `slow` ones, so that the
+# two together run every test.  The selection is made here, not in setup.cfg, so that a plain
+# `pytest tests/test_foo.py` still runs the whole file.
 test: $(VENV)/.test-installed
 	$(VENV)/bin/ruff check skrank tests benchmarks examples
-	$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --maxprocesses=4 --dist loadfile tests
+	$(PYTEST) -m "not slow" tests
+
+test-slow: $(VENV)/.test-installed
+	$(PYTEST) -m slow tests
 
 demo: $(VENV)/.demo-installed
 	$(PY) -m skrank.demo

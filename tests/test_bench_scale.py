@@ -36,7 +36,8 @@ def _table_here(script, monkeypatch, capsys, *args):
     return _rows(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("data", ["classification", "regression", "real:hmda"])
+@pytest.mark.parametrize("data", [pytest.param("classification", marks=pytest.mark.slow), "regression",
+                                  pytest.param("real:hmda", marks=pytest.mark.slow)])
 def test_scale_benchmark_fits_every_backend_to_the_numpy_optimum(data, monkeypatch, capsys):
     # one run is the command line in a fresh interpreter; the other data run in this process (a
     # fresh interpreter spends most of such a small run importing)
@@ -61,6 +62,7 @@ def test_rank_step_benchmark_agrees_both_ways():
     assert "command:" in out
 
 
+@pytest.mark.slow
 def test_scale_benchmark_splits_the_driver_memory_from_the_workers(monkeypatch, capsys):
     # --driver-memory: the driver's RSS growth during each fit, and the cluster workers' RSS (in this
     # process: a fresh interpreter would add its imports to the cluster's start)

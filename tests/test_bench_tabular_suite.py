@@ -19,6 +19,7 @@ def _load(name):
     return module
 
 
+@pytest.mark.slow  # three estimators (one a CV search) on five tables: ``make test-slow``
 def test_quick_suite_defaults_and_cv(tmp_path, capsys):
     bench = _load("tabular_suite")
     out = tmp_path / "suite.json"

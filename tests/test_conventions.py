@@ -81,10 +81,39 @@ def _expected_failed_checks(estimator):
     return {}
 
 
-@parametrize_with_checks([getattr(skrank, name)() for name in ALL_ESTIMATORS],
-                         expected_failed_checks=_expected_failed_checks, xfail_strict=True)
+#: The CV estimators on a small grid (2 alphas x 2 rank weights, the default 5 folds): ``make test``
+#: runs their checks on dense input; their checks on sparse input, and every check at their defaults
+#: (7 x 3 x 5 fits a search, about 100 s for a check on sparse input), run in ``make test-slow``.
+SMALL_GRIDS = [skrank.PartialAUCClassifierCV(alphas=2, rank_weights=(0.0, 0.2)),
+               skrank.AveragePrecisionClassifierCV(alphas=2, rank_weights=(0.0, 0.5))]
+
+
+def _is_slow_check(estimator, check):
+    """A check of a CV estimator at its defaults (a search over its default grid), or on sparse input."""
+    if not type(estimator).__name__.endswith("CV"):
+        return False
+    return not any(estimator is small for small in SMALL_GRIDS) or "sparse" in check.func.__name__
+
+
+def _mark_slow_checks(parametrize, is_slow):
+    """``parametrize_with_checks``'s parametrization with the cases that ``is_slow`` picks marked slow."""
+    argnames, cases = parametrize.args
+    marked = []
+    for case in cases:
+        values, marks = (case.values, list(case.marks)) if hasattr(case, "marks") else (case, [])
+        if is_slow(*values):
+            marks.append(pytest.mark.slow)
+        marked.append(pytest.param(*values, marks=marks))
+    return pytest.mark.parametrize(argnames, marked, **parametrize.kwargs)
+
+
+@_mark_slow_checks(parametrize_with_checks([getattr(skrank, name)() for name in ALL_ESTIMATORS] + SMALL_GRIDS,
+                                           expected_failed_checks=_expected_failed_checks,
+                                           xfail_strict=True),
+                   _is_slow_check)
 def test_sklearn_checks_pass_at_the_defaults(estimator, check):
-    # every check that LogisticRegression, LogisticRegressionCV and Ridge pass, at the defaults
+    # every check that LogisticRegression, LogisticRegressionCV and Ridge pass, at the defaults (and
+    # the CV estimators on a small grid)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         check(estimator)

@@ -25,8 +25,13 @@ def _fit_both(estimator, task, rows, **fit_params):
     return X, Xd, plain, chunked
 
 
+#: One chunk, an uneven last chunk, many chunks: ``make test`` runs the uneven chunks (several chunks
+#: merged, the last one shorter), ``make test-slow`` the other two.
+ROWS = [pytest.param(1003, marks=pytest.mark.slow), 250, pytest.param(97, marks=pytest.mark.slow)]
+
+
 @pytest.mark.parametrize("estimator, task, solver", ESTIMATORS, ids=IDS)
-@pytest.mark.parametrize("rows", [1003, 250, 97])  # one chunk, an uneven last chunk, many chunks
+@pytest.mark.parametrize("rows", ROWS)
 def test_dask_fit_equals_the_numpy_fit(estimator, task, solver, rows):
     X, Xd, plain, chunked = _fit_both(estimator, task, rows)
     assert chunked._solver == solver
@@ -61,8 +66,15 @@ def local_cluster():
         yield client
 
 
-@pytest.mark.parametrize("estimator, task", [(e, t) for e, t, _ in ESTIMATORS]
-                         + [(e, "classification") for e, _ in RANKERS], ids=IDS + RANKER_IDS)
+def _cluster_cases():
+    """Every estimator: ``make test`` fits the first (a ranker: the next test), the others are slow."""
+    fast = {IDS[0]}
+    cases = [(e, t, i) for (e, t, _), i in zip(ESTIMATORS, IDS)]
+    cases += [(e, "classification", i) for (e, _), i in zip(RANKERS, RANKER_IDS)]
+    return [pytest.param(e, t, id=i, marks=() if i in fast else pytest.mark.slow) for e, t, i in cases]
+
+
+@pytest.mark.parametrize("estimator, task", _cluster_cases())
 def test_dask_fit_on_a_two_worker_local_cluster(estimator, task, local_cluster):
     X, y = _data(task)
     plain = clone(estimator).fit(X, y)
@@ -123,7 +135,7 @@ def _check_ranker(X, Xd, plain, chunked):
 
 
 @pytest.mark.parametrize("estimator, solver", RANKERS, ids=RANKER_IDS)
-@pytest.mark.parametrize("rows", [1003, 250, 97])  # one chunk, an uneven last chunk, many chunks
+@pytest.mark.parametrize("rows", ROWS)
 def test_ranking_dask_fit_equals_the_numpy_fit(estimator, solver, rows):
     X, Xd, plain, chunked = _fit_both(estimator, "classification", rows)
     if isinstance(estimator, PartialAUCClassifier):

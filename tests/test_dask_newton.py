@@ -88,11 +88,11 @@ def _assert_same_optimum(ref, res):
 
 @pytest.mark.parametrize("risk, loss, weighted", [
     (ERM(), "logistic", True),
-    (Superquantile(q=0.7), "squared", True),
+    pytest.param(Superquantile(q=0.7), "squared", True, marks=pytest.mark.slow),
     (Extremile(r=2.0), "squared_hinge", False),
-    (ExponentialSpectral(rho=2.0), "logistic", True),
-    (TopK(k=300), "squared", False),
-    (Superquantile(q=0.5), "huber", True),
+    pytest.param(ExponentialSpectral(rho=2.0), "logistic", True, marks=pytest.mark.slow),
+    pytest.param(TopK(k=300), "squared", False, marks=pytest.mark.slow),
+    pytest.param(Superquantile(q=0.5), "huber", True, marks=pytest.mark.slow),
 ])
 def test_every_spectral_risk_fits_on_the_workers(risk, loss, weighted, gathered):
     ref, res = _fits(risk, loss, weighted)
@@ -100,6 +100,7 @@ def test_every_spectral_risk_fits_on_the_workers(risk, loss, weighted, gathered)
     assert gathered and max(gathered) < _CHUNK
 
 
+@pytest.mark.slow
 def test_a_warm_start_fits_on_the_workers(gathered):
     ref, res = _fits(Extremile(r=2.0), "logistic", True, warm=True)
     _assert_same_optimum(ref, res)
@@ -122,7 +123,8 @@ def test_the_chunked_problem_is_made_for_weighted_spectral_risks(monkeypatch):
     assert chunked_supported(da.from_array(X, chunks=(_CHUNK, _D)), **args)
 
 
-@pytest.mark.parametrize("make", [SpectralRiskClassifier, RankADMMClassifier, SpectralRiskRegressor])
+@pytest.mark.parametrize("make", [SpectralRiskClassifier, RankADMMClassifier,
+                                  pytest.param(SpectralRiskRegressor, marks=pytest.mark.slow)])
 def test_default_estimators_fit_on_the_workers(make, gathered):
     X, labels, targets, _ = _data(1)
     y = targets if make is SpectralRiskRegressor else (labels > 0).astype(int)

@@ -76,7 +76,12 @@ def _check_equal(fitted, reference, X):
     assert np.array_equal(np.argsort(a, kind="stable"), np.argsort(b, kind="stable"))
 
 
-@pytest.mark.parametrize("estimator", ESTIMATORS, ids=["pauc", "pauc-two-way", "ap"])
+#: The estimators, by id: ``make test`` fits the first on the workers, ``make test-slow`` the others.
+ESTIMATOR_CASES = [pytest.param(e, id=i, marks=() if i == "pauc" else pytest.mark.slow)
+                   for e, i in zip(ESTIMATORS, ["pauc", "pauc-two-way", "ap"])]
+
+
+@pytest.mark.parametrize("estimator", ESTIMATOR_CASES)
 def test_fit_on_workers_equals_in_memory_and_gathers_no_rows(estimator, gathered):
     X, y = _data()
     reference = estimator.__class__(**estimator.get_params()).fit(X, y)
@@ -87,8 +92,8 @@ def test_fit_on_workers_equals_in_memory_and_gathers_no_rows(estimator, gathered
     _check_equal(fitted, reference, X)
 
 
-@pytest.mark.parametrize("estimator", ESTIMATORS, ids=["pauc", "pauc-two-way", "ap"])
-@pytest.mark.parametrize("weights", ["sample", "balanced"])
+@pytest.mark.parametrize("estimator", ESTIMATOR_CASES)
+@pytest.mark.parametrize("weights", ["sample", pytest.param("balanced", marks=pytest.mark.slow)])
 def test_weighted_fit_on_workers(estimator, weights, gathered):
     X, y = _data(1)
     params = estimator.get_params()
@@ -151,6 +156,8 @@ def test_sort_by_key_orders_ties_by_row(client):
     assert np.array_equal(sorted_column.compute(), column[order])
 
 
+# one-vs-rest on Dask arrays: test_dask.py::test_ranking_dask_fit_one_vs_rest in ``make test``
+@pytest.mark.slow
 @pytest.mark.parametrize("estimator", [PartialAUCClassifier(), AveragePrecisionClassifier()],
                          ids=["pauc", "ap"])
 def test_one_vs_rest_on_workers(estimator, gathered):

@@ -117,10 +117,15 @@ def assert_matches(value, g, value_ref, g_ref, scale):
     assert np.max(np.abs(g - g_ref)) <= 1e-10 * (np.max(np.abs(g_ref)) + scale)
 
 
+#: ``(ties, weighted)``: ``make test`` runs the untied unweighted and the tied weighted problems of each
+#: sweep below, ``make test-slow`` the two others.
+TIES_WEIGHTED = [(False, False), pytest.param(False, True, marks=pytest.mark.slow),
+                 pytest.param(True, False, marks=pytest.mark.slow), (True, True)]
+
+
 @pytest.mark.parametrize("name, margin", LOSSES)
 @pytest.mark.parametrize("fpr_range, tpr_min", RANGES)
-@pytest.mark.parametrize("ties", [False, True])
-@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("ties, weighted", TIES_WEIGHTED)
 def test_range_sums_equal_the_in_memory_sums(name, margin, fpr_range, tpr_min, ties, weighted):
     loss = get_pairwise_loss(name, margin)
     seed = hash((name, fpr_range, ties, weighted)) % 2**32
@@ -180,8 +185,7 @@ def test_chunks_of_one_class_and_of_unknown_size():
 
 
 @pytest.mark.parametrize("margin", [0.5, 1.0, 0.05])
-@pytest.mark.parametrize("ties", [False, True])
-@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("ties, weighted", TIES_WEIGHTED)
 @pytest.mark.parametrize("chunks", ["one", "many"])
 def test_average_precision_equals_the_in_memory_surrogate(margin, ties, weighted, chunks):
     seed = hash((margin, ties, weighted, chunks)) % 2**32

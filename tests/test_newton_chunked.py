@@ -82,8 +82,8 @@ def large_results(monkeypatch):
     return largest
 
 
-@pytest.mark.parametrize("task", ["classification", "regression"])
-@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("task", ["classification", pytest.param("regression", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("fit_intercept", [pytest.param(True, marks=pytest.mark.slow), False])
 def test_chunked_fit_equals_numpy_fit(task, fit_intercept, problems):
     X, y = _data(task)
     ref = _estimator(task, fit_intercept=fit_intercept).fit(X, y)
@@ -150,7 +150,7 @@ def _dask_targets(y):
     return da.from_array(y, chunks=3_000)  # not aligned with X's chunks: the fit realigns them
 
 
-@pytest.mark.parametrize("task", ["classification", "regression"])
+@pytest.mark.parametrize("task", ["classification", pytest.param("regression", marks=pytest.mark.slow)])
 def test_dask_targets_stay_on_the_workers(task, monkeypatch, large_results, problems):
     monkeypatch.setattr(ThresholdRankStep, "bracket", 1_000)
     X, y = _data(task)
