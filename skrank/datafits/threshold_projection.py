@@ -317,6 +317,28 @@ def _brackets_root(v, w, n_cap0, n_fixed, s_fixed, lo, hi, mu, cap, total):
     return at_least(lo) and not at_least(hi)
 
 
+def _root_interval(a, b, edges, count, rel, mu, cap, total):
+    """The candidates ``a[j] <= tau < a[j + 1]`` around the root, from the chunks' summed bins.
+
+    Returns ``j`` and the number of breakpoints (keys ``a`` or ``a + mu cap``
+    apart) inside that interval.
+    """
+    ia = np.searchsorted(edges, a)  # edges[ia[j]] == a[j]
+    ib = np.searchsorted(edges, b)
+    suffix = np.concatenate((np.cumsum(count[::-1])[::-1], [0.0]))
+    # bin i holds [edges[i-1], edges[i]): the free bins of a_j are ia[j]+1 .. ib[j]
+    j = 0
+    for t in range(1, a.size - 1):
+        bins = np.arange(ia[t] + 1, ib[t] + 1)
+        free = float(np.sum(rel[bins] + count[bins] * (edges[bins - 1] - a[t])))
+        if free / mu >= _remaining(total, cap, suffix[ib[t] + 1]):
+            j = t
+        else:
+            break
+    inside = (suffix[ia[j] + 1] - suffix[ia[j + 1] + 1]) + (suffix[ib[j] + 1] - suffix[ib[j + 1] + 1])
+    return j, inside
+
+
 def capped_threshold_dask(keys, mu, cap, total, bracket=100_000, candidates=64, max_rounds=60):
     """:func:`capped_threshold` for a Dask array of keys, by counting reductions over its chunks.
 
@@ -403,21 +425,8 @@ def capped_threshold_dask(keys, mu, cap, total, bracket=100_000, candidates=64, 
         edges = np.unique(np.concatenate((a, b)))
         stats = dask.compute(*[delayed(_bin_stats)(blk, edges) for blk in blocks])
         rounds += 1
-        count, rel = np.sum(stats, axis=0)
-        ia = np.searchsorted(edges, a)  # edges[ia[j]] == a[j]
-        ib = np.searchsorted(edges, b)
-        suffix = np.concatenate((np.cumsum(count[::-1])[::-1], [0.0]))
-        # bin i holds [edges[i-1], edges[i]): the free bins of a_j are ia[j]+1 .. ib[j]
-        j = 0
-        for t in range(1, a.size - 1):
-            bins = np.arange(ia[t] + 1, ib[t] + 1)
-            free = float(np.sum(rel[bins] + count[bins] * (edges[bins - 1] - a[t])))
-            if free / mu >= _remaining(total, cap, suffix[ib[t] + 1]):
-                j = t
-            else:
-                break
+        j, inside = _root_interval(a, b, edges, *np.sum(stats, axis=0), mu, cap, total)
         lo, hi = float(a[j]), float(a[j + 1])
-        inside = (suffix[ia[j] + 1] - suffix[ia[j + 1] + 1]) + (suffix[ib[j] + 1] - suffix[ib[j + 1] + 1])
         if inside <= bracket:
             break
     v, w, (n_cap0, n_fixed, s_fixed) = _gathered(
