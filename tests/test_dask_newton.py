@@ -6,6 +6,8 @@ and everything the client gathers into the driving process is recorded:
 no array of length ``n`` may come back.
 """
 
+import time
+
 import numpy as np
 import pytest
 
@@ -142,13 +144,24 @@ def test_the_scheduler_keeps_no_lineage_that_grows_with_the_steps(client, monkey
     X, labels, _, _ = _data()
     tasks, step = [], newton._ProximalPoint.newton_step
 
+    def settled_count():
+        # the scheduler forgets released tasks asynchronously: read the count once it stops moving
+        counts = [len(client.cluster.scheduler.tasks)]
+        for _ in range(100):
+            time.sleep(0.02)
+            counts.append(len(client.cluster.scheduler.tasks))
+            if len(counts) >= 3 and counts[-1] == counts[-2] == counts[-3]:
+                break
+        return counts[-1]
+
     def counted(self, *args, **kwargs):
         step(self, *args, **kwargs)
-        tasks.append(len(client.cluster.scheduler.tasks))
+        tasks.append(settled_count())
 
     monkeypatch.setattr(newton._ProximalPoint, "newton_step", counted)
     with dask.config.set(scheduler=client.get):
         res = smoothed_newton(RankRisk(da.from_array(X, chunks=(200, _D)), labels, Extremile(r=2.0),
                                        get_loss("logistic")), get_penalty("l2", 1e-3), tol=1e-9)
     assert res.converged and len(tasks) >= 5
-    assert tasks[-1] <= 1.5 * tasks[0]
+    # the first steps add the kept vectors; from then on the count stays flat (growth would be linear)
+    assert tasks[-1] <= 1.25 * tasks[len(tasks) // 3], tasks

@@ -497,9 +497,13 @@ class _Key:
 
 def _held(key):
     """The data a worker holds under ``key.key``: a new task's result without a dependency."""
-    from distributed import get_worker
+    from distributed import Future, get_client, get_worker
 
-    return get_worker().data[key.key]
+    try:
+        return get_worker().data[key.key]
+    except KeyError:  # the Active Memory Manager dropped this replica since ``who_has``: take another
+        client = get_client()
+        return client.gather(Future(key.key, client))
 
 
 def rerooted(*arrays):
