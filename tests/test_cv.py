@@ -112,10 +112,8 @@ def test_partial_range_path_equals_a_fresh_fit():
     assert_allclose(search.coefs_paths_[0, 0, 1], fresh.ranking_coef_.ravel(), rtol=1e-3)
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_each_path_is_warm_started_from_the_previous_alpha(name, data, monkeypatch):
-    X, y = data
-    cv_class, base_class, params, _ = CASES[name]
+def _record_starts(base_class, monkeypatch):
+    """A list that records every fit of ``base_class``: ``(rank_weight, alpha, start, end)`` coefficients."""
     starts = []
     fit = base_class._fit_prepared
 
@@ -127,6 +125,14 @@ def test_each_path_is_warm_started_from_the_previous_alpha(name, data, monkeypat
         return self
 
     monkeypatch.setattr(base_class, "_fit_prepared", spy)
+    return starts
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_each_path_is_warm_started_from_the_previous_alpha(name, data, monkeypatch):
+    X, y = data
+    cv_class, base_class, params, _ = CASES[name]
+    starts = _record_starts(base_class, monkeypatch)
     cv_class(alphas=[1e-1, 1e-2, 1e-3], rank_weights=[0.0, 1.0], cv=2, refit=False, **params).fit(X, y)
     assert len(starts) == 2 * 2 * 3
     for fold in range(2):  # each fold's fits, and in them the path of each rank weight
@@ -142,17 +148,7 @@ def test_each_path_is_warm_started_from_the_previous_alpha(name, data, monkeypat
 def test_rank_weight_paths_start_from_the_previous_rank_weight(name, data, monkeypatch):
     X, y = data
     cv_class, base_class, params, _ = CASES[name]
-    starts = []
-    fit = base_class._fit_prepared
-
-    def spy(self, prepared, warm=False):
-        start = self.ranking_coef_.copy() if (warm and hasattr(self, "ranking_coef_")) else None
-        starts.append((self.rank_weight, self.alpha, start))
-        fit(self, prepared, warm)
-        starts[-1] += (self.ranking_coef_.copy(),)
-        return self
-
-    monkeypatch.setattr(base_class, "_fit_prepared", spy)
+    starts = _record_starts(base_class, monkeypatch)
     cv_class(alphas=[1e-1, 1e-2], rank_weights=[0.0, 0.5, 1.0], cv=2, refit=False, path="rank_weight",
              **params).fit(X, y)
     for fold in range(2):
