@@ -428,7 +428,7 @@ class DaskDesign(Design):
         fits = (forced in ("", "0") and not risk.depends_on_values and float(penalty.l1) == 0.0
                 and float(penalty.l2) > 0.0)
         if fits and (forced == "0" or (self.n * _GATHERED_BYTES_PER_ROW > _GATHER_BUDGET
-                                       and on_distributed_workers())):
+                                       and self.vectors_on_workers())):
             from .dask_vectors import WorkerDesign
 
             return WorkerDesign(self.X, self.fit_intercept)
