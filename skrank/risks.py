@@ -256,7 +256,8 @@ def _check_n(n):
     return int(n)
 
 
-def _check_real(name, value, *, low=None, high=None, low_open=False, high_open=False):
+def check_real(name, value, *, low=None, high=None, low_open=False, high_open=False):
+    """``value`` as a float, or a ValueError naming ``name`` unless it is a finite real number in range."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
         raise ValueError(f"{name} must be a finite real number, got {value!r}.")
     bad_low = low is not None and (value <= low if low_open else value < low)
@@ -386,7 +387,7 @@ class Superquantile(_TailMean):
         self.q = q
 
     def _validate(self):
-        _check_real("q", self.q, low=0.0, high=1.0, high_open=True)
+        check_real("q", self.q, low=0.0, high=1.0, high_open=True)
 
     def _cumulative(self, t):
         return np.maximum(t - self.q, 0.0) / (1.0 - self.q)
@@ -412,7 +413,7 @@ class Extremile(_SpectralRisk):
         self.r = r
 
     def _validate(self):
-        _check_real("r", self.r, low=1.0)
+        check_real("r", self.r, low=1.0)
 
     def _cumulative(self, t):
         return t**self.r
@@ -435,7 +436,7 @@ class ExponentialSpectral(_SpectralRisk):
         self.rho = rho
 
     def _validate(self):
-        _check_real("rho", self.rho, low=0.0, low_open=True)
+        check_real("rho", self.rho, low=0.0, low_open=True)
 
     def _cumulative(self, t):
         # Phi(t) = (e^(rho t) - 1) / (e^rho - 1), written without overflow
@@ -766,9 +767,9 @@ class HumanAligned(BaseRisk):
         self.reference = reference
 
     def _validate(self):
-        _check_real("gamma", self.gamma, low=0.0, high=1.0, low_open=True)
-        _check_real("delta", self.delta, low=0.0, high=1.0, low_open=True)
-        _check_real("reference", self.reference)
+        check_real("gamma", self.gamma, low=0.0, high=1.0, low_open=True)
+        check_real("delta", self.delta, low=0.0, high=1.0, low_open=True)
+        check_real("reference", self.reference)
 
     def weight_pieces(self, n, sample_weight=None):
         """Return the two weight sequences ``(sigma_a, sigma_b)`` for ``n`` losses.
