@@ -7,7 +7,6 @@ whole data.  The smoothed objective, the steps, the temperatures and the
 adaptive step are described in the user guide, :doc:`/two_way_partial_auc`.
 """
 
-import hashlib
 import time
 
 import numpy as np
@@ -164,9 +163,7 @@ class SOTAStream(EpochStream):
 
     def _slots(self, rows):
         """The entries of ``log u`` of the positive ``rows`` (new rows get new entries, nan)."""
-        rows = rows + 0.0  # -0.0 and 0.0 are one value
-        slots = np.array([self._index.setdefault(hashlib.blake2b(row.tobytes(), digest_size=16).digest(),
-                                                 len(self._index)) for row in rows], dtype=np.int64)
+        slots = self._row_slots(rows)
         if len(self._index) > self.log_u.shape[0]:
             grown = np.full(max(len(self._index), 2 * self.log_u.shape[0]), np.nan)
             grown[:self.log_u.shape[0]] = self.log_u
@@ -209,10 +206,6 @@ class SOTAStream(EpochStream):
             self.v = self.v - eta * self.m
             self.steps += 1
             self.samples += 2 * self.batch
-
-    def partial(self, X, y, sample_weight=None):
-        """One epoch on a batch of data (``partial_fit``)."""
-        self.epoch(self.prepare(X, y, sample_weight))
 
     @property
     def coef(self):
