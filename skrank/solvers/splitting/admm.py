@@ -102,11 +102,8 @@ class RhoSchedule:
     stall_factor = 2.0
 
     def _cycling(self, k, crit, objective):
-        # True at the end of a window whose best residual is not below
-        # stall_progress times the best of the previous window while the
-        # objective went up and down: the iterates cycle.  (A stall with a
-        # monotone objective is slow convergence, which a larger rho would
-        # only slow down further.)
+        # True at the end of a window whose best residual is not below stall_progress times the
+        # previous window's while the objective went up and down: the iterates cycle (user guide)
         self._crit.append(crit)
         self._obj.append(objective)
         W = self.stall_window
@@ -126,10 +123,8 @@ class RhoSchedule:
         if self.kind == "stall" or (
             self.raise_on_stall and self.balancing and self.n_changes >= self.max_changes
         ):
-            # Non-convex risks, once balancing is over: non-convex ADMM
-            # converges when rho exceeds a problem-dependent threshold (Wang,
-            # Yin and Zeng 2019); below it the iterates can cycle with residuals
-            # that stop shrinking.  Raise rho geometrically on such a stall.
+            # Non-convex risks, once balancing is over: raise rho geometrically when the iterates
+            # cycle, below the threshold of Wang, Yin and Zeng 2019 (user guide)
             self.kind = "stall"
             cycling = self._cycling(k, max(e_primal, e_dual), objective)
             if cycling and self.n_raises < self.max_raises:
