@@ -335,12 +335,6 @@ def two_way_partial_auc_score(y_true, y_score, *, tpr_min, fpr_max=None, fpr_ran
     is :func:`partial_auc_score` over ``fpr_range=(0, fpr_max)``.  The user
     guide relates it to other libraries' definitions.
 
-    The ceiling is ``fpr_max=b`` or, in the words of
-    :class:`~skrank.estimators.PartialAUCClassifier`, ``fpr_range=(0, b)``;
-    give either, or both when they agree.  With ``tpr_min=0``, a range
-    ``fpr_range=(a, b)`` that starts above 0 gives
-    :func:`partial_auc_score` over that range.
-
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
@@ -349,8 +343,11 @@ def two_way_partial_auc_score(y_true, y_score, *, tpr_min, fpr_max=None, fpr_ran
         Scores, larger meaning more likely positive.
     {region}
     fpr_range : tuple of two floats or None, default=None
-        The false-positive rates ``(0, fpr_max)``, as the estimators take
-        them; it must start at 0 when ``tpr_min > 0``.
+        The false-positive rates ``(0, fpr_max)``, as
+        :class:`~skrank.estimators.PartialAUCClassifier` takes them (give
+        ``fpr_max``, ``fpr_range`` or both when they agree).  It must start
+        at 0 when ``tpr_min > 0``; with ``tpr_min=0``, ``(a, b)`` gives
+        :func:`partial_auc_score` over that range.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
     pos_label : int, float, bool or str, default=None
