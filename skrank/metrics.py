@@ -430,11 +430,15 @@ def make_two_way_partial_auc_scorer(*, tpr_min, fpr_max=None, fpr_range=None, po
     >>> scorer = make_two_way_partial_auc_scorer(**region)
     """
     fpr_range, tpr_min = _check_roc_region(tpr_min, fpr_range, fpr_max)
-    kwargs = {"tpr_min": tpr_min, "fpr_range": fpr_range}
+    return _ranking_scorer(two_way_partial_auc_score, pos_label, tpr_min=tpr_min, fpr_range=fpr_range)
+
+
+def _ranking_scorer(score, pos_label, **region):
+    """The scorer of ``score`` over ``region`` on the decision function (else ``predict_proba``'s column)."""
     if pos_label is not None:
-        kwargs["pos_label"] = pos_label
-    return make_scorer(two_way_partial_auc_score, response_method=("decision_function", "predict_proba"),
-                       greater_is_better=True, **kwargs)
+        region["pos_label"] = pos_label
+    return make_scorer(score, response_method=("decision_function", "predict_proba"), greater_is_better=True,
+                       **region)
 
 
 def _is_multilabel(y_true):
@@ -581,16 +585,7 @@ def make_partial_auc_scorer(fpr_range=(0.0, 1.0), *, pos_label=None):
     >>> search = GridSearchCV(LogisticRegression(), {"C": [0.1, 1.0]},
     ...                       scoring=make_partial_auc_scorer((0.0, 0.3)))
     """
-    fpr_range = _check_fpr_range(fpr_range)
-    kwargs = {"fpr_range": fpr_range}
-    if pos_label is not None:
-        kwargs["pos_label"] = pos_label
-    return make_scorer(
-        partial_auc_score,
-        response_method=("decision_function", "predict_proba"),
-        greater_is_better=True,
-        **kwargs,
-    )
+    return _ranking_scorer(partial_auc_score, pos_label, fpr_range=_check_fpr_range(fpr_range))
 
 
 def _resolve_loss(loss):
