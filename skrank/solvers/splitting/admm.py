@@ -21,6 +21,7 @@ from ..finish import FinishSchedule, NewtonFinish, PiecewiseLinearFinish
 from ..progress import Progress
 from ..result import SolverResult
 from ..stochastic.docs import fill_doc
+from ..stochastic.weights import rank_weights
 from .admm_wstep import WStep
 
 
@@ -231,15 +232,7 @@ def risk_pieces(risk, loss, n):
 
 def rank_subgradient(risk, loss, t):
     """``sigma_rank(i) l'(t_i)``: a subgradient of ``Omega`` at ``t``."""
-    L = loss.value(t)
-    order = np.argsort(L, kind="stable")
-    if risk.depends_on_values:
-        sigma = risk.weights(t.shape[0], L)
-    else:
-        sigma = risk.weights(t.shape[0])
-    g = np.empty_like(t)
-    g[order] = sigma * loss.derivative(t[order])
-    return g
+    return rank_weights(risk, loss.value(t)) * loss.derivative(t)
 
 
 # ------------------------------------------------------------------------------------
