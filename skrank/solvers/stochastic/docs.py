@@ -14,6 +14,9 @@ SHARED = {
         The training set (``X``: ndarray or sparse matrix; ``y``: labels in
         {-1, +1} for classification losses, targets otherwise), the risk, the
         loss and whether to fit an intercept.""",
+    "labelled_batch": """X : {ndarray, sparse matrix} of shape (n, d)
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}.""",
     "scale_free": f"""in the standardised units of :class:`{_UNITS}` (so that
         ``X * s`` with the penalty rescaled gives ``coef / s`` and the same
         iterates); a float is a step in the units of ``X``.""",

@@ -12,6 +12,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from .docs import fill_doc
 from .epochs import EpochStream
 from .outer_loop import OuterLoop
 from .sampling import seed_state
@@ -282,6 +283,7 @@ class SOAPStream(EpochStream):
             self.u, self.seen, self.stamp = u, seen, stamp
         return out
 
+    @fill_doc
     def prepare(self, X, y, sample_weight=None):
         """The data of an epoch; counts its classes into the running totals.
 
@@ -291,9 +293,7 @@ class SOAPStream(EpochStream):
 
         Parameters
         ----------
-        X : {ndarray, sparse matrix} of shape (n, d)
-        y : ndarray of shape (n,)
-            Labels in {-1, +1}.
+        {labelled_batch}
         sample_weight : ndarray of shape (n,), optional
             Nonnegative weights: the epochs draw each class's rows with
             probabilities proportional to them (rows of weight zero never).
