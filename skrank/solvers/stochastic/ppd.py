@@ -539,13 +539,7 @@ class PPDStream(EpochStream):
         return float(p), float(p * (1.0 - p))
 
     def partial(self, X, y, sample_weight=None):
-        """One pass over a batch of data (``partial_fit``).
-
-        Parameters
-        ----------
-        X, y, sample_weight
-            As in :meth:`prepare`.
-        """
+        """One pass over a batch of data (``partial_fit``); a stage ends wherever its last step falls."""
         data = self.prepare(X, y, sample_weight)
         self.passes += 1
         if self.units is None:
