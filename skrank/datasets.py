@@ -26,19 +26,6 @@ chooses the format of any table).
 
 Binary tables have ``y`` in {0, 1} with 1 the positive class, which is the
 minority class in every curated binary table.
-
-Functions
----------
-load_tabular
-    Load one curated table as ``(X, y)``.
-list_tabular
-    Describe the curated tables.
-suite_names
-    Names of the tables in a benchmark suite.
-load_suite
-    Load every table of a benchmark suite.
-subsample_positive_fraction
-    Subsample one class to reach a target fraction of positives.
 """
 
 import numbers

@@ -25,11 +25,14 @@ An entry whose import fails (the estimator does not exist yet, or an
 optional dependency is missing) is skipped and listed below the table.
 """
 
+import importlib
 import sys
 import time
 import warnings
 
 import numpy as np
+
+from .risks import RankedRange, Superquantile
 
 FPR_RANGE = (0.05, 0.5)
 CVAR_LEVEL = 0.8
@@ -51,22 +54,12 @@ DATASETS = [
 ]
 
 
-def _logistic_regression():
-    from sklearn.linear_model import LogisticRegression
+def _factory(module, name, **params):
+    """A zero-argument factory that imports ``name`` from ``module`` and builds it with ``params``."""
+    def build():
+        return getattr(importlib.import_module(module, __package__), name)(**params)
 
-    return LogisticRegression(max_iter=2000)
-
-
-def _linear_regression():
-    from sklearn.linear_model import LinearRegression
-
-    return LinearRegression()
-
-
-def _partial_auc_classifier():
-    from .estimators import PartialAUCClassifier
-
-    return PartialAUCClassifier(fpr_range=FPR_RANGE)
+    return build
 
 
 #: Outer iterations of the stochastic AGD-SBCD row: a budget that keeps the demo short, below what
@@ -74,62 +67,26 @@ def _partial_auc_classifier():
 AGD_SBCD_BUDGET = 10
 AGD_SBCD_LABEL = f"PartialAUCClassifier(agd-sbcd, {AGD_SBCD_BUDGET} it.)"
 
-
-def _partial_auc_agd_sbcd():
-    from .estimators import PartialAUCClassifier
-
-    # the stochastic method of Yao, Lin and Yang (2022)
-    return PartialAUCClassifier(fpr_range=FPR_RANGE, solver="agd-sbcd", max_iter=AGD_SBCD_BUDGET, tol=5e-4,
-                                random_state=SEED)
-
-
-def _average_precision_classifier():
-    from .estimators import AveragePrecisionClassifier
-
-    return AveragePrecisionClassifier()
-
-
-def _spectral_risk_classifier():
-    from .estimators import SpectralRiskClassifier
-    from .risks import Superquantile
-
-    return SpectralRiskClassifier(risk=Superquantile(q=FIT_LEVEL_BINARY))
-
-
-def _spectral_risk_regressor():
-    from .estimators import SpectralRiskRegressor
-    from .risks import Superquantile
-
-    return SpectralRiskRegressor(risk=Superquantile(q=CVAR_LEVEL))
-
-
-def _rank_admm_cvar():
-    from .estimators import RankADMMClassifier
-    from .risks import Superquantile
-
-    return RankADMMClassifier(risk=Superquantile(q=FIT_LEVEL_BINARY))
-
-
-def _rank_admm_aorr():
-    from .estimators import RankADMMClassifier
-    from .risks import RankedRange
-
-    # the ranked range is not convex: DCA's outer loop, stopped at a relative change of 1e-4
-    return RankADMMClassifier(risk=RankedRange(m=0.01, k=0.5), solver="dca", tol=1e-4)
-
-
 #: Models of the demo: (row label, zero-argument factory, task).  ``task`` is
 #: "binary" or "regression"; a model runs on every table of its task.
 MODELS = [
-    ("LogisticRegression", _logistic_regression, "binary"),
-    ("PartialAUCClassifier", _partial_auc_classifier, "binary"),
-    (AGD_SBCD_LABEL, _partial_auc_agd_sbcd, "binary"),
-    ("AveragePrecisionClassifier", _average_precision_classifier, "binary"),
-    ("SpectralRiskClassifier(CVaR.5)", _spectral_risk_classifier, "binary"),
-    ("RankADMMClassifier(CVaR.5)", _rank_admm_cvar, "binary"),
-    ("RankADMMClassifier(AoRR.01-.5)", _rank_admm_aorr, "binary"),
-    ("LinearRegression", _linear_regression, "regression"),
-    ("SpectralRiskRegressor(CVaR.8)", _spectral_risk_regressor, "regression"),
+    ("LogisticRegression", _factory("sklearn.linear_model", "LogisticRegression", max_iter=2000), "binary"),
+    ("PartialAUCClassifier", _factory(".estimators", "PartialAUCClassifier", fpr_range=FPR_RANGE), "binary"),
+    # the stochastic method of Yao, Lin and Yang (2022)
+    (AGD_SBCD_LABEL, _factory(".estimators", "PartialAUCClassifier", fpr_range=FPR_RANGE, solver="agd-sbcd",
+                              max_iter=AGD_SBCD_BUDGET, tol=5e-4, random_state=SEED), "binary"),
+    ("AveragePrecisionClassifier", _factory(".estimators", "AveragePrecisionClassifier"), "binary"),
+    ("SpectralRiskClassifier(CVaR.5)",
+     _factory(".estimators", "SpectralRiskClassifier", risk=Superquantile(q=FIT_LEVEL_BINARY)), "binary"),
+    ("RankADMMClassifier(CVaR.5)",
+     _factory(".estimators", "RankADMMClassifier", risk=Superquantile(q=FIT_LEVEL_BINARY)), "binary"),
+    # the ranked range is not convex: DCA's outer loop, stopped at a relative change of 1e-4
+    ("RankADMMClassifier(AoRR.01-.5)", _factory(".estimators", "RankADMMClassifier",
+                                                risk=RankedRange(m=0.01, k=0.5), solver="dca", tol=1e-4),
+     "binary"),
+    ("LinearRegression", _factory("sklearn.linear_model", "LinearRegression"), "regression"),
+    ("SpectralRiskRegressor(CVaR.8)",
+     _factory(".estimators", "SpectralRiskRegressor", risk=Superquantile(q=CVAR_LEVEL)), "regression"),
 ]
 
 
@@ -201,7 +158,6 @@ def _evaluate(estimator, task, X_test, y_test):
     from sklearn.metrics import average_precision_score
 
     from .metrics import partial_auc_score, rank_risk_score
-    from .risks import Superquantile
 
     risk = Superquantile(q=CVAR_LEVEL)
     if task == "binary":
@@ -263,10 +219,7 @@ def run_demo(datasets=None, models=None):
                 "n_features": X_train.shape[1],
                 "positive_fraction": float(np.mean(y_train)) if task == "binary" else None,
                 "model": model_name,
-                "pauc": None,
-                "ap": None,
-                "cvar": None,
-                "rmse": None,
+                **dict.fromkeys(key for key, *_ in METRICS),
                 "fit_time": None,
                 "error": None,
                 "warnings": [],

@@ -413,9 +413,7 @@ class Loss:
         ndarray
             ``l*(a)``, ``inf`` outside the conjugate's domain.
         """
-        a = np.asarray(a, dtype=np.float64)
-        value, low, high = _CONJUGATES[self.name](a, self.param)
-        return np.where((a >= low) & (a <= high), value, np.inf)
+        return conjugate_in(np, self, np.asarray(a, dtype=np.float64))
 
     def prox(self, v, c):
         """Apply the proximal operator of ``c * l`` elementwise.
@@ -465,19 +463,14 @@ _CVXPY_FORMS = {
 }
 
 
-def _xlogx(a):
-    a = np.clip(a, 0.0, 1.0)
-    return np.where(a > 0.0, a * np.log(np.where(a > 0.0, a, 1.0)), 0.0)
-
-
-# the conjugate of each loss and its domain [low, high]
+# the conjugate of each loss at the array ``a`` of the namespace ``xp``, and its domain [low, high]
 _CONJUGATES = {
-    "logistic": lambda a, p: (_xlogx(a) + _xlogx(1.0 - a), 0.0, 1.0),
-    "hinge": lambda a, p: (-a, 0.0, 1.0),
-    "squared_hinge": lambda a, p: (0.25 * a * a - a, 0.0, np.inf),
-    "squared": lambda a, p: (0.5 * a * a, -np.inf, np.inf),
-    "absolute": lambda a, p: (np.zeros_like(a), -1.0, 1.0),
-    "huber": lambda a, p: (0.5 * a * a, -p, p),
+    "logistic": lambda xp, a, p: (_xlogx_in(xp, a) + _xlogx_in(xp, 1.0 - a), 0.0, 1.0),
+    "hinge": lambda xp, a, p: (-a, 0.0, 1.0),
+    "squared_hinge": lambda xp, a, p: (0.25 * a * a - a, 0.0, np.inf),
+    "squared": lambda xp, a, p: (0.5 * a * a, -np.inf, np.inf),
+    "absolute": lambda xp, a, p: (xp.zeros_like(a), -1.0, 1.0),
+    "huber": lambda xp, a, p: (0.5 * a * a, -p, p),
 }
 
 CLASSIFICATION_LOSSES = tuple(k for k, v in _LOSSES.items() if v["task"] == "classification")
@@ -585,13 +578,7 @@ def derivatives_in(xp, loss, t):
 
 def conjugate_in(xp, loss, a):
     """``l*(a)`` for an array ``a`` of the namespace ``xp``, as :meth:`Loss.conjugate`."""
-    if loss.name == "logistic":
-        value = _xlogx_in(xp, a) + _xlogx_in(xp, 1.0 - a)
-    elif loss.name == "absolute":
-        value = xp.zeros_like(a)
-    else:
-        value = _CONJUGATES[loss.name](a, loss.param)[0]
-    _, low, high = _CONJUGATES[loss.name](0.0, loss.param)
+    value, low, high = _CONJUGATES[loss.name](xp, a, loss.param)
     return xp.where((a >= low) & (a <= high), value, xp.inf)
 
 

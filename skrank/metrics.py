@@ -13,13 +13,16 @@
   and :func:`~sklearn.model_selection.cross_val_score`.
 """
 
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.metrics import make_scorer
 from sklearn.utils import check_consistent_length, column_or_1d
 from sklearn.utils.multiclass import type_of_target
+
+from ._docs import filling
+from .losses import Loss, get_loss
+from .risks import check_real, check_risk
 
 __all__ = [
     "partial_auc_score",
@@ -31,7 +34,7 @@ __all__ = [
 ]
 
 
-#: Texts the partial-AUC metrics' and scorers' docstrings name as ``{key}``, written in by :func:`_fill_doc`.
+#: Texts the partial-AUC metrics' and scorers' docstrings name as ``{key}``, written in by ``_fill_doc``.
 _SHARED_DOC = {
     "average": """average : {"macro", "micro"} or None, default="macro"
         For a multi-label indicator ``y_true`` of shape (n_samples,
@@ -51,11 +54,7 @@ _SHARED_DOC = {
 }
 
 
-def _fill_doc(func):
-    """Write the texts of :data:`_SHARED_DOC` into ``func``'s docstring; returns ``func``."""
-    for key, text in _SHARED_DOC.items():
-        func.__doc__ = func.__doc__.replace("{" + key + "}", text)
-    return func
+_fill_doc = filling(_SHARED_DOC)
 
 
 def _check_fpr_range(fpr_range):
@@ -66,10 +65,7 @@ def _check_fpr_range(fpr_range):
         raise ValueError(
             f"fpr_range must be a pair (alpha, beta) of false-positive rates, got {fpr_range!r}."
         ) from None
-    for name, v in (("alpha", alpha), ("beta", beta)):
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v):
-            raise ValueError(f"fpr_range {name} must be a finite real number, got {v!r}.")
-    alpha, beta = float(alpha), float(beta)
+    alpha, beta = check_real("fpr_range alpha", alpha), check_real("fpr_range beta", beta)
     if not (0.0 <= alpha <= 1.0 and 0.0 <= beta <= 1.0):
         raise ValueError(f"fpr_range must lie inside [0, 1], got ({alpha!r}, {beta!r}).")
     if alpha >= beta:
@@ -157,15 +153,8 @@ def partial_auc_score(y_true, y_score, *, fpr_range=(0.0, 1.0), sample_weight=No
     >>> partial_auc_score(y, s, fpr_range=(0.0, 0.5))
     0.5
     """
-    alpha, beta = _check_fpr_range(fpr_range)
-    y_true = _dense(y_true)
-    if _is_multilabel(y_true):
-        return _over_labels(partial_auc_score, y_true, y_score, sample_weight, average, fpr_range=fpr_range)
-    y_true, y_score = _check_scores(y_true, y_score, sample_weight)
-    pos_label = _check_binary_labels(y_true, pos_label)
-    if sample_weight is not None:
-        sample_weight = _check_class_weights(sample_weight, y_true == pos_label)
-    return region_area(y_true == pos_label, y_score, sample_weight, fpr_range=(alpha, beta))
+    return two_way_partial_auc_score(y_true, y_score, tpr_min=0.0, fpr_range=_check_fpr_range(fpr_range),
+                                     sample_weight=sample_weight, pos_label=pos_label, average=average)
 
 
 def _threshold_sums(is_pos, y_score, sample_weight=None):
@@ -253,13 +242,6 @@ def average_precision(is_pos, y_score, sample_weight=None):
     return float(recall_steps @ precision)
 
 
-def _check_real(name, value):
-    """``value`` as a float, or a ValueError naming ``name`` when it is not a finite real number."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-        raise ValueError(f"{name} must be a finite real number, got {value!r}.")
-    return float(value)
-
-
 def _check_roc_region(tpr_min=0.0, fpr_range=None, fpr_max=None, *, default=None):
     """The ROC region of a partial AUC, from the names its metrics, scorers and estimators share.
 
@@ -294,11 +276,11 @@ def _check_roc_region(tpr_min=0.0, fpr_range=None, fpr_max=None, *, default=None
         ``fpr_max`` that disagree, a positive ``tpr_min`` with a range that
         does not start at 0, or no range without a default.
     """
-    tpr_min = _check_real("tpr_min", tpr_min)
+    tpr_min = check_real("tpr_min", tpr_min)
     if not 0.0 <= tpr_min < 1.0:
         raise ValueError(f"tpr_min must lie in [0, 1), got {tpr_min!r}.")
     if fpr_max is not None:
-        fpr_max = _check_real("fpr_max", fpr_max)
+        fpr_max = check_real("fpr_max", fpr_max)
         if not 0.0 < fpr_max <= 1.0:
             raise ValueError(f"fpr_max must lie in (0, 1], got {fpr_max!r}.")
     if fpr_range is not None:
@@ -353,12 +335,6 @@ def two_way_partial_auc_score(y_true, y_score, *, tpr_min, fpr_max=None, fpr_ran
     is :func:`partial_auc_score` over ``fpr_range=(0, fpr_max)``.  The user
     guide relates it to other libraries' definitions.
 
-    The ceiling is ``fpr_max=b`` or, in the words of
-    :class:`~skrank.estimators.PartialAUCClassifier`, ``fpr_range=(0, b)``;
-    give either, or both when they agree.  With ``tpr_min=0``, a range
-    ``fpr_range=(a, b)`` that starts above 0 gives
-    :func:`partial_auc_score` over that range.
-
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
@@ -367,8 +343,11 @@ def two_way_partial_auc_score(y_true, y_score, *, tpr_min, fpr_max=None, fpr_ran
         Scores, larger meaning more likely positive.
     {region}
     fpr_range : tuple of two floats or None, default=None
-        The false-positive rates ``(0, fpr_max)``, as the estimators take
-        them; it must start at 0 when ``tpr_min > 0``.
+        The false-positive rates ``(0, fpr_max)``, as
+        :class:`~skrank.estimators.PartialAUCClassifier` takes them (give
+        ``fpr_max``, ``fpr_range`` or both when they agree).  It must start
+        at 0 when ``tpr_min > 0``; with ``tpr_min=0``, ``(a, b)`` gives
+        :func:`partial_auc_score` over that range.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
     pos_label : int, float, bool or str, default=None
@@ -451,11 +430,15 @@ def make_two_way_partial_auc_scorer(*, tpr_min, fpr_max=None, fpr_range=None, po
     >>> scorer = make_two_way_partial_auc_scorer(**region)
     """
     fpr_range, tpr_min = _check_roc_region(tpr_min, fpr_range, fpr_max)
-    kwargs = {"tpr_min": tpr_min, "fpr_range": fpr_range}
+    return _ranking_scorer(two_way_partial_auc_score, pos_label, tpr_min=tpr_min, fpr_range=fpr_range)
+
+
+def _ranking_scorer(score, pos_label, **region):
+    """The scorer of ``score`` over ``region`` on the decision function (else ``predict_proba``'s column)."""
     if pos_label is not None:
-        kwargs["pos_label"] = pos_label
-    return make_scorer(two_way_partial_auc_score, response_method=("decision_function", "predict_proba"),
-                       greater_is_better=True, **kwargs)
+        region["pos_label"] = pos_label
+    return make_scorer(score, response_method=("decision_function", "predict_proba"), greater_is_better=True,
+                       **region)
 
 
 def _is_multilabel(y_true):
@@ -602,32 +585,15 @@ def make_partial_auc_scorer(fpr_range=(0.0, 1.0), *, pos_label=None):
     >>> search = GridSearchCV(LogisticRegression(), {"C": [0.1, 1.0]},
     ...                       scoring=make_partial_auc_scorer((0.0, 0.3)))
     """
-    fpr_range = _check_fpr_range(fpr_range)
-    kwargs = {"fpr_range": fpr_range}
-    if pos_label is not None:
-        kwargs["pos_label"] = pos_label
-    return make_scorer(
-        partial_auc_score,
-        response_method=("decision_function", "predict_proba"),
-        greater_is_better=True,
-        **kwargs,
-    )
+    return _ranking_scorer(partial_auc_score, pos_label, fpr_range=_check_fpr_range(fpr_range))
 
 
 def _resolve_loss(loss):
-    from .losses import Loss, get_loss
-
     if isinstance(loss, Loss):
         return loss
     if isinstance(loss, str):
         return get_loss(loss)
     raise TypeError(f"loss must be a loss name or a skrank.losses.Loss, got {type(loss).__name__}.")
-
-
-def _resolve_risk(risk):
-    from .risks import check_risk
-
-    return check_risk(risk)
 
 
 def rank_risk_score(y_true, y_pred, *, risk="superquantile", loss="squared", sample_weight=None,
@@ -672,7 +638,7 @@ def rank_risk_score(y_true, y_pred, *, risk="superquantile", loss="squared", sam
     >>> rank_risk_score([0, 0, 0, 0], [1, 1, 2, 2], risk=Superquantile(q=0.5))
     2.0
     """
-    risk = _resolve_risk(risk)
+    risk = check_risk(risk)
     loss = _resolve_loss(loss)
     if loss.task == "classification":
         _check_label_types(y_true, "y_true")
@@ -735,7 +701,7 @@ def make_rank_risk_scorer(risk="superquantile", loss="squared"):
     >>> from skrank.risks import Superquantile
     >>> scorer = make_rank_risk_scorer(Superquantile(q=0.9), "absolute")
     """
-    risk_obj = _resolve_risk(risk)
+    risk_obj = check_risk(risk)
     loss_obj = _resolve_loss(loss)
     response = "decision_function" if loss_obj.task == "classification" else "predict"
     return make_scorer(

@@ -12,22 +12,11 @@ spectrum: ``sigma_i = Phi(i/n) - Phi((i-1)/n)`` (Ge and Jiang 2024,
 Table 1; Xiao et al. 2023, section 2.1).
 
 Sample weights: a weighted risk is the risk of the weighted empirical
-distribution.  With ``sample_weight`` ``v`` given in the ascending order of
-the losses, the i-th smallest loss holds the cell ``[C_(i-1), C_i]`` of
-cumulative mass ``C_i = (v_1 + ... + v_i) / V``, ``V = sum v``, and its
-weight is the spectrum integrated over that cell, ``Phi(C_i) -
-Phi(C_(i-1))``.  Integer weights give the risk of the data with each row
-repeated that many times, and a zero weight that of the data without the
-row.
-
-Counts (``TopK``'s ``k``, ``RankedRange``'s ``m`` and ``k``): an integer
-count is a number of units of weight, ``k`` of the total ``V`` (integer
-weights are repeated rows, so the scale of the weights matters); a fraction
-``f`` in (0, 1) takes ``floor(f n)`` of the ``n`` samples of positive
-weight, as the same fraction ``floor(f n) / n`` of ``V`` (only the ratios
-of the weights matter, and uniform weights of any scale give the unweighted
-risk).  A count that asks for more than the weights hold raises a
-ValueError that names ``sample_weight`` and its total.
+distribution, each loss weighted by the spectrum integrated over its cell
+of cumulative mass; an integer count (``TopK``'s ``k``, ``RankedRange``'s
+``m`` and ``k``) is a number of units of weight and a fraction a share of
+the samples of positive weight.  The user guide gives the formulas,
+:doc:`/sample_weights`.
 """
 
 import numbers
@@ -76,7 +65,7 @@ class BaseRisk(BaseEstimator):
             Number of losses.
         sample_weight : array-like of shape (n,), optional
             Weights of the samples, in the ascending order of their losses
-            (see the module docstring); None for equal weights.
+            (user guide, :doc:`/sample_weights`); None for equal weights.
 
         Returns
         -------
@@ -134,7 +123,7 @@ class BaseRisk(BaseEstimator):
         """The weights of consecutive losses from their cells of mass (with sample weights).
 
         The losses ranked ``a + 1`` to ``a + k`` (ascending) hold the cells
-        ``[C_(a+t-1), C_(a+t)]`` of cumulative mass (module docstring).  This
+        ``[C_(a+t-1), C_(a+t)]`` of cumulative mass (:doc:`/sample_weights`).  This
         gives their weights from the cells alone, as :meth:`weights` gives
         them from all the sample weights: a rank step split across workers
         asks each for its run of ranks.
@@ -267,7 +256,8 @@ def _check_n(n):
     return int(n)
 
 
-def _check_real(name, value, *, low=None, high=None, low_open=False, high_open=False):
+def check_real(name, value, *, low=None, high=None, low_open=False, high_open=False):
+    """``value`` as a float, or a ValueError naming ``name`` unless it is a finite real number in range."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
         raise ValueError(f"{name} must be a finite real number, got {value!r}.")
     bad_low = low is not None and (value <= low if low_open else value < low)
@@ -282,7 +272,7 @@ def _check_real(name, value, *, low=None, high=None, low_open=False, high_open=F
 
 
 class _SpectralRisk(BaseRisk):
-    """A spectral risk, given by the integral ``Phi`` of its spectrum (module docstring)."""
+    """A spectral risk, given by the integral ``Phi`` of its spectrum (:doc:`/sample_weights`)."""
 
     def _cumulative(self, t):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -397,7 +387,7 @@ class Superquantile(_TailMean):
         self.q = q
 
     def _validate(self):
-        _check_real("q", self.q, low=0.0, high=1.0, high_open=True)
+        check_real("q", self.q, low=0.0, high=1.0, high_open=True)
 
     def _cumulative(self, t):
         return np.maximum(t - self.q, 0.0) / (1.0 - self.q)
@@ -423,7 +413,7 @@ class Extremile(_SpectralRisk):
         self.r = r
 
     def _validate(self):
-        _check_real("r", self.r, low=1.0)
+        check_real("r", self.r, low=1.0)
 
     def _cumulative(self, t):
         return t**self.r
@@ -446,7 +436,7 @@ class ExponentialSpectral(_SpectralRisk):
         self.rho = rho
 
     def _validate(self):
-        _check_real("rho", self.rho, low=0.0, low_open=True)
+        check_real("rho", self.rho, low=0.0, low_open=True)
 
     def _cumulative(self, t):
         # Phi(t) = (e^(rho t) - 1) / (e^rho - 1), written without overflow
@@ -537,7 +527,7 @@ class _RankedRangeMean(BaseRisk):
 
     Subclasses give the ranks ``(m, k)`` of ``n`` losses (``_ranks``) and,
     with sample weights, the shares ``(s_m, s_k)`` of the total weight that
-    they stand for (``_range_shares``, see the module docstring).
+    they stand for (``_range_shares``, user guide).
     """
 
     def _weights(self, n, sample_weight):
@@ -580,12 +570,8 @@ class TopK(_RankedRangeMean):
     ----------
     k : int or float, default=0.2
         An integer count ``1 <= k <= n``, or a fraction of ``n`` in (0, 1)
-        (then ``k = floor(k n)``, at least 1).  With ``sample_weight`` an
-        integer ``k`` counts units of weight (integer weights are repeated
-        rows: the total weight must be at least ``k``), while a fraction
-        takes ``floor(k n)`` of the ``n`` samples of positive weight as the
-        same fraction of the total weight, so that only the ratios of the
-        weights matter (see the module docstring).
+        (then ``k = floor(k n)``, at least 1); with ``sample_weight``, see
+        :doc:`/sample_weights`.
     """
 
     one_threshold = True
@@ -666,14 +652,10 @@ class RankedRange(_RankedRangeMean):
 
     Notes
     -----
-    With ``sample_weight`` an integer count is a number of units of weight
-    (integer weights are repeated rows: the total weight must be at least
-    ``k``), while a fraction takes ``floor(f n)`` of the ``n`` samples of
-    positive weight as the same fraction of the total weight, so that only
-    the ratios of the weights matter (see the module docstring).  Fractions
-    need enough samples: ``RankedRange(0.1, 0.6)`` needs at least two
-    (``floor(0.6 n) > floor(0.1 n)``), in a fit as in each ``partial_fit``
-    batch and mini-batch.
+    With ``sample_weight``, the counts are read as :doc:`/sample_weights`
+    says.  Fractions need enough samples: ``RankedRange(0.1, 0.6)`` needs at
+    least two (``floor(0.6 n) > floor(0.1 n)``), in a fit as in each
+    ``partial_fit`` batch and mini-batch.
     """
 
     is_convex = False
@@ -722,7 +704,7 @@ class RankedRange(_RankedRangeMean):
             )
         return m, k
 
-    def _shares(self, total, n_samples):
+    def _range_shares(self, total, n_samples):
         """The shares ``(m, k)`` of the total weight of the ranked range's ends (with weights)."""
         low = _share("m", self.m, total, n_samples)
         high = _share("k", self.k, total, n_samples)
@@ -745,11 +727,7 @@ class RankedRange(_RankedRangeMean):
             advice = "; choose 0 <= m < k (counts or fractions in (0, 1))"
         raise ValueError(head + advice + ".")
 
-    def _ranks(self, n):
-        return self.counts(n)
-
-    def _range_shares(self, total, n_samples):
-        return self._shares(total, n_samples)
+    _ranks = counts
 
 
 def _tk_weighting(p, exponent):
@@ -789,9 +767,9 @@ class HumanAligned(BaseRisk):
         self.reference = reference
 
     def _validate(self):
-        _check_real("gamma", self.gamma, low=0.0, high=1.0, low_open=True)
-        _check_real("delta", self.delta, low=0.0, high=1.0, low_open=True)
-        _check_real("reference", self.reference)
+        check_real("gamma", self.gamma, low=0.0, high=1.0, low_open=True)
+        check_real("delta", self.delta, low=0.0, high=1.0, low_open=True)
+        check_real("reference", self.reference)
 
     def weight_pieces(self, n, sample_weight=None):
         """Return the two weight sequences ``(sigma_a, sigma_b)`` for ``n`` losses.

@@ -337,15 +337,15 @@ def test_stochastic_solver_functions_refuse_a_weighted_objective():
 
 
 def test_ppd_step_units_and_restarts_of_integer_weights_are_those_of_repeated_rows():
-    from skrank.solvers.stochastic.ppd import PPDStream, _curvatures
+    from skrank.solvers.stochastic.ppd import PPDStream, _curvature_parts, _units
 
     X, ypm, counts, _ = _case(5, n=60)  # d = 3: the largest eigenvalue is computed exactly
     pos = ypm > 0
     order = np.concatenate([np.flatnonzero(pos), np.flatnonzero(~pos)])
     Xs, cs, n_pos = X[order], counts[order].astype(float), int(pos.sum())
     rep = np.repeat(Xs, counts[order], 0)
-    np.testing.assert_allclose(_curvatures(Xs, n_pos, 8, 0.1, cs),
-                               _curvatures(rep, int(counts[pos].sum()), 8, 0.1), rtol=1e-12)
+    np.testing.assert_allclose(_units(_curvature_parts(Xs, n_pos, cs), 8, 0.1),
+                               _units(_curvature_parts(rep, int(counts[pos].sum())), 8, 0.1), rtol=1e-12)
     weighted = PPDStream(alpha=0.1, margin=1.0, adagrad=False, n_features=3)
     weighted.prepare(X, ypm, counts.astype(float))
     repeated = PPDStream(alpha=0.1, margin=1.0, adagrad=False, n_features=3)

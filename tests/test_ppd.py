@@ -10,14 +10,29 @@ from skrank import PartialAUCClassifier
 from skrank.datafits.partial_auc import PartialAUCObjective
 from skrank.pairwise_losses import get_pairwise_loss
 from skrank.solvers.full_batch.auc_closed_form import exact_square_auc
-from skrank.solvers.stochastic.ppd import (
-    _ppd_steps,
-    ppd_adagrad,
-    ppd_sg,
-    saddle_objective,
-    stochastic_gradient,
-)
+from skrank.solvers.stochastic.ppd import _ppd_steps, _sample_terms, ppd_adagrad, ppd_sg
 from skrank.solvers.stochastic.sampling import state_from_random_state, xorshift_uniform
+
+
+def saddle_objective(X, positive, w, a, b, dual, p, margin, alpha, q=None):
+    """``mean_i F(w, a, b, dual; z_i) / (p(1-p)) + alpha ||w||^2 / 2``, eq. (2) of Liu et al. 2020 (NumPy).
+
+    ``q`` replaces ``p(1-p)`` in the ``dual^2`` term (Algorithm 4); with ``p`` the share of
+    positives and ``(a, b, dual)`` at their optimum, ``c^2`` plus this value is the full-AUC ``F(w)``.
+    """
+    h = X @ w
+    q = p * (1.0 - p) if q is None else q
+    F = ((1 - p) * (h - a) ** 2 * positive + p * (h - b) ** 2 * ~positive
+         + 2 * (margin + dual) * (p * h * ~positive - (1 - p) * h * positive) - q * dual**2)
+    return float(F.mean() / (p * (1 - p)) + 0.5 * alpha * float(np.dot(w, w)))
+
+
+def stochastic_gradient(X, positive, w, a, b, dual, p, margin, alpha, q=None):
+    """``(g_w, g_a, g_b, g_dual)`` of :func:`saddle_objective` from the kernel's per-sample terms."""
+    q = p * (1.0 - p) if q is None else q
+    terms = np.array([_sample_terms(h, bool(pos), a, b, dual, p, q, margin)
+                      for h, pos in zip(X @ w, positive)])
+    return X.T @ terms[:, 0] / X.shape[0] + alpha * w, *terms[:, 1:].mean(axis=0)
 
 
 def _objective(X, y, alpha=1e-4, margin=1.0):

@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 
 from skrank.datafits.rank_risk import RankRisk, rank_objective
+from skrank.kernels.pava import project_permutahedron as _project
 from skrank.losses import get_loss
 from skrank.penalties import get_penalty
 from skrank.risks import ERM, ExponentialSpectral, Extremile, Superquantile, TopK
-from skrank.solvers.stochastic.sorel import _project, dual_smoothness, sorel, sorel_paper
+from skrank.solvers.stochastic.sorel import dual_smoothness, sorel, sorel_paper
 from skrank.solvers.stochastic.steps import svrg_step_size
 
 

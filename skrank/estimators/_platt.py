@@ -16,6 +16,7 @@ from ..backends import arrays
 from ..backends.array_api_design import array_api_namespace
 from ..backends.dask_design import is_dask_array
 from ..backends.dispatch import make_design
+from ._fit_template import problem_labels, problem_target
 from ._params import samples_method_doc
 
 
@@ -267,11 +268,10 @@ class PlattRankingMixin:
 
     def _after_partial_fit(self, X, y, sample_weight):
         # partial_fit: the Platt map is refitted on the batch's scores, the only data at hand
-        targets = [self.classes_[1]] if self.classes_.shape[0] == 2 else list(self.classes_)
         directions = np.atleast_2d(self.coef_)  # the streams' coefficients, before the fold
         fits = [platt_threshold(np.asarray(X @ directions[j], dtype=np.float64).ravel(),
-                                np.where(y == positive, 1.0, -1.0), sample_weight)
-                for j, positive in enumerate(targets)]
+                                problem_target(y, positive), sample_weight)
+                for j, positive in enumerate(problem_labels(self.classes_))]
         self._fold_platt(directions, [calibration for _, calibration in fits])
 
     @samples_method_doc("Platt logits: positive means ``classes_[1]`` (binary).",

@@ -103,13 +103,10 @@ class AveragePrecisionClassifier(RankingFit, PlattRankingMixin, RankLinearClassi
     compare.
 
     The ranking is ``X ranking_coef_``; ``score_intercept_`` only places
-    the scores on the sigmoid.  A one-dimensional logistic regression
-    ``sigmoid(A s + B)`` of the labels on ``s = X ranking_coef_`` (Platt
-    scaling) gives ``coef_ = A ranking_coef_`` and ``intercept_ = B``:
-    ``decision_function`` is ``X coef_ + intercept_`` as for every linear
-    classifier, ``predict_proba`` its sigmoid, and the ranking is unchanged
-    (``A > 0``).  ``score`` is accuracy, as for every scikit-learn
-    classifier; tune with ``scoring="average_precision"``.
+    the scores on the sigmoid.  A Platt fit of the labels on those scores
+    gives ``coef_`` and ``intercept_`` (see Attributes).  ``score`` is
+    accuracy, as for every scikit-learn classifier; tune with
+    ``scoring="average_precision"``.
 
     With ``solver="soap"``, ``partial_fit`` runs one SOAP epoch on each
     batch and carries the solver's state from call to call; the Platt map is

@@ -28,7 +28,7 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ..backends import arrays
-from ..metrics import _check_label_types, partial_auc_score, region_area, two_way_partial_auc_score
+from ..metrics import _check_label_types, region_area, two_way_partial_auc_score
 from ..solvers.registry import solvers_for
 from ._anchored import SharedAnchors
 from ._params import fit_doc, keyword_init, options_doc, parameter_defaults, samples_method_doc
@@ -607,14 +607,9 @@ class PartialAUCClassifierCV(_RankClassifierCVMixin):
 
     def _default_scorer(self, classes):
         fpr_range, tpr_min = _fitted_region(self.fpr_range, self.fpr_max, self.tpr_min)
-        if tpr_min > 0.0:
-            def metric(target, scores, sample_weight=None):
-                return two_way_partial_auc_score(target, scores, tpr_min=tpr_min, fpr_range=fpr_range,
-                                                 sample_weight=sample_weight, pos_label=True)
-        else:
-            def metric(target, scores, sample_weight=None):
-                return partial_auc_score(target, scores, fpr_range=fpr_range,
-                                         sample_weight=sample_weight, pos_label=True)
+        def metric(target, scores, sample_weight=None):
+            return two_way_partial_auc_score(target, scores, tpr_min=tpr_min, fpr_range=fpr_range,
+                                             sample_weight=sample_weight, pos_label=True)
 
         def unchecked(target, scores):
             return region_area(target, scores, fpr_range=fpr_range, tpr_min=tpr_min)

@@ -151,13 +151,10 @@ class PartialAUCClassifier(RankingFit, PlattRankingMixin, RankLinearClassifierMi
     the returned ``(ranking_coef_, score_intercept_)`` whatever the solver,
     so fits compare.
 
-    The pairwise surrogate fits no intercept.  A one-dimensional logistic
-    regression ``sigmoid(A s + B)`` of the labels on the scores
-    ``s = X ranking_coef_`` (Platt scaling) gives ``coef_ = A ranking_coef_``
-    and ``intercept_ = B``: ``decision_function`` is ``X coef_ + intercept_``
-    as for every linear classifier, ``predict_proba`` its sigmoid, and the
-    ranking is unchanged (``A > 0``).  ``score`` is
-    accuracy, as for every scikit-learn classifier; tune with
+    The pairwise surrogate fits no intercept: a Platt fit of the labels on
+    the scores ``X ranking_coef_`` gives ``coef_`` and ``intercept_`` (see
+    Attributes).  ``score`` is accuracy, as for every scikit-learn
+    classifier; tune with
     ``scoring=skrank.metrics.make_partial_auc_scorer(fpr_range)``.
 
     With ``solver="ppd-sg"``, ``"ppd-adagrad"`` or ``"sota-s"``, ``partial_fit`` runs one

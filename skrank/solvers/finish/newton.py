@@ -1,13 +1,7 @@
 """The exact finish of a first-order run with a smooth loss: its iterate handed to the Newton method.
 
-The ADMM (:mod:`skrank.solvers.splitting.admm`) and SOREL (:mod:`skrank.solvers.stochastic.sorel`)
-converge linearly at best.  On a convex spectral risk with a smooth loss
-they try, at the points of their finish schedules, the certified
-proximal Newton method of :mod:`skrank.solvers.full_batch.newton` started from their
-iterate; a certified result ends the run.  :class:`NewtonFinish` offers
-the interface of
-:class:`~skrank.solvers.finish.piecewise_linear.PiecewiseLinearFinish`,
-which does the same for the hinge and absolute losses by face solves.
+:class:`NewtonFinish` offers the interface of
+:class:`~skrank.solvers.finish.piecewise_linear.PiecewiseLinearFinish` (:mod:`skrank.solvers.finish`).
 """
 
 import numpy as np

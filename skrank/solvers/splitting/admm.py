@@ -21,6 +21,7 @@ from ..finish import FinishSchedule, NewtonFinish, PiecewiseLinearFinish
 from ..progress import Progress
 from ..result import SolverResult
 from ..stochastic.docs import fill_doc
+from ..stochastic.weights import rank_weights
 from .admm_wstep import WStep
 
 
@@ -102,11 +103,8 @@ class RhoSchedule:
     stall_factor = 2.0
 
     def _cycling(self, k, crit, objective):
-        # True at the end of a window whose best residual is not below
-        # stall_progress times the best of the previous window while the
-        # objective went up and down: the iterates cycle.  (A stall with a
-        # monotone objective is slow convergence, which a larger rho would
-        # only slow down further.)
+        # True at the end of a window whose best residual is not below stall_progress times the
+        # previous window's while the objective went up and down: the iterates cycle (user guide)
         self._crit.append(crit)
         self._obj.append(objective)
         W = self.stall_window
@@ -126,10 +124,8 @@ class RhoSchedule:
         if self.kind == "stall" or (
             self.raise_on_stall and self.balancing and self.n_changes >= self.max_changes
         ):
-            # Non-convex risks, once balancing is over: non-convex ADMM
-            # converges when rho exceeds a problem-dependent threshold (Wang,
-            # Yin and Zeng 2019); below it the iterates can cycle with residuals
-            # that stop shrinking.  Raise rho geometrically on such a stall.
+            # Non-convex risks, once balancing is over: raise rho geometrically when the iterates
+            # cycle, below the threshold of Wang, Yin and Zeng 2019 (user guide)
             self.kind = "stall"
             cycling = self._cycling(k, max(e_primal, e_dual), objective)
             if cycling and self.n_raises < self.max_raises:
@@ -236,15 +232,7 @@ def risk_pieces(risk, loss, n):
 
 def rank_subgradient(risk, loss, t):
     """``sigma_rank(i) l'(t_i)``: a subgradient of ``Omega`` at ``t``."""
-    L = loss.value(t)
-    order = np.argsort(L, kind="stable")
-    if risk.depends_on_values:
-        sigma = risk.weights(t.shape[0], L)
-    else:
-        sigma = risk.weights(t.shape[0])
-    g = np.empty_like(t)
-    g[order] = sigma * loss.derivative(t[order])
-    return g
+    return rank_weights(risk, loss.value(t)) * loss.derivative(t)
 
 
 # ------------------------------------------------------------------------------------

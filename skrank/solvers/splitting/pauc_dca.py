@@ -13,10 +13,7 @@ import numpy as np
 from ..stochastic.outer_loop import OuterLoop
 from ..stochastic.sbcd import PairSampler, inner_schedule
 
-
-def dca_partial_auc(datafit, penalty, *, coef_init=None, max_iter=10, tol=1e-4, batch_size=64, step=1.0,
-                    inner_iter0=100, random_state=None, verbose=0):
-    """Minimise the partial-AUC objective by DCA with SBCD subproblem steps.
+_DOC = """Minimise the partial-AUC objective by {what} with SBCD subproblem steps.
 
     Parameters
     ----------
@@ -37,7 +34,7 @@ def dca_partial_auc(datafit, penalty, *, coef_init=None, max_iter=10, tol=1e-4, 
     step : float, default=1.0
         ``c`` of the step sizes.
     inner_iter0 : int, default=100
-        ``C`` of ``T_k = C (k+1)^2``.
+        ``C`` of ``T_k = C (k+1)^2``.{prox}
     random_state : int, RandomState, Generator or None, default=None
         Seed of the in-kernel generator (the blocks and permutations).
     verbose : int, default=0
@@ -50,47 +47,25 @@ def dca_partial_auc(datafit, penalty, *, coef_init=None, max_iter=10, tol=1e-4, 
         ``info["gamma"]``); ``info["passes"]`` also counts one pass per
         full subgradient of ``f^m``.
     """
+
+
+def dca_partial_auc(datafit, penalty, *, coef_init=None, max_iter=10, tol=1e-4, batch_size=64, step=1.0,
+                    inner_iter0=100, random_state=None, verbose=0):
     return _dca(datafit, penalty, coef_init, max_iter, tol, batch_size, step, inner_iter0,
                 random_state, verbose, prox=0.0, name="dca")
 
 
 def prox_dca_partial_auc(datafit, penalty, *, coef_init=None, max_iter=10, tol=1e-4, batch_size=64,
                          step=1.0, inner_iter0=100, prox=0.01, random_state=None, verbose=0):
-    """Minimise the partial-AUC objective by proximal DCA with SBCD subproblem steps.
-
-    Parameters
-    ----------
-    datafit : skrank.datafits.partial_auc.PartialAUCObjective
-        As :func:`dca_partial_auc`.
-    penalty : skrank.penalties.Penalty
-        As :func:`dca_partial_auc`.
-    coef_init : ndarray of shape (d,), default=None
-        As :func:`dca_partial_auc`.
-    max_iter : int, default=10
-        As :func:`dca_partial_auc`.
-    tol : float, default=1e-4
-        As :func:`dca_partial_auc`.
-    batch_size : int, default=64
-        As :func:`dca_partial_auc`.
-    step : float, default=1.0
-        As :func:`dca_partial_auc`.
-    inner_iter0 : int, default=100
-        As :func:`dca_partial_auc`.
-    prox : float, default=0.01
-        Weight ``L`` of ``L/2 ||w - w^(k)||^2``, in units of the pair
-        smoothness.
-    random_state : int, RandomState, Generator or None, default=None
-        As :func:`dca_partial_auc`.
-    verbose : int, default=0
-        As :func:`dca_partial_auc`.
-
-    Returns
-    -------
-    SolverResult
-        As :func:`dca_partial_auc`.
-    """
     return _dca(datafit, penalty, coef_init, max_iter, tol, batch_size, step, inner_iter0,
                 random_state, verbose, prox=prox, name="prox-dca")
+
+
+dca_partial_auc.__doc__ = _DOC.format(what="DCA", prox="")
+prox_dca_partial_auc.__doc__ = _DOC.format(what="proximal DCA", prox="""
+    prox : float, default=0.01
+        Weight ``L`` of ``L/2 ||w - w^(k)||^2``, in units of the pair
+        smoothness.""")
 
 
 def _dca(objective, penalty, coef_init, max_iter, tol, batch_size, step, inner_iter0, random_state,

@@ -5,6 +5,8 @@ and :func:`fill_doc` writes the block in, so that :func:`help` and the API
 documentation show every parameter.  Other braces are left alone.
 """
 
+from ..._docs import filling
+
 _UNITS = "skrank.solvers.stochastic.units.FeatureUnits"
 
 SHARED = {
@@ -37,21 +39,5 @@ SHARED = {
 }
 
 
-def fill_doc(func):
-    """Write the shared blocks of :data:`SHARED` into ``func``'s docstring; returns ``func``.
-
-    Parameters
-    ----------
-    func : callable
-        A function whose docstring names blocks as ``{key}``.
-
-    Returns
-    -------
-    callable
-        ``func``, its docstring filled in.
-    """
-    doc = func.__doc__
-    for key, text in SHARED.items():
-        doc = doc.replace("{" + key + "}", text)
-    func.__doc__ = doc
-    return func
+#: The decorator that writes the blocks of :data:`SHARED` into a solver's docstring.
+fill_doc = filling(SHARED)

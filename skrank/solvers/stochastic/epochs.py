@@ -5,8 +5,10 @@
 * :class:`StandardisedStart`: the data, start, batch and step of a solver
   that steps in the units of :class:`~skrank.solvers.stochastic.units.FeatureUnits`;
 * :func:`run_epochs`: the loop of epochs with the exact objective between them;
-* :class:`EpochStream`: what the streams of SGD and SOAP (``partial_fit``) share.
+* :class:`EpochStream`: what the streams (``partial_fit``) share.
 """
+
+import hashlib
 
 import numpy as np
 
@@ -206,3 +208,9 @@ class EpochStream:
             As in :meth:`prepare`.
         """
         self.epoch(self.prepare(X, y, sample_weight))
+
+    def _row_slots(self, rows):
+        """The entries of ``rows`` in ``self._index``, a dict from a row's content (new rows: next ones)."""
+        rows = rows + 0.0  # -0.0 and 0.0 are one value
+        return np.array([self._index.setdefault(hashlib.blake2b(row.tobytes(), digest_size=16).digest(),
+                                                len(self._index)) for row in rows], dtype=np.int64)

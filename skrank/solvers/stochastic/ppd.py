@@ -17,16 +17,12 @@ from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator
 from ..._jit import njit
 from ..progress import Progress
 from ..result import SolverResult
-from .sampling import build_alias, state_from_random_state, xorshift_uniform
+from .epochs import EpochStream
+from .sampling import build_alias, seed_state, xorshift_uniform
 
 _STAGE_FACTOR = 3.0  # T_k = T0 3^k, eta_k = eta_0 / 3^k (Section 5)
-#: ``step`` of a stream (``partial_fit``) for PPD-SG and PPD-AdaGrad.  AdaGrad's
-#: first steps move every coordinate of ``(w, a, b, dual)`` by about the whole
-#: ``eta``, whatever the gradient's size; at fit's ``step=10`` that overshoots
-#: the optimum several times over, and the next step flips the iterate to its
-#: mirror image (``c + dual < 0``: it ranks backwards).  fit averages 1000 steps
-#: before anything is returned; a stream's ``coef`` is the average of the steps
-#: taken so far, from the first call on.
+#: ``step`` of a stream (``partial_fit``) for PPD-SG and PPD-AdaGrad: at PPD-AdaGrad's ``step=10`` a
+#: young stream's average ranks backwards (user guide, :ref:`methods-ppd`).
 STREAM_STEP = 1.0
 _RISE = 1e-2  # a stage raising F by more than this (relative) is redone
 _MAX_REDOS = 10
@@ -52,98 +48,6 @@ def _sample_terms(h, positive, a, b, dual, p, q, margin):
             0.0,
             -2.0 * p * r * scale,
             (2.0 * p * h - 2.0 * q * dual) * scale)
-
-
-@njit(cache=True)
-def _batch_gradient(X, positive, w, a, b, dual, p, q, margin, alpha, gw):
-    """Gradient of ``mean_i l_i + alpha ||w||^2 / 2`` over the rows of ``X`` (dense).
-
-    Fills ``gw`` and returns ``(g_a, g_b, g_dual)``; the reference for the
-    formulas of :func:`_stage`.
-    """
-    m, d = X.shape
-    for f in range(d):
-        gw[f] = 0.0
-    ga = 0.0
-    gb = 0.0
-    gd = 0.0
-    for i in range(m):
-        h = 0.0
-        for f in range(d):
-            h += X[i, f] * w[f]
-        s, da, db, dd = _sample_terms(h, positive[i], a, b, dual, p, q, margin)
-        for f in range(d):
-            gw[f] += s * X[i, f]
-        ga += da
-        gb += db
-        gd += dd
-    for f in range(d):
-        gw[f] = gw[f] / m + alpha * w[f]
-    return ga / m, gb / m, gd / m
-
-
-def stochastic_gradient(X, positive, w, a, b, dual, p, margin, alpha, q=None):
-    """Gradient of the mini-batch saddle objective (the kernel's formulas).
-
-    Parameters
-    ----------
-    X : ndarray of shape (m, d)
-        The mini-batch.
-    positive : ndarray of bool, shape (m,)
-    w : ndarray of shape (d,)
-    a, b, dual : float
-    p : float
-        Positive share used in ``F``.
-    margin : float
-        ``c``.
-    alpha : float
-        l2 strength.
-    q : float or None
-        Replaces ``p(1-p)`` in the ``dual^2`` term (Algorithm 4); ``None``
-        means ``p(1-p)``.
-
-    Returns
-    -------
-    g_w : ndarray of shape (d,)
-    g_a, g_b, g_dual : float
-        Partial derivatives of ``mean_i F(w, a, b, dual; z_i) / (p(1-p)) +
-        alpha ||w||^2 / 2`` (user guide).
-    """
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    w = np.asarray(w, dtype=np.float64)
-    q = p * (1.0 - p) if q is None else q
-    gw = np.empty(X.shape[1])
-    ga, gb, gd = _batch_gradient(X, np.asarray(positive, dtype=np.bool_), w, float(a), float(b),
-                                 float(dual), float(p), float(q), float(margin), float(alpha), gw)
-    return gw, ga, gb, gd
-
-
-def saddle_objective(X, positive, w, a, b, dual, p, margin, alpha, q=None):
-    """``mean_i F(w, a, b, dual; z_i) / (p(1-p)) + alpha ||w||^2 / 2`` (NumPy).
-
-    With ``p`` the share of positives in ``X`` and ``(a, b, dual)`` at their
-    optimum (class-mean scores, ``dual = b - a``), ``c^2`` plus this value
-    equals ``F(w)`` of the user guide (Proposition 1).
-
-    Parameters
-    ----------
-    X : {ndarray, sparse matrix} of shape (m, d)
-    positive : ndarray of bool, shape (m,)
-    w : ndarray of shape (d,)
-    a, b, dual, p, margin, alpha : float
-    q : float or None
-        As in :func:`stochastic_gradient`.
-
-    Returns
-    -------
-    float
-    """
-    h = np.asarray(X @ np.asarray(w, dtype=np.float64), dtype=np.float64).ravel()
-    pos = np.asarray(positive, dtype=bool)
-    q = p * (1.0 - p) if q is None else q
-    F = ((1 - p) * (h - a) ** 2 * pos + p * (h - b) ** 2 * ~pos
-         + 2 * (margin + dual) * (p * h * ~pos - (1 - p) * h * pos) - q * dual**2)
-    return float(F.mean() / (p * (1 - p)) + 0.5 * alpha * float(np.dot(w, w)))
 
 
 @njit(cache=True, inline="always")
@@ -280,19 +184,6 @@ def _ppd_steps(Xd, indptr, indices, data, is_sparse, n_pos, prob, packed, weight
     cur[d + 2] = du
 
 
-def _curvatures(X, n_pos, batch, alpha, weights=None, center=None):
-    """Block curvatures ``(L_w, L_s)`` that set the step units (user guide).
-
-    ``lambda_max(2 (M+ + M-))`` comes from a Lanczos run on matrix-vector
-    products (a deterministic start; the trace, an upper bound, if it does
-    not converge; 0 when the trace is).  ``X`` holds the positives in its
-    first ``n_pos`` rows; with ``weights`` the moments and means are those
-    of the weighted sample, the distribution the steps draw from; with
-    ``center`` the moments are about it (the rows the steps read).
-    """
-    return _units(_curvature_parts(X, n_pos, weights, center), batch, alpha)
-
-
 def _units(parts, batch, alpha):
     """``(L_w, L_s)`` from the data's parts of :func:`_curvature_parts`, the batch size and ``alpha``."""
     lam, noise, scalar = parts
@@ -302,12 +193,17 @@ def _units(parts, batch, alpha):
 
 
 def _curvature_parts(X, n_pos, weights=None, center=None):
-    """What the curvatures of :func:`_curvatures` take from the data: ``(lambda_max, noise, scalar)``.
+    """What the block curvatures ``(L_w, L_s)`` take from the data: ``(lambda_max, noise, scalar)``.
 
     ``L_w = lambda_max + alpha + noise / B`` and ``L_s = 2 + scalar / B``
-    (:func:`_units`), so that a stream recomputes its units when ``alpha``
-    or the batch size ``B`` change, without the data.  With ``center`` the
-    rows are read minus it (a sparse ``X`` is not densified).
+    (:func:`_units`, user guide), so that a stream recomputes its units when
+    ``alpha`` or the batch size ``B`` change, without the data.
+    ``lambda_max(2 (M+ + M-))`` comes from a Lanczos run on matrix-vector
+    products (a deterministic start; the trace, an upper bound, if it does
+    not converge; 0 when the trace is).  ``X`` holds the positives in its
+    first ``n_pos`` rows; with ``weights`` the moments and means are those
+    of the weighted sample, the distribution the steps draw from; with
+    ``center`` the rows are read minus it (a sparse ``X`` is not densified).
     """
     n, d = X.shape
     n_neg = n - n_pos
@@ -403,7 +299,7 @@ def _mean_row(X, weights=None):
     return np.asarray(X.T @ (weights / weights.sum()), dtype=np.float64).ravel()
 
 
-class PPDStream:
+class PPDStream(EpochStream):
     """The state of PPD-SG or PPD-AdaGrad between passes (Liu et al. 2020, Algorithms 2-4).
 
     :func:`ppd_sg` and :func:`ppd_adagrad` run their stages through one
@@ -464,14 +360,8 @@ class PPDStream:
         #: samples drawn so far
         self.samples = 0
 
-    def reseed(self, random_state):
-        """Seed the generator of the draws from ``random_state``.
-
-        Parameters
-        ----------
-        random_state : int, RandomState, Generator or None
-        """
-        self.state = state_from_random_state(random_state)
+    def _seed_kernel(self, rng):
+        self.state = seed_state(rng)
 
     def update(self, *, alpha, margin, batch_size):
         """Take the estimator's current settings for the next steps (``partial_fit``).
@@ -649,13 +539,7 @@ class PPDStream:
         return float(p), float(p * (1.0 - p))
 
     def partial(self, X, y, sample_weight=None):
-        """One pass over a batch of data (``partial_fit``).
-
-        Parameters
-        ----------
-        X, y, sample_weight
-            As in :meth:`prepare`.
-        """
+        """One pass over a batch of data (``partial_fit``); a stage ends wherever its last step falls."""
         data = self.prepare(X, y, sample_weight)
         self.passes += 1
         if self.units is None:

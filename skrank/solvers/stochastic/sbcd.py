@@ -156,94 +156,43 @@ def agd_sbcd(datafit, penalty, *, coef_init=None, max_iter=10, tol=1e-4, batch_s
     datafit.check_unweighted("agd-sbcd")
     start = time.perf_counter()
     sampler = PairSampler(datafit, batch_size, random_state)
-    alpha_fpr, beta_fpr = datafit.fpr_range
+    low, high = datafit.fpr_range
+    L = sampler.smoothness
     w = sampler.default_start() if coef_init is None else np.array(coef_init, dtype=np.float64)
     zeros = np.zeros_like(w)
-    lam = {}
-
-    def reset_thresholds(w_):
-        lam[beta_fpr] = sampler.initial_thresholds(w_, datafit.n)
-        if datafit.m > 0:
-            lam[alpha_fpr] = sampler.initial_thresholds(w_, datafit.m)
-
-    reset_thresholds(w)
-
-    def prox_point(w_, level_frac, T, eta, theta, prox):
-        v, lam[level_frac], _ = sampler.run(w_.copy(), w_, zeros, lam[level_frac], level_frac,
-                                            T, eta, theta, prox, 0.0, True)
-        return v
-
-    def penalty_prox(v, step_):
-        return v / (1.0 + step_ * penalty.l2)
-
-    result = agd_loop(prox_point, sampler.value, penalty_prox, w, alpha_fpr, beta_fpr,
-                      sampler.smoothness, max_iter=max_iter, tol=tol, mu=mu, gamma=gamma,
-                      step=step, inner_iter0=inner_iter0, verbose=verbose, name="agd-sbcd",
-                      on_restart=reset_thresholds)
-    result.info.update(passes=sampler.passes, time=time.perf_counter() - start)
-    return result
-
-
-def agd_loop(prox_point, value, penalty_prox, w, low, high, L, *, max_iter, tol, mu, gamma, step,
-             inner_iter0, verbose, name, on_restart=None):
-    """Outer loop of Algorithm 2 (AGD) around a proximal-point estimator.
-
-    Parameters
-    ----------
-    prox_point : callable
-        ``prox_point(w, level_frac, T, eta, theta, prox)`` returns the SBCD
-        estimate of ``prox_{mu phi^l}(w)`` (``prox = 1 / mu``) for the level
-        ``level_frac = l / N`` and keeps that level's thresholds.
-    value : callable
-        Exact objective ``F(w)``.
-    penalty_prox : callable
-        ``penalty_prox(v, t)``: the proximal map of ``t`` times the penalty
-        in the units of ``phi`` (the penalty divided by ``width``).
-    w : ndarray
-        Start.
-    low, high : float
-        ``m / N`` and ``n / N``; the ``m``-call is skipped when ``low == 0``.
-    L : float
-        Smoothness unit of ``mu``, ``gamma`` and the primal step.
-    max_iter, tol, mu, gamma, step, inner_iter0, verbose, name
-        As :func:`agd_sbcd`.
-    on_restart : callable or None, default=None
-        Enables the safeguard: an outer step whose exact ``F`` exceeds the
-        start's (or is not finite) is undone, ``gamma`` is halved and
-        ``on_restart(w_best)`` resets the thresholds at the best iterate,
-        from which the loop continues.  None: no safeguard.
-
-    Returns
-    -------
-    SolverResult
-        The outer iterate of lowest exact ``F``; ``info["gamma"]`` is the
-        final ``gamma`` (in the input's units).
-
-    Notes
-    -----
-    The step ``w <- prox_{gamma width R}(w - gamma (v_m - v_n) / mu)`` is a
-    proximal gradient step on the smoothed ``(phi^n - phi^m) + width R``
-    (user guide, :ref:`methods-agd-sbcd`).
-    """
-    width = high - low
+    lam = _initial_thresholds(sampler, datafit, w)
     mu, gamma = mu / L, gamma / L
-    F_start = value(w)
-    loop = OuterLoop(w, F_start, tol, verbose, name)
+    F_start = sampler.value(w)
+    loop = OuterLoop(w, F_start, tol, verbose, "agd-sbcd")
     for k in range(max_iter):
         T, eta, theta = inner_schedule(k, inner_iter0, step, L)
-        v_n = prox_point(w, high, T, eta, theta, 1.0 / mu)
-        v_m = prox_point(w, low, T, eta, theta, 1.0 / mu) if low > 0 else w
-        w = penalty_prox(w - gamma * (v_m - v_n) / mu, gamma * width)
-        F = value(w)
+        # the SBCD estimates of prox_{mu phi^l}(w) at the levels n and m (the m-call only when low > 0)
+        v = {}
+        for level in (high, low) if low > 0 else (high,):
+            v[level], lam[level], _ = sampler.run(w.copy(), w, zeros, lam[level], level, T, eta, theta,
+                                                  1.0 / mu, 0.0, True)
+        # a proximal gradient step on the smoothed (phi^n - phi^m) + width R (user guide)
+        w = (w - gamma * (v.get(low, w) - v[high]) / mu) / (1.0 + gamma * (high - low) * penalty.l2)
+        F = sampler.value(w)
         stop = loop.step(w, F, f"inner {T:6d}")
-        if on_restart is not None and not F <= F_start:
+        if not F <= F_start:
+            # the safeguard: back to the best iterate, gamma halved and the thresholds reset there
             gamma *= 0.5
             w = loop.restart_from_best()
             loop.converged = False
-            on_restart(w)
+            lam = _initial_thresholds(sampler, datafit, w)
             loop.progress.note(f"F rose above its start: back to the best iterate, "
                                f"gamma halved to {gamma * L:.4g}")
             continue
         if stop:
             break
-    return loop.result({"gamma": gamma * L})
+    return loop.result({"gamma": gamma * L, "passes": sampler.passes, "time": time.perf_counter() - start})
+
+
+def _initial_thresholds(sampler, datafit, w):
+    """The thresholds ``lambda`` of the levels ``n`` and, when ``m > 0``, ``m``, at ``w``."""
+    alpha_fpr, beta_fpr = datafit.fpr_range
+    lam = {beta_fpr: sampler.initial_thresholds(w, datafit.n)}
+    if datafit.m > 0:
+        lam[alpha_fpr] = sampler.initial_thresholds(w, datafit.m)
+    return lam

@@ -7,7 +7,6 @@ Algorithms 1-3, for the score ``h = sigmoid(X w + b)``, with
 paper leaves open are described in the user guide, :ref:`methods-soap`.
 """
 
-import hashlib
 import time
 
 import numpy as np
@@ -275,16 +274,8 @@ class SOAPStream(EpochStream):
 
     def _slots(self, rows):
         """The entries of ``u`` of ``rows`` (new rows get new, unseen entries)."""
-        rows = rows + 0.0  # -0.0 and 0.0 are one value
-        out = np.empty(rows.shape[0], dtype=np.int64)
-        index = self._index
-        for k in range(rows.shape[0]):
-            key = hashlib.blake2b(rows[k].tobytes(), digest_size=16).digest()
-            slot = index.get(key)
-            if slot is None:
-                slot = index[key] = len(index)
-            out[k] = slot
-        size, old = len(index), self.u.shape[0]
+        out = self._row_slots(rows)
+        size, old = len(self._index), self.u.shape[0]
         if size > old:
             cap = max(size, 2 * old)
             u, seen, stamp = np.zeros((cap, 2)), np.zeros(cap, dtype=np.bool_), np.full(cap, -1, np.int64)

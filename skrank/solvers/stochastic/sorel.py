@@ -44,13 +44,6 @@ _FINISH_COST = 1  # the least budget of an attempt, in passes per coefficient
 _FINISH_TOL = 1e-8
 
 
-def _project(v, sigma):
-    """Euclidean projection onto the permutahedron of ``sigma`` (Ge and Jiang 2024, Algorithm 1 line 4)."""
-    from ...kernels import pava as _pava
-
-    return _pava.project_permutahedron(v, sigma)
-
-
 def dual_smoothness(X, s, t, lam, loss, curvature, fit_intercept):
     """Lipschitz constant of the dual function's gradient at the current point (all samples).
 

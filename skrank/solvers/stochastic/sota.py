@@ -1,24 +1,12 @@
 """SOTA-s for the KL-DRO form of the two-way partial AUC of a linear score.
 
 Zhu, Wu, Wang and Yang (2022), "When AUC meets DRO: Optimizing Partial AUC
-for Deep Learning with Non-Convex Convergence Guarantee": the two-way
-partial AUC's selections of the top ``fpr_max`` of the negatives and of the
-bottom ``1 - tpr_min`` of the positives are smoothed into two nested
-KL-DRO averages,
-
-    F(w) = lam_p log mean_i exp(g_i(w) / lam_p) + alpha ||w||^2 / 2,
-    g_i(w) = lam_n log mean_j exp(l(h_i - h_j) / lam_n),
-
-over the positives ``i`` and the negatives ``j`` (``h = X w``), and
-minimised by stochastic steps with moving averages of the inner means
-``u_i`` (one per positive) and of the outer mean ``v``, and momentum.
+for Deep Learning with Non-Convex Convergence Guarantee".
 :class:`SOTAStream` holds the state; :func:`sota_s` runs its epochs on the
-whole data.  The steps are taken in the units of
-:class:`~skrank.solvers.stochastic.units.FeatureUnits` (centred columns of
-unit spread); an intercept cancels in the pairs.
+whole data.  The smoothed objective, the steps, the temperatures and the
+adaptive step are described in the user guide, :doc:`/two_way_partial_auc`.
 """
 
-import hashlib
 import time
 
 import numpy as np
@@ -40,13 +28,8 @@ GROW, SHRINK = 1.2, 0.5
 def default_temperature(share, loss):
     """The KL-DRO temperature that stands for the top ``share`` of a class's losses.
 
-    Exponential tilting at temperature ``lam`` moves the mean of a normal
-    distribution of losses of spread ``s`` by ``s^2 / lam``; the average of
-    its top ``share`` lies ``s phi(z) / share`` above its mean (``z`` the
-    normal quantile of ``1 - share``, ``phi`` the normal density).  The two
-    agree for ``lam = s share / phi(z)``; the spread ``s`` is taken as
-    ``l(0)``, the loss of a tied pair, and ``lam`` is at most
-    ``1000 l(0)`` (``share = 1``: a plain mean).
+    ``l(0) share / phi(z)``, ``z`` the normal quantile of ``1 - share``
+    (user guide), at most ``1000 l(0)`` (``share = 1``: a plain mean).
 
     Parameters
     ----------
@@ -84,19 +67,9 @@ class SOTAStream(EpochStream):
     """The state of SOTA-s between epochs: ``w``, its momentum, the averages ``v`` and ``u_i``.
 
     An estimator's ``partial_fit`` keeps one and runs an epoch on each
-    batch of data.  The point, the momentum, the outer average ``v`` and the
-    step units (from the first data holding both classes) carry over from
-    call to call, and so do the inner averages ``u_i``, one per
-    positive, keyed by its row's content (as SOAP's averages,
-    :class:`~skrank.solvers.stochastic.soap.SOAPStream`), so that a
-    positive seen again in a later batch goes on with its average; a new
-    one starts at its first estimate.
-
-    The step of an epoch is ``rate * step / L``.  :func:`sota_s` adapts
-    ``rate`` to the exact objective after every epoch; ``partial_fit`` has
-    no exact objective to go by, and a stream has no end for a decaying
-    schedule to aim at, so its epochs keep the rate they find: 1, the
-    constant step ``step / L``, for a new stream.
+    batch of data; the averages ``u_i`` are keyed by the positive row's
+    content (user guide).  The step of an epoch is ``rate * step / L``:
+    :func:`sota_s` adapts ``rate``, a stream keeps it (1 for a new one).
 
     Parameters
     ----------
@@ -157,10 +130,8 @@ class SOTAStream(EpochStream):
     def update(self, *, alpha, loss, batch_size, fpr_max, tpr_min):
         """Take the estimator's current l2 strength, loss, batch size and range for the next steps.
 
-        A new range sets the temperatures that stand for it again (those
-        not given at construction); the moving averages ``u_i`` and ``v``,
-        means of exponentials at the old temperatures, then start again from
-        their next estimates, while the point and its momentum go on.
+        A new range sets the temperatures again (those not given) and
+        restarts the moving averages ``u_i`` and ``v`` (user guide).
         """
         if int(batch_size) < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
@@ -192,9 +163,7 @@ class SOTAStream(EpochStream):
 
     def _slots(self, rows):
         """The entries of ``log u`` of the positive ``rows`` (new rows get new entries, nan)."""
-        rows = rows + 0.0  # -0.0 and 0.0 are one value
-        slots = np.array([self._index.setdefault(hashlib.blake2b(row.tobytes(), digest_size=16).digest(),
-                                                 len(self._index)) for row in rows], dtype=np.int64)
+        slots = self._row_slots(rows)
         if len(self._index) > self.log_u.shape[0]:
             grown = np.full(max(len(self._index), 2 * self.log_u.shape[0]), np.nan)
             grown[:self.log_u.shape[0]] = self.log_u
@@ -238,10 +207,6 @@ class SOTAStream(EpochStream):
             self.steps += 1
             self.samples += 2 * self.batch
 
-    def partial(self, X, y, sample_weight=None):
-        """One epoch on a batch of data (``partial_fit``)."""
-        self.epoch(self.prepare(X, y, sample_weight))
-
     @property
     def coef(self):
         """``w`` in the units of ``X``."""
@@ -272,17 +237,9 @@ def sota_s(datafit, penalty, *, coef_init=None, max_iter=100, tol=1e-4, batch_si
         Most epochs (``ceil(n / (2 B))`` steps each, about one pass).
     tol : float, default=1e-4
         Stop when the exact ``F`` changes by at most ``tol |F|`` over each
-        of the last five epochs.  The step is adapted to make that happen
-        (the "bold driver" of Battiti 1989, "Accelerated backpropagation
-        learning: two optimization methods"): the first epoch, and one
-        that lowers the exact ``F`` below its lowest value after an epoch
-        so far, is kept and the step
-        grows by :data:`GROW`; any other epoch is undone (back to the point
-        of lowest ``F``, momentum cleared) and the step shrinks by
-        :data:`SHRINK`.  Steps too large for the data (which would diverge)
-        are cut back, and at the noise floor of the steps, where an epoch
-        lowers ``F`` no more often than not, the step decays geometrically
-        until ``F`` settles.
+        of the last five epochs.  The step grows by :data:`GROW` after an
+        epoch that lowers ``F``, and any other epoch is undone and the step
+        shrinks by :data:`SHRINK` (the "bold driver" of the user guide).
     batch_size : int, default=64
         ``B``: positives and negatives drawn per step.
     step : float, default=0.5
