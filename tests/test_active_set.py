@@ -11,16 +11,16 @@ from skrank.datafits.rank_step import Pooled
 from skrank.losses import get_loss
 from skrank.penalties import get_penalty
 from skrank.risks import ExponentialSpectral, Extremile, Superquantile
-from skrank.solvers.full_batch.active_set import (ActiveSetFinish, in_permutahedron, join_blocks,
-                                                  split_blocks)
+from skrank.solvers.full_batch.active_set import ActiveSetFinish, in_permutahedron, join_blocks, split_blocks
 from skrank.solvers.full_batch.newton import smoothed_newton
 
 
 def _in_hull_of_permutations(q, sigma):
     """Whether ``q`` is a convex combination of the permutations of ``sigma`` (a linear programme)."""
     vertices = np.array(list(itertools.permutations(sigma))).T
-    res = scipy.optimize.linprog(np.zeros(vertices.shape[1]), A_eq=np.vstack([vertices, np.ones(vertices.shape[1])]),
-                                 b_eq=np.r_[q, 1.0], bounds=(0, None), method="highs")
+    ones = np.ones(vertices.shape[1])
+    res = scipy.optimize.linprog(0.0 * ones, A_eq=np.vstack([vertices, ones]), b_eq=np.r_[q, 1.0],
+                                 bounds=(0, None), method="highs")
     return res.status == 0
 
 
@@ -72,9 +72,12 @@ def test_splits_and_joins_keep_every_rank_weight_once():
     assert np.allclose(_multiset(w3, blocks3, untied), sigma)
 
 
-@pytest.mark.parametrize("risk,loss_name", [(Superquantile(q=0.5), "squared"), (Superquantile(q=0.8), "squared"),
-                                            (Superquantile(q=0.7), "logistic"), (Extremile(r=2.0), "logistic"),
-                                            (ExponentialSpectral(rho=1.0), "logistic")], ids=repr)
+CASES = [(Superquantile(q=0.5), "squared"), (Superquantile(q=0.8), "squared"),
+         (Superquantile(q=0.7), "logistic"), (Extremile(r=2.0), "logistic"),
+         (ExponentialSpectral(rho=1.0), "logistic")]
+
+
+@pytest.mark.parametrize("risk,loss_name", CASES, ids=repr)
 def test_the_fit_with_the_active_set_finish_reaches_cvxpy(referee, risk, loss_name, linear_data):
     loss = get_loss(loss_name)
     X, y = linear_data(loss.task, n=80, d=5, seed=3)

@@ -294,7 +294,7 @@ def join_blocks(w, blocks, losses, most, barred):
 
 
 def certify(problem, theta, weights):
-    """``(F(theta), theta, certified gap, q)`` from the dual bound at the projection of ``weights`` onto ``P``.
+    """``(F(theta), theta, certified gap, q)``: the dual bound at the projection of ``weights`` onto ``P``.
 
     The bound is kept by the problem when it is the largest so far; ``q``
     is the largest bound's weights.

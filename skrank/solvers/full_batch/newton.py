@@ -338,7 +338,8 @@ def smoothed_newton(datafit, penalty, *, coef_init=None, intercept_init=None, ma
                   max_iter=max_iter, tol=tol, verbose=verbose, active_set=active_set)
 
 
-def _solve(datafit, penalty, gathered, *, coef_init, intercept_init, max_iter, tol, verbose, active_set=False):
+def _solve(datafit, penalty, gathered, *, coef_init, intercept_init, max_iter, tol, verbose,
+           active_set=False):
     """:func:`smoothed_newton`; ``gathered``: with the vectors of length ``n`` in this process."""
     start = time.perf_counter()
     check_supported("newton", datafit, penalty)
