@@ -65,7 +65,7 @@ def test_splits_and_joins_keep_every_rank_weight_once():
     if q.max() > sigma[19]:
         assert untied[leaving] and w2[leaving] == sigma[19]
     losses = rng.random(n)
-    w3, blocks3, _ = join_blocks(w2, blocks2, losses, n, np.zeros(n, dtype=bool))
+    w3, blocks3, _ = join_blocks(w2, blocks2, losses, n)
     untied = np.ones(n, dtype=bool)
     for m, _ in blocks3:
         untied[m] = False

@@ -10,6 +10,10 @@ from ..losses import conjugate_in
 
 #: Entries of ``X`` gathered per block when a weighted Gram matrix is formed.
 CHUNK_ENTRIES = 1 << 20
+#: ... of a NumPy ``X``: a block of 512 KiB stays in the cache between its product and the one after
+#: (and its copy is reused from the allocator's free memory), four times faster than 8 MiB blocks at
+#: 15000 x 12.
+HOST_CHUNK_ENTRIES = 1 << 16
 
 
 class Design:
@@ -225,7 +229,7 @@ class Design:
             squares = sp.csr_matrix((np.square(X.data, dtype=np.float64), X.indices, X.indptr), shape=X.shape)
             return np.asarray(squares.T @ p, dtype=np.float64).ravel()
         out = np.zeros(self.d)
-        step = max(1, CHUNK_ENTRIES // max(self.d, 1))
+        step = max(1, HOST_CHUNK_ENTRIES // max(self.d, 1))
         for a in range(0, self.n, step):
             chunk = np.asarray(self.X[a:a + step], dtype=np.float64)
             out += (chunk * chunk).T @ p[a:a + step]
@@ -269,7 +273,7 @@ class Design:
         ``rows_between(a, b)``: the rows of ``changed[a:b]``, taken a block
         at a time (as many entries as :meth:`weighted_gram`'s blocks).
         """
-        step = max(1, CHUNK_ENTRIES // self.p)
+        step = max(1, HOST_CHUNK_ENTRIES // self.p)
         for a in range(0, changed.size, step):
             part = changed[a:a + step]
             rows = rows_between(a, a + part.size)
@@ -327,7 +331,7 @@ class Design:
             return G
         d = self.d
         every = nz.size == self.n  # then chunks are slices, not gathered rows
-        step = max(1, CHUNK_ENTRIES // max(self.p, 1))
+        step = max(1, HOST_CHUNK_ENTRIES // max(self.p, 1))
         Gx = np.zeros((d, d))
         for a in range(0, nz.size, step):
             chunk = self.X[a:a + step] if every else self.X[nz[a:a + step]]

@@ -12,9 +12,10 @@ subject to ``l_i(theta) = tau_B`` for ``i`` in ``B``,
 (``S_B`` the sum of the block's rank weights), a smooth problem whose
 Lagrange multipliers are the tied losses' weights.  Its optimality system
 is solved by Newton's method (sequential quadratic programming, one
-symmetric linear system of ``p + |T| + #blocks`` unknowns a step); a
-block whose weights leave its permutahedron is split along the pooled
-blocks of their projection onto it, as in a primal-dual active-set method.
+symmetric linear system of ``p + |T| + #blocks`` unknowns a step); after
+each step a block whose weights leave its permutahedron is split, and the
+losses on the wrong side of a block's value join it, as in a primal-dual
+active-set (semismooth Newton) method.
 The blocks come from the pooled blocks of the proximal point iterations'
 last projection (:mod:`.newton`).
 
@@ -29,16 +30,12 @@ import scipy.linalg
 
 from ...datafits.smoothed_risk import pooled_projection
 
-#: An attempt is made when the pooled members are at most this many times the coefficients (plus
-#: ``_MEMBERS_EXTRA``): a block of more tied losses than coefficients is not generic.
-_MEMBERS_PER_COEF = 1
-_MEMBERS_EXTRA = 10
 #: An attempt is made once the estimated gap of the proximal point iterations is below this share of F.
 _ATTEMPT_GAP = 1e-3
-#: Most Newton steps on the optimality system per solve, and most solves (each after the blocks
-#: changed) per attempt.
-_STEPS = 8
-_ROUNDS = 6
+#: Most Newton steps on the optimality system per attempt (the blocks updated after each), and the
+#: step, relative to the coefficients, that ends them when the blocks stay.
+_ROUNDS = 30
+_SMALL_STEP = 1e-10
 #: A loss is off its block's value when it differs by more than this share of the largest loss.
 _TIE_TOL = 1e-10
 #: Relative regularisation of the tied weights' diagonal block (rows of ``X`` that repeat).
@@ -77,7 +74,8 @@ class ActiveSetFinish:
         """
         pooled = run.state["pooled"]
         members = int(np.sum(pooled.size))
-        if members == 0 or members > _MEMBERS_PER_COEF * self.problem.design.p + _MEMBERS_EXTRA:
+        # more tied losses than coefficients is not generic (and makes the optimality system singular)
+        if members == 0 or members > self.problem.design.p:
             return False
         key = (members, pooled.size.size, int(np.sum(pooled.order[pooled.start])))
         if key == self._tried or not run.last_gap <= _ATTEMPT_GAP * abs(run.history[-1]):
@@ -97,28 +95,36 @@ class ActiveSetFinish:
         return run.certified
 
     def solve(self, theta, state):
-        """``(F, theta, certified gap, weights)`` of the finish from ``theta`` and its state, or None."""
+        """``(F, theta, certified gap, weights)`` of the finish from ``theta`` and its state, or None.
+
+        Each round is one Newton step on the optimality system of the
+        current blocks, after which the blocks are split and joined; the
+        rounds end once the blocks stay and the step is negligible.
+        """
         w, blocks = self.blocks_from(state)
         if not blocks:
             return None
-        left = np.zeros(w.size, dtype=bool)  # the losses that left a block do not join again (no cycles)
+        # the tied losses' weights so far (the mean of their block's rank weights when they join)
+        q = np.zeros(w.size)
+        for members, sigma_B in blocks:
+            q[members] = sigma_B.mean()
         for _ in range(_ROUNDS):
-            solved = solve_tied(self.problem, theta, w, blocks)
+            solved = tied_newton_step(self.problem, theta, w, q, blocks)
             if solved is None:
                 return None
-            theta, q_tied = solved
+            theta, q_tied, small = solved
             weights = w.copy()
             for (members, _), q_B in zip(blocks, q_tied):
                 weights[members] = q_B
-            for members, _ in blocks:
-                left[members] = True
+            q = weights
             w, blocks, split = split_blocks(w, blocks, q_tied)
-            for members, _ in blocks:
-                left[members] = False
             losses = self.problem.loss_values(self.problem.native_arguments(theta))
-            w, blocks, joined = join_blocks(w, blocks, losses, self.problem.design.p, left)
-            if blocks is None or not (split or joined):
+            w, blocks, joined = join_blocks(w, blocks, losses, self.problem.design.p)
+            if blocks is None or not blocks or (small and not (split or joined)):
                 break
+            for members, sigma_B in blocks:
+                fresh = members[q[members] == w[members]]  # joined: not a tied weight yet
+                q[fresh] = sigma_B.mean()
         return certify(self.problem, theta, weights)
 
     def blocks_from(self, state):
@@ -141,62 +147,56 @@ class ActiveSetFinish:
         return w, blocks
 
 
-def solve_tied(problem, theta, w, blocks):
-    """Newton's method on the optimality system of the tied problem: ``(theta, [q_B])``, or None.
+def tied_newton_step(problem, theta, w, q, blocks):
+    """One Newton step on the optimality system of the tied problem: ``(theta, [q_B], small)``, or None.
 
     The unknowns are ``theta``, the tied losses' weights ``q`` and the
-    blocks' values ``tau``; a step solves::
+    blocks' values ``tau``; the step solves::
 
         [ H  J^T   0 ] [d theta]   [-g     ]
         [ J  -eps -E ] [q      ] = [-l_T   ]
         [ 0  -E^T  0 ] [tau    ]   [-S     ]
 
-    with ``H`` the Hessian of the Lagrangian in ``theta``, ``J`` the tied
-    losses' gradients, ``E`` the blocks' indicator, ``g`` the gradient of
-    the untied part and ``eps`` a tiny ridge that shares the weight of
-    repeated rows.  None when a step is not finite.
+    with ``H`` the Hessian of the Lagrangian in ``theta`` (the tied losses
+    weighted by the current ``q``), ``J`` the tied losses' gradients,
+    ``E`` the blocks' indicator, ``g`` the gradient of the untied part and
+    ``eps`` a tiny ridge that shares the weight of repeated rows.
+    ``small``: whether the step is negligible.  None when it is not
+    finite.
     """
     design, penalty = problem.design, problem.penalty
     sizes = np.array([m.size for m, _ in blocks], dtype=np.int64)
-    members = np.concatenate([m for m, _ in blocks] + [np.empty(0, dtype=np.int64)])
-    block_of = np.repeat(np.arange(len(blocks)), sizes)
+    members = np.concatenate([m for m, _ in blocks])
     totals = np.array([s.sum() for _, s in blocks])
-    rows = design.rows(members)
-    s_tied = np.asarray(problem.s)[members]
     p, k, nb = design.p, members.size, len(blocks)
-    E = np.zeros((k, nb))
-    E[np.arange(k), block_of] = 1.0
-    q = np.repeat(totals / np.maximum(sizes, 1), sizes)
-    for _ in range(_STEPS):
-        t = problem.native_arguments(theta)
-        value, d1, d2 = problem.loss_derivatives(t)
-        u = w.copy()
-        u[members] = q
-        g = design.rmatvec(problem.s * w * d1) + penalty.reg * theta
-        H = design.gram(np.maximum(u, 0.0) * d2)
-        H[np.diag_indices_from(H)] += penalty.reg
-        J = (d1[members] * s_tied)[:, None] * rows
-        scale = max(float(np.abs(H).max()), 1e-300)
-        K = np.zeros((p + k + nb, p + k + nb))
-        K[:p, :p] = H
-        K[:p, p:p + k] = J.T
-        K[p:p + k, :p] = J
-        K[p:p + k, p:p + k] = -_DUAL_RIDGE * scale * np.eye(k)
-        K[p:p + k, p + k:] = -E
-        K[p + k:, p:p + k] = -E.T
-        rhs = np.concatenate([-g, -value[members], -totals])
-        try:
-            x = scipy.linalg.solve(K, rhs, assume_a="sym", check_finite=False)
-        except (np.linalg.LinAlgError, ValueError):
-            return None
-        if not np.all(np.isfinite(x)):
-            return None
-        step, q = x[:p], x[p:p + k]
-        theta = theta + step
-        if np.max(np.abs(step)) <= 1e-12 * (1.0 + np.max(np.abs(theta))):
-            break
+    t = problem.native_arguments(theta)
+    value, d1, d2 = problem.loss_derivatives(t)
+    u = w.copy()
+    u[members] = q[members]
+    g = design.rmatvec(problem.s * w * d1) + penalty.reg * theta
+    H = design.gram(np.maximum(u, 0.0) * d2)
+    H[np.diag_indices_from(H)] += penalty.reg
+    J = (d1[members] * np.asarray(problem.s)[members])[:, None] * design.rows(members)
+    scale = max(float(np.abs(H).max()), 1e-300)
+    K = np.zeros((p + k + nb, p + k + nb))
+    K[:p, :p] = H
+    K[:p, p:p + k] = J.T
+    K[p:p + k, :p] = J
+    K[p:p + k, p:p + k] = -_DUAL_RIDGE * scale * np.eye(k)
+    K[p + np.arange(k), p + k + np.repeat(np.arange(nb), sizes)] = -1.0
+    K[p + k:, p:p + k] = K[p:p + k, p + k:].T
+    rhs = np.concatenate([-g, -value[members], -totals])
+    try:
+        x = scipy.linalg.solve(K, rhs, assume_a="sym", check_finite=False)
+    except (np.linalg.LinAlgError, ValueError):
+        return None
+    if not np.all(np.isfinite(x)):
+        return None
+    step = x[:p]
+    theta = theta + step
+    small = np.max(np.abs(step)) <= _SMALL_STEP * (1.0 + np.max(np.abs(theta)))
     starts = np.concatenate(([0], np.cumsum(sizes)))
-    return theta, [q[a:b] for a, b in zip(starts[:-1], starts[1:])]
+    return theta, [x[p + a:p + b] for a, b in zip(starts[:-1], starts[1:])], small
 
 
 def in_permutahedron(q, sigma, rtol=1e-9):
@@ -256,21 +256,23 @@ def split_blocks(w, blocks, q_tied):
     return w, kept, split
 
 
-def join_blocks(w, blocks, losses, most, barred):
+def join_blocks(w, blocks, losses, most):
     """Add to the blocks the untied losses on the wrong side of their value: ``(w, blocks, any added)``.
 
     An untied loss whose weight is at most the smallest of a block's rank
     weights must not exceed the block's value ``tau_B`` (the mean of its
     members' losses), one whose weight is at least the largest must not
     fall below it, and one in between must equal it; else it joins the
-    block, its weight with it, the nearer half of them at once.  ``blocks`` is None when more than ``most``
-    losses would join (the blocks are then far from the optimum's).  The
-    ``barred`` losses do not join.
+    block, its weight with it, the nearer half of them at once, as long
+    as the blocks hold at most ``most`` losses in all.  ``blocks`` is None
+    when a loss should join and there is no room (the blocks are then far
+    from the optimum's).
     """
     w = w.copy()
-    untied = ~barred
+    untied = np.ones(losses.size, dtype=bool)
     for members, _ in blocks:
         untied[members] = False
+    room = most - int(np.count_nonzero(~untied))
     tol = _TIE_TOL * max(float(np.max(np.abs(losses))), 1e-300)
     grown, added = [], 0
     for members, sigma_B in blocks:
@@ -280,10 +282,11 @@ def join_blocks(w, blocks, losses, most, barred):
                           | ((w > low) & (w < high) & (np.abs(losses - tau) > tol)))
         joining = np.flatnonzero(wrong)
         distance = np.abs(losses[joining] - tau)
-        joining = joining[np.argsort(distance)[: max(1, joining.size // 2)]] if joining.size else joining
-        added += joining.size
-        if added > most:
+        if joining.size and room <= 0:
             return w, None, True
+        joining = joining[np.argsort(distance)[: min(max(1, joining.size // 2), room)]]
+        added += joining.size
+        room -= joining.size
         if joining.size:
             members = np.concatenate([members, joining])
             sigma_B = np.sort(np.concatenate([sigma_B, w[joining]]))
