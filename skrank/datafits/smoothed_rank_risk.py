@@ -178,7 +178,9 @@ class SmoothedRankRisk:
         return qv - 0.5 * mu * dd + self.penalty.value(theta), state
 
     def curvature(self, state):
-        """``l''(t)`` at the state's loss arguments."""
+        """``l''(t)`` at the state's loss arguments (on the host: without ``l`` and ``l'``, already known)."""
+        if self.design.vectors_on_host:
+            return self.loss.second_derivative(state["t"])
         return self.loss_derivatives(state["t"])[2]
 
     def gradient(self, theta, q, d1):
