@@ -30,7 +30,10 @@ import scipy.linalg
 
 from ...datafits.smoothed_risk import pooled_projection
 
-#: An attempt is made once the estimated gap of the proximal point iterations is below this share of F.
+#: An attempt is made once the pooled members changed by at most this share since the last outer
+#: iteration (the blocks settle) ...
+_SETTLED = 0.05
+#: ... and the estimated gap of the proximal point iterations is below this share of F.
 _ATTEMPT_GAP = 1e-3
 #: Most Newton steps on the optimality system per attempt (the blocks updated after each), and the
 #: step, relative to the coefficients, that ends them when the blocks stay.
@@ -54,7 +57,7 @@ class ActiveSetFinish:
 
     def __init__(self, problem, sigma):
         self.problem, self.sigma = problem, sigma
-        self._tried = None
+        self._tried, self._members = None, -1
         #: Attempts made and attempts certified (for the result's ``info``).
         self.attempts = self.finished = 0
 
@@ -68,14 +71,18 @@ class ActiveSetFinish:
         """Try the finish from the iterations ``run``'s state; on a certified gap, ``run`` ends there.
 
         Returns whether ``run`` is now certified.  An attempt is made when
-        the pooled blocks of the last projection are few and differ from
-        those of the last attempt; an uncertified one leaves ``run`` as it
-        was, with the dual bound of the weights found kept when larger.
+        the pooled blocks of the last projection are few, settled (their
+        members changed little since the last outer iteration) and differ
+        from those of the last attempt, and the estimated gap is small; an
+        uncertified one leaves ``run`` as it was, with the dual bound of the
+        weights found kept when larger.
         """
         pooled = run.state["pooled"]
         members = int(np.sum(pooled.size))
+        settled = abs(members - self._members) <= _SETTLED * members
+        self._members = members
         # more tied losses than coefficients is not generic (and makes the optimality system singular)
-        if members == 0 or members > self.problem.design.p:
+        if members == 0 or members > self.problem.design.p or not settled:
             return False
         key = (members, pooled.size.size, int(np.sum(pooled.order[pooled.start])))
         if key == self._tried or not run.last_gap <= _ATTEMPT_GAP * abs(run.history[-1]):
