@@ -5,6 +5,7 @@ import scipy.sparse as sp
 from scipy.linalg.blas import dsyrk
 from scipy.special import expit
 
+from ..kernels.gram import csr_weighted_gram
 from ..kernels.pava import losses_and_keys
 from ..losses import conjugate_in
 
@@ -318,10 +319,14 @@ class Design:
 
     def weighted_gram(self, h):
         """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0``, computed afresh."""
-        nz = np.flatnonzero(h > 0.0)
-        root = np.sqrt(h[nz])
         G = np.zeros((self.p, self.p))
         self.passes += 1
+        if self.sparse and self.X.format == "csr":  # the rows' pairs of entries, compiled
+            X = self.X
+            return csr_weighted_gram(X.indptr, X.indices, X.data, np.asarray(h, dtype=np.float64), self.d,
+                                     self.fit_intercept, G)
+        nz = np.flatnonzero(h > 0.0)
+        root = np.sqrt(h[nz])
         if self.sparse:
             Xs = sp.csr_matrix(self.X[nz].multiply(root[:, None]))
             G[: self.d, : self.d] = (Xs.T @ Xs).toarray()
