@@ -23,7 +23,6 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg.blas import dsyrk
 
 from ..backends.worker_rank_step import WorkerRankStep
 from .partial_auc import resort_scores
@@ -145,7 +144,7 @@ class HostRankStep:
         indptr = np.concatenate(([0], np.cumsum(size)))
         indicator = sp.csr_matrix((mass * coef, idx, indptr), shape=(size.size, order.size))
         block_mass = np.add.reduceat(mass, first)
-        return h, indicator, lambda sums: scaled_outer(sums, block_mass)
+        return h, indicator, lambda sums: (sums.T / block_mass) @ sums
 
     def risk_value(self, losses, pooled=None):
         """``Omega(l)``, the (weighted) risk of the NumPy ``losses`` (sorted from ``pooled.order``)."""
@@ -154,13 +153,6 @@ class HostRankStep:
             return float(losses[order] @ self.weights(order))
         order = pooled.order.copy()
         return float(resort_scores(losses, order) @ self.weights(order))
-
-
-def scaled_outer(sums, block_mass):
-    """``sum_B S_B S_B^T / m(B)`` of the rows ``S_B`` of ``sums``, by one symmetric rank-k update."""
-    scaled = np.ascontiguousarray(sums / np.sqrt(block_mass)[:, None], dtype=np.float64)
-    upper = dsyrk(1.0, scaled.T, trans=0, lower=0)  # scaled.T is Fortran-ordered: no copy
-    return np.triu(upper) + np.triu(upper, 1).T
 
 
 class ThresholdRankStep(WorkerRankStep):
