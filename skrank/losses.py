@@ -254,6 +254,14 @@ def loss_derivatives(code, t, param, out):
 
 
 @njit(cache=True)
+def loss_second_derivatives(code, t, param, out):
+    """Fill ``out[i] = l''(t[i])``; returns ``out``."""
+    for i in range(t.shape[0]):
+        out[i] = loss_second_derivative(code, t[i], param)
+    return out
+
+
+@njit(cache=True)
 def loss_derivatives_upto2(code, t, param, value, first, second):
     """Fill ``value``, ``first`` and ``second`` with ``l``, ``l'`` and ``l''`` at ``t``."""
     for i in range(t.shape[0]):
@@ -349,6 +357,23 @@ class Loss:
     def even(self):
         """True for the regression losses, which are even in the residual."""
         return self.task == "regression"
+
+    def second_derivative(self, t):
+        """Return ``l''(t)`` alone (as the third output of :meth:`derivatives`).
+
+        Parameters
+        ----------
+        t : array-like of shape (n,)
+            Arguments of the loss, converted to float64.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            ``l''(t_i)`` for each ``i``: 0 on the linear pieces and where
+            ``l''`` jumps or is undefined.
+        """
+        t = np.ascontiguousarray(t, dtype=np.float64)
+        return loss_second_derivatives(self.code, t, self.param, np.empty_like(t))
 
     def derivatives(self, t):
         """Return the loss and its first two derivatives in one pass.

@@ -118,6 +118,10 @@ def test_second_derivative_matches_finite_differences_of_the_derivative(name):
     fd = (loss.derivative(t + h) - loss.derivative(t - h)) / (2 * h)
     assert np.allclose(second, fd, atol=1e-6)
     assert np.allclose(value, loss.value(t)) and np.allclose(first, loss.derivative(t))
+    # alone, as the Newton solver's curvature asks for it; at the kinks too (-1, 0, +-0.7)
+    assert np.allclose(loss.second_derivative(t), fd, atol=1e-6)
+    kinks = np.array([-1.0, 0.0, -0.7, 0.7, 800.0, -800.0])
+    assert np.array_equal(loss.second_derivative(kinks), loss.derivatives(kinks)[2])
 
 
 @pytest.mark.parametrize("name", ["logistic", "squared_hinge", "squared", "huber", "hinge", "absolute"])

@@ -181,6 +181,36 @@ def test_weighted_gram_updates_stay_within_their_slack(sparse, fit_intercept):
             assert (1 - slack) * (v @ G @ v) - 1e-9 <= v @ exact @ v <= (1 + slack) * (v @ G @ v) + 1e-9
 
 
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_weighted_gram_of_a_csr_matrix_is_the_dense_product(fit_intercept):
+    from skrank.backends.design import Design
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(400, 7))
+    X[rng.random(X.shape) < 0.7] = 0.0
+    A = np.hstack([X, np.ones((400, 1))]) if fit_intercept else X
+    h = rng.random(400)
+    h[:40], h[40:50] = 0.0, -1.0  # rows of weight 0 and below are left out, as in the dense product
+    expected = A.T @ (A * np.maximum(h, 0.0)[:, None])
+    csr = sp.csr_matrix(X)
+    assert np.allclose(Design(csr, fit_intercept).weighted_gram(h), expected, rtol=1e-13, atol=1e-12)
+    # a row's entries in any order, and repeated entries adding up: each row reversed, its first entry
+    # split in two halves
+    data, indices, indptr = [], [], [0]
+    for i in range(400):
+        cols, vals = csr.indices[csr.indptr[i]:csr.indptr[i + 1]], csr.data[csr.indptr[i]:csr.indptr[i + 1]]
+        if cols.size:
+            cols, vals = np.r_[cols[::-1], cols[0]], np.r_[vals[::-1], 0.0]
+            vals[-1] = vals[cols.size - 2] = 0.5 * csr.data[csr.indptr[i]]
+        data.extend(vals)
+        indices.extend(cols)
+        indptr.append(len(data))
+    shuffled = sp.csr_matrix((np.array(data), np.array(indices, dtype=np.int32), np.array(indptr)),
+                             shape=X.shape)
+    assert np.allclose(shuffled.toarray(), X) and shuffled.nnz > csr.nnz
+    assert np.allclose(Design(shuffled, fit_intercept).weighted_gram(h), expected)
+
+
 @pytest.mark.parametrize("loss_name", ["logistic", "squared_hinge", "squared", "huber"])
 @pytest.mark.parametrize("penalty", ["l2", "elasticnet"])
 def test_the_dual_bound_lies_below_the_optimum(referee, loss_name, penalty, linear_data):

@@ -5,11 +5,16 @@ import scipy.sparse as sp
 from scipy.linalg.blas import dsyrk
 from scipy.special import expit
 
+from ..kernels.gram import csr_weighted_gram
 from ..kernels.pava import losses_and_keys
 from ..losses import conjugate_in
 
 #: Entries of ``X`` gathered per block when a weighted Gram matrix is formed.
 CHUNK_ENTRIES = 1 << 20
+#: ... of a NumPy ``X``: a block of 512 KiB stays in the cache between its product and the one after
+#: (and its copy is reused from the allocator's free memory), four times faster than 8 MiB blocks at
+#: 15000 x 12.
+HOST_CHUNK_ENTRIES = 1 << 16
 
 
 class Design:
@@ -225,7 +230,7 @@ class Design:
             squares = sp.csr_matrix((np.square(X.data, dtype=np.float64), X.indices, X.indptr), shape=X.shape)
             return np.asarray(squares.T @ p, dtype=np.float64).ravel()
         out = np.zeros(self.d)
-        step = max(1, CHUNK_ENTRIES // max(self.d, 1))
+        step = max(1, HOST_CHUNK_ENTRIES // max(self.d, 1))
         for a in range(0, self.n, step):
             chunk = np.asarray(self.X[a:a + step], dtype=np.float64)
             out += (chunk * chunk).T @ p[a:a + step]
@@ -269,7 +274,7 @@ class Design:
         ``rows_between(a, b)``: the rows of ``changed[a:b]``, taken a block
         at a time (as many entries as :meth:`weighted_gram`'s blocks).
         """
-        step = max(1, CHUNK_ENTRIES // self.p)
+        step = max(1, HOST_CHUNK_ENTRIES // self.p)
         for a in range(0, changed.size, step):
             part = changed[a:a + step]
             rows = rows_between(a, a + part.size)
@@ -314,10 +319,14 @@ class Design:
 
     def weighted_gram(self, h):
         """``[X, 1]^T diag(h) [X, 1]`` for ``h >= 0``, computed afresh."""
-        nz = np.flatnonzero(h > 0.0)
-        root = np.sqrt(h[nz])
         G = np.zeros((self.p, self.p))
         self.passes += 1
+        if self.sparse and self.X.format == "csr":  # the rows' pairs of entries, compiled
+            X = self.X
+            return csr_weighted_gram(X.indptr, X.indices, X.data, np.asarray(h, dtype=np.float64), self.d,
+                                     self.fit_intercept, G)
+        nz = np.flatnonzero(h > 0.0)
+        root = np.sqrt(h[nz])
         if self.sparse:
             Xs = sp.csr_matrix(self.X[nz].multiply(root[:, None]))
             G[: self.d, : self.d] = (Xs.T @ Xs).toarray()
@@ -327,7 +336,7 @@ class Design:
             return G
         d = self.d
         every = nz.size == self.n  # then chunks are slices, not gathered rows
-        step = max(1, CHUNK_ENTRIES // max(self.p, 1))
+        step = max(1, HOST_CHUNK_ENTRIES // max(self.p, 1))
         Gx = np.zeros((d, d))
         for a in range(0, nz.size, step):
             chunk = self.X[a:a + step] if every else self.X[nz[a:a + step]]

@@ -1,7 +1,7 @@
 """The penalty's part of a model of ``theta = (w, b)``: value, conjugate and the l1 Newton direction."""
 
 import numpy as np
-import scipy.linalg
+from scipy.linalg.lapack import dpotrf, dpotrs
 
 from .smoothed_risk import l1_newton_direction
 
@@ -98,10 +98,17 @@ class PenaltyModel:
 
 
 def solve_spd(H, g):
-    """``H^{-1} g`` for a symmetric positive semidefinite ``H`` (ridged if singular)."""
-    try:
-        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, check_finite=False), g,
-                                      check_finite=False)
-    except (np.linalg.LinAlgError, ValueError):
-        ridge = 1e-12 * max(float(np.trace(H)), 1e-300) + 1e-300
-        return np.linalg.lstsq(H + ridge * np.eye(H.shape[0]), g, rcond=None)[0]
+    """``H^{-1} g`` for a symmetric positive semidefinite ``H`` (ridged if singular).
+
+    LAPACK's Cholesky factorisation and solve are called directly: a Newton
+    step makes several of these small solves, and the checks of
+    :func:`scipy.linalg.cho_factor` cost more than the solve itself below
+    about 50 coefficients.
+    """
+    factor, info = dpotrf(H, lower=0, clean=0, overwrite_a=0)
+    if info == 0:
+        x, info = dpotrs(factor, g, lower=0)
+        if info == 0:
+            return x
+    ridge = 1e-12 * max(float(np.trace(H)), 1e-300) + 1e-300
+    return np.linalg.lstsq(H + ridge * np.eye(H.shape[0]), g, rcond=None)[0]
