@@ -103,17 +103,6 @@ class SmoothedRankRisk:
         """Whether the mean risk's cold fit starts by Newton's method on its fixed weights (in memory)."""
         return not self.design.keeps_vectors_apart
 
-    def active_set_weights(self):
-        """The rank weights (ascending) of the active-set finish, or None where it does not apply.
-
-        The finish (:mod:`skrank.solvers.full_batch.active_set`) takes the
-        vectors in memory, unit masses and an l2 penalty without an l1 part.
-        """
-        design, penalty = self.design, self.penalty
-        if design.keeps_vectors_apart or not design.vectors_on_host or penalty.l1 > 0.0 or penalty.l2 <= 0.0:
-            return None
-        return getattr(self.rank_step, "sigma", None)
-
     def record_dual(self, value, q):
         """Keep ``value`` and its weights ``q`` when it is the largest dual bound so far."""
         if value > self.best_dual:

@@ -14,7 +14,6 @@ import numpy as np
 
 from ..progress import Progress
 from ..result import SolverResult
-from .active_set import ActiveSetFinish
 from .setup import check_supported, starting_theta
 
 #: ``mu`` at the start, in units of (objective at the start) / (n max sigma).
@@ -291,7 +290,7 @@ class _ProximalPoint:
 
 
 def smoothed_newton(datafit, penalty, *, coef_init=None, intercept_init=None, max_iter=200, tol=1e-9,
-                    verbose=0, active_set=False):
+                    verbose=0):
     """Minimise a convex spectral risk with a smooth loss and a penalty, certified.
 
     Parameters
@@ -314,11 +313,6 @@ def smoothed_newton(datafit, penalty, *, coef_init=None, intercept_init=None, ma
     verbose : int, default=0
         Print one line per outer iteration when positive, and one per
         Newton step when above 1.
-    active_set : bool, default=False
-        Whether to try, at the outer iterations once the estimated gap is
-        small, Newton's method on the exact risk with the pooled blocks'
-        losses tied (:mod:`skrank.solvers.full_batch.active_set`), where the
-        problem supports it; its point is kept only when certified.
 
     Returns
     -------
@@ -330,16 +324,13 @@ def smoothed_newton(datafit, penalty, *, coef_init=None, intercept_init=None, ma
         ``certified``, ``gap`` (the absolute bound), ``mu`` (the last
         smoothing), ``outer``, ``weights`` (the rank weights ``q`` in
         ``P(sigma)`` of the certificate, per sample), ``passes`` (products with ``[X, 1]`` or its
-        transpose, a weighted Gram matrix counted as one), ``time`` and
-        ``finish`` (``"active set"`` when that finish certified the point,
-        else ``"proximal point"``).
+        transpose, a weighted Gram matrix counted as one) and ``time``.
     """
     return _solve(datafit, penalty, False, coef_init=coef_init, intercept_init=intercept_init,
-                  max_iter=max_iter, tol=tol, verbose=verbose, active_set=active_set)
+                  max_iter=max_iter, tol=tol, verbose=verbose)
 
 
-def _solve(datafit, penalty, gathered, *, coef_init, intercept_init, max_iter, tol, verbose,
-           active_set=False):
+def _solve(datafit, penalty, gathered, *, coef_init, intercept_init, max_iter, tol, verbose):
     """:func:`smoothed_newton`; ``gathered``: with the vectors of length ``n`` in this process."""
     start = time.perf_counter()
     check_supported("newton", datafit, penalty)
@@ -354,8 +345,6 @@ def _solve(datafit, penalty, gathered, *, coef_init, intercept_init, max_iter, t
     # a pass is costly)
     reuse = problem.penalty.l2 > 0.0 and not design.fuses_products
     H = None
-    # None where the problem has no active-set finish
-    finish = ActiveSetFinish.for_problem(problem) if active_set else None
     if run.warm and run.from_zero and problem.penalty.l2 > 0.0:
         run.check_zero(run.best[3], tol)  # a warm start at theta = 0, where the losses may tie (the centre)
     while (not run.certified and run.steps < max_iter and run.outer < max_iter
@@ -375,25 +364,23 @@ def _solve(datafit, penalty, gathered, *, coef_init, intercept_init, max_iter, t
         elif run.stalled and run.outer_stalls >= 2:
             run.close_from_dual(tol)  # rounding: no step lowers F_mu any more
             break
-        elif (finish is not None and finish.certifies(run, tol)) or run.outer_iteration(decrease_q, tol):
+        elif run.outer_iteration(decrease_q, tol):
             break
     result = run.result(start)
-    result.info["finish"] = "active set" if finish is not None and finish.finished else "proximal point"
     if problem.gather_to_finish and not result.converged:
         return _finished_gathered(datafit, penalty, result, max_iter=max_iter, tol=tol, verbose=verbose,
-                                  progress=progress, active_set=active_set)
+                                  progress=progress)
     return result
 
 
-def _finished_gathered(datafit, penalty, result, *, max_iter, tol, verbose, progress, active_set=False):
+def _finished_gathered(datafit, penalty, result, *, max_iter, tol, verbose, progress):
     """``result`` of a fit on the workers, finished with its vectors gathered, from its coefficients.
 
     The Newton steps, the history and the passes of both fits add up.
     """
     progress.note("a check needs the losses in one place: the fit goes on with its vectors gathered")
     rest = _solve(datafit, penalty, True, coef_init=result.coef, intercept_init=result.intercept,
-                  max_iter=max(max_iter - result.n_iter, 1), tol=tol, verbose=verbose,
-                  active_set=active_set)
+                  max_iter=max(max_iter - result.n_iter, 1), tol=tol, verbose=verbose)
     info = dict(rest.info, passes=result.info["passes"] + rest.info["passes"],
                 time=result.info["time"] + rest.info["time"])
     return SolverResult(
