@@ -359,18 +359,17 @@ class Loss:
         return self.task == "regression"
 
     def second_derivative(self, t):
-        """Return ``l''(t)`` alone (as the third output of :meth:`derivatives`).
+        """Return ``l''(t)`` alone, without computing ``l`` and ``l'`` (see :meth:`derivatives`).
 
         Parameters
         ----------
         t : array-like of shape (n,)
-            Arguments of the loss, converted to float64.
+            The loss arguments of :meth:`value`.
 
         Returns
         -------
-        ndarray of shape (n,)
-            ``l''(t_i)`` for each ``i``: 0 on the linear pieces and where
-            ``l''`` jumps or is undefined.
+        second : ndarray of shape (n,)
+            ``l''(t_i)``, 0 on the linear pieces and where ``l''`` jumps or is undefined.
         """
         t = np.ascontiguousarray(t, dtype=np.float64)
         return loss_second_derivatives(self.code, t, self.param, np.empty_like(t))
