@@ -16,6 +16,7 @@ Usage (from the repository root)::
 
     OMP_NUM_THREADS=1 python benchmarks/dask_memory_curve.py --rows 1e5,3e5,1e6 --chunk-mb 8 --gathered \\
         --plot doc/images/dask_memory.png
+    python benchmarks/dask_memory_curve.py --table TABLE --plot doc/images/dask_memory.png   # redraw
 """
 
 import argparse
@@ -101,10 +102,11 @@ def plot(rows, figure):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    for label in dict.fromkeys(row[0] for row in rows):
+    colours = plt.get_cmap("tab20").colors
+    for i, label in enumerate(dict.fromkeys(row[0] for row in rows)):
         points = sorted((row[2], row[5]) for row in rows if row[0] == label)
         ax.plot([p[0] for p in points], [max(p[1], 1.0) for p in points], marker="o", label=label,
-                linestyle="--" if "gathered" in label else "-")
+                color=colours[i % len(colours)], linestyle="--" if "gathered" in label else "-")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(f"rows n ({_D} columns)")
@@ -114,6 +116,17 @@ def plot(rows, figure):
     fig.savefig(figure, dpi=110)
 
 
+def read_table(path):
+    """The rows of a table this script printed (to draw its figure again)."""
+    rows = []
+    for line in open(path):
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 7 and cells[2][:1].isdigit():
+            rows.append((cells[0], cells[1], float(cells[2]), int(cells[3]), float(cells[4]), float(cells[5]),
+                         float(cells[6])))
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="1e5,3e5,1e6", help="numbers of rows, comma-separated")
@@ -121,7 +134,11 @@ def main():
     parser.add_argument("--fits", default="", help="substrings of the fits' names to keep, comma-separated")
     parser.add_argument("--gathered", action="store_true", help="add SpectralRiskClassifier() gathered")
     parser.add_argument("--plot", default="", help="write the figure there")
+    parser.add_argument("--table", default="", help="draw the figure from this printed table; fit nothing")
     args = parser.parse_args()
+    if args.table:
+        plot(read_table(args.table), args.plot)
+        return 0
     import distributed
 
     chosen = [(name, factory) for name, factory in estimators().items()
