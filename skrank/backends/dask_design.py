@@ -495,21 +495,51 @@ class DaskDesign(Design):
 
 
 class _Key:
-    """A task key passed as a plain value (not substituted by the scheduler)."""
+    """A task key passed as a plain value (not substituted by the scheduler), and who held it."""
 
-    def __init__(self, key):
-        self.key = key
+    def __init__(self, key, holders=()):
+        self.key, self.holders = key, tuple(holders)
+
+
+#: Rounds of asking the holders of a chunk (and then the scheduler) for it before :func:`_held` gives up.
+_FETCH_ROUNDS = 20
 
 
 def _held(key):
-    """The data a worker holds under ``key.key``: a new task's result without a dependency."""
-    from distributed import Future, get_client, get_worker
+    """The data a worker holds under ``key.key``: a new task's result without a dependency.
 
+    Where the worker no longer holds it (the Active Memory Manager dropped
+    this replica since ``who_has``), it is fetched from another holder,
+    worker to worker: the holders named in ``key``, then those the
+    scheduler names.  (A ``gather`` through the worker's client from within
+    the task waits for ever on a cluster of worker processes.)
+    """
+    from distributed import get_worker
+
+    worker = get_worker()
     try:
-        return get_worker().data[key.key]
-    except KeyError:  # the Active Memory Manager dropped this replica since ``who_has``: take another
-        client = get_client()
-        return client.gather(Future(key.key, client))
+        return worker.data[key.key]
+    except KeyError:
+        return _fetched(worker, key)
+
+
+def _fetched(worker, key):
+    """``key.key``'s data from another worker that holds it (:func:`_held`)."""
+    import time
+
+    from distributed.utils import sync
+    from distributed.worker import get_data_from_worker
+
+    holders = key.holders
+    for attempt in range(_FETCH_ROUNDS):
+        for address in (a for a in holders if a != worker.address):
+            response = sync(worker.loop, get_data_from_worker, worker.rpc, [key.key], address,
+                            who=worker.address)
+            if response.get("status") == "OK" and key.key in response["data"]:
+                return response["data"][key.key]
+        time.sleep(0.01 * attempt)  # a holder busy, or the replica moving: ask the scheduler again
+        holders = tuple(sync(worker.loop, worker.scheduler.who_has, keys=[key.key]).get(key.key, ()))
+    raise KeyError(f"no worker holds {key.key!r} any more.")
 
 
 def _worker_of(workers, key):
@@ -562,7 +592,7 @@ def rerooted_and_fetched(arrays, fetched):
     for name, array in zip(names, arrays):
         for key in dask.core.flatten(array.__dask_keys__()):
             new_key = (name,) + tuple(key[1:])
-            held.append(take(_Key(key), dask_key_name=new_key))
+            held.append(take(_Key(key, holders[key]), dask_key_name=new_key))
             workers[new_key] = [sorted(holders[key])[0]]
     with dask.annotate(workers=functools.partial(_worker_of, workers), allow_other_workers=False):
         submitted = client.compute(held + list(fetched))

@@ -59,7 +59,9 @@ class Design:
     #: The namespace of the design's ``n``-vectors (NumPy here).
     xp = np
 
-    #: Whether a fit's ``n``-vectors stay apart from this process, where ``X``'s chunks are computed.
+    #: Whether a fit's ``n``-vectors stay apart from this process, where ``X``'s chunks are computed: the
+    #: design that a fit keeps them with (:meth:`keeping_vectors_for`) does; :meth:`vectors_on_workers`
+    #: says whether they can.
     keeps_vectors_apart = False
 
     def keeping_vectors_for(self, risk, penalty):

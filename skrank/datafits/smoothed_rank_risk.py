@@ -35,14 +35,6 @@ _ZERO_SHRINK = 0.1
 _DUAL_ASCENT_PATIENCE = 20
 
 
-def chunked_supported(X, risk, loss, penalty, sample_weight=None, coef_init=None, intercept_init=None):
-    """Whether the fit of ``risk`` on ``X`` with ``penalty`` keeps its ``n``-vectors on Dask workers.
-
-    The design's choice (``keeping_vectors_for``): the other arguments do not change it.
-    """
-    return make_design(X, True).keeping_vectors_for(risk, penalty).keeps_vectors_apart
-
-
 class SmoothedRankRisk:
     """A rank-risk datafit bound to its design and penalty: ``F``, ``F_mu`` and their derivatives.
 
