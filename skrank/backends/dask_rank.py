@@ -28,9 +28,10 @@ argument.  The steps:
    blocks; the rows go back to the keys' chunks (a second shuffle).
 
 The reductions that the driver needs come back in the submissions that
-keep the results they read (:func:`persist_and_fetch`): the chunks sorted
-with their sample, the partitions with their counts, the PAVA stacks with
-their first summaries, then ``q`` written: four submissions to a
+keep the results they read
+(:func:`~skrank.backends.dask_design.persist_and_fetch`): the chunks
+sorted with their sample, the partitions with their counts, the PAVA
+stacks with their first summaries, then ``q`` written: four submissions to a
 ``dask.distributed`` scheduler (more only where a merge needs longer
 summaries, or the sample weights are below the resolution of the largest).
 

@@ -201,7 +201,7 @@ class ThresholdRankStep(WorkerRankStep):
 
     def project(self, keys, mu):
         """``q = proj_P(keys / mu)`` as a persisted Dask array; the pooled record counts the free set."""
-        from ..backends.dask_rank import persist_and_fetch
+        from ..backends.dask_design import persist_and_fetch
 
         q, _, stats = capped_projection(keys, mu, self.cap, self.threshold(keys, mu))
         # q kept and the free set counted in one submission
