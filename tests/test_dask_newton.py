@@ -13,7 +13,6 @@ import pytest
 
 from skrank.datafits.rank_risk import RankRisk
 from skrank.datafits.rank_step import ThresholdRankStep
-from skrank.datafits.smoothed_rank_risk import chunked_supported
 from skrank.estimators import RankADMMClassifier, SpectralRiskClassifier, SpectralRiskRegressor
 from skrank.losses import get_loss
 from skrank.penalties import get_penalty
@@ -117,12 +116,23 @@ def test_the_gathered_path_brings_vectors_of_length_n(gathered, monkeypatch):
     assert max(gathered) >= _CHUNK
 
 
-def test_the_chunked_problem_is_made_for_weighted_spectral_risks(monkeypatch):
-    monkeypatch.setenv("SKRANK_NEWTON_GATHER", "0")
+def test_a_weighted_warm_fit_keeps_its_problem_on_the_workers(gathered, monkeypatch):
+    # the path the fit's problem takes (its design), for sample weights and a warm start
+    from skrank.datafits.smoothed_rank_risk import SmoothedRankRisk
+
+    apart, init = [], SmoothedRankRisk.__init__
+
+    def record(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        apart.append(self.design.keeps_vectors_apart)
+
+    monkeypatch.setattr(SmoothedRankRisk, "__init__", record)
     X, labels, _, weights = _data()
-    args = dict(risk=Extremile(r=2.0), loss=get_loss("logistic"), penalty=get_penalty("l2", 1e-2),
-                sample_weight=weights, coef_init=np.zeros(_D), intercept_init=0.0)
-    assert chunked_supported(da.from_array(X, chunks=(_CHUNK, _D)), **args)
+    res = smoothed_newton(RankRisk(da.from_array(X, chunks=(_CHUNK, _D)), labels, Extremile(r=2.0),
+                                   get_loss("logistic"), sample_weight=weights), get_penalty("l2", 1e-2),
+                          coef_init=np.full(_D, 0.1), intercept_init=0.0, max_iter=2)
+    assert res.n_iter == 2 and apart == [True]
+    assert gathered and max(gathered) < _CHUNK
 
 
 @pytest.mark.parametrize("make", [SpectralRiskClassifier, RankADMMClassifier,
@@ -165,3 +175,32 @@ def test_the_scheduler_keeps_no_lineage_that_grows_with_the_steps(client, monkey
     assert res.converged and len(tasks) >= 5
     # the first steps add the kept vectors; from then on the count stays flat (growth would be linear)
     assert tasks[-1] <= 1.25 * tasks[len(tasks) // 3], tasks
+
+
+def test_a_chunk_moved_since_who_has_is_taken_from_its_holder(monkeypatch):
+    # the Active Memory Manager may drop the replica that ``who_has`` named before the re-rooting task runs
+    # there: the task fetches the chunk from a worker that holds it (a gather through the worker's client,
+    # from the task, waited for ever on a cluster of worker processes)
+    import threading
+
+    import distributed
+
+    from skrank.backends.dask_design import rerooted
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+        first, second = sorted(client.scheduler_info()["workers"])
+        values = np.arange(8.0)
+        with dask.annotate(workers=[first], allow_other_workers=False):
+            (x,) = dask.persist(da.from_array(values, chunks=2), optimize_graph=False)
+        distributed.wait(x)
+        who_has = client.who_has
+        monkeypatch.setattr(client, "who_has", lambda futures, **kwargs: {
+            key: (second,) for key in who_has(futures, **kwargs)})  # what a stale answer names
+        out = {}
+        with dask.config.set(scheduler=client.get):
+            thread = threading.Thread(target=lambda: out.update(y=rerooted(x).compute()), daemon=True)
+            thread.start()
+            thread.join(60)
+    assert "y" in out, "the re-rooting waited for ever"
+    np.testing.assert_array_equal(out["y"], values)

@@ -3,10 +3,11 @@
 Each submission (``dask.compute``, ``dask.persist``, ``.compute()``, all of
 which go through ``Client._graph_to_futures``) is a round trip between the
 driving process and the scheduler, and a point where the workers wait for
-the driver: a rank step makes its reductions in the submissions that keep
-its vectors.  The counts are recorded per call of the rank step's
-projection and per evaluation of the ranking classifiers' objective, during
-small fits on a ``LocalCluster``.
+the driver: a rank step and a Newton step make their reductions in the
+submissions that keep their vectors.  The counts are recorded per call of
+the rank step's projection, per Newton step (its derivatives and its line
+search) and per evaluation of the ranking classifiers' objective, during
+small fits on a ``LocalCluster`` of two workers.
 """
 
 import numpy as np
@@ -15,11 +16,13 @@ import pytest
 from skrank.backends.dask_rank import DaskSortedRankStep
 from skrank.datafits.rank_risk import RankRisk
 from skrank.datafits.rank_step import ThresholdRankStep
+from skrank.datafits.smoothed_rank_risk import SmoothedRankRisk
 from skrank.datafits.worker_ranking import WorkerAnchoredObjective
 from skrank.estimators import AveragePrecisionClassifier, PartialAUCClassifier
 from skrank.losses import get_loss
 from skrank.penalties import get_penalty
-from skrank.risks import ExponentialSpectral, Superquantile
+from skrank.risks import ExponentialSpectral, Extremile, Superquantile
+from skrank.solvers.full_batch import newton
 from skrank.solvers.full_batch.newton import smoothed_newton
 
 dask = pytest.importorskip("dask")
@@ -93,6 +96,31 @@ def test_a_sorted_projection_is_four_submissions(submissions, monkeypatch):
     calls = submissions(DaskSortedRankStep, "project")
     assert _newton_fit(ExponentialSpectral(rho=2.0)).converged
     assert len(calls) >= 3 and max(calls) <= 4, calls
+
+
+@pytest.mark.parametrize("risk, step", [(Superquantile(q=0.8), ThresholdRankStep),
+                                        (Extremile(r=2.0), DaskSortedRankStep)])
+def test_a_newton_step_submits_its_reductions_with_its_vectors(risk, step, submissions, monkeypatch):
+    # the derivatives: the step's graph with its sums and the kept Hessian weights, one submission; the line
+    # search: the direction's loss arguments with the first slope, then per trial the loss arguments and
+    # losses, the projection, and the state re-rooted (the Hessian weights too) with its sums and slope
+    monkeypatch.setenv("SKRANK_NEWTON_GATHER", "0")
+    derivatives = submissions(SmoothedRankRisk, "derivatives")
+    trials, projections = submissions(SmoothedRankRisk, "smoothed"), submissions(step, "project")
+    steps, seen = submissions(newton._ProximalPoint, "newton_step"), []
+    recorded = newton._ProximalPoint.newton_step
+
+    def newton_step(self, *args, **kwargs):
+        start, first = len(trials), len(projections)
+        recorded(self, *args, **kwargs)
+        seen.append((len(trials) - start, sum(projections[first:])))
+
+    monkeypatch.setattr(newton._ProximalPoint, "newton_step", newton_step)
+    assert _newton_fit(risk).converged
+    assert len(steps) >= 2
+    for total, (n_trials, projecting) in zip(steps, seen):
+        assert n_trials >= 1 and total - projecting <= 1 + 2 * n_trials, (steps, seen)
+    assert len(derivatives) >= 2 and max(derivatives) == 1, derivatives
 
 
 @pytest.mark.parametrize("make", [PartialAUCClassifier, AveragePrecisionClassifier])

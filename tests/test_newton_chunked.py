@@ -4,11 +4,14 @@ import numpy as np
 import pytest
 
 from skrank.backends import dask_design
+from skrank.backends.dispatch import make_design
+from skrank.datafits.rank_risk import RankRisk
 from skrank.datafits.rank_step import ThresholdRankStep
-from skrank.datafits.smoothed_rank_risk import SmoothedRankRisk, chunked_supported
+from skrank.datafits.smoothed_rank_risk import SmoothedRankRisk
 from skrank.estimators import RankADMMClassifier, RankADMMRegressor
+from skrank.losses import get_loss
 from skrank.penalties import Penalty
-from skrank.risks import Superquantile
+from skrank.risks import Extremile, Superquantile
 from skrank.solvers.full_batch import newton
 
 dask = pytest.importorskip("dask")
@@ -117,33 +120,38 @@ def test_gather_flag_forces_the_gathered_path(monkeypatch, large_results, proble
     assert max(large_results) >= _CHUNK  # the gathered path brings the chunks' scores
 
 
+def _keeps_vectors_apart(X, risk, penalty):
+    """The design's choice for a fit of ``risk`` with ``penalty`` on ``X`` (what it depends on)."""
+    return make_design(X, True).keeping_vectors_for(risk, penalty).keeps_vectors_apart
+
+
 @pytest.mark.parametrize("case", ["numpy", "l1", "no_l2", "risk"])
 def test_unsupported_cases_take_the_gathered_path(case):
-    from skrank.losses import get_loss
     from skrank.risks import HumanAligned
 
     X, _ = _data("classification")
-    Xd = da.from_array(X, chunks=(_CHUNK, _D))
-    args = dict(X=Xd, risk=Superquantile(0.8), loss=get_loss("logistic"), penalty=Penalty(l1=0.0, l2=1e-3),
-                sample_weight=None, coef_init=None, intercept_init=None)
-    assert chunked_supported(**args)
+    args = dict(X=da.from_array(X, chunks=(_CHUNK, _D)), risk=Superquantile(0.8),
+                penalty=Penalty(l1=0.0, l2=1e-3))
+    assert _keeps_vectors_apart(**args)
     changed = dict(numpy=dict(X=X), l1=dict(penalty=Penalty(l1=1e-3, l2=1e-3)),
                    no_l2=dict(penalty=Penalty(l1=1e-3, l2=0.0)), risk=dict(risk=HumanAligned()))[case]
-    assert not chunked_supported(**{**args, **changed})
+    assert not _keeps_vectors_apart(**{**args, **changed})
 
 
 @pytest.mark.parametrize("case", ["weights", "warm", "extremile", "huber"])
-def test_weights_warm_starts_and_every_spectral_risk_take_the_chunked_path(case):
-    from skrank.losses import get_loss
-    from skrank.risks import Extremile
-
-    X, _ = _data("classification")
-    Xd = da.from_array(X, chunks=(_CHUNK, _D))
-    args = dict(X=Xd, risk=Superquantile(0.8), loss=get_loss("logistic"), penalty=Penalty(l1=0.0, l2=1e-3),
-                sample_weight=None, coef_init=None, intercept_init=None)
-    changed = dict(weights=dict(sample_weight=np.ones(_N)), warm=dict(coef_init=np.zeros(_D)),
-                   extremile=dict(risk=Extremile(2.0)), huber=dict(loss=get_loss("huber")))[case]
-    assert chunked_supported(**{**args, **changed})
+def test_weights_warm_starts_and_every_spectral_risk_take_the_chunked_path(case, problems):
+    # the first Newton step of each fit: the path its problem takes
+    X, y = _data("regression" if case == "huber" else "classification")
+    y = y if case == "huber" else np.where(y == 1, 1.0, -1.0)
+    weights = np.random.default_rng(1).uniform(0.5, 2.0, _N) if case == "weights" else None
+    start = dict(coef_init=np.full(_D, 0.01), intercept_init=0.0) if case == "warm" else {}
+    datafit = RankRisk(da.from_array(X, chunks=(_CHUNK, _D)), y, Extremile(2.0) if case == "extremile"
+                       else Superquantile(0.8), get_loss("huber" if case == "huber" else "logistic"),
+                       sample_weight=weights)
+    with dask.config.set(scheduler="synchronous"):
+        result = newton.smoothed_newton(datafit, Penalty(l1=0.0, l2=1e-3), max_iter=1, **start)
+    assert result.n_iter == 1
+    assert problems == [CHUNKED]
 
 
 def _dask_targets(y):
@@ -269,14 +277,10 @@ def test_shares_summed_on_the_workers_by_groups(monkeypatch):
 @pytest.mark.parametrize("rows, cluster, chunked_path", [(1_000, True, False), (10**6, True, True),
                                                           (10**6, False, False)])
 def test_the_chunked_path_is_chosen_on_a_cluster_beyond_the_budget(monkeypatch, rows, cluster, chunked_path):
-    from skrank.losses import get_loss
-
     monkeypatch.delenv("SKRANK_NEWTON_GATHER")
     monkeypatch.setattr(dask_design, "on_distributed_workers", lambda: cluster)
-    args = dict(risk=Superquantile(0.8), loss=get_loss("logistic"), penalty=Penalty(l1=0.0, l2=1e-3),
-                sample_weight=None, coef_init=None, intercept_init=None)
     X = da.zeros((rows, 3), chunks=(rows // 4, 3))
-    assert chunked_supported(X, **args) is chunked_path
+    assert _keeps_vectors_apart(X, Superquantile(0.8), Penalty(l1=0.0, l2=1e-3)) is chunked_path
 
 
 def test_a_local_scheduler_is_not_a_cluster():

@@ -63,8 +63,11 @@ def test_host_step_with_masses_is_the_step_of_repeated_rows():
 def test_threshold_step_on_dask_keys_equals_the_host_step():
     da = pytest.importorskip("dask.array")
     dask = pytest.importorskip("dask")
+    from skrank.backends.dask_vectors import WorkerDesign
+
     risk, mu = Superquantile(q=0.8), 0.05
-    step = rank_step_for(Design(np.zeros((N, 1)), True), risk, None, None, keys_on_workers=True)
+    # the design of a fit that keeps its vectors on the workers
+    step = rank_step_for(WorkerDesign(da.zeros((N, 1), chunks=(17, 1)), True), risk, None, None)
     assert isinstance(step, ThresholdRankStep)
     host = HostRankStep(risk, N, None, np.broadcast_to(1.0, N))
     keys = np.random.default_rng(5).normal(size=N)

@@ -227,20 +227,26 @@ def _add_all(*shares):
 _FAN_IN = 16
 
 
-def summed(shares, *others):
-    """The termwise sum of the delayed ``shares`` (tuples), computed (with the delayed ``others``).
+def summed_task(shares):
+    """The delayed termwise sum of the delayed ``shares`` (tuples), added by groups on the workers.
 
     Groups of ``_FAN_IN`` are summed on the workers until one is left:
-    the driver receives ``O(d^2)`` numbers, not one share per chunk, in
-    the same round trip as ``others`` (whose values follow the sum when
-    given).
+    the driver receives ``O(d^2)`` numbers, not one share per chunk.
     """
     import dask
 
     add = dask.delayed(_add_all, pure=True)
     while len(shares) > 1:
         shares = [add(*shares[i:i + _FAN_IN]) for i in range(0, len(shares), _FAN_IN)]
-    out = dask.compute(shares[0], *others)
+    return shares[0]
+
+
+def summed(shares, *others):
+    """The termwise sum of the delayed ``shares`` (:func:`summed_task`), computed with the delayed
+    ``others`` in one round trip (their values follow the sum when given)."""
+    import dask
+
+    out = dask.compute(summed_task(shares), *others)
     return out if others else out[0]
 
 
@@ -489,21 +495,57 @@ class DaskDesign(Design):
 
 
 class _Key:
-    """A task key passed as a plain value (not substituted by the scheduler)."""
+    """A task key passed as a plain value (not substituted by the scheduler), and who held it."""
 
-    def __init__(self, key):
-        self.key = key
+    def __init__(self, key, holders=()):
+        self.key, self.holders = key, tuple(holders)
+
+
+#: Rounds of asking the holders of a chunk (and then the scheduler) for it before :func:`_held` gives up.
+_FETCH_ROUNDS = 20
 
 
 def _held(key):
-    """The data a worker holds under ``key.key``: a new task's result without a dependency."""
-    from distributed import Future, get_client, get_worker
+    """The data a worker holds under ``key.key``: a new task's result without a dependency.
 
+    Where the worker no longer holds it (the Active Memory Manager dropped
+    this replica since ``who_has``), it is fetched from another holder,
+    worker to worker: the holders named in ``key``, then those the
+    scheduler names.  (A ``gather`` through the worker's client from within
+    the task waits for ever on a cluster of worker processes.)
+    """
+    from distributed import get_worker
+
+    worker = get_worker()
     try:
-        return get_worker().data[key.key]
-    except KeyError:  # the Active Memory Manager dropped this replica since ``who_has``: take another
-        client = get_client()
-        return client.gather(Future(key.key, client))
+        return worker.data[key.key]
+    except KeyError:
+        return _fetched(worker, key)
+
+
+def _fetched(worker, key):
+    """``key.key``'s data from another worker that holds it (:func:`_held`)."""
+    import time
+
+    from distributed.utils import sync
+    from distributed.worker import get_data_from_worker
+
+    holders = key.holders
+    for attempt in range(_FETCH_ROUNDS):
+        for address in (a for a in holders if a != worker.address):
+            response = sync(worker.loop, get_data_from_worker, worker.rpc, [key.key], address,
+                            who=worker.address)
+            if response.get("status") == "OK" and key.key in response["data"]:
+                return response["data"][key.key]
+        time.sleep(0.01 * attempt)  # a holder busy, or the replica moving: ask the scheduler again
+        holders = tuple(sync(worker.loop, worker.scheduler.who_has, keys=[key.key]).get(key.key, ()))
+    raise KeyError(f"no worker holds {key.key!r} any more.")
+
+
+def _worker_of(workers, key):
+    """The workers the task ``key`` may run on (an annotation the scheduler evaluates per key): those
+    of ``workers`` (a re-rooting task), else any ([])."""
+    return workers.get(key, [])
 
 
 def rerooted(*arrays):
@@ -514,10 +556,21 @@ def rerooted(*arrays):
     chunk can be computed again: a vector made from the last step's
     vectors, step after step, grows that record with the chunks times the
     steps.  Each chunk is taken over by a task that reads it on its worker
-    (no copy; one submission per worker for all the arrays), and the old
-    keys are released with the arrays.  Elsewhere (a local scheduler: no
-    lineage is kept) the arrays are returned.  One array, or a tuple of
-    several.
+    (no copy; one submission for all the arrays, each task bound to a
+    worker that holds its chunk), and the old keys are released with the
+    arrays.  Elsewhere (a local scheduler: no lineage is kept) the arrays
+    are returned.  One array, or a tuple of several.
+    """
+    out, _ = rerooted_and_fetched(arrays, [])
+    return out if len(out) > 1 else out[0]
+
+
+def rerooted_and_fetched(arrays, fetched):
+    """:func:`rerooted` of the ``arrays`` and the values of the collections ``fetched``, in one submission.
+
+    ``fetched`` (a few numbers each) may read the arrays as they were
+    before.  Returns ``(arrays, values)``: a tuple of the re-rooted arrays
+    and a list of the values, as ``dask.compute`` gives them.
     """
     import dask
     import dask.array as da
@@ -530,19 +583,75 @@ def rerooted(*arrays):
         client = None
     futures = [] if client is None else futures_of(list(arrays))
     if not futures or dask.base.get_scheduler() != client.get:
-        return arrays if len(arrays) > 1 else arrays[0]
+        return tuple(arrays), list(dask.compute(*fetched)) if fetched else []
     wait(futures)
     holders = client.who_has(futures)
     names = ["rerooted-" + uuid.uuid4().hex for _ in arrays]  # new keys: never one being released
-    by_worker = {}
+    held, workers = [], {}
+    take = dask.delayed(_held, pure=False)
     for name, array in zip(names, arrays):
-        for key in dask.core.flatten(array.__dask_keys__()):  # one submission per worker
-            by_worker.setdefault(sorted(holders[key])[0], []).append(((name,) + tuple(key[1:]), key))
-    new = []
-    for worker, pairs in by_worker.items():
-        new += client.map(_held, [_Key(key) for _, key in pairs], key=[k for k, _ in pairs],
-                          workers=[worker], allow_other_workers=False, pure=False)
+        for key in dask.core.flatten(array.__dask_keys__()):
+            new_key = (name,) + tuple(key[1:])
+            held.append(take(_Key(key, holders[key]), dask_key_name=new_key))
+            workers[new_key] = [sorted(holders[key])[0]]
+    with dask.annotate(workers=functools.partial(_worker_of, workers), allow_other_workers=False):
+        submitted = client.compute(held + list(fetched))
+    new, values = submitted[:len(held)], submitted[len(held):]
     wait(new)  # before the old keys may be released
     out = tuple(da.Array({f.key: f for f in new if f.key[0] == name}, name, array.chunks, dtype=array.dtype)
                 for name, array in zip(names, arrays))
-    return out if len(out) > 1 else out[0]
+    return out, client.gather(values)
+
+
+def persist_and_fetch(kept, fetched):
+    """Persist the collections ``kept`` and bring the values of ``fetched`` to the driver, in one submission.
+
+    ``dask.persist`` of both, then, on a ``dask.distributed`` client, one
+    ``gather`` of the futures of ``fetched`` (no second graph: a value
+    comes back, nothing is computed again); on a local scheduler the
+    persisted values are in memory already.
+
+    Parameters
+    ----------
+    kept : sequence of dask collections
+        Computed where they run and kept there.
+    fetched : sequence of dask collections
+        Computed and brought back (each a few numbers).
+
+    Returns
+    -------
+    kept : list
+        The persisted collections.
+    values : list
+        The values of ``fetched``, as ``dask.compute`` gives them.
+    """
+    import dask
+    from dask.base import get_scheduler
+
+    kept, fetched = list(kept), list(fetched)
+    collections = kept + fetched
+    if not collections:
+        return [], []
+    persisted = dask.persist(*collections)
+    kept, fetched = list(persisted[:len(kept)]), list(persisted[len(kept):])
+    client = getattr(get_scheduler(collections=collections), "__self__", None)
+    if not (fetched and hasattr(client, "gather")):
+        return kept, list(dask.compute(*fetched))
+    from distributed import futures_of
+
+    futures = {f.key: f for f in futures_of(fetched)}
+    layouts = [c.__dask_keys__() for c in fetched]
+    gathered = client.gather([_nested(keys, futures) for keys in layouts])
+    return kept, [_finalized(c, values) for c, values in zip(fetched, gathered)]
+
+
+def _nested(keys, futures):
+    """The nested lists of keys ``keys`` with each key replaced by its future."""
+    if isinstance(keys, list):
+        return [_nested(k, futures) for k in keys]
+    return futures[keys]
+
+
+def _finalized(collection, values):
+    finalize, args = collection.__dask_postcompute__()
+    return finalize(values, *args)

@@ -28,9 +28,10 @@ argument.  The steps:
    blocks; the rows go back to the keys' chunks (a second shuffle).
 
 The reductions that the driver needs come back in the submissions that
-keep the results they read (:func:`persist_and_fetch`): the chunks sorted
-with their sample, the partitions with their counts, the PAVA stacks with
-their first summaries, then ``q`` written: four submissions to a
+keep the results they read
+(:func:`~skrank.backends.dask_design.persist_and_fetch`): the chunks
+sorted with their sample, the partitions with their counts, the PAVA
+stacks with their first summaries, then ``q`` written: four submissions to a
 ``dask.distributed`` scheduler (more only where a merge needs longer
 summaries, or the sample weights are below the resolution of the largest).
 
@@ -47,6 +48,7 @@ import numpy as np
 
 from .._jit import njit
 from ..kernels.pava import block_moments, pool_adjacent_violators
+from .dask_design import persist_and_fetch
 from .worker_rank_step import WorkerRankStep
 
 #: Sampled rows per partition, over all chunks (the splitters' accuracy: partitions within about
@@ -725,60 +727,6 @@ def _back_to_chunks(sorted_, written):
                           [(name_m, p) for p in range(n_parts)], list(written))
     q, ids, *local_masses = dask.persist(*arrays, *local_masses)
     return q, ids, local_masses
-
-
-def persist_and_fetch(kept, fetched):
-    """Persist the collections ``kept`` and bring the values of ``fetched`` to the driver, in one submission.
-
-    ``dask.persist`` of both, then, on a ``dask.distributed`` client, one
-    ``gather`` of the futures of ``fetched`` (no second graph: a value
-    comes back, nothing is computed again); on a local scheduler the
-    persisted values are in memory already.
-
-    Parameters
-    ----------
-    kept : sequence of dask collections
-        Computed where they run and kept there.
-    fetched : sequence of dask collections
-        Computed and brought back (each a few numbers).
-
-    Returns
-    -------
-    kept : list
-        The persisted collections.
-    values : list
-        The values of ``fetched``, as ``dask.compute`` gives them.
-    """
-    import dask
-    from dask.base import get_scheduler
-
-    kept, fetched = list(kept), list(fetched)
-    collections = kept + fetched
-    if not collections:
-        return [], []
-    persisted = dask.persist(*collections)
-    kept, fetched = list(persisted[:len(kept)]), list(persisted[len(kept):])
-    client = getattr(get_scheduler(collections=collections), "__self__", None)
-    if not (fetched and hasattr(client, "gather")):
-        return kept, list(dask.compute(*fetched))
-    from distributed import futures_of
-
-    futures = {f.key: f for f in futures_of(fetched)}
-    layouts = [c.__dask_keys__() for c in fetched]
-    gathered = client.gather([_nested(keys, futures) for keys in layouts])
-    return kept, [_finalized(c, values) for c, values in zip(fetched, gathered)]
-
-
-def _nested(keys, futures):
-    """The nested lists of keys ``keys`` with each key replaced by its future."""
-    if isinstance(keys, list):
-        return [_nested(k, futures) for k in keys]
-    return futures[keys]
-
-
-def _finalized(collection, values):
-    finalize, args = collection.__dask_postcompute__()
-    return finalize(values, *args)
 
 
 def _unique(what):

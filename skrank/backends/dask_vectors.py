@@ -6,8 +6,10 @@ chunked like ``X``'s rows and persisted where the chunks are computed (the
 workers of a ``dask.distributed`` cluster); the driving process receives
 ``O(d^2)`` numbers per step.  A Newton step is one fused graph
 (:meth:`WorkerDesign.step_products`); the kept vectors are re-rooted
-(:func:`~skrank.backends.dask_design.rerooted`) so that the scheduler's
-record does not grow with the steps.
+(:func:`~skrank.backends.dask_design.rerooted`), those of a step together,
+so that the scheduler's record does not grow with the steps.  The
+reductions come back in the submissions that keep the vectors they read
+(:func:`~skrank.backends.dask_design.persist_and_fetch`).
 """
 
 import functools
@@ -15,7 +17,17 @@ import functools
 import numpy as np
 
 from ..kernels.pava import losses_and_keys
-from .dask_design import DaskDesign, bordered_gram, is_dask_array, persist, rerooted, summed, weighted_gram
+from .dask_design import (
+    DaskDesign,
+    bordered_gram,
+    is_dask_array,
+    persist,
+    persist_and_fetch,
+    rerooted,
+    rerooted_and_fetched,
+    summed_task,
+    weighted_gram,
+)
 
 
 def _losses_block(t, center, code, param, mu):
@@ -85,7 +97,8 @@ class WorkerDesign(DaskDesign):
     """:class:`DaskDesign` whose fit keeps its ``n``-vectors on the workers (see the module docstring).
 
     Its kept and native vectors are the same Dask arrays; the Hessian's
-    weights per row are kept on the workers between steps.
+    weights per row are kept on the workers between steps, re-rooted with
+    the next vectors that the fit re-roots (:meth:`rerooted`).
 
     Parameters
     ----------
@@ -100,6 +113,8 @@ class WorkerDesign(DaskDesign):
         super().__init__(X, fit_intercept)
         self._rows = self.X.chunks[0]
         self._kept_h = None
+        #: Whether ``_kept_h`` still has the lineage of the step that made it.
+        self._kept_h_pending = False
 
     def keeping_vectors_for(self, risk, penalty):
         return self
@@ -108,7 +123,7 @@ class WorkerDesign(DaskDesign):
         return v
 
     to_native = to_host
-    vector, affine = DaskDesign.worker_vector, DaskDesign.worker_matvec
+    vector = DaskDesign.worker_vector
     native_matvec = DaskDesign.worker_matvec
     native_rmatvec = kept_rmatvec = DaskDesign.worker_rmatvec
     native_gram = kept_gram = DaskDesign.worker_gram
@@ -121,8 +136,27 @@ class WorkerDesign(DaskDesign):
     def keep(self, v):
         return persist(v)
 
-    def rerooted(self, v):
-        return rerooted(v)
+    def affine(self, theta, scale, shift=None):
+        """``scale ([X, 1] theta) + shift``, lazily: kept by what reads it (:meth:`losses_and_keys`,
+        :meth:`kept_and_sums`)."""
+        return self.worker_matvec(theta, scale, shift, kept=False)
+
+    def rerooted(self, *vectors):
+        """The kept ``vectors`` without their lineage (:meth:`rerooted_and_sums`)."""
+        vectors, _ = self.rerooted_and_sums(vectors, [])
+        return vectors if len(vectors) > 1 else vectors[0]
+
+    def rerooted_and_sums(self, vectors, pairs):
+        """The kept ``vectors`` without their lineage and ``a . b`` for each pair, in one submission.
+
+        The kept Hessian weights of the last step are re-rooted with them.
+        """
+        pending = [self._kept_h] if self._kept_h_pending else []
+        vectors, sums = rerooted_and_fetched(pending + list(vectors), [(a * b).sum() for a, b in pairs])
+        if pending:
+            self._kept_h, *vectors = vectors
+            self._kept_h_pending = False
+        return tuple(vectors), tuple(float(v) for v in sums)
 
     def kept_matvec(self, theta):
         return self.worker_matvec(theta, kept=False)
@@ -142,20 +176,28 @@ class WorkerDesign(DaskDesign):
         return tuple(t.map_blocks(_derivative, loss=loss, k=k, dtype=np.float64) for k in range(3))
 
     def losses_and_keys(self, loss, t, mu, center):
-        """``(t, l, l', keys)`` persisted in one round trip, re-rooted (``center``: Dask, or a number)."""
+        """``(t, l, l', keys)`` persisted in one round trip (``center``: Dask, or a number).
+
+        They keep their lineage: the fit re-roots those it holds on to
+        (:meth:`rerooted`) with the rank step's weights.
+        """
         import dask.array as da
 
         args = [t, "i"] + ([center, "i"] if is_dask_array(center) else [float(center), None])
-        t, columns = persist(t, da.blockwise(_losses_block, "ij", *args, code=loss.code, param=loss.param,
-                                             mu=mu, new_axes={"j": 3}, dtype=np.float64, concatenate=True))
-        t, columns = rerooted(t, columns)
-        return t, columns[:, 0], columns[:, 1], columns[:, 2]
+        columns = da.blockwise(_losses_block, "ij", *args, code=loss.code, param=loss.param, mu=mu,
+                               new_axes={"j": 3}, dtype=np.float64, concatenate=True)
+        return persist(t, columns[:, 0], columns[:, 1], columns[:, 2])
 
     def sums_of_products(self, *pairs):
         """``a . b`` for each pair of Dask ``n``-vectors, in one round trip."""
         import dask
 
         return tuple(float(v) for v in dask.compute(*[(a * b).sum() for a, b in pairs]))
+
+    def kept_and_sums(self, v, *pairs):
+        """``v`` persisted and ``a . b`` for each pair (which may read ``v``), in one round trip."""
+        (v,), sums = persist_and_fetch([v], [(a * b).sum() for a, b in pairs])
+        return v, tuple(float(x) for x in sums)
 
     def dual_value(self, q, a, s, c, loss, conjugate, on_host=False):
         """:meth:`Design.dual_value` (of an l2 part: no scale) in two round trips, one pass over ``X``."""
@@ -186,6 +228,8 @@ class WorkerDesign(DaskDesign):
         import dask
         import dask.array as da
 
+        if self._kept_h_pending:  # no vector re-rooted since the last step: its weights alone
+            self._kept_h, self._kept_h_pending = rerooted(self._kept_h), False
         self.passes += 1
         reset = self._kept_h is None or self._updates >= self.max_updates
         kept = [None] * len(self._rows) if reset else list(self._kept_h.to_delayed().ravel())
@@ -193,16 +237,20 @@ class WorkerDesign(DaskDesign):
         task = dask.delayed(functools.partial(_step_block, slack=slack, fit_intercept=self.fit_intercept),
                             pure=True, nout=2)
         chunks = self.worker_blocks(r, h, h_block, v)
-        outputs = dask.persist(*[task(*chunk, k) for chunk, k in zip(chunks, kept)])
+        outputs = [task(*chunk, k) for chunk, k in zip(chunks, kept)]
         outer = None
         if reduce is not None:
             rows = functools.partial(_rows_times, fit_intercept=self.fit_intercept)
             outer = reduce(da.blockwise(rows, "ij", self.X, "ij", v, "i", dtype=np.float64, concatenate=True,
                                         adjust_chunks={"j": self.p}))
-        sums, outer = summed([out[0] for out in outputs], outer)
         kept_h = da.concatenate([da.from_delayed(out[1], shape=(rows,), dtype=np.float64)
                                  for out, rows in zip(outputs, self._rows)])
-        self._kept_h = rerooted(persist(kept_h))
+        # the weights kept and the sums brought back in one submission; the weights are re-rooted with the
+        # next vectors the fit re-roots
+        fetched = [summed_task([out[0] for out in outputs])] + ([] if outer is None else [outer])
+        (self._kept_h,), values = persist_and_fetch([kept_h], fetched)
+        self._kept_h_pending = True
+        sums, outer = values[0], (values[1] if outer is not None else None)
         self._gram = sums[1] if reset else self._gram + sums[1]
         self._updates = 0 if reset else self._updates + 1
         if block is None:

@@ -64,7 +64,9 @@ class Design:
     #: The namespace of the design's ``n``-vectors (NumPy here).
     xp = np
 
-    #: Whether a fit's ``n``-vectors stay apart from this process, where ``X``'s chunks are computed.
+    #: Whether a fit's ``n``-vectors stay apart from this process, where ``X``'s chunks are computed: the
+    #: design that a fit keeps them with (:meth:`keeping_vectors_for`) does; :meth:`vectors_on_workers`
+    #: says whether they can.
     keeps_vectors_apart = False
 
     def keeping_vectors_for(self, risk, penalty):
@@ -97,7 +99,19 @@ class Design:
         """The ``n``-vector ``v`` of :attr:`xp` as a writable NumPy array (here ``v`` itself)."""
         return v
 
-    to_native = keep = rerooted = to_host
+    to_native = keep = to_host
+
+    def rerooted(self, *vectors):
+        """The kept ``vectors`` held without the record of how they were made (here as they are).
+
+        One vector, or a tuple of several.
+        """
+        return vectors if len(vectors) > 1 else vectors[0]
+
+    def rerooted_and_sums(self, vectors, pairs):
+        """``(vectors, sums)``: :meth:`rerooted` of the kept ``vectors`` (a tuple) and
+        :meth:`sums_of_products` of ``pairs``, together (one round trip where the vectors are apart)."""
+        return tuple(vectors), self.sums_of_products(*pairs)
 
     def sigmoid(self, z):
         """The logistic sigmoid of the ``n``-vector ``z`` of :attr:`xp`, in :attr:`xp`."""
@@ -160,6 +174,11 @@ class Design:
     def sums_of_products(self, *pairs):
         """``a . b`` for each pair of ``n``-vectors of :attr:`xp`, as floats."""
         return tuple(float(a @ b) for a, b in pairs)
+
+    def kept_and_sums(self, v, *pairs):
+        """``(v, sums)``: the ``n``-vector ``v`` of :attr:`xp` and :meth:`sums_of_products` of ``pairs``
+        (which may read ``v``); where ``v`` is lazy, it is computed and kept in the same round trip."""
+        return v, self.sums_of_products(*pairs)
 
     def dual_value(self, q, a, s, c, loss, conjugate, on_host=False):
         """``sum_i q_i (a_i c_i - l*(a_i)) - R*(-z)`` with ``z = X^T (s q a)``, ``a`` first made feasible.

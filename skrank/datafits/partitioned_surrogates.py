@@ -143,7 +143,7 @@ class _Partitions:
 
     def keep_and_fetch(self, kept, fetched):
         """Keep ``kept`` where they run and bring ``fetched`` (a few numbers each), in one submission."""
-        from ..backends.dask_rank import persist_and_fetch
+        from ..backends.dask_design import persist_and_fetch
 
         return persist_and_fetch(kept, fetched)
 

@@ -201,7 +201,7 @@ class ThresholdRankStep(WorkerRankStep):
 
     def project(self, keys, mu):
         """``q = proj_P(keys / mu)`` as a persisted Dask array; the pooled record counts the free set."""
-        from ..backends.dask_rank import persist_and_fetch
+        from ..backends.dask_design import persist_and_fetch
 
         q, _, stats = capped_projection(keys, mu, self.cap, self.threshold(keys, mu))
         # q kept and the free set counted in one submission
@@ -228,20 +228,18 @@ class ThresholdRankStep(WorkerRankStep):
         return t * self.total + self.cap * float(da.maximum(losses - t, 0.0).sum())
 
 
-def rank_step_for(design, risk, mass, m, keys_on_workers=None):
+def rank_step_for(design, risk, mass, m):
     """The rank step of ``risk`` for keys where the fit keeps its ``n``-vectors.
 
     Parameters
     ----------
     design : skrank.backends.design.Design
-        Gives ``n``.
+        Gives ``n``, and whether the keys are Dask arrays kept on the
+        workers (``mass`` and ``m`` too: ``design.keeps_vectors_apart``);
+        else they come to the host.
     risk : skrank.risks.BaseRisk
     mass, m : ndarray or dask.array.Array of shape (n,), or None
         The sample weights (None: unit masses) and the masses of the metric.
-    keys_on_workers : bool, optional
-        Whether the keys are Dask arrays kept on the workers (``mass`` and
-        ``m`` too); else they come to the host.  Default: whether the
-        design keeps its vectors apart (``design.keeps_vectors_apart``).
 
     Returns
     -------
@@ -250,7 +248,7 @@ def rank_step_for(design, risk, mass, m, keys_on_workers=None):
         ``threshold_rank_step`` and unit masses: no sort), else the sample
         sort and PAVA.
     """
-    if not (design.keeps_vectors_apart if keys_on_workers is None else keys_on_workers):
+    if not design.keeps_vectors_apart:
         return HostRankStep(risk, design.n, mass, m)
     if risk.threshold_rank_step and mass is None:
         return ThresholdRankStep(risk, design.n)

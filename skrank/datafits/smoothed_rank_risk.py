@@ -35,14 +35,6 @@ _ZERO_SHRINK = 0.1
 _DUAL_ASCENT_PATIENCE = 20
 
 
-def chunked_supported(X, risk, loss, penalty, sample_weight=None, coef_init=None, intercept_init=None):
-    """Whether the fit of ``risk`` on ``X`` with ``penalty`` keeps its ``n``-vectors on Dask workers.
-
-    The design's choice (``keeping_vectors_for``): the other arguments do not change it.
-    """
-    return make_design(X, True).keeping_vectors_for(risk, penalty).keeps_vectors_apart
-
-
 class SmoothedRankRisk:
     """A rank-risk datafit bound to its design and penalty: ``F``, ``F_mu`` and their derivatives.
 
@@ -148,10 +140,12 @@ class SmoothedRankRisk:
         """The exact ``F(theta)``."""
         return self.risk_value(self._losses(theta)) + self.penalty.value(theta)
 
-    def smoothed(self, theta, mu, center, t=None):
+    def smoothed(self, theta, mu, center, t=None, dt=None):
         """``F_mu(theta; center)`` and what its derivatives need (``t``: the loss arguments at ``theta``).
 
-        ``center``: an ``n``-vector, or one number per unit of mass.
+        ``center``: an ``n``-vector, or one number per unit of mass.  With
+        ``dt`` (:meth:`along`), the state's ``slope`` is ``q . (l' dt)``,
+        summed with the objective's terms.
         """
         design = self.design
         if t is None:
@@ -159,12 +153,23 @@ class SmoothedRankRisk:
         per_mass = center if self._m is None or np.ndim(center) == 0 else center / self._m
         t, value, d1, keys = design.losses_and_keys(self.loss, t, mu, per_mass)
         q_host, pooled = self.rank_step.project(keys, mu)
-        q = design.rerooted(design.to_native(q_host))
+        q = design.to_native(q_host)
         diff = q - (center if self._m is None or np.ndim(center) > 0 else self._m * center)
-        qv, dd = design.sums_of_products((q, value), (diff, diff if self._m is None else diff / self._m))
+        pairs = [(q, value), (diff, diff if self._m is None else diff / self._m)]
+        # what the state keeps re-rooted together, with the sums
+        (t, value, d1, q), sums = design.rerooted_and_sums(
+            (t, value, d1, q), pairs + ([] if dt is None else [(q, d1 * dt)]))
         # l'' is not computed: only the accepted states need it (:meth:`curvature`)
-        state = dict(t=t, value=value, d1=d1, q=q, q_host=q_host, pooled=pooled)
-        return qv - 0.5 * mu * dd + self.penalty.value(theta), state
+        state = dict(t=t, value=value, d1=d1, q=q, q_host=q_host, pooled=pooled,
+                     slope=None if dt is None else sums[2])
+        return sums[0] - 0.5 * mu * sums[1] + self.penalty.value(theta), state
+
+    def along(self, step, state):
+        """``(dt, slope)``: the loss arguments' change ``dt = s [X, 1] step``, kept, and the state's
+        ``q . (l' dt)``, made together."""
+        dt = self.native_arguments(step, shift=False)
+        dt, (slope,) = self.design.kept_and_sums(dt, (state["q"], state["d1"] * dt))
+        return dt, slope
 
     def curvature(self, state):
         """``l''(t)`` at the state's loss arguments (on the host: without ``l`` and ``l'``, already known)."""

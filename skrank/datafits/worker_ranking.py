@@ -26,8 +26,8 @@ check is computed on the sorted partitions too (:func:`sorted_metric`).
 
 import numpy as np
 
-from ..backends.dask_design import persist
-from ..backends.dask_rank import persist_and_fetch, sort_by_key
+from ..backends.dask_design import persist, persist_and_fetch
+from ..backends.dask_rank import sort_by_key
 from .logistic_anchor import LogisticAnchoredObjective
 from .partitioned_surrogates import (
     average_precision_linear_terms,

@@ -48,7 +48,7 @@ def _line_search(problem, theta, step, F0, state0, mu, center, max_evals=12):
     costs several vectors of length ``n``); the best one is evaluated again
     when it was not the last.
     """
-    dt = problem.native_arguments(step, shift=False)
+    dt, slope0 = problem.along(step, state0)
     t0 = state0["t"]
     reg_step = problem.penalty.reg * step
 
@@ -62,12 +62,11 @@ def _line_search(problem, theta, step, F0, state0, mu, center, max_evals=12):
         return problem.penalty.l1 * float(np.sum(np.where(w != 0.0, np.sign(w) * d_w, np.abs(d_w))))
 
     def trial(alpha):
-        F, st = problem.smoothed(theta + alpha * step, mu, center, t0 + alpha * dt)
-        slope = (float(st["q"] @ (st["d1"] * dt)) + float(reg_step @ (theta + alpha * step))
-                 + l1_slope(alpha))
+        F, st = problem.smoothed(theta + alpha * step, mu, center, t0 + alpha * dt, dt)
+        slope = st["slope"] + float(reg_step @ (theta + alpha * step)) + l1_slope(alpha)
         return F, st, slope
 
-    slope0 = float(state0["q"] @ (state0["d1"] * dt)) + float(reg_step @ theta) + l1_slope(0.0)
+    slope0 += float(reg_step @ theta) + l1_slope(0.0)
     lo, s_lo = 0.0, slope0
     hi, s_hi = None, None
     alpha, best, last = 1.0, None, None
