@@ -54,7 +54,7 @@ _METHODS = ("stack", "sweep")
 # --------------------------------------------------------------------------------------
 # Numba kernels
 # --------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def pool_adjacent_violators(keys, order, m, sigma, mu, starts, sums, masses):
     """The stack of pooled blocks of ``m_j keys_j - mu sigma_i`` over ``j = order[i]``, ascending.
 
