@@ -238,35 +238,34 @@ def loss_prox(code, v, c, param):
 
 
 @njit(cache=True)
-def loss_values(code, t, param, out):
-    """Fill ``out[i] = l(t[i])``; returns ``out``."""
-    for i in range(t.shape[0]):
-        out[i] = loss_value(code, t[i], param)
-    return out
-
-
-@njit(cache=True)
-def loss_derivatives(code, t, param, out):
-    """Fill ``out[i] = l'(t[i])``; returns ``out``."""
-    for i in range(t.shape[0]):
-        out[i] = loss_derivative(code, t[i], param)
-    return out
-
-
-@njit(cache=True)
-def loss_second_derivatives(code, t, param, out):
-    """Fill ``out[i] = l''(t[i])``; returns ``out``."""
-    for i in range(t.shape[0]):
-        out[i] = loss_second_derivative(code, t[i], param)
-    return out
-
-
-@njit(cache=True)
 def loss_derivatives_upto2(code, t, param, value, first, second):
-    """Fill ``value``, ``first`` and ``second`` with ``l``, ``l'`` and ``l''`` at ``t``."""
-    for i in range(t.shape[0]):
-        value[i], first[i] = loss_value_and_derivative(code, t[i], param)
-        second[i] = loss_second_derivative(code, t[i], param)
+    """Fill ``value``, ``first`` and ``second`` with ``l``, ``l'`` and ``l''`` at ``t``.
+
+    An empty array is not filled: ``l`` alone, ``l'`` alone, ``l''``
+    alone, ``l`` and ``l'``, or all three, each in a loop of its own.  One kernel serves every
+    method of :class:`Loss`, so that a fit compiles it once.
+    """
+    n = t.shape[0]
+    if value.shape[0] == 0 and first.shape[0] == 0:
+        for i in range(n):
+            second[i] = loss_second_derivative(code, t[i], param)
+    elif first.shape[0] == 0:
+        for i in range(n):
+            value[i] = loss_value(code, t[i], param)
+    elif value.shape[0] == 0:
+        for i in range(n):
+            first[i] = loss_derivative(code, t[i], param)
+    elif second.shape[0] == 0:
+        for i in range(n):
+            value[i], first[i] = loss_value_and_derivative(code, t[i], param)
+    else:
+        for i in range(n):
+            value[i], first[i] = loss_value_and_derivative(code, t[i], param)
+            second[i] = loss_second_derivative(code, t[i], param)
+
+
+#: The array :func:`loss_derivatives_upto2` leaves out.
+_NOT_ASKED = np.empty(0)
 
 
 @dataclass(frozen=True)
@@ -333,7 +332,9 @@ class Loss:
             ``l(t_i)`` for each ``i``.
         """
         t = np.ascontiguousarray(t, dtype=np.float64)
-        return loss_values(self.code, t, self.param, np.empty_like(t))
+        out = np.empty_like(t)
+        loss_derivatives_upto2(self.code, t, self.param, out, _NOT_ASKED, _NOT_ASKED)
+        return out
 
     def derivative(self, t):
         """Return the loss derivatives ``l'(t)`` (subgradients at kinks).
@@ -351,7 +352,9 @@ class Loss:
             magnitude, 0.
         """
         t = np.ascontiguousarray(t, dtype=np.float64)
-        return loss_derivatives(self.code, t, self.param, np.empty_like(t))
+        out = np.empty_like(t)
+        loss_derivatives_upto2(self.code, t, self.param, _NOT_ASKED, out, _NOT_ASKED)
+        return out
 
     @property
     def even(self):
@@ -372,7 +375,9 @@ class Loss:
             ``l''(t_i)``, 0 on the linear pieces and where ``l''`` jumps or is undefined.
         """
         t = np.ascontiguousarray(t, dtype=np.float64)
-        return loss_second_derivatives(self.code, t, self.param, np.empty_like(t))
+        second = np.empty_like(t)
+        loss_derivatives_upto2(self.code, t, self.param, _NOT_ASKED, _NOT_ASKED, second)
+        return second
 
     def derivatives(self, t):
         """Return the loss and its first two derivatives in one pass.

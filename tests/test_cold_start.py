@@ -150,3 +150,61 @@ def test_a_kernel_is_built_on_first_use_with_its_callees_and_arguments(tmp_path)
     assert copy(np.ones(2), module._cube) == 8.0
     with pytest.raises(AttributeError):
         lazy.__no_such_attribute__  # noqa: B018
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT", "0") != "0", reason="Numba JIT disabled")
+def test_every_method_of_a_loss_builds_one_kernel_and_its_callees():
+    # Loss.value, .derivative, .derivatives and losses_and_keys share loss_derivatives_upto2: a fit
+    # compiles one array kernel of losses.py (its scalar callees with it), and no other
+    built = _run("""
+        import json
+        import numpy as np
+        from skrank import losses
+        from skrank._jit import LazyKernel
+        from skrank.kernels import pava
+        t = np.linspace(-2.0, 2.0, 5)
+        loss = losses.get_loss("logistic")
+        loss.value(t), loss.derivative(t), loss.derivatives(t)
+        value, d1, keys = np.empty(5), np.empty(5), np.empty(5)
+        pava.losses_and_keys(t, loss.code, loss.param, 0.5, np.ones(5), value, d1, keys)
+        print(json.dumps([name for module in (losses, pava) for name, obj in vars(module).items()
+                          if hasattr(obj, "py_func") and not isinstance(obj, LazyKernel)]))
+    """)
+    # with an empty cache the scalar callees are built too; with a warm one, the array kernel alone
+    callees = {"loss_value", "loss_derivative", "loss_value_and_derivative", "loss_second_derivative",
+               "stable_sigmoid"}
+    assert "loss_derivatives_upto2" in built and set(built) <= callees | {"loss_derivatives_upto2"}, built
+
+
+@pytest.mark.parametrize("name", ["logistic", "hinge", "squared_hinge", "squared", "absolute", "huber"])
+def test_one_loss_kernel_gives_the_scalar_kernels_values_bit_for_bit(name):
+    # each part that loss_derivatives_upto2 fills (alone or with others), and the keys of losses_and_keys,
+    # against the scalar kernels called one entry at a time
+    from skrank.kernels.pava import losses_and_keys
+    from skrank.losses import (
+        get_loss,
+        loss_derivative,
+        loss_second_derivative,
+        loss_value,
+        loss_value_and_derivative,
+    )
+
+    loss = get_loss(name, epsilon=0.7)
+    rng = np.random.default_rng(0)
+    t = np.concatenate([rng.normal(scale=3.0, size=200), [-1.0, 0.0, 0.7, -0.7, 1e6, -1e6]])
+    code, param = loss.code, loss.param
+    value = np.array([loss_value(code, x, param) for x in t])
+    pairs = np.array([loss_value_and_derivative(code, x, param) for x in t])
+    first = np.array([loss_derivative(code, x, param) for x in t])
+    second = np.array([loss_second_derivative(code, x, param) for x in t])
+    np.testing.assert_array_equal(loss.value(t), value)
+    np.testing.assert_array_equal(loss.derivative(t), first)
+    np.testing.assert_array_equal(loss.second_derivative(t), second)
+    for got, expected in zip(loss.derivatives(t), (pairs[:, 0], pairs[:, 1], second)):
+        np.testing.assert_array_equal(got, expected)
+    center = rng.normal(size=t.size)
+    value_k, d1_k, keys = np.empty(t.size), np.empty(t.size), np.empty(t.size)
+    losses_and_keys(t, code, param, 0.3, center, value_k, d1_k, keys)
+    np.testing.assert_array_equal(value_k, pairs[:, 0])
+    np.testing.assert_array_equal(d1_k, pairs[:, 1])
+    np.testing.assert_array_equal(keys, [0.3 * c + v for c, v in zip(center.tolist(), pairs[:, 0].tolist())])

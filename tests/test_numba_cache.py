@@ -57,18 +57,18 @@ FIT = textwrap.dedent(
         import numpy as np
         import skrank
         from numba.core.dispatcher import Dispatcher
-        from skrank.kernels.pava import losses_and_keys
-        from skrank.losses import LOGISTIC, loss_derivatives_upto2
-        t = np.linspace(-3.0, 3.0, 7)
-        value, first, second, keys = (np.empty(7) for _ in range(4))
-        # a kernel of losses.py, and one of another file that inlines losses.py's kernels
-        loss_derivatives_upto2(LOGISTIC, t, 0.0, value, first, second)
-        losses_and_keys(t, LOGISTIC, 0.0, 0.5, np.ones(7), value, first, keys)
+        from skrank.losses import LOGISTIC, loss_value_and_derivative
+        from skrank.pairwise_losses import pair_value
+        t = np.linspace(-3.0, 3.0, 7).tolist()
+        # a kernel of losses.py, and one of another file that inlines losses.py's kernels (scalar
+        # ones: each run on an empty cache compiles them)
+        values = [v for x in t for v in loss_value_and_derivative(LOGISTIC, x, 0.0)]
+        values += [pair_value(LOGISTIC, 1.0, 0.5, x) for x in t]
     kernels = {id(obj): obj for name, module in list(sys.modules.items()) if name.startswith("skrank")
                for obj in vars(module).values() if isinstance(obj, Dispatcher)}
     print(json.dumps({
         "file": skrank.__file__,
-        "result": [float(c).hex() for c in np.concatenate([value, first, second, keys])],
+        "result": [float(c).hex() for c in values],
         "hits": sum(sum(k.stats.cache_hits.values()) for k in kernels.values()),
         "misses": sum(sum(k.stats.cache_misses.values()) for k in kernels.values()),
         "warnings": [str(w.message) for w in caught if str(w.message).startswith("skrank")],

@@ -308,11 +308,16 @@ def test_solvers_without_weights_are_refused_by_name():
         RankADMMClassifier(solver="admm").fit(X, y, sample_weight=counts)
     with pytest.raises(ValueError, match="sample_weight needs one of the solvers"):
         RankADMMClassifier(risk=RankedRange()).fit(X, y, sample_weight=counts)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        SpectralRiskClassifier(solver="sorel", max_iter=2).fit(X, y)  # unweighted: fine
     with pytest.raises(ValueError, match="does not take sample_weight"):
         SpectralRiskClassifier(solver="sorel").fit(X, y, sample_weight=counts)
+
+
+@pytest.mark.slow  # builds the stochastic kernels; test_constant_optimum, test_verbose fit sorel unweighted
+def test_a_solver_without_weights_fits_unweighted_rows():
+    X, y, _ = _data("classification")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        SpectralRiskClassifier(solver="sorel", max_iter=2).fit(X, y)
 
 
 def test_rank_risk_score_and_scorer_take_weights():

@@ -37,7 +37,6 @@ def relative_weights(sample_weight):
     return np.ldexp(v, -exponent)
 
 
-@njit(cache=True)
 def pooled_projection(keys, order, sigma, mu, block_start, m):
     """``q = proj_P(keys / mu)``, written over ``keys``, and the pooled blocks.
 
@@ -76,8 +75,14 @@ def pooled_projection(keys, order, sigma, mu, block_start, m):
         Number of blocks (``block_start[:n_blocks + 1]`` is filled).
     """
     n = keys.shape[0]
-    stride = 1 if m.shape[0] == n else 0  # m[j * stride]: the mass of sample j
-    n_blocks = pool_adjacent_violators(keys, order, m, sigma, mu, block_start, np.empty(n), np.empty(n))
+    return _pooled_projection(keys, order, sigma, mu, block_start, m, np.empty(n), np.empty(n))
+
+
+@njit(cache=True)
+def _pooled_projection(keys, order, sigma, mu, block_start, m, sums, masses):
+    """:func:`pooled_projection` with the PAVA's scratch ``sums`` and ``masses`` (n each) given."""
+    stride = 1 if m.shape[0] == keys.shape[0] else 0  # m[j * stride]: the mass of sample j
+    n_blocks = pool_adjacent_violators(keys, order, m, sigma, mu, block_start, sums, masses)
     for b in range(n_blocks):
         lo, hi = block_start[b], block_start[b + 1]
         if hi - lo == 1:

@@ -30,9 +30,9 @@ from ..losses import (
     CLASSIFICATION_CODES,
     REGRESSION_CODES,
     check_param,
+    loss_derivatives_upto2,
     loss_prox,
     loss_value,
-    loss_value_and_derivative,
 )
 from .sorting import resort
 
@@ -54,7 +54,7 @@ _METHODS = ("stack", "sweep")
 # --------------------------------------------------------------------------------------
 # Numba kernels
 # --------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def pool_adjacent_violators(keys, order, m, sigma, mu, starts, sums, masses):
     """The stack of pooled blocks of ``m_j keys_j - mu sigma_i`` over ``j = order[i]``, ascending.
 
@@ -710,7 +710,6 @@ def sorted_weighted_sum(values, sigma):
     return float(np.dot(np.sort(values), sigma))
 
 
-@njit(cache=True)
 def losses_and_keys(t, code, param, mu, center, value, d1, keys):
     """Fill ``value`` and ``d1`` with ``l`` and ``l'`` at ``t``, and ``keys = mu center + l``.
 
@@ -729,6 +728,6 @@ def losses_and_keys(t, code, param, mu, center, value, d1, keys):
     value, d1, keys : ndarray of shape (n,)
         Filled with ``l(t)``, ``l'(t)`` and ``mu center + l(t)``.
     """
-    for i in range(t.shape[0]):
-        value[i], d1[i] = loss_value_and_derivative(code, t[i], param)
-        keys[i] = mu * center[i] + value[i]
+    loss_derivatives_upto2(code, t, param, value, d1, np.empty(0))  # no l''
+    np.multiply(center, mu, out=keys)
+    keys += value

@@ -418,7 +418,8 @@ def _take_step(y, r, r0, R, dvec, ad, a_star, refresh):
     """Move ``y`` by ``a_star dvec`` and the pieces' values ``r`` with it (recomputed when ``refresh``)."""
     y += a_star * dvec
     if refresh:
-        r[:] = r0 + R @ y
+        np.dot(R, y, r)  # into r: no array assignment, whose shape check Numba compiles with its message
+        r += r0
     else:
         r += a_star * ad
 

@@ -133,7 +133,7 @@ def _gram(rows, m, out):
     if m == 0:
         out[:, :] = 0.0
     else:
-        out[:, :] = np.dot(rows[:m].T, rows[:m])
+        np.dot(rows[:m].T, rows[:m], out)
 
 
 @njit(cache=True)
