@@ -331,10 +331,7 @@ class Loss:
         ndarray of shape (n,)
             ``l(t_i)`` for each ``i``.
         """
-        t = np.ascontiguousarray(t, dtype=np.float64)
-        out = np.empty_like(t)
-        loss_derivatives_upto2(self.code, t, self.param, out, _NOT_ASKED, _NOT_ASKED)
-        return out
+        return self._part(t, 0)
 
     def derivative(self, t):
         """Return the loss derivatives ``l'(t)`` (subgradients at kinks).
@@ -351,10 +348,7 @@ class Loss:
             ``t = -1``, the absolute loss at 0) the subgradient of least
             magnitude, 0.
         """
-        t = np.ascontiguousarray(t, dtype=np.float64)
-        out = np.empty_like(t)
-        loss_derivatives_upto2(self.code, t, self.param, _NOT_ASKED, out, _NOT_ASKED)
-        return out
+        return self._part(t, 1)
 
     @property
     def even(self):
@@ -374,10 +368,15 @@ class Loss:
         second : ndarray of shape (n,)
             ``l''(t_i)``, 0 on the linear pieces and where ``l''`` jumps or is undefined.
         """
+        return self._part(t, 2)
+
+    def _part(self, t, which):
+        """``l``, ``l'`` or ``l''`` (``which`` 0, 1 or 2) at ``t``, the others not computed."""
         t = np.ascontiguousarray(t, dtype=np.float64)
-        second = np.empty_like(t)
-        loss_derivatives_upto2(self.code, t, self.param, _NOT_ASKED, _NOT_ASKED, second)
-        return second
+        parts = [_NOT_ASKED, _NOT_ASKED, _NOT_ASKED]
+        parts[which] = np.empty_like(t)
+        loss_derivatives_upto2(self.code, t, self.param, *parts)
+        return parts[which]
 
     def derivatives(self, t):
         """Return the loss and its first two derivatives in one pass.
