@@ -164,6 +164,9 @@ class ArrayAPIDesign(Design):
     def loss_derivatives(self, loss, t):
         return derivatives_in(self.xp, loss, t)
 
+    def loss_curvature(self, loss, t):
+        return self.loss_derivatives(loss, t)[2]
+
     def losses_and_keys(self, loss, t, mu, center):
         """``(t, l, l', keys)``: ``l``, ``l'`` on the device, the keys on the host (the rank step's)."""
         value, d1, _ = self.loss_derivatives(loss, t)

@@ -175,6 +175,10 @@ class WorkerDesign(DaskDesign):
         """``(l, l', l'')`` at ``t``, lazily (computed with what uses them)."""
         return tuple(t.map_blocks(_derivative, loss=loss, k=k, dtype=np.float64) for k in range(3))
 
+    def loss_curvature(self, loss, t):
+        """``l''`` at ``t``, lazily."""
+        return t.map_blocks(loss.second_derivative, dtype=np.float64)
+
     def losses_and_keys(self, loss, t, mu, center):
         """``(t, l, l', keys)`` persisted in one round trip (``center``: Dask, or a number).
 

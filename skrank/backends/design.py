@@ -161,6 +161,10 @@ class Design:
         """``(l(t), l'(t), l''(t))`` for loss arguments ``t`` of :attr:`xp`."""
         return loss.derivatives(t)
 
+    def loss_curvature(self, loss, t):
+        """``l''(t)`` alone for loss arguments ``t`` of :attr:`xp`."""
+        return loss.second_derivative(t)
+
     def losses_and_keys(self, loss, t, mu, center):
         """``(t, l(t), l'(t), keys)`` with ``keys = mu center + l(t)`` kept (``center``: an ``n``-vector).
 

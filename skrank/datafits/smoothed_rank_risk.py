@@ -172,10 +172,8 @@ class SmoothedRankRisk:
         return dt, slope
 
     def curvature(self, state):
-        """``l''(t)`` at the state's loss arguments (on the host: without ``l`` and ``l'``, already known)."""
-        if self.design.vectors_on_host:
-            return self.loss.second_derivative(state["t"])
-        return self.loss_derivatives(state["t"])[2]
+        """``l''(t)`` at the state's loss arguments (``l`` and ``l'`` are known already)."""
+        return self.design.loss_curvature(self.loss, state["t"])
 
     def gradient(self, theta, q, d1):
         """``[X, 1]^T (s q l') + reg theta`` from ``n``-vectors of the design's namespace."""
