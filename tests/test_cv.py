@@ -460,6 +460,7 @@ def test_refit_false_searches_only(data):
     assert not hasattr(search, "predict") and not hasattr(search, "decision_function")
 
 
+@pytest.mark.slow
 def test_parallel_folds_give_the_same_search(data):
     X, y = data
     kwargs = dict(alphas=[1e-1, 1e-3], rank_weights=[0.0, 1.0], cv=3, tol=1e-6, fpr_range=FPR_RANGE)

@@ -197,6 +197,7 @@ def test_stochastic_ranking_solvers_refuse_a_dask_array(estimator, use):
             clone(estimator).partial_fit(Xd, y, classes=[0, 1])
 
 
+@pytest.mark.slow
 def test_ranking_dask_fit_on_a_two_worker_local_cluster():
     distributed = pytest.importorskip("distributed")
     X, y = _data("classification")
@@ -231,6 +232,7 @@ def test_chunked_class_moments_equal_the_in_memory_ones(weighted):
             assert np.allclose(cov, cov_ref, rtol=1e-11, atol=1e-13)
 
 
+@pytest.mark.slow
 def test_lazily_generated_data_is_never_gathered():
     """An out-of-core fit: the chunks are generated at each pass and dropped after it."""
     n, d, rows = 100_000, 200, 5_000

@@ -88,7 +88,7 @@ def _assert_same_optimum(ref, res):
 
 
 @pytest.mark.parametrize("risk, loss, weighted", [
-    (ERM(), "logistic", True),
+    pytest.param(ERM(), "logistic", True, marks=pytest.mark.slow),  # ERM: the default RankADMMClassifier
     pytest.param(Superquantile(q=0.7), "squared", True, marks=pytest.mark.slow),
     (Extremile(r=2.0), "squared_hinge", False),
     pytest.param(ExponentialSpectral(rho=2.0), "logistic", True, marks=pytest.mark.slow),
@@ -146,6 +146,7 @@ def test_default_estimators_fit_on_the_workers(make, gathered):
     assert gathered and max(gathered) < _CHUNK
 
 
+@pytest.mark.slow
 def test_the_scheduler_keeps_no_lineage_that_grows_with_the_steps(client, monkeypatch):
     # the kept vectors are re-rooted each step: the scheduler's tasks stay O(chunks), not O(chunks x steps)
     from skrank.solvers.full_batch import newton

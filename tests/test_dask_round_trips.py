@@ -89,6 +89,7 @@ def test_a_threshold_projection_is_three_submissions(submissions, monkeypatch):
     assert len(calls) >= 3 and max(calls) <= 3, calls
 
 
+@pytest.mark.slow
 def test_a_sorted_projection_is_four_submissions(submissions, monkeypatch):
     # the chunks sorted with their sample, the partitions with their counts, the PAVA stacks with their
     # summaries, q written back; a merge that needs longer summaries asks once more
@@ -100,6 +101,7 @@ def test_a_sorted_projection_is_four_submissions(submissions, monkeypatch):
 
 @pytest.mark.parametrize("risk, step", [(Superquantile(q=0.8), ThresholdRankStep),
                                         (Extremile(r=2.0), DaskSortedRankStep)])
+@pytest.mark.slow
 def test_a_newton_step_submits_its_reductions_with_its_vectors(risk, step, submissions, monkeypatch):
     # the derivatives: the step's graph with its sums and the kept Hessian weights, one submission; the line
     # search: the direction's loss arguments with the first slope, then per trial the loss arguments and
@@ -124,6 +126,7 @@ def test_a_newton_step_submits_its_reductions_with_its_vectors(risk, step, submi
 
 
 @pytest.mark.parametrize("make", [PartialAUCClassifier, AveragePrecisionClassifier])
+@pytest.mark.slow
 def test_an_evaluation_of_the_ranking_objective_on_the_workers(make, submissions):
     # X w; the logistic term; the sort (two); the surrogate (partial AUC: four; average precision: five);
     # the gradient in the rows' order; [X, 1]^T of the derivatives

@@ -33,7 +33,7 @@ def test_example_has_a_gallery_title(path):
 
 
 #: Examples that time many fits of every solver on 10,000 rows: run by ``make test-slow`` only.
-SLOW_EXAMPLES = {"plot_solver_convergence"}
+SLOW_EXAMPLES = {"plot_solver_convergence", "plot_grid_search_q"}
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW_EXAMPLES else p

@@ -175,6 +175,7 @@ def test_dask_targets_stay_on_the_workers(task, monkeypatch, large_results, prob
         np.testing.assert_array_equal(est.classes_, ["no", "yes"])
 
 
+@pytest.mark.slow
 def test_dask_targets_of_three_classes_fit_one_vs_rest():
     # two of the three one-vs-rest problems have the optimum theta = 0 (they finish gathered)
     X, y = _data("classification")

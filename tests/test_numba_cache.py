@@ -260,6 +260,7 @@ def _cache_files(folder, pattern="*.nbc"):
     return sorted(Path(folder).rglob(pattern))
 
 
+@pytest.mark.slow
 def test_read_only_install_caches_in_a_private_temporary_folder(workspace, confinement, built):
     copy = workspace.copy("read-only")
     _make_read_only(copy)
