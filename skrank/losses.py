@@ -370,6 +370,20 @@ class Loss:
         """
         return self._part(t, 2)
 
+    @property
+    def curvature_from_slope(self):
+        """Whether ``l''`` is a function of ``l'`` (:meth:`curvature_of_slope`), cheaper than from ``t``."""
+        return self.code == LOGISTIC
+
+    def curvature_of_slope(self, first):
+        """``l''`` from ``first = l'(t)`` where :attr:`curvature_from_slope`: the logistic ``l' (1 - l')``.
+
+        ``first`` is an array of any array-API namespace (or a Dask array).
+        """
+        if not self.curvature_from_slope:
+            raise ValueError(f"the {self.name} loss's l'' is not a function of l'; use second_derivative(t).")
+        return first * (1.0 - first)
+
     def _part(self, t, which):
         """``l``, ``l'`` or ``l''`` (``which`` 0, 1 or 2) at ``t``, the others not computed."""
         t = np.ascontiguousarray(t, dtype=np.float64)

@@ -227,7 +227,8 @@ class _ProximalPoint:
         self.last_gap = estimate
         self.inner_tol = _INNER_FRACTION * min(estimate, gap)
         self.center = state["q"]
-        self.F_mu, self.state = problem.smoothed(self.theta, self.mu, self.center)
+        # the same point: its losses are kept, only the keys of the new centre are computed
+        self.F_mu, self.state = problem.smoothed(self.theta, self.mu, self.center, state=state)
         return False
 
     def check_zero(self, q, tol):
