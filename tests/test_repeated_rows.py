@@ -61,6 +61,30 @@ def test_no_merge_without_repeats_or_on_few_rows():
     assert merge_repeated_rows(X, y) is None
 
 
+def test_a_sample_decides_without_hashing_every_row(monkeypatch):
+    import skrank.estimators._repeated_rows as repeated_rows
+
+    hashed = []
+    hashes = repeated_rows._hashes
+
+    def spy(X, y, rows, direction):
+        hashed.append(X.shape[0] if rows is None else rows.size)
+        return hashes(X, y, rows, direction)
+
+    monkeypatch.setattr(repeated_rows, "_hashes", spy)
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(20000, 4))
+    y = (rng.random(20000) > 0.5).astype(float)
+    X[:1000], y[:1000] = X[1000:2000], y[1000:2000]  # 5% of the rows repeat others
+    assert merge_repeated_rows(X, y) is None
+    assert len(hashed) == 1 and hashed[0] < 20000  # the sample only
+    X[:6000], y[:6000] = X[6000:12000], y[6000:12000]  # 30%: the merge pays
+    hashed.clear()
+    merged = merge_repeated_rows(X, y)
+    assert merged is not None and merged.X.shape[0] == 14000
+    assert hashed[-1] == 20000
+
+
 def test_expanded_weights_share_a_merged_row_by_weight():
     X, y = _repeated(n=2500, n_distinct=100)
     weight = np.random.default_rng(2).uniform(0.5, 2.0, size=y.size)

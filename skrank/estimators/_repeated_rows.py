@@ -20,7 +20,7 @@ import scipy.sparse as sp
 MIN_ROWS = 2000
 #: The rows are merged only when at most this share of them are distinct.
 MAX_DISTINCT_SHARE = 0.8
-#: Rows of the first test: a table without an identical pair among them is fitted as given.
+#: Fewest rows of the first test, a sample (``sqrt(100 n)`` rows for larger ``n``).
 SAMPLE_ROWS = 2048
 
 
@@ -74,10 +74,10 @@ def merge_repeated_rows(X, y, sample_weight=None):
     value.  The test is exact: rows are first grouped by a random linear
     hash (one product with ``X``), and only neighbours in the hash's order
     that are equal entry by entry are merged.  Returns None for fewer than
-    :data:`MIN_ROWS` rows, when :data:`SAMPLE_ROWS` rows drawn at random
-    hold no identical pair, when more than :data:`MAX_DISTINCT_SHARE` of
-    the rows are distinct, or for an ``X`` that is neither a NumPy array
-    nor a SciPy sparse matrix.
+    :data:`MIN_ROWS` rows, when a sample of the rows holds too few pairs
+    alike for more than a fifth of the rows to be repeats, when more than
+    :data:`MAX_DISTINCT_SHARE` of the rows are distinct, or for an ``X``
+    that is neither a NumPy array nor a SciPy sparse matrix.
 
     Parameters
     ----------
@@ -100,9 +100,14 @@ def merge_repeated_rows(X, y, sample_weight=None):
         X = X.tocsr()
     rng = np.random.default_rng(0)
     direction = rng.standard_normal(X.shape[1] + 1)
-    sample = np.sort(rng.choice(n, size=min(SAMPLE_ROWS, n), replace=False))
-    if np.unique(_hashes(X, y, sample, direction)).size == sample.size:
-        return None  # no two of the sampled rows alike: few repeats, if any
+    k = min(n, max(SAMPLE_ROWS, int(np.sqrt(100.0 * n))))
+    sample = np.sort(rng.choice(n, size=k, replace=False))
+    _, counts = np.unique(_hashes(X, y, sample, direction), return_counts=True)
+    # With D rows beyond the distinct ones, two rows drawn at random are alike with probability at least
+    # 2 D / n^2, so k sampled rows hold at least k^2 D / n^2 alike pairs on average: at least
+    # (1 - MAX_DISTINCT_SHARE) k^2 / n (20 or more) where the merge pays; half of that is asked for.
+    if float(counts @ (counts - 1)) / 2.0 < 0.5 * (1.0 - MAX_DISTINCT_SHARE) * k * k / n:
+        return None
     h = _hashes(X, y, None, direction)
     order = np.argsort(h, kind="stable")
     same = h[order[1:]] == h[order[:-1]]
