@@ -29,7 +29,8 @@ def test_block_gram_is_the_blocks_scatter_around_their_means(fit_intercept):
     n, d = 200, 4
     X = rng.normal(size=(n, d))
     indicator, idx, mass, g, indptr = _blocks(n, [3, 1, 7, 2, 30], seed=1)
-    G = Design(X, fit_intercept).block_gram(indicator, mass)
+    assert Design(X, fit_intercept).gathers_blocks
+    G = Design(X, fit_intercept).block_gram(idx, mass[idx] * g, indptr, mass)
     Xt = np.hstack([X, np.ones((n, 1))]) if fit_intercept else X
     expected = np.zeros((Xt.shape[1], Xt.shape[1]))
     for b in range(indptr.size - 1):
@@ -51,8 +52,24 @@ def test_block_gram_is_the_blocks_scatter_around_their_means(fit_intercept):
 
 def test_block_gram_leaves_a_sparse_design_to_its_callers():
     X = sp.random(50, 4, density=0.5, format="csr", random_state=0)
-    indicator, *_ = _blocks(50, [3, 4], seed=2)
-    assert Design(X, True).block_gram(indicator, np.ones(50)) is None
+    assert not Design(X, True).gathers_blocks
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_block_scatter_the_same_dense_and_sparse(weighted, linear_data):
+    X, y = linear_data("classification", n=80, d=3, seed=8)
+    X = np.round(X)  # tied losses: several pooled blocks
+    weight = np.random.default_rng(9).uniform(0.5, 2.0, 80) if weighted else None
+    scatters = []
+    for data in (X, sp.csr_matrix(X)):
+        problem = RankRisk(data, y, ExponentialSpectral(2.0), get_loss("logistic"),
+                           sample_weight=weight).smoothed(get_penalty("l2", 0.1))
+        theta = np.array([0.3, -0.2, 0.1, 0.05])
+        center = problem.first_center(theta, False)[0]
+        _, state = problem.smoothed(theta, 1.0, center)
+        assert state["pooled"].size.size > 1  # pooled blocks
+        scatters.append(problem.block_scatter(state, 1.0))
+    np.testing.assert_allclose(scatters[0], scatters[1], rtol=1e-10, atol=1e-12 * np.abs(scatters[1]).max())
 
 
 @pytest.mark.parametrize("every_row", [True, False])
@@ -129,3 +146,21 @@ def test_newton_moves_the_centre_without_evaluating_the_losses_again(linear_data
     assert result.converged and result.info["outer"] >= 2
     # each move of the centre (all the outer iterations but the last, certified one) reuses the losses
     assert sum(calls) == result.info["outer"] - 1
+
+
+def test_a_warm_start_next_to_a_zero_optimum_is_certified():
+    # the optimum is w = 0 (a high superquantile, every loss tied there); from warm starts a rounding away
+    # the Newton steps stall before the duality gap closes, and the check of theta = 0 certifies it
+    from sklearn.datasets import make_classification
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = make_classification(100, 8, n_informative=4, random_state=3, flip_y=0.05)
+    X, y = StandardScaler().fit_transform(X), np.where(y == 1, 1.0, -1.0)
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        start = rng.normal(size=8) * 10.0 ** rng.uniform(-13, -8)
+        datafit = RankRisk(X, y, Superquantile(0.8), get_loss("logistic"))
+        result = smoothed_newton(datafit, get_penalty("l2", 1e-2), coef_init=start, intercept_init=0.0,
+                                 tol=1e-10, max_iter=100)
+        assert result.converged and result.info["certified"]
+        assert np.max(np.abs(result.coef)) <= 1e-6

@@ -379,23 +379,28 @@ class Design:
             G[d, d] = root @ root
         return G
 
-    def block_gram(self, indicator, mass):
-        """``sum_B sum_{i in B} m_i (g_i - g_B)(g_i - g_B)^T`` of the rows ``g_i [x_i, 1]``; None if not here.
+    @property
+    def gathers_blocks(self):
+        """Whether :meth:`block_gram` forms the pooled blocks' scatter here (a NumPy ``X``).
 
-        ``indicator``: a CSR matrix with a row per block, whose entries
-        are ``m_i g_i`` at the block's members (its columns), the members
-        of each block in a run; ``g_B = S_B / m(B)`` with the block sums
-        ``S_B = sum_B m_i g_i [x_i, 1]``.  Computed as
+        Else the callers form it from a weighted Gram matrix of the members
+        and a product with a sparse block-indicator matrix.
+        """
+        return not self.sparse and isinstance(self.X, np.ndarray)
+
+    def block_gram(self, idx, a, indptr, mass):
+        """``sum_B sum_{i in B} m_i (g_i - g_B)(g_i - g_B)^T`` of the rows ``g_i [x_i, 1]``.
+
+        The blocks' members ``idx``, block by block (block ``b`` at
+        ``idx[indptr[b]:indptr[b + 1]]``), with ``a = m_i g_i`` and the
+        masses ``mass`` (an ``n``-vector); ``g_B = S_B / m(B)`` with the
+        block sums ``S_B = sum_B m_i g_i [x_i, 1]``.  Computed as
         ``sum_i m_i g_i^2 [x_i, 1][x_i, 1]^T - sum_B S_B S_B^T / m(B)``
         from the members' rows, gathered once (the block sums by runs).
-        Only for a NumPy ``X``: None for the others, whose callers form it
-        from a weighted Gram matrix and a product with ``indicator``.
+        Where :attr:`gathers_blocks`.
         """
-        if self.sparse or not isinstance(self.X, np.ndarray):
-            return None
         self.passes += 1
-        idx, first = indicator.indices, indicator.indptr[:-1]
-        a = indicator.data
+        first = indptr[:-1]
         m = np.asarray(mass, dtype=np.float64)[idx]
         root = np.sqrt(m)
         v = a / root  # sqrt(m_i) g_i

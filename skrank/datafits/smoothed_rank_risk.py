@@ -216,15 +216,15 @@ class SmoothedRankRisk:
         block-indicator matrix (the rank step's ``block_terms``), without
         gathering rows.  None without pooled blocks.
         """
+        if self._block_design is None:
+            self._block_design = make_design(self.design.X, self.design.fit_intercept)
+        if self._block_design.gathers_blocks:
+            members = self.rank_step.block_members(state["pooled"], self._slopes(state))
+            return None if members is None else self._block_design.block_gram(*members, self.m) / mu
         terms = self._block_terms(state)
         if terms is None:
             return None
         h, indicator, finish = terms
-        if self._block_design is None:
-            self._block_design = make_design(self.design.X, self.design.fit_intercept)
-        centered = self._block_design.block_gram(indicator, self.m)
-        if centered is not None:
-            return centered / mu
         sums = self.design.left_product(indicator)
         # exact, but only the rows whose weight changed are added again (after a move of the centre: those
         # that joined or left the blocks)
@@ -235,15 +235,15 @@ class SmoothedRankRisk:
         """The passes over ``X`` of the block term's Gram matrices (:meth:`block_scatter`)."""
         return 0 if self._block_design is None else self._block_design.passes
 
+    def _slopes(self, state):
+        """``slopes(idx)``: ``l'_i s_i`` at the state of the rows ``idx`` on the host, or of every row
+        where the design keeps them (``idx`` None)."""
+        d1 = state["d1"]
+        return lambda idx: d1 * self._s if idx is None else self.design.take(d1, idx) * self.s[idx]
+
     def _block_terms(self, state):
         """The rank step's ``block_terms`` of the state's projection; None without pooled blocks."""
-        d1 = state["d1"]
-
-        def slopes(idx):
-            # l'_i s_i: of the rows idx on the host, or of every row where the design keeps them (None)
-            return d1 * self._s if idx is None else self.design.take(d1, idx) * self.s[idx]
-
-        return self.rank_step.block_terms(state["q"], state["pooled"], slopes)
+        return self.rank_step.block_terms(state["q"], state["pooled"], self._slopes(state))
 
     def certificate(self, theta, state, decrease):
         """``(F(theta), bound on F(theta) - F*, estimate of F(theta) - F*)`` from the state's weights ``q``.
