@@ -256,8 +256,12 @@ def loss_derivatives_upto2(code, t, param, value, first, second):
         for i in range(n):
             first[i] = loss_derivative(code, t[i], param)
     elif second.shape[0] == 0:
-        for i in range(n):
-            value[i], first[i] = loss_value_and_derivative(code, t[i], param)
+        if code == LOGISTIC:  # the loss of the default fits: its code a constant the compiler folds
+            for i in range(n):
+                value[i], first[i] = loss_value_and_derivative(LOGISTIC, t[i], param)
+        else:
+            for i in range(n):
+                value[i], first[i] = loss_value_and_derivative(code, t[i], param)
     else:
         for i in range(n):
             value[i], first[i] = loss_value_and_derivative(code, t[i], param)
