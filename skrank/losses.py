@@ -380,9 +380,26 @@ class Loss:
         return self.code == LOGISTIC
 
     def curvature_of_slope(self, first):
-        """``l''`` from ``first = l'(t)`` where :attr:`curvature_from_slope`: the logistic ``l' (1 - l')``.
+        """Return ``l''(t)`` from ``first = l'(t)``, where :attr:`curvature_from_slope`.
 
-        ``first`` is an array of any array-API namespace (or a Dask array).
+        The logistic loss's ``l'' = l' (1 - l')``: the same values as
+        :meth:`second_derivative`, without an exponential.
+
+        Parameters
+        ----------
+        first : array of shape (n,)
+            The derivatives ``l'(t)``: an array of any array-API namespace
+            (or a Dask array).
+
+        Returns
+        -------
+        second : array of shape (n,)
+            ``l''(t_i)``, in the namespace of ``first``.
+
+        Raises
+        ------
+        ValueError
+            For a loss whose ``l''`` is not a function of ``l'``.
         """
         if not self.curvature_from_slope:
             raise ValueError(f"the {self.name} loss's l'' is not a function of l'; use second_derivative(t).")
