@@ -256,8 +256,12 @@ def loss_derivatives_upto2(code, t, param, value, first, second):
         for i in range(n):
             first[i] = loss_derivative(code, t[i], param)
     elif second.shape[0] == 0:
-        for i in range(n):
-            value[i], first[i] = loss_value_and_derivative(code, t[i], param)
+        if code == LOGISTIC:  # the loss of the default fits: its code a constant the compiler folds
+            for i in range(n):
+                value[i], first[i] = loss_value_and_derivative(LOGISTIC, t[i], param)
+        else:
+            for i in range(n):
+                value[i], first[i] = loss_value_and_derivative(code, t[i], param)
     else:
         for i in range(n):
             value[i], first[i] = loss_value_and_derivative(code, t[i], param)
@@ -369,6 +373,37 @@ class Loss:
             ``l''(t_i)``, 0 on the linear pieces and where ``l''`` jumps or is undefined.
         """
         return self._part(t, 2)
+
+    @property
+    def curvature_from_slope(self):
+        """Whether ``l''`` is a function of ``l'`` (:meth:`curvature_of_slope`), cheaper than from ``t``."""
+        return self.code == LOGISTIC
+
+    def curvature_of_slope(self, first):
+        """Return ``l''(t)`` from ``first = l'(t)``, where :attr:`curvature_from_slope`.
+
+        The logistic loss's ``l'' = l' (1 - l')``: the same values as
+        :meth:`second_derivative`, without an exponential.
+
+        Parameters
+        ----------
+        first : array of shape (n,)
+            The derivatives ``l'(t)``: an array of any array-API namespace
+            (or a Dask array).
+
+        Returns
+        -------
+        second : array of shape (n,)
+            ``l''(t_i)``, in the namespace of ``first``.
+
+        Raises
+        ------
+        ValueError
+            For a loss whose ``l''`` is not a function of ``l'``.
+        """
+        if not self.curvature_from_slope:
+            raise ValueError(f"the {self.name} loss's l'' is not a function of l'; use second_derivative(t).")
+        return first * (1.0 - first)
 
     def _part(self, t, which):
         """``l``, ``l'`` or ``l''`` (``which`` 0, 1 or 2) at ``t``, the others not computed."""

@@ -55,6 +55,10 @@ class BaseRisk(BaseEstimator):
     #: ``{0 <= q_i <= threshold_level(n) / n, sum q = 1}``, no count checked against ``n`` (superquantile):
     #: the chunked Newton path projects onto it by a threshold search, without a sort.
     threshold_rank_step = False
+    #: True when the weighted risk is unchanged where identical losses become one of their summed weight:
+    #: the weights integrate over the cumulative weight alone, with no count of the samples (spectral
+    #: risks); False where a parameter counts samples (a fractional ``k`` takes ``floor(k n)`` of them).
+    merges_repeats = False
 
     def weights(self, n, sample_weight=None):
         """Return the weights ``sigma_1..sigma_n`` of the ascending order statistics.
@@ -273,6 +277,8 @@ def check_real(name, value, *, low=None, high=None, low_open=False, high_open=Fa
 
 class _SpectralRisk(BaseRisk):
     """A spectral risk, given by the integral ``Phi`` of its spectrum (:doc:`/sample_weights`)."""
+
+    merges_repeats = True
 
     def _cumulative(self, t):  # pragma: no cover - abstract
         raise NotImplementedError

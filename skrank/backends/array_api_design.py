@@ -164,12 +164,14 @@ class ArrayAPIDesign(Design):
     def loss_derivatives(self, loss, t):
         return derivatives_in(self.xp, loss, t)
 
-    def loss_curvature(self, loss, t):
+    def loss_curvature(self, loss, t, first=None):
+        if first is not None and loss.curvature_from_slope:
+            return loss.curvature_of_slope(first)
         return self.loss_derivatives(loss, t)[2]
 
-    def losses_and_keys(self, loss, t, mu, center):
-        """``(t, l, l', keys)``: ``l``, ``l'`` on the device, the keys on the host (the rank step's)."""
-        value, d1, _ = self.loss_derivatives(loss, t)
+    def losses_and_keys(self, loss, t, mu, center, known=None):
+        """``(t, l, l', keys)``: ``l``, ``l'`` on the device (or ``known``), the keys on the host."""
+        value, d1 = known if known is not None else self.loss_derivatives(loss, t)[:2]
         return t, value, d1, self.to_host(mu * center + value)
 
     def to_native(self, v):

@@ -175,15 +175,19 @@ class WorkerDesign(DaskDesign):
         """``(l, l', l'')`` at ``t``, lazily (computed with what uses them)."""
         return tuple(t.map_blocks(_derivative, loss=loss, k=k, dtype=np.float64) for k in range(3))
 
-    def loss_curvature(self, loss, t):
-        """``l''`` at ``t``, lazily."""
+    def loss_curvature(self, loss, t, first=None):
+        """``l''`` at ``t``, lazily (from ``first = l'(t)`` where the loss can)."""
+        if first is not None and loss.curvature_from_slope:
+            return loss.curvature_of_slope(first)
         return t.map_blocks(loss.second_derivative, dtype=np.float64)
 
-    def losses_and_keys(self, loss, t, mu, center):
+    def losses_and_keys(self, loss, t, mu, center, known=None):
         """``(t, l, l', keys)`` persisted in one round trip (``center``: Dask, or a number).
 
         They keep their lineage: the fit re-roots those it holds on to
-        (:meth:`rerooted`) with the rank step's weights.
+        (:meth:`rerooted`) with the rank step's weights.  ``known`` (the
+        losses already computed at ``t``) is not used: the chunks compute
+        them with the keys.
         """
         import dask.array as da
 

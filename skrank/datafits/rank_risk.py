@@ -87,6 +87,16 @@ class RankRisk:
         self.fit_intercept = bool(fit_intercept)
         self.sample_weight = sample_weight
 
+    @property
+    def merges_repeats(self):
+        """Whether identical rows ``(x, y)`` may become one row of their summed weight (same objective).
+
+        They have the same loss at every point: true for a risk whose
+        weighted form integrates over the cumulative weight alone
+        (``risk.merges_repeats``).
+        """
+        return bool(getattr(self.risk, "merges_repeats", False))
+
     def check_unweighted(self, solver):
         """Raise a ValueError if the fit has sample weights, which ``solver`` (its name) does not take."""
         if self.sample_weight is not None:

@@ -130,21 +130,31 @@ class HostRankStep:
         block sums ``S_B = sum_B m_i g_i [x_i, 1]`` (``M [X, 1]``), and
         ``finish(M [X, 1]) = sum_B S_B S_B^T / m(B)``.
         """
+        members = self.block_members(pooled, slopes)
+        if members is None:
+            return None
+        idx, values, indptr = members
+        mass = self.m[idx]
+        h = np.zeros(pooled.order.size)
+        h[idx] = values * values / mass  # m_i g_i^2
+        # the members come block by block: the rows of the indicator, without a conversion from pairs
+        indicator = sp.csr_matrix((values, idx, indptr), shape=(indptr.size - 1, pooled.order.size))
+        block_mass = np.add.reduceat(mass, indptr[:-1])
+        return h, indicator, lambda sums: (sums.T / block_mass) @ sums
+
+    def block_members(self, pooled, slopes):
+        """The pooled blocks' members: ``(idx, m_i g_i, indptr)``, or None without pooled blocks.
+
+        ``idx`` lists the members block by block, the block ``b`` at
+        ``idx[indptr[b]:indptr[b + 1]]``; ``slopes(idx)`` gives
+        ``g_i = l'_i s_i`` (:meth:`block_terms`).
+        """
         order, block_start, size = pooled
         if size.size == 0:
             return None
         first = np.cumsum(size) - size
-        pos = np.arange(size.sum()) - np.repeat(first - block_start, size)
-        idx = order[pos]
-        coef = slopes(idx)
-        mass = self.m[idx]
-        h = np.zeros(order.size)
-        h[idx] = mass * coef * coef
-        # the members come block by block: the rows of the indicator, without a conversion from pairs
-        indptr = np.concatenate(([0], np.cumsum(size)))
-        indicator = sp.csr_matrix((mass * coef, idx, indptr), shape=(size.size, order.size))
-        block_mass = np.add.reduceat(mass, first)
-        return h, indicator, lambda sums: (sums.T / block_mass) @ sums
+        idx = order[np.arange(first[-1] + size[-1]) - np.repeat(first - block_start, size)]
+        return idx, self.m[idx] * slopes(idx), np.concatenate(([0], np.cumsum(size)))
 
     def risk_value(self, losses, pooled=None):
         """``Omega(l)``, the (weighted) risk of the NumPy ``losses`` (sorted from ``pooled.order``)."""

@@ -140,18 +140,23 @@ class SmoothedRankRisk:
         """The exact ``F(theta)``."""
         return self.risk_value(self._losses(theta)) + self.penalty.value(theta)
 
-    def smoothed(self, theta, mu, center, t=None, dt=None):
+    def smoothed(self, theta, mu, center, t=None, dt=None, state=None):
         """``F_mu(theta; center)`` and what its derivatives need (``t``: the loss arguments at ``theta``).
 
         ``center``: an ``n``-vector, or one number per unit of mass.  With
         ``dt`` (:meth:`along`), the state's ``slope`` is ``q . (l' dt)``,
-        summed with the objective's terms.
+        summed with the objective's terms.  ``state``: a state at the same
+        ``theta`` (of another ``mu`` or centre), whose loss arguments and
+        losses are reused.
         """
         design = self.design
-        if t is None:
+        known = None
+        if state is not None:
+            t, known = state["t"], (state["value"], state["d1"])
+        elif t is None:
             t = self.native_arguments(theta)
         per_mass = center if self._m is None or np.ndim(center) == 0 else center / self._m
-        t, value, d1, keys = design.losses_and_keys(self.loss, t, mu, per_mass)
+        t, value, d1, keys = design.losses_and_keys(self.loss, t, mu, per_mass, known)
         q_host, pooled = self.rank_step.project(keys, mu)
         q = design.to_native(q_host)
         diff = q - (center if self._m is None or np.ndim(center) > 0 else self._m * center)
@@ -173,7 +178,7 @@ class SmoothedRankRisk:
 
     def curvature(self, state):
         """``l''(t)`` at the state's loss arguments (``l`` and ``l'`` are known already)."""
-        return self.design.loss_curvature(self.loss, state["t"])
+        return self.design.loss_curvature(self.loss, state["t"], state["d1"])
 
     def gradient(self, theta, q, d1):
         """``[X, 1]^T (s q l') + reg theta`` from ``n``-vectors of the design's namespace."""
@@ -205,18 +210,22 @@ class SmoothedRankRisk:
 
         ``g_B`` is the members' mean weighted by the masses ``m``.  Computed
         as ``sum_i m_i g_i g_i^T - sum_B S_B S_B^T / m(B)`` with the block
-        sums ``S_B = sum_B m_i g_i``: a weighted Gram matrix of the members
-        and one product with a sparse block-indicator matrix (the rank
-        step's ``block_terms``), without gathering rows.  None without
-        pooled blocks.
+        sums ``S_B = sum_B m_i g_i``: for a NumPy ``X`` from the members'
+        rows, gathered once (:meth:`Design.block_gram`); else a weighted
+        Gram matrix of the members and one product with a sparse
+        block-indicator matrix (the rank step's ``block_terms``), without
+        gathering rows.  None without pooled blocks.
         """
+        if self._block_design is None:
+            self._block_design = make_design(self.design.X, self.design.fit_intercept)
+        if self._block_design.gathers_blocks:
+            members = self.rank_step.block_members(state["pooled"], self._slopes(state))
+            return None if members is None else self._block_design.block_gram(*members, self.m) / mu
         terms = self._block_terms(state)
         if terms is None:
             return None
         h, indicator, finish = terms
         sums = self.design.left_product(indicator)
-        if self._block_design is None:
-            self._block_design = make_design(self.design.X, self.design.fit_intercept)
         # exact, but only the rows whose weight changed are added again (after a move of the centre: those
         # that joined or left the blocks)
         return (self._block_design.gram(h) - finish(sums)) / mu
@@ -226,15 +235,15 @@ class SmoothedRankRisk:
         """The passes over ``X`` of the block term's Gram matrices (:meth:`block_scatter`)."""
         return 0 if self._block_design is None else self._block_design.passes
 
+    def _slopes(self, state):
+        """``slopes(idx)``: ``l'_i s_i`` at the state of the rows ``idx`` on the host, or of every row
+        where the design keeps them (``idx`` None)."""
+        d1 = state["d1"]
+        return lambda idx: d1 * self._s if idx is None else self.design.take(d1, idx) * self.s[idx]
+
     def _block_terms(self, state):
         """The rank step's ``block_terms`` of the state's projection; None without pooled blocks."""
-        d1 = state["d1"]
-
-        def slopes(idx):
-            # l'_i s_i: of the rows idx on the host, or of every row where the design keeps them (None)
-            return d1 * self._s if idx is None else self.design.take(d1, idx) * self.s[idx]
-
-        return self.rank_step.block_terms(state["q"], state["pooled"], slopes)
+        return self.rank_step.block_terms(state["q"], state["pooled"], self._slopes(state))
 
     def certificate(self, theta, state, decrease):
         """``(F(theta), bound on F(theta) - F*, estimate of F(theta) - F*)`` from the state's weights ``q``.

@@ -15,6 +15,7 @@ from ..backends.dispatch import external_kind
 from ..exceptions import ConstantOptimumWarning
 from ..solvers.registry import solve
 from ._params import fit_doc
+from ._repeated_rows import merge_repeated_rows
 
 
 def _scores_constant(X, coef):
@@ -97,6 +98,14 @@ class FitTemplate:
         datafit, penalty = self._datafit(X, y, sample_weight)
         info = self._problem_solver(datafit)
         self._solver = info.name  # the solver of this problem, which the verbose line names
+        merged = None
+        if info.merges_repeats and getattr(datafit, "merges_repeats", False):
+            merged = merge_repeated_rows(X, y, sample_weight)
+        if merged is not None:
+            # the same objective on the distinct rows, weighted by their totals
+            original_weight = sample_weight
+            X, y, sample_weight = merged.X, merged.y, merged.sample_weight
+            datafit, penalty = self._datafit(X, y, sample_weight)
         options = dict(tol=self.tol, verbose=self.verbose)
         if self.max_iter is not None:
             options["max_iter"] = self.max_iter
@@ -104,7 +113,10 @@ class FitTemplate:
         with self._fit_context(X):
             options.update(self._start(info, datafit, penalty, coef_init, intercept_init))
             result = solve(info, datafit, penalty, **options)
-            return self._finish(result, datafit, X, y, sample_weight)
+            result = self._finish(result, datafit, X, y, sample_weight)
+        if merged is not None and result.info.get("weights") is not None:
+            result.info["weights"] = merged.expanded(result.info["weights"], original_weight)
+        return result
 
     @fit_doc("Fit the model.",
              y="""Targets of a regressor; class labels of a classifier, where two

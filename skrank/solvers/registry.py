@@ -132,6 +132,11 @@ class SolverInfo:
         One unit of ``max_iter``.
     tol : str, default=""
         What ``tol`` bounds.
+    merges_repeats : bool, default=False
+        Whether its result depends on the objective alone (a deterministic
+        solver that certifies the optimum of a convex objective), so that
+        a fit may merge identical rows into one row of their summed weight
+        where the datafit allows it (:mod:`skrank.estimators._repeated_rows`).
     """
 
     name: str
@@ -162,6 +167,7 @@ class SolverInfo:
     auto: int = None
     unit: str = ""
     tol: str = ""
+    merges_repeats: bool = False
 
     def unsupported(self, risk, loss, penalty, weighted=False, external=None, *, fpr_range=(0.0, 1.0),
                     rank_weight=1.0, link="identity", tpr_min=0.0):
@@ -282,7 +288,7 @@ _TABLE = (
     SolverInfo("newton", "full_batch.newton:smoothed_newton",
                RANK_ADMM + SPECTRAL_RISK, "convex", losses="smooth",
                curvature=True, sample_weight=True, external=True, dask_targets=True, auto=0,
-               unit="one Newton step", tol=_CERTIFIED_GAP),
+               merges_repeats=True, unit="one Newton step", tol=_CERTIFIED_GAP),
     SolverInfo("ipm", "full_batch.interior_point:interior_point",
                RANK_ADMM, "one_threshold", losses="piecewise_linear",
                penalized=True, sample_weight=True, external=True, auto=1,

@@ -227,7 +227,8 @@ class _ProximalPoint:
         self.last_gap = estimate
         self.inner_tol = _INNER_FRACTION * min(estimate, gap)
         self.center = state["q"]
-        self.F_mu, self.state = problem.smoothed(self.theta, self.mu, self.center)
+        # the same point: its losses are kept, only the keys of the new centre are computed
+        self.F_mu, self.state = problem.smoothed(self.theta, self.mu, self.center, state=state)
         return False
 
     def check_zero(self, q, tol):
@@ -241,8 +242,16 @@ class _ProximalPoint:
         return self.certified
 
     def close_from_dual(self, tol):
-        """The Newton steps stall in rounding: a last try to close the gap by the dual ascent."""
+        """The Newton steps stall in rounding: a last try to close the gap by the dual ascent.
+
+        First ``theta = 0`` is checked (:meth:`check_zero`, where the losses
+        tie there): the steps stall in the rounding of a degenerate optimum
+        at 0 (every loss tied) from a warm start next to it, as from a cold
+        start, whose first outer iteration checks it.
+        """
         problem = self.problem
+        if problem.penalty.l2 > 0.0 and self.check_zero(self.best[3], tol):
+            return
         if problem.penalty.l2 > 0.0 and problem.dual_ascent(self.best[1], _DUAL_ASCENT_STEPS):
             self.best = _with_dual_gap(problem, self.best)
             self.certified = self.best[2] <= tol * abs(self.best[0])
