@@ -224,7 +224,7 @@ class WorkerDesign(DaskDesign):
         return v, tuple(float(x) for x in sums)
 
     def dual_value(self, q, a, s, c, loss, conjugate, on_host=False, signed=None):
-        """:meth:`Design.dual_value` (of an l2 part: no scale) in two round trips, one pass over ``X``.
+        """:meth:`Design.dual_value` (of an l2 part: no scale): two round trips, one pass over ``X``.
 
         ``signed``: the products of the parts of ``u = s q a`` of each sign
         that :meth:`step_products` made with the same ``u`` (its ``r``):
