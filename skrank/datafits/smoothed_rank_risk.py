@@ -165,7 +165,7 @@ class SmoothedRankRisk:
         (t, value, d1, q), sums = design.rerooted_and_sums(
             (t, value, d1, q), pairs + ([] if dt is None else [(q, d1 * dt)]))
         # l'' is not computed: only the accepted states need it (:meth:`curvature`)
-        state = dict(t=t, value=value, d1=d1, q=q, q_host=q_host, pooled=pooled,
+        state = dict(t=t, value=value, d1=d1, q=q, q_host=q_host, pooled=pooled, weighted=sums[0],
                      slope=None if dt is None else sums[2])
         return sums[0] - 0.5 * mu * sums[1] + self.penalty.value(theta), state
 
@@ -264,7 +264,7 @@ class SmoothedRankRisk:
         value, q = state["value"], state["q"]
         omega = self.risk_value(self.design.to_host(value), state["pooled"])  # the sorted losses' risk
         F = omega + self.penalty.value(theta)
-        (weighted,) = self.design.sums_of_products((q, value))
+        weighted = state["weighted"]  # q . l, summed with the state
         estimate = max(omega - weighted, 0.0) + decrease / (1.0 - HESSIAN_SLACK)
         if self.penalty.l2 > 0.0:
             self.record_dual(self.dual_bound(q, state["d1"], signed=state.get("signed")), state["q_host"])
