@@ -141,8 +141,15 @@ class SmoothedRankRisk:
         losses = self._losses(theta) if t is None else self.design.to_host(self.loss_values(t))
         return self.risk_value(losses) + self.penalty.value(theta)
 
-    def kept_arguments(self, theta):
-        """:meth:`native_arguments` computed and kept where the design keeps its vectors."""
+    def shared_arguments(self, theta):
+        """:meth:`native_arguments` computed and kept, for both :meth:`objective` and :meth:`smoothed`.
+
+        None where the design's native vectors live on a device and its
+        kept ones on the host: there a second product with ``X`` costs less
+        than bringing the vector to the host.
+        """
+        if not (self.design.vectors_on_host or self.design.keeps_vectors_apart):
+            return None
         return self.design.kept_and_sums(self.native_arguments(theta))[0]
 
     def smoothed(self, theta, mu, center, t=None, dt=None):

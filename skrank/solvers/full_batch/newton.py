@@ -183,7 +183,7 @@ class _ProximalPoint:
             # the mean risk is the problem (its weights are the centre): Newton's method on it; other risks
             # start at theta = 0, where the smoothing pools the tied losses
             theta, self.steps = _newton_fixed_weights(problem, theta, native_center, 1e-1, max_iter)
-        t = problem.kept_arguments(theta)  # one product with X for F and F_mu
+        t = problem.shared_arguments(theta)  # one product with X for F and F_mu, where it pays
         F = problem.objective(theta, t)
         self.history = [F]
         #: ``(F, theta, bound on F - F*, weights q)`` of the best certificate so far
