@@ -55,7 +55,7 @@ def _gram_change(X, delta, fit_intercept):
 def _step_block(X, r, h, h_block, v, kept, slack, fit_intercept, with_rows=False):
     """One chunk's shares of :meth:`WorkerDesign.step_products`, and its kept Hessian weights.
 
-    Returns ``(shares, h_kept)``: ``shares = (g, dH, signed)`` or, with a
+    Returns ``(shares, h_kept, rows)``: ``shares = (g, dH, signed)`` or, with a
     block term, ``(g, dH, signed, G_B, S_B)``: ``g = [X, 1]^T r``; the
     weights ``h`` replace the ``kept`` ones only on the rows where they
     moved by more than ``slack`` (relative; all rows when ``kept`` is None),
@@ -63,8 +63,9 @@ def _step_block(X, r, h, h_block, v, kept, slack, fit_intercept, with_rows=False
     holds ``X^T r_+``, ``X^T r_-`` and ``sum r_+``, ``sum r_-`` (the
     positive and negative parts of ``r``, for :meth:`WorkerDesign.dual_value`);
     ``G_B = [X, 1]^T diag(h_block) [X, 1]`` and ``S_B = [X, 1]^T v``.
-    ``with_rows``: the rows ``v[:, None] [X, 1]`` follow (else None), which
-    a reduction of the pooled blocks sums.
+    With ``with_rows``, ``S_B`` is left out and ``rows`` are the rows
+    ``v[:, None] [X, 1]``, which a reduction sums per pooled block; else
+    ``rows`` is None.
     """
     X = np.asarray(X, dtype=np.float64)
     parts = np.stack([np.maximum(r, 0.0), np.minimum(r, 0.0)], axis=1)

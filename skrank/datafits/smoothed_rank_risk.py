@@ -137,7 +137,7 @@ class SmoothedRankRisk:
         return self.rank_step.risk_value(losses, pooled)
 
     def objective(self, theta, t=None):
-        """The exact ``F(theta)`` (``t``: its loss arguments as the design's kept ``n``-vector, if known)."""
+        """The exact ``F(theta)`` (``t``: its loss arguments, a native ``n``-vector, where they are kept)."""
         losses = self._losses(theta) if t is None else self.design.to_host(self.loss_values(t))
         return self.risk_value(losses) + self.penalty.value(theta)
 
