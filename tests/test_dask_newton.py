@@ -205,3 +205,37 @@ def test_a_chunk_moved_since_who_has_is_taken_from_its_holder(monkeypatch):
             thread.join(60)
     assert "y" in out, "the re-rooting waited for ever"
     np.testing.assert_array_equal(out["y"], values)
+
+
+#: The rows of the chunks of ``X`` computed by the test that counts them (in-process workers).
+_READ_ROWS = []
+
+
+def _counted_read(block):
+    """``block``, its rows counted: a read of ``X``'s rows by some product."""
+    import sys
+
+    if block.shape[0]:  # not the empty block that makes the array's metadata
+        # through the module: the function travels to the workers by value, its globals copied
+        sys.modules[__name__]._READ_ROWS.append(block.shape[0])
+    return block
+
+
+@pytest.mark.parametrize("risk", [ERM(), Extremile(r=2.0),
+                                  pytest.param(ExponentialSpectral(rho=2.0), marks=pytest.mark.slow)])
+def test_a_newton_step_reads_x_twice(risk, client, monkeypatch):
+    # a step reads X for the gradient with the Hessian (the pooled blocks' term and the certificate's products
+    # in the same pass) and for the scores along the direction; a move of the centre reads it once more, for
+    # the gradient at the new weights; the first point once.  Counted by the chunks actually computed, on the
+    # workers of a distributed client: a product whose graph reads X twice counts twice.
+    monkeypatch.setenv("SKRANK_NEWTON_GATHER", "0")
+    X, labels, _, _ = _data()
+    _READ_ROWS.clear()
+    Xd = da.from_array(X, chunks=(_CHUNK // 2, _D)).map_blocks(_counted_read, dtype=np.float64)
+    with dask.config.set(scheduler=client.get):
+        res = smoothed_newton(RankRisk(Xd, labels, risk, get_loss("logistic")), get_penalty("l2", 1e-4),
+                              tol=1e-10)
+    assert res.converged and res.n_iter >= 3
+    passes = sum(_READ_ROWS) / _N
+    assert passes == res.info["passes"], (passes, res.info["passes"])  # every read is counted
+    assert passes <= 2 * res.n_iter + res.info["outer"] + 1, (passes, res.n_iter, res.info["outer"])

@@ -532,7 +532,9 @@ class PooledBlocks:
         """:meth:`block_outer` as a delayed value, to be computed with other reductions in one round trip.
 
         The blocks' masses are made in the same task from the partitions'
-        (unless :attr:`block_mass` has them already).
+        (unless :attr:`block_mass` has them already).  ``V`` may also be the
+        list of the delayed chunks of its rows, chunked like the keys (made
+        by the tasks of another reduction, which read ``X`` once for both).
         """
         from dask import delayed
 
@@ -548,12 +550,15 @@ class PooledBlocks:
         from dask import delayed
 
         ids = self.block_id
-        if V.ndim == 1:
-            V = V[:, None]
-        if V.shape[0] != ids.shape[0]:
-            raise ValueError(f"V must have the keys' {ids.shape[0]} rows, got shape {V.shape}.")
-        V = V.rechunk((ids.chunks[0], -1))
-        rows = list(V.to_delayed().ravel())
+        if isinstance(V, list):  # the delayed chunks, chunked like the keys
+            rows = V
+        else:
+            if V.ndim == 1:
+                V = V[:, None]
+            if V.shape[0] != ids.shape[0]:
+                raise ValueError(f"V must have the keys' {ids.shape[0]} rows, got shape {V.shape}.")
+            V = V.rechunk((ids.chunks[0], -1))
+            rows = list(V.to_delayed().ravel())
         parts = [delayed(_chunk_block_sums)(i, v) for i, v in zip(_lazy_blocks(ids), rows)]
         while len(parts) > 1:  # a tree on the workers: each block's sum is made once
             parts = [delayed(_add_block_sums)(*parts[k:k + 4]) for k in range(0, len(parts), 4)]

@@ -25,6 +25,7 @@ from .dask_design import (
     persist_and_fetch,
     rerooted,
     rerooted_and_fetched,
+    summed,
     summed_task,
     weighted_gram,
 )
@@ -51,17 +52,24 @@ def _gram_change(X, delta, fit_intercept):
     return bordered_gram(G, weighted.sum(axis=0), delta.sum()) if fit_intercept else G
 
 
-def _step_block(X, r, h, h_block, v, kept, slack, fit_intercept):
+def _step_block(X, r, h, h_block, v, kept, slack, fit_intercept, with_rows=False):
     """One chunk's shares of :meth:`WorkerDesign.step_products`, and its kept Hessian weights.
 
-    Returns ``(shares, h_kept)``: ``shares = (g, dH)`` or, with a block
-    term, ``(g, dH, G_B, S_B)``: ``g = [X, 1]^T r``; the weights ``h``
-    replace the ``kept`` ones only on the rows where they moved by more
-    than ``slack`` (relative; all rows when ``kept`` is None), whose change
-    of ``[X, 1]^T diag(h_kept) [X, 1]`` is ``dH``; ``G_B = [X, 1]^T
-    diag(h_block) [X, 1]`` and ``S_B = [X, 1]^T v``.
+    Returns ``(shares, h_kept, rows)``: ``shares = (g, dH, signed)`` or, with a
+    block term, ``(g, dH, signed, G_B, S_B)``: ``g = [X, 1]^T r``; the
+    weights ``h`` replace the ``kept`` ones only on the rows where they
+    moved by more than ``slack`` (relative; all rows when ``kept`` is None),
+    whose change of ``[X, 1]^T diag(h_kept) [X, 1]`` is ``dH``; ``signed``
+    holds ``X^T r_+``, ``X^T r_-`` and ``sum r_+``, ``sum r_-`` (the
+    positive and negative parts of ``r``, for :meth:`WorkerDesign.dual_value`);
+    ``G_B = [X, 1]^T diag(h_block) [X, 1]`` and ``S_B = [X, 1]^T v``.
+    With ``with_rows``, ``S_B`` is left out and ``rows`` are the rows
+    ``v[:, None] [X, 1]``, which a reduction sums per pooled block; else
+    ``rows`` is None.
     """
     X = np.asarray(X, dtype=np.float64)
+    parts = np.stack([np.maximum(r, 0.0), np.minimum(r, 0.0)], axis=1)
+    signed = np.vstack([X.T @ parts, parts.sum(axis=0)])
     g = X.T @ r
     if kept is None:
         dH, h_kept = weighted_gram(X, h, fit_intercept), h
@@ -73,11 +81,14 @@ def _step_block(X, r, h, h_block, v, kept, slack, fit_intercept):
     if fit_intercept:
         g = np.append(g, r.sum())
     if h_block is None:
-        return (g, dH), h_kept
+        return (g, dH, signed), h_kept, None
+    if with_rows:
+        rows = _rows_times(X, v, fit_intercept)
+        return (g, dH, signed, weighted_gram(X, h_block, fit_intercept)), h_kept, rows
     S_block = X.T @ v
     if fit_intercept:
         S_block = np.append(S_block, v.sum())
-    return (g, dH, weighted_gram(X, h_block, fit_intercept), S_block), h_kept
+    return (g, dH, signed, weighted_gram(X, h_block, fit_intercept), S_block), h_kept, None
 
 
 def _rows_times(X, v, fit_intercept):
@@ -89,8 +100,18 @@ def _rows_times(X, v, fit_intercept):
 def _dual_block(X, q, a, s, c, loss, side, shrink):
     """A chunk's ``X^T (s q a')`` and ``sum q (a' c - l*(a'))``, ``a' = a`` but ``shrink a`` on ``side``."""
     a = np.where(np.sign(s * q * a) == side, a * shrink, a)
-    value = q @ (a * c - loss.conjugate(a)) if c is not None else -(q @ loss.conjugate(a))
-    return np.asarray(X, dtype=np.float64).T @ (s * q * a), float(value)
+    return np.asarray(X, dtype=np.float64).T @ (s * q * a), _conjugate_sum(q, a, c, loss)
+
+
+def _conjugate_sum(q, a, c, loss):
+    """``sum q (a c - l*(a))`` of one chunk (``c`` None: no shift)."""
+    return float(q @ (a * c - loss.conjugate(a)) if c is not None else -(q @ loss.conjugate(a)))
+
+
+def _dual_share(q, a, s, c, loss, side, shrink):
+    """A chunk's ``sum q (a' c - l*(a'))`` alone (:func:`_dual_block` without ``X``), as a tuple."""
+    a = np.where(np.sign(s * q * a) == side, a * shrink, a)
+    return (_conjugate_sum(q, a, c, loss),)
 
 
 class WorkerDesign(DaskDesign):
@@ -207,11 +228,18 @@ class WorkerDesign(DaskDesign):
         (v,), sums = persist_and_fetch([v], [(a * b).sum() for a, b in pairs])
         return v, tuple(float(x) for x in sums)
 
-    def dual_value(self, q, a, s, c, loss, conjugate, on_host=False):
-        """:meth:`Design.dual_value` (of an l2 part: no scale) in two round trips, one pass over ``X``."""
+    def dual_value(self, q, a, s, c, loss, conjugate, on_host=False, signed=None):
+        """:meth:`Design.dual_value` (of an l2 part: no scale): two round trips, one pass over ``X``.
+
+        ``signed``: the products of the parts of ``u = s q a`` of each sign
+        that :meth:`step_products` made with the same ``u`` (its ``r``):
+        then ``X`` is not read again, and one round trip sums the rest.
+        """
         import dask
         import dask.array as da
 
+        if signed is not None:
+            return self._dual_value_from(signed, q, a, s, c, loss, conjugate)
         side, shrink = 0.0, 1.0
         if self.fit_intercept:
             u = s * q * a
@@ -222,6 +250,25 @@ class WorkerDesign(DaskDesign):
                 shrink = max(1.0 - excess / total, 0.0)
         self.passes += 1
         z, value = self.worker_sum(_dual_block, q, a, s, c, loss=loss, side=side, shrink=shrink)
+        return value - conjugate(z)[1]
+
+    def _dual_value_from(self, signed, q, a, s, c, loss, conjugate):
+        """:meth:`dual_value` from ``signed = [[X^T u_+, X^T u_-], [sum u_+, sum u_-]]``."""
+        side, shrink = 0.0, 1.0
+        products, (positive, negative) = signed[:-1], signed[-1]
+        z = products[:, 0] + products[:, 1]
+        if self.fit_intercept:
+            excess = positive + negative
+            side, total = (1.0, positive) if excess > 0.0 else (-1.0, negative)
+            if total != 0.0:
+                shrink = max(1.0 - excess / total, 0.0)
+                z = products[:, 1] + shrink * products[:, 0] if side > 0.0 else (
+                    products[:, 0] + shrink * products[:, 1])
+        share = functools.partial(_dual_share, loss=loss, side=side, shrink=shrink)
+        task = self._dask.delayed(share, pure=True)
+        chunks = zip(*(([None] * len(self._rows)) if v is None else list(v.to_delayed().ravel())
+                       for v in (q, a, s, c)))
+        (value,) = summed([task(*chunk) for chunk in chunks])
         return value - conjugate(z)[1]
 
     def step_products(self, r, h, slack, block=None):
@@ -242,15 +289,12 @@ class WorkerDesign(DaskDesign):
         reset = self._kept_h is None or self._updates >= self.max_updates
         kept = [None] * len(self._rows) if reset else list(self._kept_h.to_delayed().ravel())
         h_block, (v, reduce) = (None, (None, None)) if block is None else block
-        task = dask.delayed(functools.partial(_step_block, slack=slack, fit_intercept=self.fit_intercept),
-                            pure=True, nout=2)
+        # with a reduction of the rows v[:, None] [X, 1], each chunk's task makes its rows too: X read once
+        task = dask.delayed(functools.partial(_step_block, slack=slack, fit_intercept=self.fit_intercept,
+                                              with_rows=reduce is not None), pure=True, nout=3)
         chunks = self.worker_blocks(r, h, h_block, v)
         outputs = [task(*chunk, k) for chunk, k in zip(chunks, kept)]
-        outer = None
-        if reduce is not None:
-            rows = functools.partial(_rows_times, fit_intercept=self.fit_intercept)
-            outer = reduce(da.blockwise(rows, "ij", self.X, "ij", v, "i", dtype=np.float64, concatenate=True,
-                                        adjust_chunks={"j": self.p}))
+        outer = None if reduce is None else reduce([out[2] for out in outputs])
         kept_h = da.concatenate([da.from_delayed(out[1], shape=(rows,), dtype=np.float64)
                                  for out, rows in zip(outputs, self._rows)])
         # the weights kept and the sums brought back in one submission; the weights are re-rooted with the
@@ -261,6 +305,7 @@ class WorkerDesign(DaskDesign):
         sums, outer = values[0], (values[1] if outer is not None else None)
         self._gram = sums[1] if reset else self._gram + sums[1]
         self._updates = 0 if reset else self._updates + 1
+        self.last_signed = sums[2]
         if block is None:
             return sums[0], self._gram.copy(), None, None
-        return sums[0], self._gram.copy(), sums[2], sums[3] if reduce is None else outer
+        return sums[0], self._gram.copy(), sums[3], sums[4] if reduce is None else outer

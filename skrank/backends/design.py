@@ -189,14 +189,21 @@ class Design:
         (which may read ``v``); where ``v`` is lazy, it is computed and kept in the same round trip."""
         return v, self.sums_of_products(*pairs)
 
-    def dual_value(self, q, a, s, c, loss, conjugate, on_host=False):
+    #: What :meth:`step_products` made for :meth:`dual_value` with its ``r`` (its ``signed``), where the
+    #: design makes it in that pass; else None.
+    last_signed = None
+
+    def dual_value(self, q, a, s, c, loss, conjugate, on_host=False, signed=None):
         """``sum_i q_i (a_i c_i - l*(a_i)) - R*(-z)`` with ``z = X^T (s q a)``, ``a`` first made feasible.
 
         ``a`` is shrunk toward 0 on the side of the excess of
         ``sum_i s_i q_i a_i`` (the intercept's slope, which must vanish) and
         then by the scale that ``conjugate(z)`` returns with ``R*(-z)``
         (that of an l1 part alone).  ``c`` None: no shift.  The vectors are
-        of :attr:`xp`, or NumPy ones with ``on_host``.
+        of :attr:`xp`, or NumPy ones with ``on_host``.  ``signed``: the
+        :attr:`last_signed` of a :meth:`step_products` whose ``r`` was ``s q
+        a``, which spares the product with ``X`` where the design makes it
+        (ignored here).
         """
         native = not (on_host or self.vectors_on_host)
         xp = self.xp if native else np

@@ -136,9 +136,21 @@ class SmoothedRankRisk:
         """``Omega(l)``, the (weighted) risk of the losses (``pooled``: a projection's record, a hint)."""
         return self.rank_step.risk_value(losses, pooled)
 
-    def objective(self, theta):
-        """The exact ``F(theta)``."""
-        return self.risk_value(self._losses(theta)) + self.penalty.value(theta)
+    def objective(self, theta, t=None):
+        """The exact ``F(theta)`` (``t``: its loss arguments, a native ``n``-vector, where they are kept)."""
+        losses = self._losses(theta) if t is None else self.design.to_host(self.loss_values(t))
+        return self.risk_value(losses) + self.penalty.value(theta)
+
+    def shared_arguments(self, theta):
+        """:meth:`native_arguments` computed and kept, for both :meth:`objective` and :meth:`smoothed`.
+
+        None where the design's native vectors live on a device and its
+        kept ones on the host: there a second product with ``X`` costs less
+        than bringing the vector to the host.
+        """
+        if not (self.design.vectors_on_host or self.design.keeps_vectors_apart):
+            return None
+        return self.design.kept_and_sums(self.native_arguments(theta))[0]
 
     def smoothed(self, theta, mu, center, t=None, dt=None, state=None):
         """``F_mu(theta; center)`` and what its derivatives need (``t``: the loss arguments at ``theta``).
@@ -165,7 +177,7 @@ class SmoothedRankRisk:
         (t, value, d1, q), sums = design.rerooted_and_sums(
             (t, value, d1, q), pairs + ([] if dt is None else [(q, d1 * dt)]))
         # l'' is not computed: only the accepted states need it (:meth:`curvature`)
-        state = dict(t=t, value=value, d1=d1, q=q, q_host=q_host, pooled=pooled,
+        state = dict(t=t, value=value, d1=d1, q=q, q_host=q_host, pooled=pooled, weighted=sums[0],
                      slope=None if dt is None else sums[2])
         return sums[0] - 0.5 * mu * sums[1] + self.penalty.value(theta), state
 
@@ -201,6 +213,8 @@ class SmoothedRankRisk:
         q = state["q"]
         g, H, G_block, sums = self.design.step_products(self._s * q * state["d1"], q * self.curvature(state),
                                                         HESSIAN_SLACK, None if terms is None else terms[:2])
+        # what the certificate's dual bound at this state takes from that pass, where the design makes it
+        state["signed"] = self.design.last_signed
         g += self.penalty.reg * theta
         H[np.diag_indices_from(H)] += self.penalty.reg
         return g, H, None if terms is None else (G_block - terms[2](sums)) / mu
@@ -266,14 +280,14 @@ class SmoothedRankRisk:
         value, q = state["value"], state["q"]
         omega = self.risk_value(self.design.to_host(value), state["pooled"])  # the sorted losses' risk
         F = omega + self.penalty.value(theta)
-        (weighted,) = self.design.sums_of_products((q, value))
+        weighted = state["weighted"]  # q . l, summed with the state
         estimate = max(omega - weighted, 0.0) + decrease / (1.0 - HESSIAN_SLACK)
         if self.penalty.l2 > 0.0:
-            self.record_dual(self.dual_bound(q, state["d1"]), state["q_host"])
+            self.record_dual(self.dual_bound(q, state["d1"], signed=state.get("signed")), state["q_host"])
             return F, max(F - self.best_dual, 0.0), estimate
         return F, estimate, estimate
 
-    def dual_bound(self, q, slope, on_host=False):
+    def dual_bound(self, q, slope, on_host=False, signed=None):
         """A lower bound on ``F*`` from the weights ``q`` in ``P(sigma)`` and the slopes ``a``.
 
         For every such ``q``, ``F* >= min_theta sum_i q_i l(t_i) + R(w)``,
@@ -287,9 +301,12 @@ class SmoothedRankRisk:
         ``R*(y) = sum_j (|y_j| - l1)_+^2 / (2 l2)`` with an l2 part.
         ``q`` and ``a`` are ``n``-vectors of the design's namespace, or
         kept ones with ``on_host`` (the dual ascent's, the zero check's).
+        ``signed``: what :meth:`derivatives` at the same ``q`` and slopes
+        kept of its pass over ``X`` for this bound (the design's
+        ``last_signed``), or None.
         """
         s, c = (self.s, None if self._c is None else self.c) if on_host else (self._s, self._c)
-        return self.design.dual_value(q, slope, s, c, self.loss, self.penalty.conjugate, on_host)
+        return self.design.dual_value(q, slope, s, c, self.loss, self.penalty.conjugate, on_host, signed)
 
     def certify_zero(self, q, tol):
         """Raise the dual bound toward ``F(0)`` where every loss ties at ``theta = 0``; returns ``F(0)``.

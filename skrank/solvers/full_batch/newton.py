@@ -183,7 +183,8 @@ class _ProximalPoint:
             # the mean risk is the problem (its weights are the centre): Newton's method on it; other risks
             # start at theta = 0, where the smoothing pools the tied losses
             theta, self.steps = _newton_fixed_weights(problem, theta, native_center, 1e-1, max_iter)
-        F = problem.objective(theta)
+        t = problem.shared_arguments(theta)  # one product with X for F and F_mu, where it pays
+        F = problem.objective(theta, t)
         self.history = [F]
         #: ``(F, theta, bound on F - F*, weights q)`` of the best certificate so far
         self.best = (F, theta.copy(), np.inf, center)
@@ -196,7 +197,7 @@ class _ProximalPoint:
         self.stalled, self.outer_stalls = False, 0
         self.theta, self.center = theta, native_center
         self.from_zero = not np.any(theta)
-        self.F_mu, self.state = problem.smoothed(theta, self.mu, native_center)
+        self.F_mu, self.state = problem.smoothed(theta, self.mu, native_center, t)
 
     def outer_iteration(self, decrease_q, tol):
         """Certify the point, then move the centre (and maybe lower ``mu``); returns whether certified."""
@@ -227,7 +228,8 @@ class _ProximalPoint:
         self.last_gap = estimate
         self.inner_tol = _INNER_FRACTION * min(estimate, gap)
         self.center = state["q"]
-        # the same point: its losses are kept, only the keys of the new centre are computed
+        # the same point: its loss arguments and losses are kept (X is not read), only the new centre's keys
+        # are computed
         self.F_mu, self.state = problem.smoothed(self.theta, self.mu, self.center, state=state)
         return False
 
