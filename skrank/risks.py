@@ -52,8 +52,8 @@ class BaseRisk(BaseEstimator):
     #: True when the weights are the samples' shares of the weight in any order (ERM): a mean loss.
     is_mean = False
     #: True when, without sample weights, the weights' permutations for any ``n`` span the capped simplex
-    #: ``{0 <= q_i <= threshold_level(n) / n, sum q = 1}``, no count checked against ``n`` (superquantile):
-    #: the chunked Newton path projects onto it by a threshold search, without a sort.
+    #: ``{0 <= q_i <= threshold_level(n) / n, sum q = 1}`` (superquantile, top-k): the chunked Newton path
+    #: projects onto it by a threshold search, without a sort.
     threshold_rank_step = False
     #: True when the weighted risk is unchanged where identical losses become one of their summed weight:
     #: the weights integrate over the cumulative weight alone, with no count of the samples (spectral
@@ -581,6 +581,8 @@ class TopK(_RankedRangeMean):
     """
 
     one_threshold = True
+    # the permutahedron of k equal weights 1/k is the capped simplex {0 <= q <= 1/k, sum q = 1}
+    threshold_rank_step = True
 
     def __init__(self, k=0.2):
         self.k = k

@@ -13,7 +13,7 @@ import pytest
 from skrank.backends.design import Design
 from skrank.datafits.rank_step import HostRankStep, Pooled, ThresholdRankStep, rank_step_for
 from skrank.kernels.pava import project_permutahedron
-from skrank.risks import Extremile, Superquantile
+from skrank.risks import Extremile, Superquantile, TopK
 
 N = 60
 
@@ -60,12 +60,13 @@ def test_host_step_with_masses_is_the_step_of_repeated_rows():
     assert weighted.risk_value(losses) == pytest.approx(risk.value(losses, mass), rel=1e-12)
 
 
-def test_threshold_step_on_dask_keys_equals_the_host_step():
+@pytest.mark.parametrize("risk", [Superquantile(q=0.8), TopK(k=0.3), TopK(k=7)], ids=repr)
+def test_threshold_step_on_dask_keys_equals_the_host_step(risk):
     da = pytest.importorskip("dask.array")
     dask = pytest.importorskip("dask")
     from skrank.backends.dask_vectors import WorkerDesign
 
-    risk, mu = Superquantile(q=0.8), 0.05
+    mu = 0.05
     # the design of a fit that keeps its vectors on the workers
     step = rank_step_for(WorkerDesign(da.zeros((N, 1), chunks=(17, 1)), True), risk, None, None)
     assert isinstance(step, ThresholdRankStep)
@@ -75,7 +76,8 @@ def test_threshold_step_on_dask_keys_equals_the_host_step():
         q, pooled = step.project(da.from_array(keys, chunks=17), mu)
         expected, _ = host.project(keys.copy(), mu)
         np.testing.assert_allclose(q.compute(), expected, atol=1e-12)
-        free = int(np.count_nonzero((expected > 1e-12) & (expected < 1.0 / (0.2 * N) - 1e-12)))
+        cap = risk.threshold_level(N) / N
+        free = int(np.count_nonzero((expected > 1e-12) & (expected < cap - 1e-12)))
         assert int(pooled.size.sum()) == (free if free > 1 else 0)
         losses = np.abs(keys)
         value = step.risk_value(da.from_array(losses, chunks=17))
