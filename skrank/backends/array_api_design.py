@@ -164,9 +164,7 @@ class ArrayAPIDesign(Design):
     def loss_derivatives(self, loss, t):
         return derivatives_in(self.xp, loss, t)
 
-    def loss_curvature(self, loss, t, first=None):
-        if first is not None and loss.curvature_from_slope:
-            return loss.curvature_of_slope(first)
+    def loss_second_derivative(self, loss, t):
         return self.loss_derivatives(loss, t)[2]
 
     def losses_and_keys(self, loss, t, mu, center, known=None):

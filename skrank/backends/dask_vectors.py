@@ -69,8 +69,9 @@ def _step_block(X, r, h, h_block, v, kept, slack, fit_intercept, with_rows=False
     """
     X = np.asarray(X, dtype=np.float64)
     parts = np.stack([np.maximum(r, 0.0), np.minimum(r, 0.0)], axis=1)
-    signed = np.vstack([X.T @ parts, parts.sum(axis=0)])
-    g = X.T @ r
+    products = X.T @ parts
+    signed = np.vstack([products, parts.sum(axis=0)])
+    g = products[:, 0] + products[:, 1]  # X^T r from the same product
     if kept is None:
         dH, h_kept = weighted_gram(X, h, fit_intercept), h
     else:
@@ -99,19 +100,16 @@ def _rows_times(X, v, fit_intercept):
 
 def _dual_block(X, q, a, s, c, loss, side, shrink):
     """A chunk's ``X^T (s q a')`` and ``sum q (a' c - l*(a'))``, ``a' = a`` but ``shrink a`` on ``side``."""
+    a, (value,) = _dual_share(q, a, s, c, loss, side, shrink, slopes=True)
+    return np.asarray(X, dtype=np.float64).T @ (s * q * a), value
+
+
+def _dual_share(q, a, s, c, loss, side, shrink, slopes=False):
+    """A chunk's ``sum q (a' c - l*(a'))`` alone (:func:`_dual_block` without ``X``), as a tuple; with
+    ``slopes``, ``(a', that tuple)``."""
     a = np.where(np.sign(s * q * a) == side, a * shrink, a)
-    return np.asarray(X, dtype=np.float64).T @ (s * q * a), _conjugate_sum(q, a, c, loss)
-
-
-def _conjugate_sum(q, a, c, loss):
-    """``sum q (a c - l*(a))`` of one chunk (``c`` None: no shift)."""
-    return float(q @ (a * c - loss.conjugate(a)) if c is not None else -(q @ loss.conjugate(a)))
-
-
-def _dual_share(q, a, s, c, loss, side, shrink):
-    """A chunk's ``sum q (a' c - l*(a'))`` alone (:func:`_dual_block` without ``X``), as a tuple."""
-    a = np.where(np.sign(s * q * a) == side, a * shrink, a)
-    return (_conjugate_sum(q, a, c, loss),)
+    value = float(q @ (a * c - loss.conjugate(a)) if c is not None else -(q @ loss.conjugate(a)))
+    return (a, (value,)) if slopes else (value,)
 
 
 class WorkerDesign(DaskDesign):
@@ -196,10 +194,8 @@ class WorkerDesign(DaskDesign):
         """``(l, l', l'')`` at ``t``, lazily (computed with what uses them)."""
         return tuple(t.map_blocks(_derivative, loss=loss, k=k, dtype=np.float64) for k in range(3))
 
-    def loss_curvature(self, loss, t, first=None):
-        """``l''`` at ``t``, lazily (from ``first = l'(t)`` where the loss can)."""
-        if first is not None and loss.curvature_from_slope:
-            return loss.curvature_of_slope(first)
+    def loss_second_derivative(self, loss, t):
+        """``l''`` at ``t``, lazily."""
         return t.map_blocks(loss.second_derivative, dtype=np.float64)
 
     def losses_and_keys(self, loss, t, mu, center, known=None):

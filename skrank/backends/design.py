@@ -164,6 +164,10 @@ class Design:
         """``l''(t)`` alone for loss arguments ``t`` of :attr:`xp` (from ``first = l'(t)`` where it can)."""
         if first is not None and loss.curvature_from_slope:
             return loss.curvature_of_slope(first)
+        return self.loss_second_derivative(loss, t)
+
+    def loss_second_derivative(self, loss, t):
+        """``l''(t)`` computed from ``t`` of :attr:`xp`, without ``l`` and ``l'`` where the design can."""
         return loss.second_derivative(t)
 
     def losses_and_keys(self, loss, t, mu, center, known=None):
